@@ -1,0 +1,431 @@
+//! The device: NAND rules and timing over a [`Storage`].
+//!
+//! Every operation is checked before it touches storage; an illegal one is refused with
+//! an [`Error`] that names chip, block, page and (for the bit rule) the byte offset:
+//! - a program may only clear bits (1→0); one needing 0→1 is refused;
+//! - a page takes at most `nop` programs between erases if it is an LSB/SLC page, and
+//!   exactly one if it is a CSB/MSB page;
+//! - the first program of each page in a block goes in page order (pages may be
+//!   skipped, as pSLC skips MSB pages, but never revisited);
+//! - a copyback stays on one chip and targets an erased page;
+//! - an erase beyond the block's rated endurance is refused.
+//!
+//! Each operation is timed on the chip and channel timelines from the caller's `now`.
+
+use crate::error::Error;
+use crate::geometry::{BlockId, Geometry, PageType, Ppn};
+use crate::storage::{PowerCut, Span, Storage};
+use crate::timing::{OpTiming, SimTime, Timelines};
+use serde::{Deserialize, Serialize};
+
+/// Operation counts since the device was created or restarted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCounters {
+    pub page_reads: u64,
+    pub oob_reads: u64,
+    /// First programs of erased pages (out-of-place writes, GC by read+program).
+    pub page_programs: u64,
+    /// Programs of already-programmed pages (in-place appends).
+    pub reprograms: u64,
+    pub copybacks: u64,
+    pub erases: u64,
+    pub bytes_to_device: u64,
+    pub bytes_from_device: u64,
+}
+
+/// A page read: when it completed and its bytes (all 0xFF where erased).
+pub struct PageRead<'a> {
+    pub timing: OpTiming,
+    pub data: &'a [u8],
+    pub oob: &'a [u8],
+}
+
+/// An emulated NAND device.
+pub struct Device {
+    storage: Box<dyn Storage>,
+    geometry: Geometry,
+    timelines: Timelines,
+    counters: DeviceCounters,
+    erased_data: Box<[u8]>,
+    erased_oob: Box<[u8]>,
+}
+
+impl Device {
+    pub fn new(storage: Box<dyn Storage>) -> Self {
+        let geometry = storage.geometry().clone();
+        Device {
+            timelines: Timelines::new(geometry.chips(), geometry.channels),
+            counters: DeviceCounters::default(),
+            erased_data: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
+            erased_oob: vec![0xFF; geometry.oob_bytes as usize].into_boxed_slice(),
+            storage,
+            geometry,
+        }
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub fn storage(&self) -> &dyn Storage {
+        self.storage.as_ref()
+    }
+
+    pub fn storage_mut(&mut self) -> &mut dyn Storage {
+        self.storage.as_mut()
+    }
+
+    pub fn into_storage(self) -> Box<dyn Storage> {
+        self.storage
+    }
+
+    pub fn counters(&self) -> DeviceCounters {
+        self.counters
+    }
+
+    pub fn timelines(&self) -> &Timelines {
+        &self.timelines
+    }
+
+    /// Restores power after a cut (volatile state — timelines, counters — survives in
+    /// the emulator; a flash manager must rebuild its own state by scanning).
+    pub fn power_on(&mut self) {
+        self.storage.power_on();
+    }
+
+    /// Page bytes without timing or counting, for inspection and tests.
+    pub fn peek(&self, ppn: Ppn) -> (&[u8], &[u8]) {
+        (
+            self.storage.data(ppn).unwrap_or(&self.erased_data),
+            self.storage.oob(ppn).unwrap_or(&self.erased_oob),
+        )
+    }
+
+    fn check_ppn(&self, ppn: Ppn) -> Result<(), Error> {
+        let limit = self.geometry.total_pages();
+        if ppn.0 >= limit {
+            return Err(Error::OutOfRange { what: "page", value: ppn.0 as u64, limit: limit as u64 });
+        }
+        Ok(())
+    }
+
+    fn check_block(&self, block: BlockId) -> Result<(), Error> {
+        let limit = self.geometry.total_blocks();
+        if block.0 >= limit {
+            return Err(Error::OutOfRange { what: "block", value: block.0 as u64, limit: limit as u64 });
+        }
+        Ok(())
+    }
+
+    fn check_powered(&self) -> Result<(), Error> {
+        if self.storage.powered() {
+            Ok(())
+        } else {
+            Err(Error::PowerLost)
+        }
+    }
+
+    fn check_spans(&self, spans: &[Span]) -> Result<usize, Error> {
+        let raw = self.geometry.raw_page_bytes();
+        let mut bytes = 0;
+        for s in spans {
+            if s.offset.checked_add(s.bytes.len()).is_none_or(|end| end > raw) {
+                return Err(Error::SpanOutOfPage { offset: s.offset, len: s.bytes.len(), raw_page_bytes: raw });
+            }
+            bytes += s.bytes.len();
+        }
+        Ok(bytes)
+    }
+
+    /// Where a page is, for error messages.
+    fn locate(&self, ppn: Ppn) -> (u32, u32, u32) {
+        let block = self.geometry.block_of(ppn);
+        (
+            self.geometry.chip_of_block(block),
+            block.0 % self.geometry.blocks_per_chip,
+            self.geometry.page_in_block(ppn),
+        )
+    }
+
+    /// Checks that `ppn` may take its first program now.
+    fn check_first_program(&self, ppn: Ppn) -> Result<(), Error> {
+        let block = self.geometry.block_of(ppn);
+        let page = self.geometry.page_in_block(ppn);
+        let write_pointer = self.storage.write_pointer(block);
+        if page < write_pointer {
+            let (chip, block, page) = self.locate(ppn);
+            return Err(Error::OutOfOrder { chip, block, page, write_pointer });
+        }
+        Ok(())
+    }
+
+    /// Checks NOP and the bit rule for a program of an already-programmed page.
+    fn check_reprogram(&self, ppn: Ppn, page_type: PageType, count: u8, spans: &[Span]) -> Result<(), Error> {
+        let limit = self.geometry.nop_of(page_type);
+        if count >= limit {
+            let (chip, block, page) = self.locate(ppn);
+            return Err(Error::NopExceeded { chip, block, page, page_type, limit });
+        }
+        let (data, oob) = self.peek(ppn);
+        let page_bytes = data.len();
+        for s in spans {
+            for (i, &new) in s.bytes.iter().enumerate() {
+                let at = s.offset + i;
+                let old = if at < page_bytes { data[at] } else { oob[at - page_bytes] };
+                if new & !old != 0 {
+                    let (chip, block, page) = self.locate(ppn);
+                    return Err(Error::BitRaise { chip, block, page, offset: at });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn lost(_: PowerCut) -> Error {
+        Error::PowerLost
+    }
+
+    /// Reads a whole page (data and OOB cross the channel).
+    pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
+        self.check_powered()?;
+        self.check_ppn(ppn)?;
+        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
+        let bytes = self.geometry.raw_page_bytes();
+        let chip = self.geometry.chip_of(ppn);
+        let timing = self.timelines.read(
+            chip,
+            self.geometry.channel_of_chip(chip),
+            now,
+            self.geometry.latencies.read_array_ns(page_type),
+            self.geometry.latencies.transfer_ns(bytes),
+        );
+        self.counters.page_reads += 1;
+        self.counters.bytes_from_device += bytes as u64;
+        let (data, oob) = self.peek(ppn);
+        Ok(PageRead { timing, data, oob })
+    }
+
+    /// Reads only a page's OOB bytes (array read, short transfer).
+    pub fn read_oob(&mut self, ppn: Ppn, now: SimTime) -> Result<(OpTiming, &[u8]), Error> {
+        self.check_powered()?;
+        self.check_ppn(ppn)?;
+        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
+        let bytes = self.geometry.oob_bytes as usize;
+        let chip = self.geometry.chip_of(ppn);
+        let timing = self.timelines.read(
+            chip,
+            self.geometry.channel_of_chip(chip),
+            now,
+            self.geometry.latencies.read_array_ns(page_type),
+            self.geometry.latencies.transfer_ns(bytes),
+        );
+        self.counters.oob_reads += 1;
+        self.counters.bytes_from_device += bytes as u64;
+        Ok((timing, self.peek(ppn).1))
+    }
+
+    /// Programs `spans` of a page: a first program if the page is erased, otherwise a
+    /// re-program (append) subject to NOP and the bit rule. Only the span bytes cross
+    /// the channel.
+    pub fn program(&mut self, ppn: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
+        self.check_powered()?;
+        self.check_ppn(ppn)?;
+        let bytes = self.check_spans(spans)?;
+        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
+        let count = self.storage.program_count(ppn);
+        if count == 0 {
+            self.check_first_program(ppn)?;
+        } else {
+            self.check_reprogram(ppn, page_type, count, spans)?;
+        }
+        let chip = self.geometry.chip_of(ppn);
+        let timing = self.timelines.program(
+            chip,
+            self.geometry.channel_of_chip(chip),
+            now,
+            self.geometry.latencies.program_array_ns(page_type),
+            self.geometry.latencies.transfer_ns(bytes),
+        );
+        if count == 0 {
+            self.counters.page_programs += 1;
+        } else {
+            self.counters.reprograms += 1;
+        }
+        self.counters.bytes_to_device += bytes as u64;
+        self.storage.program(ppn, spans).map_err(Self::lost)?;
+        Ok(timing)
+    }
+
+    /// Copies page `src` to erased page `dst` on the same chip without moving the data
+    /// over the channel; `spans` replace bytes in the page register on the way (e.g. a
+    /// new OOB header) and are the only bytes transferred.
+    pub fn copyback(&mut self, src: Ppn, dst: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
+        self.check_powered()?;
+        self.check_ppn(src)?;
+        self.check_ppn(dst)?;
+        let bytes = self.check_spans(spans)?;
+        let (src_chip, dst_chip) = (self.geometry.chip_of(src), self.geometry.chip_of(dst));
+        if src_chip != dst_chip {
+            return Err(Error::CopybackAcrossChips { src_chip, dst_chip });
+        }
+        if self.storage.program_count(dst) != 0 {
+            let (chip, block, page) = self.locate(dst);
+            let page_type = self.geometry.page_type(page);
+            return Err(Error::NopExceeded { chip, block, page, page_type, limit: 1 });
+        }
+        self.check_first_program(dst)?;
+        let src_type = self.geometry.page_type(self.geometry.page_in_block(src));
+        let dst_type = self.geometry.page_type(self.geometry.page_in_block(dst));
+        let lat = &self.geometry.latencies;
+        let timing = self.timelines.copyback(
+            src_chip,
+            self.geometry.channel_of_chip(src_chip),
+            now,
+            lat.read_array_ns(src_type),
+            lat.program_array_ns(dst_type),
+            lat.transfer_ns(bytes),
+        );
+        self.counters.copybacks += 1;
+        self.counters.bytes_to_device += bytes as u64;
+        self.storage.copy_program(src, dst, spans).map_err(Self::lost)?;
+        Ok(timing)
+    }
+
+    /// Erases a block.
+    pub fn erase(&mut self, block: BlockId, now: SimTime) -> Result<OpTiming, Error> {
+        self.check_powered()?;
+        self.check_block(block)?;
+        let erases = self.storage.erase_count(block);
+        if erases >= self.geometry.endurance {
+            let chip = self.geometry.chip_of_block(block);
+            return Err(Error::WornOut {
+                chip,
+                block: block.0 % self.geometry.blocks_per_chip,
+                erases,
+                endurance: self.geometry.endurance,
+            });
+        }
+        let chip = self.geometry.chip_of_block(block);
+        let timing = self.timelines.chip_only(chip, now, self.geometry.latencies.erase_ns);
+        self.counters.erases += 1;
+        self.storage.erase(block).map_err(Self::lost)?;
+        Ok(timing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::CellType;
+    use crate::storage::MemoryStorage;
+    use crate::timing::Latencies;
+
+    fn geometry(cell: CellType) -> Geometry {
+        Geometry {
+            channels: 1,
+            chips_per_channel: 2,
+            blocks_per_chip: 4,
+            pages_per_block: 6,
+            page_bytes: 512,
+            oob_bytes: 64,
+            cell,
+            nop: 3,
+            endurance: 2,
+            latencies: Latencies::mlc_typical(),
+        }
+    }
+
+    fn device(cell: CellType) -> Device {
+        Device::new(Box::new(MemoryStorage::new(geometry(cell), true)))
+    }
+
+    #[test]
+    fn bit_raise_is_refused_with_location() {
+        let mut d = device(CellType::Slc);
+        let g = d.geometry().clone();
+        let ppn = g.ppn(g.block_id(1, 2), 0);
+        d.program(ppn, 0, &[Span::new(100, &[0x0F])]).unwrap();
+        let err = d.program(ppn, 0, &[Span::new(100, &[0x1F])]).unwrap_err();
+        assert_eq!(err, Error::BitRaise { chip: 1, block: 2, page: 0, offset: 100 });
+        assert!(err.to_string().contains("offset 100"), "{err}");
+        d.program(ppn, 0, &[Span::new(100, &[0x03]), Span::new(560, &[0])]).unwrap();
+        assert_eq!(d.peek(ppn).0[100], 0x03);
+        assert_eq!(d.peek(ppn).1[560 - 512], 0);
+    }
+
+    #[test]
+    fn nop_counts_every_program() {
+        let mut d = device(CellType::Slc);
+        for _ in 0..3 {
+            d.program(Ppn(0), 0, &[Span::new(0, &[0xFF])]).unwrap();
+        }
+        assert!(matches!(d.program(Ppn(0), 0, &[]), Err(Error::NopExceeded { limit: 3, .. })));
+    }
+
+    #[test]
+    fn msb_pages_take_one_program() {
+        let mut d = device(CellType::Mlc);
+        d.program(Ppn(0), 0, &[Span::new(0, &[0xF0])]).unwrap();
+        d.program(Ppn(1), 0, &[Span::new(0, &[0xF0])]).unwrap();
+        d.program(Ppn(0), 0, &[Span::new(1, &[0x00])]).unwrap();
+        let err = d.program(Ppn(1), 0, &[Span::new(1, &[0x00])]).unwrap_err();
+        assert!(matches!(err, Error::NopExceeded { page_type: PageType::Msb, limit: 1, .. }));
+    }
+
+    #[test]
+    fn first_programs_go_in_order_but_may_skip() {
+        let mut d = device(CellType::Mlc);
+        d.program(Ppn(2), 0, &[]).unwrap(); // skips pages 0 and 1 (as pSLC skips MSB pages)
+        let err = d.program(Ppn(1), 0, &[]).unwrap_err();
+        assert_eq!(err, Error::OutOfOrder { chip: 0, block: 0, page: 1, write_pointer: 3 });
+        d.program(Ppn(4), 0, &[]).unwrap();
+    }
+
+    #[test]
+    fn erase_resets_and_endurance_is_enforced() {
+        let mut d = device(CellType::Slc);
+        d.program(Ppn(0), 0, &[Span::new(0, &[0])]).unwrap();
+        d.erase(BlockId(0), 0).unwrap();
+        assert_eq!(d.peek(Ppn(0)).0[0], 0xFF);
+        d.program(Ppn(0), 0, &[Span::new(0, &[0])]).unwrap();
+        d.erase(BlockId(0), 0).unwrap();
+        assert!(matches!(d.erase(BlockId(0), 0), Err(Error::WornOut { erases: 2, endurance: 2, .. })));
+    }
+
+    #[test]
+    fn copyback_stays_on_chip_and_moves_few_bytes() {
+        let mut d = device(CellType::Slc);
+        let g = d.geometry().clone();
+        let page = vec![7u8; 512];
+        d.program(Ppn(0), 0, &[Span::new(0, &page)]).unwrap();
+        let other_chip = g.ppn(g.block_id(1, 0), 0);
+        assert!(matches!(d.copyback(Ppn(0), other_chip, 0, &[]), Err(Error::CopybackAcrossChips { .. })));
+        let dst = g.ppn(g.block_id(0, 1), 0);
+        let before = d.counters().bytes_to_device;
+        d.copyback(Ppn(0), dst, 0, &[Span::new(512, &[1, 2])]).unwrap();
+        assert_eq!(d.counters().bytes_to_device - before, 2);
+        assert_eq!(d.peek(dst).0, &page[..]);
+        assert!(d.copyback(Ppn(0), dst, 0, &[]).is_err(), "destination must be erased");
+    }
+
+    #[test]
+    fn out_of_range_and_bad_spans_are_errors() {
+        let mut d = device(CellType::Slc);
+        assert!(matches!(d.read(Ppn(10_000), 0), Err(Error::OutOfRange { .. })));
+        assert!(matches!(d.erase(BlockId(99), 0), Err(Error::OutOfRange { .. })));
+        assert!(matches!(d.program(Ppn(0), 0, &[Span::new(570, &[0; 10])]), Err(Error::SpanOutOfPage { .. })));
+    }
+
+    #[test]
+    fn timing_lsb_faster_than_msb_and_deltas_faster_than_pages() {
+        let mut d = device(CellType::Mlc);
+        let lsb = d.program(Ppn(0), 0, &[Span::new(0, &[0; 512])]).unwrap();
+        let g = d.geometry().clone();
+        let msb_ppn = g.ppn(g.block_id(1, 0), 1);
+        let msb = d.program(msb_ppn, 0, &[Span::new(0, &[0; 512])]).unwrap();
+        assert!(lsb.end_ns - lsb.start_ns < msb.end_ns - msb.start_ns);
+        let t0 = d.timelines().chip_free_at(0);
+        let delta = d.program(Ppn(0), t0, &[Span::new(0, &[0; 8])]).unwrap();
+        assert!(delta.end_ns - delta.start_ns < lsb.end_ns - lsb.start_ns);
+    }
+}

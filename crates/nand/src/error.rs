@@ -1,0 +1,61 @@
+//! Errors of the device layer. Each names where it happened.
+
+use crate::geometry::PageType;
+use std::fmt;
+
+/// An operation the device refused, or could not finish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// An address beyond the device.
+    OutOfRange { what: &'static str, value: u64, limit: u64 },
+    /// Bytes that do not fit in the raw page (data + OOB).
+    SpanOutOfPage { offset: usize, len: usize, raw_page_bytes: usize },
+    /// A program that would need a 0→1 transition.
+    BitRaise { chip: u32, block: u32, page: u32, offset: usize },
+    /// More programs than the page type allows between erases.
+    NopExceeded { chip: u32, block: u32, page: u32, page_type: PageType, limit: u8 },
+    /// A first program below the block's write pointer (in-order programming).
+    OutOfOrder { chip: u32, block: u32, page: u32, write_pointer: u32 },
+    /// An erase beyond the block's rated endurance.
+    WornOut { chip: u32, block: u32, erases: u32, endurance: u32 },
+    /// Copyback moves data inside one chip only.
+    CopybackAcrossChips { src_chip: u32, dst_chip: u32 },
+    /// Power failed; nothing more until the device is powered on again.
+    PowerLost,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OutOfRange { what, value, limit } => {
+                write!(f, "{what} {value} is out of range (the device has {limit})")
+            }
+            Error::SpanOutOfPage { offset, len, raw_page_bytes } => write!(
+                f,
+                "{len} bytes at offset {offset} do not fit in a {raw_page_bytes}-byte raw page (data + OOB)"
+            ),
+            Error::BitRaise { chip, block, page, offset } => write!(
+                f,
+                "program refused: chip {chip} block {block} page {page} byte offset {offset} would need a 0→1 bit transition (erase first)"
+            ),
+            Error::NopExceeded { chip, block, page, page_type, limit } => write!(
+                f,
+                "program refused: chip {chip} block {block} page {page} ({page_type} page) already has its {limit} allowed program(s) since the last erase"
+            ),
+            Error::OutOfOrder { chip, block, page, write_pointer } => write!(
+                f,
+                "program refused: chip {chip} block {block} page {page} is below the block's write pointer {write_pointer}; first programs must go in page order (erase the block to start again)"
+            ),
+            Error::WornOut { chip, block, erases, endurance } => write!(
+                f,
+                "erase refused: chip {chip} block {block} is worn out ({erases} of {endurance} rated P/E cycles)"
+            ),
+            Error::CopybackAcrossChips { src_chip, dst_chip } => {
+                write!(f, "copyback from chip {src_chip} to chip {dst_chip}: copyback stays on one chip")
+            }
+            Error::PowerLost => f.write_str("power lost: the device is off until powered on again"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,457 @@
+//! Device geometry, cell types, page types and named presets.
+//!
+//! Addresses are flat: a global block index is `chip * blocks_per_chip + block`, and a
+//! physical page number (PPN) is `global_block * pages_per_block + page`. Chip `c` sits on
+//! channel `c / chips_per_channel`.
+//!
+//! Page types follow the IPA paper's numbering (appendix C): counting pages from 1, odd
+//! pages are LSB pages and even pages MSB pages. Counting from 0 as we do, page `p` of a
+//! block has type `p % bits_per_cell` (0 = LSB, 1 = MSB for MLC; 0 = LSB, 1 = CSB, 2 = MSB
+//! for TLC), and pages `p` and `p+1` (`p+2`) share wordline `p / bits_per_cell`.
+
+use crate::timing::Latencies;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Largest page the delta-record format can address with its 2-byte offsets (IPA §6.1).
+pub const MAX_PAGE_BYTES: u32 = 64 * 1024;
+
+/// How many bits each cell stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellType {
+    Slc,
+    Mlc,
+    Tlc,
+}
+
+impl CellType {
+    pub fn bits_per_cell(self) -> u32 {
+        match self {
+            CellType::Slc => 1,
+            CellType::Mlc => 2,
+            CellType::Tlc => 3,
+        }
+    }
+
+    /// Rated program/erase cycles per block (commonly quoted figures: SLC 100k, MLC 10k,
+    /// TLC 3k).
+    pub fn default_endurance(self) -> u32 {
+        match self {
+            CellType::Slc => 100_000,
+            CellType::Mlc => 10_000,
+            CellType::Tlc => 3_000,
+        }
+    }
+
+    /// How often an LSB (or SLC) page may be programmed before an erase, the first
+    /// program included. SLC parts commonly allow 4 partial programs; for MLC/TLC LSB
+    /// pages we allow the same 4, i.e. N ≤ 3 appends, the range the IPA paper used on
+    /// MLC (§8.4: "N to be 2 or 3").
+    pub fn default_nop(self) -> u8 {
+        4
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CellType::Slc => "slc",
+            CellType::Mlc => "mlc",
+            CellType::Tlc => "tlc",
+        }
+    }
+}
+
+impl std::str::FromStr for CellType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "slc" => Ok(CellType::Slc),
+            "mlc" => Ok(CellType::Mlc),
+            "tlc" => Ok(CellType::Tlc),
+            other => Err(format!("unknown cell type `{other}` (expected slc, mlc or tlc)")),
+        }
+    }
+}
+
+/// The page of a wordline a physical page is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PageType {
+    /// Least significant bit page (the only page of an SLC wordline).
+    Lsb,
+    /// Centre bit page of a TLC wordline.
+    Csb,
+    /// Most significant bit page.
+    Msb,
+}
+
+impl PageType {
+    pub fn index(self) -> usize {
+        match self {
+            PageType::Lsb => 0,
+            PageType::Csb => 1,
+            PageType::Msb => 2,
+        }
+    }
+}
+
+impl fmt::Display for PageType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PageType::Lsb => "LSB",
+            PageType::Csb => "CSB",
+            PageType::Msb => "MSB",
+        })
+    }
+}
+
+/// Physical page number, flat across the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Ppn(pub u32);
+
+/// Global block index, flat across the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BlockId(pub u32);
+
+/// Shape, cell type, limits and latencies of one emulated device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Geometry {
+    pub channels: u32,
+    pub chips_per_channel: u32,
+    pub blocks_per_chip: u32,
+    pub pages_per_block: u32,
+    pub page_bytes: u32,
+    pub oob_bytes: u32,
+    pub cell: CellType,
+    /// Programs allowed on an LSB/SLC page between erases (first program included).
+    /// CSB and MSB pages are always programmed exactly once.
+    pub nop: u8,
+    /// Rated P/E cycles per block; an erase beyond it is refused.
+    pub endurance: u32,
+    pub latencies: Latencies,
+}
+
+/// Named presets. Each documents where its numbers come from.
+pub const PRESET_NAMES: [&str; 4] = ["paper-emulator", "openssd-mlc", "ipl-slc", "femu"];
+
+impl Geometry {
+    /// Looks up a preset by name.
+    pub fn preset(name: &str) -> Result<Geometry, String> {
+        match name {
+            "paper-emulator" => Ok(Self::paper_emulator()),
+            "openssd-mlc" => Ok(Self::openssd_mlc()),
+            "ipl-slc" => Ok(Self::ipl_slc()),
+            "femu" => Ok(Self::femu()),
+            other => Err(format!(
+                "unknown device preset `{other}` (expected one of: {})",
+                PRESET_NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The IPA paper's flash emulator (§8.1): 16 SLC chips, 4 KiB pages, used with
+    /// page-level mapping and 10% over-provisioning. The paper gives neither channel
+    /// count nor latencies; we assume 8 channels of 2 chips, 64-page blocks, 1024 blocks
+    /// per chip (4 GiB raw), 128 B OOB and typical SLC datasheet latencies.
+    pub fn paper_emulator() -> Geometry {
+        Geometry {
+            channels: 8,
+            chips_per_channel: 2,
+            blocks_per_chip: 1024,
+            pages_per_block: 64,
+            page_bytes: 4096,
+            oob_bytes: 128,
+            cell: CellType::Slc,
+            nop: CellType::Slc.default_nop(),
+            endurance: CellType::Slc.default_endurance(),
+            latencies: Latencies::slc_typical(),
+        }
+    }
+
+    /// OpenSSD Jasmine as described in the IPA paper's appendix D: MLC, 64 GB, 8
+    /// dual-die packages (16 dies). Page and block sizes (8 KiB, 128 pages) and the MLC
+    /// LSB/MSB latencies are typical of its 3x-nm MLC generation, not measured. The
+    /// board's host interface ran one I/O at a time; a driver that wants that effect must
+    /// issue I/Os serially.
+    pub fn openssd_mlc() -> Geometry {
+        Geometry {
+            channels: 4,
+            chips_per_channel: 4,
+            blocks_per_chip: 4096,
+            pages_per_block: 128,
+            page_bytes: 8192,
+            oob_bytes: 256,
+            cell: CellType::Mlc,
+            nop: CellType::Mlc.default_nop(),
+            endurance: CellType::Mlc.default_endurance(),
+            latencies: Latencies::mlc_typical(),
+        }
+    }
+
+    /// The IPL paper's SLC flash (its Table 1 and §3): 2 KiB pages, 64 pages per 128 KiB
+    /// erase unit, 512 B partial writes (hence 4 programs per page), read 80 µs, write
+    /// 200 µs, erase 1.5 ms. We take those as array times and add a 100 MB/s bus.
+    pub fn ipl_slc() -> Geometry {
+        Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            blocks_per_chip: 8192,
+            pages_per_block: 64,
+            page_bytes: 2048,
+            oob_bytes: 64,
+            cell: CellType::Slc,
+            nop: 4,
+            endurance: CellType::Slc.default_endurance(),
+            latencies: Latencies::uniform(80_000, 200_000, 1_500_000, 10_000),
+        }
+    }
+
+    /// FEMU as configured in the NoLgn-FTL paper (§4.1): 4 KiB pages, 1024 pages per
+    /// block, read 50 µs, program 500 µs, erase 5 ms, 16 GB logical. We use FEMU's default
+    /// 8 channels × 8 chips and 72 blocks per chip (18 GiB raw); FEMU's simple latency
+    /// model does not distinguish LSB and MSB pages, so neither does this preset.
+    pub fn femu() -> Geometry {
+        Geometry {
+            channels: 8,
+            chips_per_channel: 8,
+            blocks_per_chip: 72,
+            pages_per_block: 1024,
+            page_bytes: 4096,
+            oob_bytes: 128,
+            cell: CellType::Mlc,
+            nop: CellType::Mlc.default_nop(),
+            endurance: CellType::Mlc.default_endurance(),
+            latencies: Latencies::uniform(50_000, 500_000, 5_000_000, 2_500),
+        }
+    }
+
+    /// Checks that the geometry is usable; the message names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("channels", self.channels),
+            ("chips_per_channel", self.chips_per_channel),
+            ("blocks_per_chip", self.blocks_per_chip),
+            ("pages_per_block", self.pages_per_block),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(format!("geometry: {name} must be at least 1"));
+            }
+        }
+        if self.page_bytes < 512 || self.page_bytes > MAX_PAGE_BYTES || self.page_bytes % 4 != 0
+        {
+            return Err(format!(
+                "geometry: page_bytes = {} must be a multiple of 4 between 512 and {MAX_PAGE_BYTES}",
+                self.page_bytes
+            ));
+        }
+        if self.oob_bytes < 16 || self.oob_bytes > 4096 {
+            return Err(format!(
+                "geometry: oob_bytes = {} must be between 16 and 4096",
+                self.oob_bytes
+            ));
+        }
+        if self.pages_per_block % self.cell.bits_per_cell() != 0 {
+            return Err(format!(
+                "geometry: pages_per_block = {} must be a multiple of {} for {} cells (whole wordlines)",
+                self.pages_per_block,
+                self.cell.bits_per_cell(),
+                self.cell.name()
+            ));
+        }
+        if self.pages_per_block > u16::MAX as u32 {
+            return Err(format!(
+                "geometry: pages_per_block = {} is above {}",
+                self.pages_per_block,
+                u16::MAX
+            ));
+        }
+        if self.nop == 0 {
+            return Err("geometry: nop must be at least 1".into());
+        }
+        if self.endurance == 0 {
+            return Err("geometry: endurance must be at least 1".into());
+        }
+        let pages = self.total_blocks_u64() * self.pages_per_block as u64;
+        if pages >= u32::MAX as u64 {
+            return Err(format!(
+                "geometry: {pages} pages in all; at most {} are addressable",
+                u32::MAX - 1
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn chips(&self) -> u32 {
+        self.channels * self.chips_per_channel
+    }
+
+    fn total_blocks_u64(&self) -> u64 {
+        self.channels as u64 * self.chips_per_channel as u64 * self.blocks_per_chip as u64
+    }
+
+    pub fn total_blocks(&self) -> u32 {
+        self.chips() * self.blocks_per_chip
+    }
+
+    pub fn total_pages(&self) -> u32 {
+        self.total_blocks() * self.pages_per_block
+    }
+
+    /// Bytes of one raw page: data followed by OOB.
+    pub fn raw_page_bytes(&self) -> usize {
+        (self.page_bytes + self.oob_bytes) as usize
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        self.total_pages() as u64 * self.page_bytes as u64
+    }
+
+    pub fn channel_of_chip(&self, chip: u32) -> u32 {
+        chip / self.chips_per_channel
+    }
+
+    pub fn block_id(&self, chip: u32, block_in_chip: u32) -> BlockId {
+        BlockId(chip * self.blocks_per_chip + block_in_chip)
+    }
+
+    pub fn chip_of_block(&self, block: BlockId) -> u32 {
+        block.0 / self.blocks_per_chip
+    }
+
+    pub fn ppn(&self, block: BlockId, page: u32) -> Ppn {
+        Ppn(block.0 * self.pages_per_block + page)
+    }
+
+    pub fn block_of(&self, ppn: Ppn) -> BlockId {
+        BlockId(ppn.0 / self.pages_per_block)
+    }
+
+    pub fn page_in_block(&self, ppn: Ppn) -> u32 {
+        ppn.0 % self.pages_per_block
+    }
+
+    pub fn chip_of(&self, ppn: Ppn) -> u32 {
+        self.chip_of_block(self.block_of(ppn))
+    }
+
+    /// Which page of its wordline page `page` of a block is.
+    pub fn page_type(&self, page: u32) -> PageType {
+        match (self.cell, page % self.cell.bits_per_cell()) {
+            (_, 0) => PageType::Lsb,
+            (CellType::Tlc, 1) => PageType::Csb,
+            _ => PageType::Msb,
+        }
+    }
+
+    /// Programs allowed between erases on a page of this type.
+    pub fn nop_of(&self, page_type: PageType) -> u8 {
+        match page_type {
+            PageType::Lsb => self.nop,
+            PageType::Csb | PageType::Msb => 1,
+        }
+    }
+}
+
+/// Per-field overrides of a preset (from CLI flags or a config file).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GeometryOverrides {
+    pub channels: Option<u32>,
+    pub chips_per_channel: Option<u32>,
+    pub blocks_per_chip: Option<u32>,
+    pub pages_per_block: Option<u32>,
+    pub page_bytes: Option<u32>,
+    pub oob_bytes: Option<u32>,
+    pub cell: Option<CellType>,
+    pub nop: Option<u8>,
+    pub endurance: Option<u32>,
+}
+
+impl GeometryOverrides {
+    /// Applies the overrides and validates the result. A cell-type override also
+    /// resets NOP, endurance and latencies to that cell type's defaults unless those
+    /// are overridden too.
+    pub fn apply(&self, mut g: Geometry) -> Result<Geometry, String> {
+        if let Some(cell) = self.cell {
+            if cell != g.cell {
+                g.cell = cell;
+                g.nop = cell.default_nop();
+                g.endurance = cell.default_endurance();
+                g.latencies = match cell {
+                    CellType::Slc => Latencies::slc_typical(),
+                    CellType::Mlc => Latencies::mlc_typical(),
+                    CellType::Tlc => Latencies::tlc_typical(),
+                };
+            }
+        }
+        macro_rules! set {
+            ($($field:ident),*) => { $( if let Some(v) = self.$field { g.$field = v; } )* };
+        }
+        set!(
+            channels,
+            chips_per_channel,
+            blocks_per_chip,
+            pages_per_block,
+            page_bytes,
+            oob_bytes,
+            nop,
+            endurance
+        );
+        g.validate()?;
+        Ok(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid() {
+        for name in PRESET_NAMES {
+            let g = Geometry::preset(name).unwrap();
+            g.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(Geometry::preset("nope").unwrap_err().contains("paper-emulator"));
+    }
+
+    #[test]
+    fn addresses_round_trip() {
+        let g = Geometry::paper_emulator();
+        let b = g.block_id(3, 17);
+        let p = g.ppn(b, 5);
+        assert_eq!(g.block_of(p), b);
+        assert_eq!(g.page_in_block(p), 5);
+        assert_eq!(g.chip_of(p), 3);
+        assert_eq!(g.channel_of_chip(3), 1);
+    }
+
+    #[test]
+    fn page_types_follow_the_paper_numbering() {
+        let mut g = Geometry::openssd_mlc();
+        // Paper page 59 (1-based, odd) is LSB; page 62 (even) is MSB.
+        assert_eq!(g.page_type(58), PageType::Lsb);
+        assert_eq!(g.page_type(61), PageType::Msb);
+        g.cell = CellType::Tlc;
+        assert_eq!(
+            [g.page_type(0), g.page_type(1), g.page_type(2)],
+            [PageType::Lsb, PageType::Csb, PageType::Msb]
+        );
+        assert_eq!(g.nop_of(PageType::Msb), 1);
+    }
+
+    #[test]
+    fn overrides_validate() {
+        let o = GeometryOverrides {
+            pages_per_block: Some(0),
+            ..Default::default()
+        };
+        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("pages_per_block"));
+        let o = GeometryOverrides {
+            cell: Some(CellType::Mlc),
+            pages_per_block: Some(63),
+            ..Default::default()
+        };
+        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("wordlines"));
+    }
+}

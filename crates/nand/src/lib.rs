@@ -1,0 +1,28 @@
+//! nand — the NAND flash device model that everything in DeltaFlash stands on.
+//!
+//! Physics first: erased cells read 0xFF and a program can only clear bits; pages count
+//! their programs against a per-page-type limit (NOP); first programs within a block go
+//! in page order; MLC/TLC wordlines carry LSB/(CSB/)MSB pages with their own latencies;
+//! erases count P/E cycles against an endurance. Every operation is timed on per-chip
+//! and per-channel timelines in simulated nanoseconds passed in by the caller. Power can
+//! be cut at any mutating operation, tearing it deterministically from a seed.
+//!
+//! Layout: [`geometry`] (shape and presets), [`timing`] (latencies, timelines),
+//! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
+//! files), [`fault`] (power cuts), [`device`] (rules and timing).
+
+pub mod device;
+pub mod error;
+pub mod fault;
+pub mod geometry;
+pub mod image;
+pub mod storage;
+pub mod timing;
+
+pub use device::{Device, DeviceCounters, PageRead};
+pub use error::Error;
+pub use fault::{FaultyStorage, TornOp};
+pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};
+pub use image::ImageError;
+pub use storage::{MemoryStorage, PowerCut, Span, Storage};
+pub use timing::{Latencies, OpTiming, SimTime, Timelines};
