@@ -1,1 +1,132 @@
-//! placeholder
+//! flash — NoFTL: the DBMS manages raw flash itself, in regions.
+//!
+//! A [`Flash`] owns a [`nand::Device`] and the regions laid over disjoint sets of its
+//! chips. Each [`Region`] maps logical pages to physical pages, writes out-of-place,
+//! appends in place (`write_delta`, IPA §7), trims, collects garbage and levels wear.
+//! The region layout is kept in the device's configuration area; the page maps are
+//! rebuilt by scanning OOB bytes when a device is opened.
+//!
+//! Modules: [`spec`] (what a region is asked to be), [`region`] (the mechanism),
+//! [`policy`] (pure GC and wear-levelling choices), [`oob`] (the page OOB format),
+//! [`layout`] (chip assignment and the stored layout), [`error`].
+
+pub mod error;
+pub mod layout;
+pub mod oob;
+pub mod policy;
+pub mod region;
+pub mod spec;
+
+pub use error::{DeltaRefusal, Error};
+pub use policy::VictimPolicy;
+pub use region::{Occupancy, Region, RegionCounters, RegionRead, WearStats};
+pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};
+
+use nand::{Device, OpTiming, SimTime};
+
+/// Index of a region within its [`Flash`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionId(pub usize);
+
+/// A device and its regions.
+pub struct Flash {
+    device: Device,
+    regions: Vec<Region>,
+}
+
+impl Flash {
+    /// Lays out fresh regions on a device (erasing what they cover) and stores the
+    /// layout in the device's configuration area.
+    pub fn format(mut device: Device, specs: Vec<RegionSpec>) -> Result<Flash, Error> {
+        let assigned = layout::assign(device.geometry(), &specs)?;
+        let mut regions = Vec::with_capacity(specs.len());
+        for (spec, chips) in specs.into_iter().zip(assigned) {
+            regions.push(region::Region::format(spec, chips, &mut device, 0)?);
+        }
+        let flash = Flash { device, regions };
+        let stored = layout::encode(&flash.regions);
+        let mut flash = flash;
+        flash.device.storage_mut().set_config_area(stored);
+        Ok(flash)
+    }
+
+    /// Opens a formatted device: reads the layout and rebuilds every region by scan,
+    /// starting at `now`. Returns when the scan finished (simulated recovery time).
+    pub fn open(mut device: Device, now: SimTime) -> Result<(Flash, SimTime), Error> {
+        let entries = layout::decode(device.storage().config_area(), device.geometry())?;
+        let mut regions = Vec::with_capacity(entries.len());
+        let mut done = now;
+        for (spec, chips) in entries {
+            let (region, end) = region::Region::rebuild(spec, chips, &mut device, now)?;
+            done = done.max(end);
+            regions.push(region);
+        }
+        Ok((Flash { device, regions }, done))
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    pub fn device_mut(&mut self) -> &mut Device {
+        &mut self.device
+    }
+    pub fn into_device(self) -> Device {
+        self.device
+    }
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+    pub fn region(&self, id: RegionId) -> &Region {
+        &self.regions[id.0]
+    }
+    pub fn region_id(&self, name: &str) -> Option<RegionId> {
+        self.regions
+            .iter()
+            .position(|r| r.name() == name)
+            .map(RegionId)
+    }
+
+    pub fn read(
+        &mut self,
+        id: RegionId,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<Option<RegionRead<'_>>, Error> {
+        self.regions[id.0].read(&mut self.device, lpn, now)
+    }
+    pub fn write(
+        &mut self,
+        id: RegionId,
+        lpn: u32,
+        data: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        self.regions[id.0].write(&mut self.device, lpn, data, now)
+    }
+    pub fn write_delta(
+        &mut self,
+        id: RegionId,
+        lpn: u32,
+        offset: usize,
+        bytes: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        self.regions[id.0].write_delta(&mut self.device, lpn, offset, bytes, now)
+    }
+    pub fn trim(
+        &mut self,
+        id: RegionId,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<Option<OpTiming>, Error> {
+        self.regions[id.0].trim(&mut self.device, lpn, now)
+    }
+    pub fn occupancy(&self, id: RegionId) -> Occupancy {
+        self.regions[id.0].occupancy(&self.device)
+    }
+
+    /// Makes the device durable where it has a durable form (an image file).
+    pub fn flush(&mut self) -> Result<(), Error> {
+        Ok(self.device.storage_mut().flush()?)
+    }
+}

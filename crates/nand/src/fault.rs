@@ -39,7 +39,14 @@ impl<S: Storage> FaultyStorage<S> {
     /// Wraps `inner`; power fails at mutating operation number `cut_at` (1-based), or
     /// never with `None`.
     pub fn new(inner: S, cut_at: Option<u64>, seed: u64) -> Self {
-        FaultyStorage { inner, cut_at, ops: 0, powered: true, rng: ChaCha8Rng::seed_from_u64(seed), torn: None }
+        FaultyStorage {
+            inner,
+            cut_at,
+            ops: 0,
+            powered: true,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            torn: None,
+        }
     }
 
     /// Arms a new cut `after_ops` mutating operations from now.
@@ -50,11 +57,6 @@ impl<S: Storage> FaultyStorage<S> {
     /// Mutating operations attempted so far.
     pub fn ops(&self) -> u64 {
         self.ops
-    }
-
-    /// The operation the last cut tore, if any.
-    pub fn torn(&self) -> Option<TornOp> {
-        self.torn
     }
 
     pub fn into_inner(self) -> S {
@@ -163,10 +165,15 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         if !self.cuts_now()? {
             return self.inner.erase(block);
         }
-        let erased_pages = self.rng.gen_range(0..=self.inner.geometry().pages_per_block);
+        let erased_pages = self
+            .rng
+            .gen_range(0..=self.inner.geometry().pages_per_block);
         self.inner.tear_erase(block, erased_pages);
         self.powered = false;
-        self.torn = Some(TornOp::Erase { block, erased_pages });
+        self.torn = Some(TornOp::Erase {
+            block,
+            erased_pages,
+        });
         Err(PowerCut)
     }
 
@@ -188,5 +195,8 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn power_on(&mut self) {
         self.powered = true;
         self.cut_at = None;
+    }
+    fn last_torn(&self) -> Option<TornOp> {
+        self.torn
     }
 }

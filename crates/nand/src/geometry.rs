@@ -68,7 +68,9 @@ impl std::str::FromStr for CellType {
             "slc" => Ok(CellType::Slc),
             "mlc" => Ok(CellType::Mlc),
             "tlc" => Ok(CellType::Tlc),
-            other => Err(format!("unknown cell type `{other}` (expected slc, mlc or tlc)")),
+            other => Err(format!(
+                "unknown cell type `{other}` (expected slc, mlc or tlc)"
+            )),
         }
     }
 }
@@ -238,8 +240,7 @@ impl Geometry {
                 return Err(format!("geometry: {name} must be at least 1"));
             }
         }
-        if self.page_bytes < 512 || self.page_bytes > MAX_PAGE_BYTES || self.page_bytes % 4 != 0
-        {
+        if self.page_bytes < 512 || self.page_bytes > MAX_PAGE_BYTES || self.page_bytes % 4 != 0 {
             return Err(format!(
                 "geometry: page_bytes = {} must be a multiple of 4 between 512 and {MAX_PAGE_BYTES}",
                 self.page_bytes
@@ -412,7 +413,9 @@ mod tests {
             let g = Geometry::preset(name).unwrap();
             g.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         }
-        assert!(Geometry::preset("nope").unwrap_err().contains("paper-emulator"));
+        assert!(Geometry::preset("nope")
+            .unwrap_err()
+            .contains("paper-emulator"));
     }
 
     #[test]
@@ -446,12 +449,18 @@ mod tests {
             pages_per_block: Some(0),
             ..Default::default()
         };
-        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("pages_per_block"));
+        assert!(o
+            .apply(Geometry::paper_emulator())
+            .unwrap_err()
+            .contains("pages_per_block"));
         let o = GeometryOverrides {
             cell: Some(CellType::Mlc),
             pages_per_block: Some(63),
             ..Default::default()
         };
-        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("wordlines"));
+        assert!(o
+            .apply(Geometry::paper_emulator())
+            .unwrap_err()
+            .contains("wordlines"));
     }
 }

@@ -30,12 +30,32 @@ const MAX_CONFIG_BYTES: u32 = 16 << 20;
 /// Why an image could not be written or read.
 #[derive(Debug)]
 pub enum ImageError {
-    Io { path: PathBuf, source: io::Error },
-    Truncated { path: PathBuf, offset: u64, what: String },
-    BadMagic { path: PathBuf },
-    UnsupportedVersion { path: PathBuf, version: u32 },
-    Corrupt { path: PathBuf, offset: u64, what: String },
-    ChecksumMismatch { path: PathBuf, stored: u32, computed: u32 },
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
+    Truncated {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    BadMagic {
+        path: PathBuf,
+    },
+    UnsupportedVersion {
+        path: PathBuf,
+        version: u32,
+    },
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    ChecksumMismatch {
+        path: PathBuf,
+        stored: u32,
+        computed: u32,
+    },
 }
 
 impl fmt::Display for ImageError {
@@ -48,7 +68,11 @@ impl fmt::Display for ImageError {
                 path.display()
             ),
             ImageError::BadMagic { path } => {
-                write!(f, "{}: not a DeltaFlash device image (bad magic)", path.display())
+                write!(
+                    f,
+                    "{}: not a DeltaFlash device image (bad magic)",
+                    path.display()
+                )
             }
             ImageError::UnsupportedVersion { path, version } => write!(
                 f,
@@ -56,9 +80,17 @@ impl fmt::Display for ImageError {
                 path.display()
             ),
             ImageError::Corrupt { path, offset, what } => {
-                write!(f, "{}: corrupt image at byte {offset}: {what}", path.display())
+                write!(
+                    f,
+                    "{}: corrupt image at byte {offset}: {what}",
+                    path.display()
+                )
             }
-            ImageError::ChecksumMismatch { path, stored, computed } => write!(
+            ImageError::ChecksumMismatch {
+                path,
+                stored,
+                computed,
+            } => write!(
                 f,
                 "{}: corrupt image: checksum {stored:#010x} stored, {computed:#010x} computed",
                 path.display()
@@ -71,7 +103,11 @@ impl std::error::Error for ImageError {}
 
 impl MemoryStorage {
     /// Creates a fresh device backed by an image file at `path` (written now).
-    pub fn create_image(path: &Path, geometry: Geometry, keep_data: bool) -> Result<Self, ImageError> {
+    pub fn create_image(
+        path: &Path,
+        geometry: Geometry,
+        keep_data: bool,
+    ) -> Result<Self, ImageError> {
         let mut storage = MemoryStorage::new(geometry, keep_data);
         storage.image_path = Some(path.to_path_buf());
         write_image(&storage, path)?;
@@ -80,7 +116,10 @@ impl MemoryStorage {
 
     /// Opens an existing image; later flushes write back to it.
     pub fn open_image(path: &Path) -> Result<Self, ImageError> {
-        let file = File::open(path).map_err(|source| ImageError::Io { path: path.into(), source })?;
+        let file = File::open(path).map_err(|source| ImageError::Io {
+            path: path.into(),
+            source,
+        })?;
         let mut reader = ImageReader {
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: crc32fast::Hasher::new(),
@@ -95,7 +134,10 @@ impl MemoryStorage {
 
 /// Writes `storage` to `path` atomically (temp file, then rename).
 pub(crate) fn write_image(storage: &MemoryStorage, path: &Path) -> Result<(), ImageError> {
-    let io_err = |source| ImageError::Io { path: path.into(), source };
+    let io_err = |source| ImageError::Io {
+        path: path.into(),
+        source,
+    };
     let tmp = path.with_extension("tmp");
     let file = File::create(&tmp).map_err(io_err)?;
     let mut w = ImageWriter {
@@ -137,14 +179,26 @@ impl<W: Write> ImageWriter<W> {
         self.bytes(MAGIC)?;
         self.u32(VERSION)?;
         let g = &s.geometry;
-        for v in [g.channels, g.chips_per_channel, g.blocks_per_chip, g.pages_per_block, g.page_bytes, g.oob_bytes] {
+        for v in [
+            g.channels,
+            g.chips_per_channel,
+            g.blocks_per_chip,
+            g.pages_per_block,
+            g.page_bytes,
+            g.oob_bytes,
+        ] {
             self.u32(v)?;
         }
         self.u8(g.cell.bits_per_cell() as u8)?;
         self.u8(g.nop)?;
         self.u32(g.endurance)?;
         let l = &g.latencies;
-        for v in l.read_ns.iter().chain(&l.program_ns).chain([&l.erase_ns, &l.transfer_ps_per_byte]) {
+        for v in l
+            .read_ns
+            .iter()
+            .chain(&l.program_ns)
+            .chain([&l.erase_ns, &l.transfer_ps_per_byte])
+        {
             self.u64(*v)?;
         }
         self.u8(s.keep_data as u8)?;
@@ -182,7 +236,11 @@ struct ImageReader<R: Read> {
 
 impl<R: Read> ImageReader<R> {
     fn corrupt(&self, what: impl Into<String>) -> ImageError {
-        ImageError::Corrupt { path: self.path.clone(), offset: self.offset, what: what.into() }
+        ImageError::Corrupt {
+            path: self.path.clone(),
+            offset: self.offset,
+            what: what.into(),
+        }
     }
 
     fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), ImageError> {
@@ -198,7 +256,12 @@ impl<R: Read> ImageReader<R> {
                 }
                 Ok(n) => read += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(ImageError::Io { path: self.path.clone(), source }),
+                Err(source) => {
+                    return Err(ImageError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
             }
         }
         self.offset += buf.len() as u64;
@@ -270,11 +333,16 @@ impl<R: Read> ImageReader<R> {
     fn read_storage(&mut self) -> Result<MemoryStorage, ImageError> {
         let magic: [u8; 8] = self.array("magic")?;
         if &magic != MAGIC {
-            return Err(ImageError::BadMagic { path: self.path.clone() });
+            return Err(ImageError::BadMagic {
+                path: self.path.clone(),
+            });
         }
         let version = self.u32("version")?;
         if version != VERSION {
-            return Err(ImageError::UnsupportedVersion { path: self.path.clone(), version });
+            return Err(ImageError::UnsupportedVersion {
+                path: self.path.clone(),
+                version,
+            });
         }
         let geometry = self.read_geometry()?;
         let keep_data = match self.u8("keep_data flag")? {
@@ -285,7 +353,9 @@ impl<R: Read> ImageReader<R> {
         let mut s = MemoryStorage::new(geometry, keep_data);
         let config_len = self.u32("config area length")?;
         if config_len > MAX_CONFIG_BYTES {
-            return Err(self.corrupt(format!("config area of {config_len} bytes is over the {MAX_CONFIG_BYTES}-byte limit")));
+            return Err(self.corrupt(format!(
+                "config area of {config_len} bytes is over the {MAX_CONFIG_BYTES}-byte limit"
+            )));
         }
         let mut config = vec![0; config_len as usize];
         self.bytes(&mut config, "config area")?;
@@ -296,7 +366,9 @@ impl<R: Read> ImageReader<R> {
             s.erase_counts[b] = self.u32("block erase count")?;
             let wp = self.u16("block write pointer")?;
             if wp as usize > ppb {
-                return Err(self.corrupt(format!("block {b}: write pointer {wp} beyond {ppb} pages")));
+                return Err(
+                    self.corrupt(format!("block {b}: write pointer {wp} beyond {ppb} pages"))
+                );
             }
             s.write_pointers[b] = wp;
             let mut counts = std::mem::take(&mut s.program_counts);
@@ -313,16 +385,32 @@ impl<R: Read> ImageReader<R> {
         self.fill(&mut stored, "checksum")?;
         let stored = u32::from_le_bytes(stored);
         if stored != computed {
-            return Err(ImageError::ChecksumMismatch { path: self.path.clone(), stored, computed });
+            return Err(ImageError::ChecksumMismatch {
+                path: self.path.clone(),
+                stored,
+                computed,
+            });
         }
         let mut extra = [0u8; 1];
-        if self.inner.read(&mut extra).map_err(|source| ImageError::Io { path: self.path.clone(), source })? != 0 {
+        if self
+            .inner
+            .read(&mut extra)
+            .map_err(|source| ImageError::Io {
+                path: self.path.clone(),
+                source,
+            })?
+            != 0
+        {
             return Err(self.corrupt("trailing bytes after the checksum"));
         }
         Ok(s)
     }
 
-    fn read_cells(&mut self, s: &MemoryStorage, block: usize) -> Result<Box<[PageCell]>, ImageError> {
+    fn read_cells(
+        &mut self,
+        s: &MemoryStorage,
+        block: usize,
+    ) -> Result<Box<[PageCell]>, ImageError> {
         let g = &s.geometry;
         let ppb = g.pages_per_block as usize;
         let mut cells = vec![PageCell::default(); ppb];

@@ -70,6 +70,10 @@ pub trait Storage: Send {
     }
     /// Restores power after a cut. A no-op for stores that cannot lose power.
     fn power_on(&mut self) {}
+    /// The operation the last power cut tore, for stores that inject cuts.
+    fn last_torn(&self) -> Option<crate::TornOp> {
+        None
+    }
 }
 
 /// One page's bytes. Page data is reference-counted so that a copyback shares it with
@@ -204,7 +208,10 @@ impl Storage for MemoryStorage {
 
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
         if self.keep_data {
-            let (page_bytes, oob_bytes) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            let (page_bytes, oob_bytes) = (
+                self.geometry.page_bytes as usize,
+                self.geometry.oob_bytes as usize,
+            );
             and_spans(self.cell_mut(ppn), page_bytes, oob_bytes, spans);
         }
         self.note_program(ppn);
@@ -213,13 +220,18 @@ impl Storage for MemoryStorage {
 
     fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
         if self.keep_data {
-            let (page_bytes, oob_bytes) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            let (page_bytes, oob_bytes) = (
+                self.geometry.page_bytes as usize,
+                self.geometry.oob_bytes as usize,
+            );
             let mut register = self.cell(src).cloned().unwrap_or_default();
             // Data input replaces bytes in the page register before the program.
             for span in spans {
                 let end = span.offset + span.bytes.len();
                 if span.offset < page_bytes {
-                    let data = register.data.get_or_insert_with(|| Arc::from(vec![0xFF; page_bytes]));
+                    let data = register
+                        .data
+                        .get_or_insert_with(|| Arc::from(vec![0xFF; page_bytes]));
                     let data_end = end.min(page_bytes);
                     Arc::make_mut(data)[span.offset..data_end]
                         .copy_from_slice(&span.bytes[..data_end - span.offset]);
@@ -297,7 +309,8 @@ mod tests {
         let mut s = MemoryStorage::new(tiny(), true);
         let p = Ppn(1);
         assert_eq!(s.data(p), None);
-        s.program(p, &[Span::new(10, &[0x0F, 0xF0]), Span::new(512, &[0x00])]).unwrap();
+        s.program(p, &[Span::new(10, &[0x0F, 0xF0]), Span::new(512, &[0x00])])
+            .unwrap();
         let d = s.data(p).unwrap();
         assert_eq!((d[9], d[10], d[11], d[12]), (0xFF, 0x0F, 0xF0, 0xFF));
         assert_eq!(s.oob(p).unwrap()[0], 0);
@@ -311,8 +324,10 @@ mod tests {
     fn copyback_shares_then_unshares() {
         let mut s = MemoryStorage::new(tiny(), true);
         let page = vec![0x55u8; 512];
-        s.program(Ppn(0), &[Span::new(0, &page), Span::new(512, &[1, 2, 3])]).unwrap();
-        s.copy_program(Ppn(0), Ppn(4), &[Span::new(513, &[9])]).unwrap();
+        s.program(Ppn(0), &[Span::new(0, &page), Span::new(512, &[1, 2, 3])])
+            .unwrap();
+        s.copy_program(Ppn(0), Ppn(4), &[Span::new(513, &[9])])
+            .unwrap();
         assert_eq!(s.data(Ppn(4)).unwrap(), &page[..]);
         assert_eq!(&s.oob(Ppn(4)).unwrap()[..3], &[1, 9, 3]);
         s.program(Ppn(4), &[Span::new(0, &[0x05])]).unwrap();

@@ -1,0 +1,130 @@
+//! Errors of the flash layer.
+
+use nand::PageType;
+use std::fmt;
+
+/// Why `write_delta` was refused. The caller falls back to an out-of-place write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeltaRefusal {
+    /// The region's IPA mode is `none`.
+    IpaDisabled,
+    /// The logical page has never been written (or was trimmed).
+    Unmapped,
+    /// odd-MLC: the page sits on a CSB/MSB page, which is only written out-of-place.
+    NotLsbPage { page_type: PageType },
+    /// The page has had as many programs as its NOP limit allows.
+    NopExhausted { limit: u8 },
+    /// Every OOB delta slot of the page is used.
+    NoSlot { slots: usize },
+    /// Appends go forward: this one starts before the end of the previous one.
+    NotAnAppend { offset: usize, floor: usize },
+    /// The page's last append was torn by a power cut; it takes no more.
+    Sealed,
+    /// A byte would need a 0→1 bit transition.
+    BitRaise { offset: usize },
+    /// Empty, or beyond the page.
+    OutOfPage {
+        offset: usize,
+        len: usize,
+        page_bytes: usize,
+    },
+}
+
+impl fmt::Display for DeltaRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeltaRefusal::IpaDisabled => f.write_str("the region's IPA mode is none"),
+            DeltaRefusal::Unmapped => f.write_str("the page is not mapped"),
+            DeltaRefusal::NotLsbPage { page_type } => write!(
+                f,
+                "the page is on an {page_type} page; odd-MLC appends only to LSB pages"
+            ),
+            DeltaRefusal::NopExhausted { limit } => {
+                write!(f, "the page has had its {limit} programs (NOP)")
+            }
+            DeltaRefusal::NoSlot { slots } => write!(f, "all {slots} OOB delta slots are used"),
+            DeltaRefusal::NotAnAppend { offset, floor } => write!(
+                f,
+                "offset {offset} is before the end of the previous append ({floor})"
+            ),
+            DeltaRefusal::Sealed => {
+                f.write_str("the page's last append was torn; it takes no more appends")
+            }
+            DeltaRefusal::BitRaise { offset } => {
+                write!(f, "byte offset {offset} would need a 0→1 bit transition")
+            }
+            DeltaRefusal::OutOfPage {
+                offset,
+                len,
+                page_bytes,
+            } => write!(
+                f,
+                "{len} bytes at offset {offset} do not fit a {page_bytes}-byte page (or are empty)"
+            ),
+        }
+    }
+}
+
+/// An error of the flash layer.
+#[derive(Debug)]
+pub enum Error {
+    /// The device refused or failed an operation.
+    Device(nand::Error),
+    /// The device image could not be read or written.
+    Image(nand::ImageError),
+    LpnOutOfRange {
+        region: String,
+        lpn: u32,
+        logical_pages: u32,
+    },
+    WrongPayloadSize {
+        got: usize,
+        expected: usize,
+    },
+    DeltaRefused {
+        lpn: u32,
+        reason: DeltaRefusal,
+    },
+    /// No chip of the region can take another page, even after GC.
+    RegionFull {
+        region: String,
+    },
+    /// A region request that cannot be met on this device.
+    Config(String),
+    /// The region layout stored with the device cannot be read.
+    CorruptLayout(String),
+    /// A device error left the region's state unknown; reopen it (rebuild by scan).
+    NeedsReopen {
+        region: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Device(e) => write!(f, "{e}"),
+            Error::Image(e) => write!(f, "{e}"),
+            Error::LpnOutOfRange { region, lpn, logical_pages } => write!(f, "region {region}: logical page {lpn} is out of range (the region has {logical_pages})"),
+            Error::WrongPayloadSize { got, expected } => write!(f, "page payload is {got} bytes, the page size is {expected}"),
+            Error::DeltaRefused { lpn, reason } => write!(f, "write_delta to logical page {lpn} refused: {reason}"),
+            Error::RegionFull { region } => write!(f, "region {region} is full: no chip can take another page even after GC"),
+            Error::Config(m) => write!(f, "{m}"),
+            Error::CorruptLayout(m) => write!(f, "corrupt region layout: {m}"),
+            Error::NeedsReopen { region } => write!(f, "region {region} hit a device error; reopen the device to rebuild it"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<nand::Error> for Error {
+    fn from(e: nand::Error) -> Self {
+        Error::Device(e)
+    }
+}
+
+impl From<nand::ImageError> for Error {
+    fn from(e: nand::ImageError) -> Self {
+        Error::Image(e)
+    }
+}

@@ -1,0 +1,212 @@
+//! Which chips each region gets, and how the layout is stored with the device.
+//!
+//! Assignment honours MAX_CHANNELS (the channels with the most free chips first),
+//! MAX_CHIPS and MAX_SIZE (no more chips than the logical size needs), and interleaves
+//! the chosen chips across channels so round-robin writes spread over the channels.
+//! The layout is stored as JSON in the device's configuration area.
+
+use crate::error::Error;
+use crate::region::Region;
+use crate::spec::{IpaMode, RegionSpec};
+use nand::Geometry;
+use serde::{Deserialize, Serialize};
+
+const FORMAT: &str = "deltaflash-regions";
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    format: String,
+    version: u32,
+    regions: Vec<StoredRegion>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredRegion {
+    spec: RegionSpec,
+    chips: Vec<u32>,
+}
+
+/// Assigns disjoint chip sets to `specs`, in order.
+pub fn assign(geometry: &Geometry, specs: &[RegionSpec]) -> Result<Vec<Vec<u32>>, Error> {
+    let mut taken = vec![false; geometry.chips() as usize];
+    let mut names = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(specs.len());
+    for spec in specs {
+        spec.validate().map_err(Error::Config)?;
+        if !names.insert(spec.name.as_str()) {
+            return Err(Error::Config(format!(
+                "region {} is defined twice",
+                spec.name
+            )));
+        }
+        let chips = assign_one(geometry, &taken, spec)?;
+        for &c in &chips {
+            taken[c as usize] = true;
+        }
+        out.push(chips);
+    }
+    Ok(out)
+}
+
+fn assign_one(geometry: &Geometry, taken: &[bool], spec: &RegionSpec) -> Result<Vec<u32>, Error> {
+    let mut channels: Vec<Vec<u32>> = (0..geometry.channels)
+        .map(|ch| {
+            (ch * geometry.chips_per_channel..(ch + 1) * geometry.chips_per_channel)
+                .filter(|&c| !taken[c as usize])
+                .collect()
+        })
+        .collect();
+    channels.sort_by_key(|chips| std::cmp::Reverse(chips.len()));
+    channels.truncate(spec.max_channels.unwrap_or(geometry.channels) as usize);
+    let free: usize = channels.iter().map(Vec::len).sum();
+    if free == 0 {
+        return Err(Error::Config(format!(
+            "region {}: no free chips left on the device",
+            spec.name
+        )));
+    }
+    let mut want = spec.max_chips.map_or(free, |m| (m as usize).min(free));
+    if let Some(max_size) = spec.max_size_bytes {
+        let stride = if spec.ipa_mode == IpaMode::Pslc {
+            geometry.cell.bits_per_cell()
+        } else {
+            1
+        };
+        let chip_bytes = geometry.blocks_per_chip as f64
+            * (geometry.pages_per_block / stride) as f64
+            * geometry.page_bytes as f64
+            * (1.0 - spec.over_provisioning);
+        let needed = (max_size as f64 / chip_bytes).ceil().max(1.0) as usize;
+        want = want.min(needed);
+    }
+    let mut chips = Vec::with_capacity(want);
+    let mut round = 0;
+    while chips.len() < want {
+        for channel in &channels {
+            if let Some(&c) = channel.get(round) {
+                if chips.len() < want {
+                    chips.push(c);
+                }
+            }
+        }
+        round += 1;
+    }
+    Ok(chips)
+}
+
+/// The layout of `regions` as stored bytes.
+pub fn encode(regions: &[Region]) -> Vec<u8> {
+    let stored = Stored {
+        format: FORMAT.into(),
+        version: VERSION,
+        regions: regions
+            .iter()
+            .map(|r| StoredRegion {
+                spec: r.spec().clone(),
+                chips: r.chips().to_vec(),
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&stored).expect("layout serializes")
+}
+
+/// Reads a stored layout and checks it against the device.
+pub fn decode(bytes: &[u8], geometry: &Geometry) -> Result<Vec<(RegionSpec, Vec<u32>)>, Error> {
+    if bytes.is_empty() {
+        return Err(Error::CorruptLayout(
+            "the device has no region layout (it was never formatted)".into(),
+        ));
+    }
+    let stored: Stored =
+        serde_json::from_slice(bytes).map_err(|e| Error::CorruptLayout(e.to_string()))?;
+    if stored.format != FORMAT || stored.version != VERSION {
+        return Err(Error::CorruptLayout(format!(
+            "unknown layout format {} version {}",
+            stored.format, stored.version
+        )));
+    }
+    let mut taken = vec![false; geometry.chips() as usize];
+    let mut out = Vec::with_capacity(stored.regions.len());
+    for r in stored.regions {
+        r.spec.validate().map_err(Error::CorruptLayout)?;
+        if r.chips.is_empty() {
+            return Err(Error::CorruptLayout(format!(
+                "region {} has no chips",
+                r.spec.name
+            )));
+        }
+        for &c in &r.chips {
+            match taken.get_mut(c as usize) {
+                None => {
+                    return Err(Error::CorruptLayout(format!(
+                        "region {} names chip {c}; the device has {}",
+                        r.spec.name,
+                        geometry.chips()
+                    )))
+                }
+                Some(true) => {
+                    return Err(Error::CorruptLayout(format!(
+                        "chip {c} belongs to two regions"
+                    )))
+                }
+                Some(t) => *t = true,
+            }
+        }
+        out.push((r.spec, r.chips));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_channels_and_chips_are_honoured_and_interleaved() {
+        let g = Geometry::paper_emulator(); // 8 channels × 2 chips
+        let mut a = RegionSpec::new("a", IpaMode::Slc);
+        a.max_chips = Some(4);
+        a.max_channels = Some(2);
+        let b = RegionSpec::new("b", IpaMode::None);
+        let chips = assign(&g, &[a, b]).unwrap();
+        assert_eq!(chips[0], vec![0, 2, 1, 3]);
+        assert_eq!(chips[1].len(), 12);
+        assert!(chips[1].iter().all(|c| !chips[0].contains(c)));
+    }
+
+    #[test]
+    fn max_size_limits_chips() {
+        let g = Geometry::paper_emulator(); // 256 MiB per chip
+        let mut a = RegionSpec::new("a", IpaMode::Slc);
+        a.max_size_bytes = Some(300 << 20);
+        assert_eq!(assign(&g, &[a]).unwrap()[0].len(), 2);
+    }
+
+    #[test]
+    fn exhausted_device_and_duplicates_are_errors() {
+        let g = Geometry::paper_emulator();
+        let all = RegionSpec::new("all", IpaMode::None);
+        let more = RegionSpec::new("more", IpaMode::None);
+        assert!(assign(&g, &[all.clone(), more])
+            .unwrap_err()
+            .to_string()
+            .contains("no free chips"));
+        assert!(assign(&g, &[all.clone(), all])
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
+    }
+
+    #[test]
+    fn corrupt_layouts_are_refused() {
+        let g = Geometry::paper_emulator();
+        for bad in [
+            &b""[..],
+            b"{",
+            b"{\"format\":\"x\",\"version\":1,\"regions\":[]}",
+        ] {
+            assert!(matches!(decode(bad, &g), Err(Error::CorruptLayout(_))));
+        }
+    }
+}

@@ -1,0 +1,995 @@
+//! A NoFTL region: page-level mapping over its own chips, out-of-place writes, in-place
+//! appends, GC and wear levelling.
+//!
+//! Invariants:
+//! - `l2p[lpn]` is the only live data copy of `lpn`; a physical page is live iff the map
+//!   (or, for trim records, `tombstones`) points at it; `valid` of each block counts its
+//!   live pages.
+//! - Every page's OOB names its lpn and write sequence number, so the maps can be
+//!   rebuilt by a scan: per lpn the whole page with the highest (seq, gen) wins.
+//! - A trim writes a tombstone page that stays live while any older copy of the lpn is
+//!   still on flash (`copies[lpn] > 0`), so a rebuild cannot resurrect trimmed data.
+//! - GC moves a victim's live pages with copyback (same seq, gen + 1) before it erases
+//!   the victim. Programs are durable when they return (no volatile cache), so the old
+//!   copy is only erased once the new one is safe.
+//! - After a device error other than a refusal the in-memory state may disagree with
+//!   flash; the region then refuses work until rebuilt ([`Error::NeedsReopen`]).
+//!
+//! Host writes go round-robin over the region's chips. Each chip has a host block and a
+//! GC block being filled, a free pool ordered by erase count (dynamic wear levelling),
+//! foreground GC before it takes a new host block and background GC after host writes.
+
+use crate::error::{DeltaRefusal, Error};
+use crate::oob::{self, Header, PageCheck, PageKind};
+use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::spec::RegionSpec;
+use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+const NONE: u32 = u32::MAX;
+const TOMBSTONE_BIT: u32 = 1 << 31;
+const SEALED: u8 = 1;
+const TORN_TAIL: u8 = 2;
+
+/// Per-region counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RegionCounters {
+    pub host_reads: u64,
+    /// Out-of-place page writes by the host.
+    pub host_writes: u64,
+    /// In-place appends (`write_delta`).
+    pub host_write_deltas: u64,
+    pub host_trims: u64,
+    /// Pages moved by GC (wear-levelling moves included).
+    pub gc_page_migrations: u64,
+    /// Of those, moves made by static wear levelling.
+    pub wl_page_migrations: u64,
+    pub gc_erases: u64,
+    pub foreground_gc_collections: u64,
+    pub background_gc_collections: u64,
+    pub retired_blocks: u64,
+}
+
+/// P/E cycles over a region's blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WearStats {
+    pub pe_min: u32,
+    pub pe_mean: f64,
+    pub pe_max: u32,
+}
+
+/// Where a region's pages are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Occupancy {
+    pub valid_pages: u64,
+    pub invalid_pages: u64,
+    pub free_pages: u64,
+    pub tombstone_pages: u64,
+    pub free_blocks: u64,
+    pub retired_blocks: u64,
+}
+
+/// A page as read through the region.
+pub struct RegionRead<'d> {
+    pub timing: OpTiming,
+    /// The page bytes with all appends in place (0xFF for a metadata-only device).
+    pub data: &'d [u8],
+    /// Appends recorded on the page.
+    pub appends: u8,
+    /// The last append was torn by a power cut (its bytes may be partial).
+    pub torn_tail: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct PageMeta {
+    /// lpn, `TOMBSTONE_BIT | lpn`, or NONE.
+    owner: u32,
+    /// End of the last append; the next one must start at or after it.
+    floor: u32,
+    slots: u8,
+    flags: u8,
+}
+
+impl PageMeta {
+    const EMPTY: PageMeta = PageMeta {
+        owner: NONE,
+        floor: 0,
+        slots: 0,
+        flags: 0,
+    };
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    block: u32,
+    next: u32,
+}
+
+#[derive(Default)]
+struct ChipState {
+    /// (erase count, block in chip), least worn first.
+    free: BinaryHeap<Reverse<(u32, u32)>>,
+    host: Option<Cursor>,
+    gc: Option<Cursor>,
+    erased_since_wear_check: bool,
+}
+
+/// Which stream a page is allocated for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Host,
+    Gc,
+}
+
+/// Why a block is being collected.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Collect {
+    Foreground,
+    Background,
+    WearLevel,
+}
+
+/// One region of a NoFTL device.
+pub struct Region {
+    name: String,
+    spec: RegionSpec,
+    geometry: Geometry,
+    chips: Vec<u32>,
+    /// chip → index in `chips`, NONE for chips of other regions.
+    chip_slot: Vec<u32>,
+    keeps_data: bool,
+    logical_pages: u32,
+    stride: u32,
+    usable_per_block: u32,
+    slot_capacity: usize,
+    l2p: Vec<u32>,
+    pages: Vec<PageMeta>,
+    blocks: Vec<BlockSnapshot>,
+    chip_state: Vec<ChipState>,
+    tombstones: HashMap<u32, u32>,
+    copies: Vec<u32>,
+    next_seq: u64,
+    round_robin: usize,
+    counters: RegionCounters,
+    poisoned: bool,
+    /// 0xFF bytes standing in for payloads on a metadata-only device, so that transfers
+    /// are timed the same with or without data.
+    filler: Box<[u8]>,
+}
+
+impl Region {
+    /// A region over `chips` with every block free. Blocks that are not erased are
+    /// erased first (at `now`).
+    pub(crate) fn format(
+        spec: RegionSpec,
+        chips: Vec<u32>,
+        dev: &mut Device,
+        now: SimTime,
+    ) -> Result<Region, Error> {
+        let mut region = Region::empty(spec, chips, dev)?;
+        for slot in 0..region.chips.len() {
+            for b in 0..region.geometry.blocks_per_chip {
+                let block = region.block_id(slot, b);
+                if dev.storage().write_pointer(block) != 0 {
+                    if let Err(e) = dev.erase(block, now) {
+                        return Err(region.device_error(e));
+                    }
+                }
+                region.release_block(dev, slot, b);
+            }
+        }
+        Ok(region)
+    }
+
+    /// Rebuilds a region from flash by scanning every programmed page's OOB, then
+    /// verifying candidates newest first. Returns the region and when the scan ended.
+    pub(crate) fn rebuild(
+        spec: RegionSpec,
+        chips: Vec<u32>,
+        dev: &mut Device,
+        now: SimTime,
+    ) -> Result<(Region, SimTime), Error> {
+        if !dev.storage().keeps_data() {
+            return Err(Error::Config(format!(
+                "region {}: a metadata-only device keeps no OOB bytes and cannot be rebuilt",
+                spec.name
+            )));
+        }
+        let mut r = Region::empty(spec, chips, dev)?;
+        let mut done = now;
+        let mut candidates: Vec<(u32, Reverse<(u64, u32)>, u32)> = Vec::new();
+        let mut max_seq = 0;
+        for slot in 0..r.chips.len() {
+            for b in 0..r.geometry.blocks_per_chip {
+                let block = r.block_id(slot, b);
+                if dev.storage().write_pointer(block) == 0 {
+                    r.release_block(dev, slot, b);
+                    continue;
+                }
+                let local_block = r.local_block(slot, b);
+                r.blocks[local_block].state = BlockState::Full;
+                r.blocks[local_block].erase_count = dev.storage().erase_count(block);
+                for i in 0..r.usable_per_block {
+                    let ppn = r.geometry.ppn(block, i * r.stride);
+                    if dev.storage().program_count(ppn) == 0 {
+                        continue;
+                    }
+                    let (timing, oob_bytes) = dev.read_oob(ppn, now)?;
+                    done = done.max(timing.end_ns);
+                    let Some(h) = Header::decode(oob_bytes) else {
+                        continue;
+                    };
+                    if h.lpn >= r.logical_pages {
+                        continue;
+                    }
+                    let local = r.local_page(ppn);
+                    r.pages[local].owner = match h.kind {
+                        PageKind::Data => {
+                            r.copies[h.lpn as usize] += 1;
+                            h.lpn
+                        }
+                        PageKind::Tombstone => TOMBSTONE_BIT | h.lpn,
+                    };
+                    let last = &mut r.blocks[local_block].last_write_seq;
+                    *last = (*last).max(h.seq);
+                    max_seq = max_seq.max(h.seq);
+                    candidates.push((h.lpn, Reverse((h.seq, h.gen)), ppn.0));
+                }
+            }
+        }
+        candidates.sort_unstable();
+        let mut i = 0;
+        while i < candidates.len() {
+            let lpn = candidates[i].0;
+            let mut j = i;
+            while j < candidates.len() && candidates[j].0 == lpn {
+                j += 1;
+            }
+            for &(_, _, ppn) in &candidates[i..j] {
+                let read = dev.read(Ppn(ppn), now)?;
+                done = done.max(read.timing.end_ns);
+                if let PageCheck::Valid {
+                    header,
+                    slots,
+                    append_floor,
+                    torn_tail,
+                } = oob::check_page(read.data, read.oob)
+                {
+                    r.adopt(Ppn(ppn), header, slots, append_floor as u32, torn_tail);
+                    break;
+                }
+            }
+            i = j;
+        }
+        r.next_seq = max_seq + 1;
+        Ok((r, done))
+    }
+
+    /// Makes a verified page the live copy of its lpn (during rebuild).
+    fn adopt(&mut self, ppn: Ppn, header: Header, slots: u8, floor: u32, torn_tail: bool) {
+        let lpn = header.lpn;
+        let local = self.local_page(ppn);
+        match header.kind {
+            PageKind::Data => {
+                self.l2p[lpn as usize] = ppn.0;
+                let mut flags = if header.sealed { SEALED } else { 0 };
+                if torn_tail {
+                    flags |= SEALED | TORN_TAIL;
+                }
+                self.pages[local] = PageMeta {
+                    owner: lpn,
+                    floor,
+                    slots,
+                    flags,
+                };
+            }
+            PageKind::Tombstone => {
+                if self.copies[lpn as usize] == 0 {
+                    return;
+                }
+                self.tombstones.insert(lpn, ppn.0);
+            }
+        }
+        let block = self.local_block_of(ppn);
+        self.blocks[block].valid += 1;
+    }
+
+    fn empty(spec: RegionSpec, chips: Vec<u32>, dev: &Device) -> Result<Region, Error> {
+        spec.validate().map_err(Error::Config)?;
+        let geometry = dev.geometry().clone();
+        spec.ipa_mode
+            .check_cells(geometry.cell)
+            .map_err(|e| Error::Config(format!("region {}: {e}", spec.name)))?;
+        if (geometry.oob_bytes as usize) < oob::HEADER_BYTES {
+            return Err(Error::Config(format!(
+                "region {}: the device's {}-byte OOB cannot hold the {}-byte page header",
+                spec.name,
+                geometry.oob_bytes,
+                oob::HEADER_BYTES
+            )));
+        }
+        let stride = if spec.ipa_mode == crate::IpaMode::Pslc {
+            geometry.cell.bits_per_cell()
+        } else {
+            1
+        };
+        let usable_per_block = geometry.pages_per_block / stride;
+        let usable = chips.len() as u64 * geometry.blocks_per_chip as u64 * usable_per_block as u64;
+        let mut logical = (usable as f64 * (1.0 - spec.over_provisioning)).floor() as u64;
+        if let Some(max) = spec.max_size_bytes {
+            logical = logical.min(max / geometry.page_bytes as u64);
+        }
+        let reserve = chips.len() as u64
+            * (spec.gc.foreground_free_blocks as u64 + 1)
+            * usable_per_block as u64;
+        if usable.saturating_sub(logical) < reserve {
+            return Err(Error::Config(format!(
+                "region {}: over-provisioning {:.3} leaves {} spare pages; GC needs at least {} ({} blocks per chip)",
+                spec.name,
+                spec.over_provisioning,
+                usable - logical,
+                reserve,
+                spec.gc.foreground_free_blocks + 1
+            )));
+        }
+        if logical == 0 {
+            return Err(Error::Config(format!(
+                "region {}: no logical capacity",
+                spec.name
+            )));
+        }
+        let mut chip_slot = vec![NONE; geometry.chips() as usize];
+        for (slot, &chip) in chips.iter().enumerate() {
+            chip_slot[chip as usize] = slot as u32;
+        }
+        let region_blocks = chips.len() * geometry.blocks_per_chip as usize;
+        let blank = BlockSnapshot {
+            state: BlockState::Free,
+            valid: 0,
+            erase_count: 0,
+            last_write_seq: 0,
+        };
+        Ok(Region {
+            name: spec.name.clone(),
+            keeps_data: dev.storage().keeps_data(),
+            logical_pages: logical as u32,
+            stride,
+            usable_per_block,
+            slot_capacity: oob::slot_capacity(geometry.oob_bytes as usize),
+            l2p: vec![NONE; logical as usize],
+            pages: vec![PageMeta::EMPTY; region_blocks * geometry.pages_per_block as usize],
+            blocks: vec![blank; region_blocks],
+            chip_state: (0..chips.len()).map(|_| ChipState::default()).collect(),
+            tombstones: HashMap::new(),
+            copies: vec![0; logical as usize],
+            next_seq: 1,
+            round_robin: 0,
+            counters: RegionCounters::default(),
+            poisoned: false,
+            filler: vec![0xFF; geometry.page_bytes as usize + geometry.oob_bytes as usize]
+                .into_boxed_slice(),
+            chip_slot,
+            chips,
+            geometry,
+            spec,
+        })
+    }
+
+    // ---- accessors -------------------------------------------------------------------
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn spec(&self) -> &RegionSpec {
+        &self.spec
+    }
+    pub fn chips(&self) -> &[u32] {
+        &self.chips
+    }
+    pub fn logical_pages(&self) -> u32 {
+        self.logical_pages
+    }
+    pub fn page_bytes(&self) -> usize {
+        self.geometry.page_bytes as usize
+    }
+    pub fn counters(&self) -> RegionCounters {
+        self.counters
+    }
+    /// Pages per block this region writes (half of them in pSLC mode on MLC).
+    pub fn usable_pages_per_block(&self) -> u32 {
+        self.usable_per_block
+    }
+    /// Physical page of a logical page, if mapped.
+    pub fn mapping(&self, lpn: u32) -> Option<Ppn> {
+        self.l2p
+            .get(lpn as usize)
+            .filter(|&&p| p != NONE)
+            .map(|&p| Ppn(p))
+    }
+
+    pub fn wear(&self) -> WearStats {
+        let counts = self.blocks.iter().map(|b| b.erase_count);
+        let sum: u64 = counts.clone().map(u64::from).sum();
+        WearStats {
+            pe_min: counts.clone().min().unwrap_or(0),
+            pe_mean: sum as f64 / self.blocks.len().max(1) as f64,
+            pe_max: counts.max().unwrap_or(0),
+        }
+    }
+
+    /// Erase counts of every block of the region.
+    pub fn erase_counts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.blocks.iter().map(|b| b.erase_count)
+    }
+
+    pub fn occupancy(&self, dev: &Device) -> Occupancy {
+        let mut o = Occupancy {
+            tombstone_pages: self.tombstones.len() as u64,
+            ..Default::default()
+        };
+        for (slot, &chip) in self.chips.iter().enumerate() {
+            for b in 0..self.geometry.blocks_per_chip {
+                let meta = &self.blocks[self.local_block(slot, b)];
+                let block = self.geometry.block_id(chip, b);
+                let programmed = (0..self.usable_per_block)
+                    .filter(|i| {
+                        dev.storage()
+                            .program_count(self.geometry.ppn(block, i * self.stride))
+                            > 0
+                    })
+                    .count() as u64;
+                o.valid_pages += meta.valid as u64;
+                match meta.state {
+                    BlockState::Retired => o.retired_blocks += 1,
+                    BlockState::Free => o.free_blocks += 1,
+                    _ => {}
+                }
+                if meta.state != BlockState::Retired {
+                    o.invalid_pages += programmed - meta.valid as u64;
+                    o.free_pages += self.usable_per_block as u64 - programmed;
+                }
+            }
+        }
+        o
+    }
+
+    // ---- addressing ------------------------------------------------------------------
+
+    fn block_id(&self, slot: usize, b: u32) -> BlockId {
+        self.geometry.block_id(self.chips[slot], b)
+    }
+    fn local_block(&self, slot: usize, b: u32) -> usize {
+        slot * self.geometry.blocks_per_chip as usize + b as usize
+    }
+    fn local_block_of(&self, ppn: Ppn) -> usize {
+        let block = self.geometry.block_of(ppn);
+        let slot = self.chip_slot[self.geometry.chip_of_block(block) as usize] as usize;
+        self.local_block(slot, block.0 % self.geometry.blocks_per_chip)
+    }
+    fn local_page(&self, ppn: Ppn) -> usize {
+        self.local_block_of(ppn) * self.geometry.pages_per_block as usize
+            + self.geometry.page_in_block(ppn) as usize
+    }
+    fn chip_range(&self, slot: usize) -> std::ops::Range<usize> {
+        let bpc = self.geometry.blocks_per_chip as usize;
+        slot * bpc..(slot + 1) * bpc
+    }
+
+    // ---- host operations -------------------------------------------------------------
+
+    fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
+        if self.poisoned {
+            return Err(Error::NeedsReopen {
+                region: self.name.clone(),
+            });
+        }
+        if lpn >= self.logical_pages {
+            return Err(Error::LpnOutOfRange {
+                region: self.name.clone(),
+                lpn,
+                logical_pages: self.logical_pages,
+            });
+        }
+        Ok(())
+    }
+
+    /// Poisons the region on a device error (its state may now disagree with flash).
+    fn device_error(&mut self, e: nand::Error) -> Error {
+        self.poisoned = true;
+        Error::Device(e)
+    }
+
+    /// Reads a logical page; `None` if it is not mapped.
+    pub fn read<'d>(
+        &mut self,
+        dev: &'d mut Device,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<Option<RegionRead<'d>>, Error> {
+        self.check_lpn(lpn)?;
+        let ppn = self.l2p[lpn as usize];
+        if ppn == NONE {
+            return Ok(None);
+        }
+        let meta = self.pages[self.local_page(Ppn(ppn))];
+        self.counters.host_reads += 1;
+        match dev.read(Ppn(ppn), now) {
+            Ok(read) => Ok(Some(RegionRead {
+                timing: read.timing,
+                data: read.data,
+                appends: meta.slots,
+                torn_tail: meta.flags & TORN_TAIL != 0,
+            })),
+            Err(e) => Err(self.device_error(e)),
+        }
+    }
+
+    /// Writes a whole page out-of-place. On a metadata-only device the payload is not
+    /// stored and may be empty.
+    pub fn write(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        data: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        self.check_lpn(lpn)?;
+        let page_bytes = self.page_bytes();
+        if self.keeps_data && data.len() != page_bytes {
+            return Err(Error::WrongPayloadSize {
+                got: data.len(),
+                expected: page_bytes,
+            });
+        }
+        let (slot, ppn) = self.allocate_host(dev, now)?;
+        let seq = self.take_seq();
+        let result = if self.keeps_data {
+            let header = Header::new(PageKind::Data, lpn, seq, data).encode();
+            dev.program(
+                ppn,
+                now,
+                &[Span::new(0, data), Span::new(page_bytes, &header)],
+            )
+        } else {
+            dev.program(
+                ppn,
+                now,
+                &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])],
+            )
+        };
+        let timing = result.map_err(|e| self.device_error(e))?;
+        self.release_lpn(lpn);
+        self.l2p[lpn as usize] = ppn.0;
+        self.copies[lpn as usize] += 1;
+        self.place(
+            ppn,
+            PageMeta {
+                owner: lpn,
+                ..PageMeta::EMPTY
+            },
+        );
+        self.counters.host_writes += 1;
+        self.background_gc(dev, slot, now)?;
+        Ok(timing)
+    }
+
+    /// Appends `bytes` at `offset` of the page holding `lpn`, on the same physical page
+    /// (IPA §7 `write_delta`). Refused with [`Error::DeltaRefused`] where the mode, the
+    /// page type, NOP, the OOB slots, the append order or the bit rule forbid it.
+    pub fn write_delta(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        offset: usize,
+        bytes: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        self.check_lpn(lpn)?;
+        let refuse = |reason| Err(Error::DeltaRefused { lpn, reason });
+        if self.spec.ipa_mode == crate::IpaMode::None {
+            return refuse(DeltaRefusal::IpaDisabled);
+        }
+        let ppn = self.l2p[lpn as usize];
+        if ppn == NONE {
+            return refuse(DeltaRefusal::Unmapped);
+        }
+        let ppn = Ppn(ppn);
+        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
+        if !self.spec.ipa_mode.appends_to(page_type) {
+            return refuse(DeltaRefusal::NotLsbPage { page_type });
+        }
+        let local = self.local_page(ppn);
+        let meta = self.pages[local];
+        let page_bytes = self.page_bytes();
+        if meta.flags & SEALED != 0 {
+            return refuse(DeltaRefusal::Sealed);
+        }
+        if bytes.is_empty() || offset + bytes.len() > page_bytes {
+            return refuse(DeltaRefusal::OutOfPage {
+                offset,
+                len: bytes.len(),
+                page_bytes,
+            });
+        }
+        if (offset as u32) < meta.floor {
+            return refuse(DeltaRefusal::NotAnAppend {
+                offset,
+                floor: meta.floor as usize,
+            });
+        }
+        if meta.slots as usize >= self.slot_capacity {
+            return refuse(DeltaRefusal::NoSlot {
+                slots: self.slot_capacity,
+            });
+        }
+        let slot = oob::encode_slot(offset as u16, bytes);
+        let spans = [
+            Span::new(offset, bytes),
+            Span::new(page_bytes + oob::slot_offset(meta.slots as usize), &slot),
+        ];
+        match dev.program(ppn, now, &spans) {
+            Ok(timing) => {
+                let meta = &mut self.pages[local];
+                meta.slots += 1;
+                meta.floor = (offset + bytes.len()) as u32;
+                self.counters.host_write_deltas += 1;
+                Ok(timing)
+            }
+            Err(nand::Error::NopExceeded { limit, .. }) => {
+                refuse(DeltaRefusal::NopExhausted { limit })
+            }
+            Err(nand::Error::BitRaise { offset, .. }) => refuse(DeltaRefusal::BitRaise { offset }),
+            Err(e) => Err(self.device_error(e)),
+        }
+    }
+
+    /// Unmaps a logical page. Durable: a tombstone page records the trim. Returns the
+    /// tombstone's timing, or `None` if the page was not mapped.
+    pub fn trim(
+        &mut self,
+        dev: &mut Device,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<Option<OpTiming>, Error> {
+        self.check_lpn(lpn)?;
+        if self.l2p[lpn as usize] == NONE {
+            return Ok(None);
+        }
+        let (slot, ppn) = self.allocate_host(dev, now)?;
+        let seq = self.take_seq();
+        let page_bytes = self.page_bytes();
+        let header;
+        let span = if self.keeps_data {
+            header = Header::new(PageKind::Tombstone, lpn, seq, &[]).encode();
+            Span::new(page_bytes, &header)
+        } else {
+            Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES])
+        };
+        let timing = dev
+            .program(ppn, now, &[span])
+            .map_err(|e| self.device_error(e))?;
+        self.release_lpn(lpn);
+        self.tombstones.insert(lpn, ppn.0);
+        self.place(
+            ppn,
+            PageMeta {
+                owner: TOMBSTONE_BIT | lpn,
+                ..PageMeta::EMPTY
+            },
+        );
+        self.counters.host_trims += 1;
+        self.background_gc(dev, slot, now)?;
+        Ok(Some(timing))
+    }
+
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Drops the live copy (and any tombstone) of `lpn` from the valid counts.
+    fn release_lpn(&mut self, lpn: u32) {
+        let old = std::mem::replace(&mut self.l2p[lpn as usize], NONE);
+        if old != NONE {
+            let b = self.local_block_of(Ppn(old));
+            self.blocks[b].valid -= 1;
+        }
+        if let Some(t) = self.tombstones.remove(&lpn) {
+            let b = self.local_block_of(Ppn(t));
+            self.blocks[b].valid -= 1;
+        }
+    }
+
+    /// Records a newly programmed live page.
+    fn place(&mut self, ppn: Ppn, meta: PageMeta) {
+        let local = self.local_page(ppn);
+        self.pages[local] = meta;
+        let b = self.local_block_of(ppn);
+        self.blocks[b].valid += 1;
+        self.blocks[b].last_write_seq = self.next_seq;
+    }
+
+    fn is_live(&self, ppn: Ppn) -> bool {
+        let owner = self.pages[self.local_page(ppn)].owner;
+        if owner == NONE {
+            false
+        } else if owner & TOMBSTONE_BIT != 0 {
+            self.tombstones.get(&(owner & !TOMBSTONE_BIT)) == Some(&ppn.0)
+        } else {
+            self.l2p[owner as usize] == ppn.0
+        }
+    }
+
+    // ---- allocation ------------------------------------------------------------------
+
+    /// Takes the next host page, round-robin over chips, skipping chips that cannot
+    /// free space.
+    fn allocate_host(&mut self, dev: &mut Device, now: SimTime) -> Result<(usize, Ppn), Error> {
+        for _ in 0..self.chips.len() {
+            let slot = self.round_robin;
+            self.round_robin = (self.round_robin + 1) % self.chips.len();
+            if let Some(ppn) = self.page_on(dev, slot, Stream::Host, now)? {
+                return Ok((slot, ppn));
+            }
+        }
+        Err(Error::RegionFull {
+            region: self.name.clone(),
+        })
+    }
+
+    /// The next page of the chip's host or GC block, opening a new block if needed.
+    fn page_on(
+        &mut self,
+        dev: &mut Device,
+        slot: usize,
+        stream: Stream,
+        now: SimTime,
+    ) -> Result<Option<Ppn>, Error> {
+        let has_room = match stream {
+            Stream::Host => self.chip_state[slot].host.is_some(),
+            Stream::Gc => self.chip_state[slot].gc.is_some(),
+        };
+        if !has_room {
+            if stream == Stream::Host {
+                while self.chip_state[slot].free.len()
+                    <= self.spec.gc.foreground_free_blocks as usize
+                {
+                    if !self.collect(dev, slot, Collect::Foreground, now)? {
+                        break;
+                    }
+                }
+            }
+            // The host never takes a chip's last free block: GC needs it to move pages.
+            let reserve = if stream == Stream::Host { 1 } else { 0 };
+            if self.chip_state[slot].free.len() <= reserve {
+                return Ok(None);
+            }
+            let Reverse((_, block)) = self.chip_state[slot].free.pop().expect("checked non-empty");
+            let local = self.local_block(slot, block);
+            self.blocks[local].state = BlockState::Active;
+            let cursor = Some(Cursor { block, next: 0 });
+            match stream {
+                Stream::Host => self.chip_state[slot].host = cursor,
+                Stream::Gc => self.chip_state[slot].gc = cursor,
+            }
+        }
+        let usable = self.usable_per_block;
+        let cursor_slot = match stream {
+            Stream::Host => &mut self.chip_state[slot].host,
+            Stream::Gc => &mut self.chip_state[slot].gc,
+        };
+        let cursor = cursor_slot.as_mut().expect("opened above");
+        let (block, index) = (cursor.block, cursor.next);
+        cursor.next += 1;
+        if cursor.next == usable {
+            *cursor_slot = None;
+            let local = self.local_block(slot, block);
+            self.blocks[local].state = BlockState::Full;
+        }
+        Ok(Some(
+            self.geometry
+                .ppn(self.block_id(slot, block), index * self.stride),
+        ))
+    }
+
+    /// Puts an erased block into the chip's free pool.
+    fn release_block(&mut self, dev: &Device, slot: usize, b: u32) {
+        let erase_count = dev.storage().erase_count(self.block_id(slot, b));
+        let local = self.local_block(slot, b);
+        self.blocks[local] = BlockSnapshot {
+            state: BlockState::Free,
+            valid: 0,
+            erase_count,
+            last_write_seq: 0,
+        };
+        self.chip_state[slot].free.push(Reverse((erase_count, b)));
+    }
+
+    // ---- garbage collection ----------------------------------------------------------
+
+    /// After a host write: one background collection if the chip runs low, and one
+    /// static wear-levelling move if the chip erased since the last check.
+    fn background_gc(&mut self, dev: &mut Device, slot: usize, now: SimTime) -> Result<(), Error> {
+        if self.chip_state[slot].free.len() < self.spec.gc.background_free_blocks as usize {
+            self.collect(dev, slot, Collect::Background, now)?;
+        }
+        if let Some(threshold) = self.spec.wear.static_threshold {
+            if std::mem::take(&mut self.chip_state[slot].erased_since_wear_check)
+                && self.chip_state[slot].free.len() > self.spec.gc.foreground_free_blocks as usize
+            {
+                if let Some(victim) =
+                    policy::choose_wear_victim(&self.blocks[self.chip_range(slot)], threshold)
+                {
+                    self.collect_block(dev, slot, victim as u32, Collect::WearLevel, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects one victim on the chip; false if no block has anything to reclaim.
+    fn collect(
+        &mut self,
+        dev: &mut Device,
+        slot: usize,
+        why: Collect,
+        now: SimTime,
+    ) -> Result<bool, Error> {
+        let victim = policy::choose_victim(
+            &self.blocks[self.chip_range(slot)],
+            self.usable_per_block,
+            self.spec.gc.policy,
+            self.next_seq,
+        );
+        match victim {
+            Some(v) => {
+                self.collect_block(dev, slot, v as u32, why, now)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Moves a block's live pages to the chip's GC block, then erases it.
+    fn collect_block(
+        &mut self,
+        dev: &mut Device,
+        slot: usize,
+        b: u32,
+        why: Collect,
+        now: SimTime,
+    ) -> Result<(), Error> {
+        let block = self.block_id(slot, b);
+        for i in 0..self.usable_per_block {
+            let src = self.geometry.ppn(block, i * self.stride);
+            if self.is_live(src) {
+                let Some(dst) = self.page_on(dev, slot, Stream::Gc, now)? else {
+                    return Err(Error::RegionFull {
+                        region: self.name.clone(),
+                    });
+                };
+                self.migrate(dev, src, dst, now)?;
+                self.counters.gc_page_migrations += 1;
+                if why == Collect::WearLevel {
+                    self.counters.wl_page_migrations += 1;
+                }
+            }
+        }
+        match why {
+            Collect::Foreground => self.counters.foreground_gc_collections += 1,
+            Collect::Background => self.counters.background_gc_collections += 1,
+            Collect::WearLevel => {}
+        }
+        self.erase_victim(dev, slot, b, now)
+    }
+
+    /// Copies a live page to `dst` (same chip) and moves the mapping.
+    fn migrate(&mut self, dev: &mut Device, src: Ppn, dst: Ppn, now: SimTime) -> Result<(), Error> {
+        let meta = self.pages[self.local_page(src)];
+        let page_bytes = self.page_bytes();
+        let slots_bytes = meta.slots as usize * oob::SLOT_BYTES;
+        let result = if !self.keeps_data {
+            dev.copyback(
+                src,
+                dst,
+                now,
+                &[Span::new(
+                    page_bytes,
+                    &self.filler[..oob::HEADER_BYTES + slots_bytes],
+                )],
+            )
+        } else {
+            let (data, oob_bytes) = dev.peek(src);
+            let mut header = Header::decode(oob_bytes).expect("a live page has a verified header");
+            header.gen += 1;
+            header.slots_at_program = meta.slots;
+            let mut new_oob = header.encode().to_vec();
+            new_oob
+                .extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
+            if meta.flags & TORN_TAIL != 0 {
+                // Torn bytes are not covered by any slot: re-base the page on what it
+                // holds now (read + program, not copyback) and keep it sealed.
+                header.segment_crcs = oob::segment_crcs(data);
+                header.sealed = true;
+                new_oob[..oob::HEADER_BYTES].copy_from_slice(&header.encode());
+                let data = data.to_vec();
+                let read = dev.read(src, now).map(|r| r.timing);
+                read.and_then(|_| {
+                    dev.program(
+                        dst,
+                        now,
+                        &[Span::new(0, &data), Span::new(page_bytes, &new_oob)],
+                    )
+                })
+            } else {
+                dev.copyback(src, dst, now, &[Span::new(page_bytes, &new_oob)])
+            }
+        };
+        result.map_err(|e| self.device_error(e))?;
+        let owner = meta.owner;
+        if owner & TOMBSTONE_BIT != 0 {
+            self.tombstones.insert(owner & !TOMBSTONE_BIT, dst.0);
+        } else {
+            self.l2p[owner as usize] = dst.0;
+            self.copies[owner as usize] += 1;
+        }
+        let src_block = self.local_block_of(src);
+        self.blocks[src_block].valid -= 1;
+        let flags = if meta.flags & TORN_TAIL != 0 {
+            SEALED
+        } else {
+            meta.flags
+        };
+        self.place(dst, PageMeta { flags, ..meta });
+        Ok(())
+    }
+
+    /// Erases a collected block and forgets the copies it held; a worn-out block is
+    /// retired instead (its stale copies stay on flash and keep counting).
+    fn erase_victim(
+        &mut self,
+        dev: &mut Device,
+        slot: usize,
+        b: u32,
+        now: SimTime,
+    ) -> Result<(), Error> {
+        let block = self.block_id(slot, b);
+        let local = self.local_block(slot, b);
+        match dev.erase(block, now) {
+            Ok(_) => {}
+            Err(nand::Error::WornOut { .. }) => {
+                self.blocks[local] = BlockSnapshot {
+                    state: BlockState::Retired,
+                    valid: 0,
+                    ..self.blocks[local]
+                };
+                self.counters.retired_blocks += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(self.device_error(e)),
+        }
+        let ppb = self.geometry.pages_per_block as usize;
+        for page in local * ppb..(local + 1) * ppb {
+            let owner = std::mem::replace(&mut self.pages[page], PageMeta::EMPTY).owner;
+            if owner == NONE || owner & TOMBSTONE_BIT != 0 {
+                continue;
+            }
+            let copies = &mut self.copies[owner as usize];
+            *copies -= 1;
+            if *copies == 0 {
+                if let Some(t) = self.tombstones.remove(&owner) {
+                    // The last old copy is gone: the trim record is no longer needed.
+                    let tb = self.local_block_of(Ppn(t));
+                    self.blocks[tb].valid -= 1;
+                }
+            }
+        }
+        self.release_block(dev, slot, b);
+        self.chip_state[slot].erased_since_wear_check = true;
+        self.counters.gc_erases += 1;
+        Ok(())
+    }
+}
