@@ -1,1 +1,334 @@
-fn main() {}
+//! `deltaflash` — the DeltaFlash command line.
+
+mod inspect;
+mod runner;
+mod setup;
+mod table;
+mod trace;
+mod workload;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use runner::{Measured, Runner};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use table::{print_table, Row};
+use workload::{Pattern, PatternKind};
+
+#[derive(Parser)]
+#[command(
+    name = "deltaflash",
+    version,
+    about = "DeltaFlash: in-place appends on emulated native flash"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive one NoFTL region with synthetic page writes (and appends); report write
+    /// amplification, GC work, latency and simulator speed.
+    FtlBench(FtlBenchArgs),
+    /// Replay a page trace (W/R/D/T lines) against one region.
+    Replay(ReplayArgs),
+    /// Show geometry, regions, wear and page states of a device image.
+    Inspect {
+        /// Device image file.
+        image: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Operations kept in flight (the device queues them per chip and channel).
+    #[arg(long, default_value_t = 32)]
+    queue_depth: usize,
+    /// Seed of every random choice; the same seed gives the same result.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the metrics as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FtlBenchArgs {
+    #[command(flatten)]
+    device: setup::DeviceArgs,
+    #[command(flatten)]
+    region: setup::RegionArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Logical page access pattern.
+    #[arg(long, value_enum, default_value_t = PatternKind::Uniform)]
+    pattern: PatternKind,
+    /// Zipf skew, 0 < theta < 1.
+    #[arg(long, default_value_t = 0.99)]
+    theta: f64,
+    /// hotcold: share of accesses that go to the hot pages.
+    #[arg(long, default_value_t = 0.8)]
+    hot_share: f64,
+    /// hotcold: share of the logical pages that are hot.
+    #[arg(long, default_value_t = 0.2)]
+    hot_fraction: f64,
+    /// Host operations (page writes and appends) to measure after warm-up.
+    #[arg(long, default_value_t = 1_000_000)]
+    writes: u64,
+    /// Warm-up operations after the fill; default 4× the logical capacity.
+    #[arg(long)]
+    warmup: Option<u64>,
+    /// Share of operations that are appends (write_delta) instead of page writes.
+    #[arg(long, default_value_t = 0.0)]
+    delta_share: f64,
+    /// Bytes per append.
+    #[arg(long, default_value_t = 16)]
+    delta_bytes: usize,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    device: setup::DeviceArgs,
+    #[command(flatten)]
+    region: setup::RegionArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Trace file: `W lpn`, `R lpn`, `D lpn offset len`, `T lpn`; `#` comments.
+    #[arg(long)]
+    trace: PathBuf,
+    /// Write every logical page once before replaying.
+    #[arg(long)]
+    fill: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::FtlBench(args) => ftl_bench(args),
+        Command::Replay(args) => replay(args),
+        Command::Inspect { image } => inspect::run(&image),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn progress(len: u64, message: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg:>10} [{bar:40}] {human_pos}/{human_len} ({per_sec}, eta {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// Calls `op` `count` times with a progress bar updated in batches.
+fn with_progress(
+    count: u64,
+    message: &str,
+    mut op: impl FnMut() -> Result<(), String>,
+) -> Result<(), String> {
+    const BATCH: u64 = 16_384;
+    let bar = progress(count, message);
+    let mut done = 0;
+    while done < count {
+        let n = BATCH.min(count - done);
+        for _ in 0..n {
+            op()?;
+        }
+        done += n;
+        bar.inc(n);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&args.delta_share) {
+        return Err(format!(
+            "--delta-share {} must be between 0 and 1",
+            args.delta_share
+        ));
+    }
+    if args.delta_bytes == 0 {
+        return Err("--delta-bytes must be at least 1".into());
+    }
+    let wants_deltas = args.delta_share > 0.0;
+    let flash = setup::format(&args.device, &args.region, wants_deltas)?;
+    let nop = flash.device().geometry().nop as usize;
+    let area = if wants_deltas {
+        args.delta_bytes * nop.saturating_sub(1).max(1)
+    } else {
+        0
+    };
+    let mut runner = Runner::new(flash, args.run.queue_depth, area);
+    let logical = runner.logical_pages();
+    let pattern = Pattern::new(
+        args.pattern,
+        logical,
+        args.theta,
+        args.hot_share,
+        args.hot_fraction,
+    )?;
+    let mut rng = ChaCha8Rng::seed_from_u64(args.run.seed);
+    let err = |e: flash::Error| e.to_string();
+
+    eprintln!(
+        "filling the logical space: {logical} pages of {} bytes",
+        runner.page_bytes()
+    );
+    let mut lpn = 0;
+    with_progress(logical as u64, "fill", || {
+        lpn += 1;
+        runner.write(lpn - 1).map_err(err)
+    })?;
+    let warmup = args.warmup.unwrap_or(4 * logical as u64);
+    eprintln!(
+        "warming up: {warmup} operations ({:.1}× the logical capacity) so GC is in steady state",
+        warmup as f64 / logical as f64
+    );
+    let mut delta = vec![0u8; args.delta_bytes];
+    let mut step = |runner: &mut Runner| -> Result<(), String> {
+        let lpn = pattern.next(&mut rng);
+        if wants_deltas && rng.gen_bool(args.delta_share) {
+            rng.fill(&mut delta[..]);
+            runner.append(lpn, &delta).map_err(err)
+        } else {
+            runner.write(lpn).map_err(err)
+        }
+    };
+    with_progress(warmup, "warm-up", || step(&mut runner))?;
+    eprintln!("measuring: {} operations", args.writes);
+    let start = runner.snapshot();
+    with_progress(args.writes, "measure", || step(&mut runner))?;
+    let measured = runner.measure(&start);
+
+    let config = json!({
+        "device": args.device.device,
+        "geometry": runner.flash.device().geometry(),
+        "region": runner.flash.region(flash::RegionId(0)).spec(),
+        "pattern": args.pattern,
+        "theta": args.theta,
+        "hot_share": args.hot_share,
+        "hot_fraction": args.hot_fraction,
+        "delta_share": args.delta_share,
+        "delta_bytes": args.delta_bytes,
+        "queue_depth": args.run.queue_depth,
+        "seed": args.run.seed,
+        "no_data": args.device.no_data,
+    });
+    report(
+        "ftl-bench",
+        config,
+        logical,
+        warmup,
+        &measured,
+        args.run.json.as_ref(),
+    )?;
+    runner.finish().map_err(err)
+}
+
+fn replay(args: ReplayArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(&args.trace)
+        .map_err(|e| format!("{}: {e}", args.trace.display()))?;
+    let source = args.trace.display().to_string();
+    let ops = trace::parse(&text, &source)?;
+    let wants_deltas = ops
+        .iter()
+        .any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
+    let flash = setup::format(&args.device, &args.region, wants_deltas)?;
+    let page_bytes = flash.region(flash::RegionId(0)).page_bytes();
+    // Replayed pages are a stamp and erased bytes, so appends may go anywhere after it.
+    let mut runner = Runner::new(flash, args.run.queue_depth, page_bytes - 16);
+    let logical = runner.logical_pages();
+    if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
+        return Err(format!(
+            "{source}:{line}: lpn {} is beyond the region's {logical} logical pages",
+            op.lpn()
+        ));
+    }
+    let err = |e: flash::Error| e.to_string();
+    if args.fill {
+        eprintln!("filling the logical space: {logical} pages");
+        let mut lpn = 0;
+        with_progress(logical as u64, "fill", || {
+            lpn += 1;
+            runner.write(lpn - 1).map_err(err)
+        })?;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(args.run.seed);
+    let start = runner.snapshot();
+    let mut next = ops.iter();
+    with_progress(ops.len() as u64, "replay", || {
+        let (line, op) = next.next().expect("one op per step");
+        let result = match *op {
+            trace::TraceOp::Write { lpn } => runner.write(lpn),
+            trace::TraceOp::Read { lpn } => runner.read(lpn),
+            trace::TraceOp::Trim { lpn } => runner.trim(lpn),
+            trace::TraceOp::Delta { lpn, offset, len } => {
+                let bytes: Vec<u8> = (0..len).map(|_| rng.gen::<u8>() & 0x7F).collect();
+                runner.append_at_offset(lpn, offset, &bytes)
+            }
+        };
+        result.map_err(|e| format!("{source}:{line}: {e}"))
+    })?;
+    let measured = runner.measure(&start);
+    let config = json!({
+        "device": args.device.device,
+        "geometry": runner.flash.device().geometry(),
+        "region": runner.flash.region(flash::RegionId(0)).spec(),
+        "trace": source,
+        "trace_operations": ops.len(),
+        "fill": args.fill,
+        "queue_depth": args.run.queue_depth,
+        "seed": args.run.seed,
+        "no_data": args.device.no_data,
+    });
+    report(
+        "replay",
+        config,
+        logical,
+        0,
+        &measured,
+        args.run.json.as_ref(),
+    )?;
+    runner.finish().map_err(err)
+}
+
+/// Prints the table and writes the JSON file.
+fn report(
+    command: &str,
+    config: serde_json::Value,
+    logical: u32,
+    warmup: u64,
+    m: &Measured,
+    json_path: Option<&PathBuf>,
+) -> Result<(), String> {
+    let rows: Vec<Row> = m.rows().into_iter().map(|(k, v)| Row::kv(&k, v)).collect();
+    print_table(&rows);
+    if let Some(path) = json_path {
+        let mut value = serde_json::to_value(m).expect("metrics serialize");
+        let object = value.as_object_mut().expect("metrics are an object");
+        object.insert("command".into(), json!(command));
+        object.insert("config".into(), config);
+        object.insert("logical_pages".into(), json!(logical));
+        object.insert("warmup_operations".into(), json!(warmup));
+        let text = serde_json::to_string_pretty(&value).expect("json");
+        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("metrics written to {}", path.display());
+    }
+    Ok(())
+}

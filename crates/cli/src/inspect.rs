@@ -1,0 +1,103 @@
+//! `deltaflash inspect IMAGE`: geometry, regions, wear, page states of a device image.
+
+use crate::table::{print_table, Row};
+use flash::Flash;
+use nand::{Device, MemoryStorage};
+use std::path::Path;
+
+pub fn run(path: &Path) -> Result<(), String> {
+    let storage = MemoryStorage::open_image(path).map_err(|e| e.to_string())?;
+    let device = Device::new(Box::new(storage));
+    let g = device.geometry().clone();
+    println!("device image {}", path.display());
+    print_table(&[
+        Row::kv("cells", g.cell.name()),
+        Row::kv(
+            "channels × chips per channel",
+            format!("{} × {}", g.channels, g.chips_per_channel),
+        ),
+        Row::kv("blocks per chip", g.blocks_per_chip),
+        Row::kv("pages per block", g.pages_per_block),
+        Row::kv(
+            "page + OOB bytes",
+            format!("{} + {}", g.page_bytes, g.oob_bytes),
+        ),
+        Row::kv(
+            "NOP (LSB pages) / endurance",
+            format!("{} / {}", g.nop, g.endurance),
+        ),
+        Row::kv(
+            "raw capacity",
+            format!("{:.1} MiB", g.capacity_bytes() as f64 / (1 << 20) as f64),
+        ),
+        Row::kv("keeps page bytes", device.storage().keeps_data()),
+    ]);
+    let all_erases: Vec<u32> = (0..g.total_blocks())
+        .map(|b| device.storage().erase_count(nand::BlockId(b)))
+        .collect();
+    if device.storage().config_area().is_empty() {
+        println!("\nno region layout stored (the device was never formatted)");
+        print_histogram("device", &all_erases);
+        return Ok(());
+    }
+    let (flash, _) = Flash::open(device, 0).map_err(|e| format!("{}: {e}", path.display()))?;
+    for region in flash.regions() {
+        let id = flash.region_id(region.name()).expect("listed region");
+        let o = flash.occupancy(id);
+        let w = region.wear();
+        let spec = region.spec();
+        println!("\nregion {}", region.name());
+        print_table(&[
+            Row::kv("IPA mode", spec.ipa_mode.name()),
+            Row::kv("chips", format!("{:?}", region.chips())),
+            Row::kv(
+                "over-provisioning",
+                format!("{:.3}", spec.over_provisioning),
+            ),
+            Row::kv("logical pages", region.logical_pages()),
+            Row::kv("valid pages", o.valid_pages),
+            Row::kv("  of which trim records", o.tombstone_pages),
+            Row::kv("invalid pages", o.invalid_pages),
+            Row::kv("free pages", o.free_pages),
+            Row::kv(
+                "free / retired blocks",
+                format!("{} / {}", o.free_blocks, o.retired_blocks),
+            ),
+            Row::kv(
+                "P/E min / mean / max",
+                format!("{} / {:.1} / {}", w.pe_min, w.pe_mean, w.pe_max),
+            ),
+        ]);
+        print_histogram(region.name(), &region.erase_counts().collect::<Vec<_>>());
+    }
+    Ok(())
+}
+
+/// Erase counts in up to ten equal-width buckets, with bars.
+fn print_histogram(name: &str, counts: &[u32]) {
+    let (Some(&min), Some(&max)) = (counts.iter().min(), counts.iter().max()) else {
+        return;
+    };
+    let buckets = ((max - min + 1) as usize).min(10);
+    let width = (max - min + 1).div_ceil(buckets as u32);
+    let mut hist = vec![0usize; buckets];
+    for &c in counts {
+        hist[((c - min) / width) as usize] += 1;
+    }
+    let peak = *hist.iter().max().unwrap_or(&1);
+    println!("wear histogram of {name} (erases per block → blocks)");
+    let rows: Vec<Row> = hist
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let lo = min + i as u32 * width;
+            let bar = "#".repeat((n * 40).div_ceil(peak.max(1)));
+            Row::new(vec![
+                format!("{lo}..{}", lo + width - 1),
+                n.to_string(),
+                bar,
+            ])
+        })
+        .collect();
+    print_table(&rows);
+}

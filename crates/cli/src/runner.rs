@@ -1,0 +1,357 @@
+//! Issues page I/O against one region in simulated time and measures it.
+//!
+//! The issuer keeps up to `queue_depth` operations in flight: each new operation is
+//! issued when the earliest outstanding one completes, and the device timelines do the
+//! queueing. Pages the runner writes carry a 16-byte stamp (lpn, version) up front and
+//! keep a delta area of erased bytes at the end, where appends go in order, as in the
+//! IPA page layout. An append the region refuses becomes an out-of-place write of the
+//! page with its area reset, as a DBMS would do.
+
+use flash::{Error, Flash, RegionCounters, RegionId};
+use nand::{DeviceCounters, SimTime};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Keeps `depth` operations in flight.
+struct Issuer {
+    depth: usize,
+    in_flight: BinaryHeap<Reverse<SimTime>>,
+    now: SimTime,
+    last_completion: SimTime,
+}
+
+impl Issuer {
+    fn next_issue_time(&mut self) -> SimTime {
+        if self.in_flight.len() >= self.depth {
+            let Reverse(t) = self.in_flight.pop().expect("depth >= 1");
+            self.now = self.now.max(t);
+        }
+        self.now
+    }
+
+    fn complete(&mut self, end: SimTime) {
+        self.in_flight.push(Reverse(end));
+        self.last_completion = self.last_completion.max(end);
+    }
+}
+
+/// Operation counts and latency sums of the runner itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunnerStats {
+    pub writes: u64,
+    pub write_latency_ns: u64,
+    pub deltas: u64,
+    pub delta_latency_ns: u64,
+    pub delta_refusals: u64,
+    pub reads: u64,
+    pub read_latency_ns: u64,
+    pub unmapped_reads: u64,
+    pub trims: u64,
+}
+
+/// A point-in-time copy of every counter, so a phase can be measured by difference.
+#[derive(Clone, Copy)]
+pub struct Snapshot {
+    region: RegionCounters,
+    device: DeviceCounters,
+    runner: RunnerStats,
+    sim_ns: SimTime,
+    wall: std::time::Instant,
+}
+
+pub struct Runner {
+    pub flash: Flash,
+    region: RegionId,
+    issuer: Issuer,
+    stats: RunnerStats,
+    keeps_data: bool,
+    page: Vec<u8>,
+    page_bytes: usize,
+    delta_area_start: usize,
+    /// Next append offset per lpn (0 = area empty).
+    append_at: Vec<u32>,
+    versions: u64,
+}
+
+impl Runner {
+    /// `delta_area_bytes` erased bytes at the end of each page take appends.
+    pub fn new(flash: Flash, queue_depth: usize, delta_area_bytes: usize) -> Self {
+        let region = RegionId(0);
+        let page_bytes = flash.region(region).page_bytes();
+        let logical = flash.region(region).logical_pages() as usize;
+        let keeps_data = flash.device().storage().keeps_data();
+        let delta_area_start = page_bytes - delta_area_bytes.min(page_bytes - 16);
+        let mut page = vec![0x5A; page_bytes];
+        page[delta_area_start..].fill(0xFF);
+        Runner {
+            flash,
+            region,
+            issuer: Issuer {
+                depth: queue_depth.max(1),
+                in_flight: BinaryHeap::new(),
+                now: 0,
+                last_completion: 0,
+            },
+            stats: RunnerStats::default(),
+            keeps_data,
+            page: if keeps_data { page } else { Vec::new() },
+            page_bytes,
+            delta_area_start,
+            append_at: vec![0; logical],
+            versions: 0,
+        }
+    }
+
+    pub fn logical_pages(&self) -> u32 {
+        self.flash.region(self.region).logical_pages()
+    }
+
+    pub fn page_bytes(&self) -> usize {
+        self.page_bytes
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            region: self.flash.region(self.region).counters(),
+            device: self.flash.device().counters(),
+            runner: self.stats,
+            sim_ns: self.issuer.last_completion.max(self.issuer.now),
+            wall: std::time::Instant::now(),
+        }
+    }
+
+    /// Out-of-place write of a stamped page with an empty delta area.
+    pub fn write(&mut self, lpn: u32) -> Result<(), Error> {
+        let now = self.issuer.next_issue_time();
+        self.versions += 1;
+        if self.keeps_data {
+            self.page[..4].copy_from_slice(&lpn.to_le_bytes());
+            self.page[4..12].copy_from_slice(&self.versions.to_le_bytes());
+        }
+        let timing = self.flash.write(self.region, lpn, &self.page, now)?;
+        self.append_at[lpn as usize] = 0;
+        self.stats.writes += 1;
+        self.stats.write_latency_ns += timing.latency_from(now);
+        self.issuer.complete(timing.end_ns);
+        Ok(())
+    }
+
+    /// Appends `bytes` at the next free offset of the page's delta area; falls back to
+    /// an out-of-place write when the area is full or the region refuses.
+    pub fn append(&mut self, lpn: u32, bytes: &[u8]) -> Result<(), Error> {
+        let offset = match self.append_at[lpn as usize] {
+            0 => self.delta_area_start,
+            at => at as usize,
+        };
+        self.append_at_offset(lpn, offset, bytes)
+    }
+
+    /// Appends `bytes` at `offset`; falls back to an out-of-place write on refusal.
+    pub fn append_at_offset(&mut self, lpn: u32, offset: usize, bytes: &[u8]) -> Result<(), Error> {
+        if offset + bytes.len() > self.page_bytes
+            || self.flash.region(self.region).mapping(lpn).is_none()
+        {
+            self.stats.delta_refusals += 1;
+            return self.write(lpn);
+        }
+        let now = self.issuer.next_issue_time();
+        match self.flash.write_delta(self.region, lpn, offset, bytes, now) {
+            Ok(timing) => {
+                self.append_at[lpn as usize] = (offset + bytes.len()) as u32;
+                self.stats.deltas += 1;
+                self.stats.delta_latency_ns += timing.latency_from(now);
+                self.issuer.complete(timing.end_ns);
+                Ok(())
+            }
+            Err(Error::DeltaRefused { .. }) => {
+                self.stats.delta_refusals += 1;
+                self.write(lpn)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn read(&mut self, lpn: u32) -> Result<(), Error> {
+        let now = self.issuer.next_issue_time();
+        match self.flash.read(self.region, lpn, now)? {
+            Some(read) => {
+                let end = read.timing.end_ns;
+                self.stats.reads += 1;
+                self.stats.read_latency_ns += end - now;
+                self.issuer.complete(end);
+            }
+            None => self.stats.unmapped_reads += 1,
+        }
+        Ok(())
+    }
+
+    pub fn trim(&mut self, lpn: u32) -> Result<(), Error> {
+        let now = self.issuer.next_issue_time();
+        if let Some(timing) = self.flash.trim(self.region, lpn, now)? {
+            self.issuer.complete(timing.end_ns);
+        }
+        self.append_at[lpn as usize] = 0;
+        self.stats.trims += 1;
+        Ok(())
+    }
+
+    /// What happened since `start`.
+    pub fn measure(&self, start: &Snapshot) -> Measured {
+        let end = self.snapshot();
+        let (r0, r1) = (start.region, end.region);
+        let (d0, d1) = (start.device, end.device);
+        let (s0, s1) = (start.runner, end.runner);
+        let host_writes = r1.host_writes - r0.host_writes;
+        let gc_page_migrations = r1.gc_page_migrations - r0.gc_page_migrations;
+        let gc_erases = r1.gc_erases - r0.gc_erases;
+        let wall_seconds = end.wall.duration_since(start.wall).as_secs_f64();
+        let flash_page_programs =
+            (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
+        let per_host_write = |x: u64| {
+            if host_writes == 0 {
+                0.0
+            } else {
+                x as f64 / host_writes as f64
+            }
+        };
+        let mean_us = |sum: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                sum as f64 / n as f64 / 1000.0
+            }
+        };
+        let wear = self.flash.region(self.region).wear();
+        Measured {
+            host_writes,
+            host_write_deltas: r1.host_write_deltas - r0.host_write_deltas,
+            delta_refusals: s1.delta_refusals - s0.delta_refusals,
+            host_reads: r1.host_reads - r0.host_reads,
+            host_trims: r1.host_trims - r0.host_trims,
+            gc_page_migrations,
+            wl_page_migrations: r1.wl_page_migrations - r0.wl_page_migrations,
+            gc_erases,
+            write_amplification: if host_writes == 0 {
+                0.0
+            } else {
+                (host_writes + gc_page_migrations) as f64 / host_writes as f64
+            },
+            migrations_per_host_write: per_host_write(gc_page_migrations),
+            erases_per_host_write: per_host_write(gc_erases),
+            flash_page_programs,
+            write_latency_us_mean: mean_us(
+                s1.write_latency_ns - s0.write_latency_ns,
+                s1.writes - s0.writes,
+            ),
+            delta_latency_us_mean: mean_us(
+                s1.delta_latency_ns - s0.delta_latency_ns,
+                s1.deltas - s0.deltas,
+            ),
+            read_latency_us_mean: mean_us(
+                s1.read_latency_ns - s0.read_latency_ns,
+                s1.reads - s0.reads,
+            ),
+            pe_min: wear.pe_min,
+            pe_mean: wear.pe_mean,
+            pe_max: wear.pe_max,
+            sim_seconds: end.sim_ns.saturating_sub(start.sim_ns) as f64 / 1e9,
+            wall_seconds,
+            host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
+            flash_page_programs_per_wall_second: flash_page_programs as f64
+                / wall_seconds.max(1e-9),
+        }
+    }
+
+    /// Flushes an image-backed device.
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.flash.flush()
+    }
+}
+
+/// Metrics of one measured phase. Names follow the IPA paper's tables; units go last.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measured {
+    pub host_writes: u64,
+    pub host_write_deltas: u64,
+    pub delta_refusals: u64,
+    pub host_reads: u64,
+    pub host_trims: u64,
+    pub gc_page_migrations: u64,
+    pub wl_page_migrations: u64,
+    pub gc_erases: u64,
+    /// (host page programs + GC migrations) / host page programs.
+    pub write_amplification: f64,
+    pub migrations_per_host_write: f64,
+    pub erases_per_host_write: f64,
+    /// Out-of-place programs and GC copies on the device.
+    pub flash_page_programs: u64,
+    pub write_latency_us_mean: f64,
+    pub delta_latency_us_mean: f64,
+    pub read_latency_us_mean: f64,
+    pub pe_min: u32,
+    pub pe_mean: f64,
+    pub pe_max: u32,
+    pub sim_seconds: f64,
+    pub wall_seconds: f64,
+    pub host_writes_per_wall_second: f64,
+    pub flash_page_programs_per_wall_second: f64,
+}
+
+impl Measured {
+    /// Rows for the printed table.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        let f = |v: f64, d: usize| format!("{v:.d$}");
+        vec![
+            (
+                "host writes (out-of-place)".into(),
+                self.host_writes.to_string(),
+            ),
+            (
+                "host write_deltas (in-place appends)".into(),
+                self.host_write_deltas.to_string(),
+            ),
+            (
+                "delta refusals (written out-of-place)".into(),
+                self.delta_refusals.to_string(),
+            ),
+            ("host reads".into(), self.host_reads.to_string()),
+            (
+                "GC page migrations".into(),
+                self.gc_page_migrations.to_string(),
+            ),
+            ("GC erases".into(), self.gc_erases.to_string()),
+            ("write amplification".into(), f(self.write_amplification, 3)),
+            (
+                "GC migrations per host write".into(),
+                f(self.migrations_per_host_write, 4),
+            ),
+            (
+                "GC erases per host write".into(),
+                f(self.erases_per_host_write, 4),
+            ),
+            (
+                "mean write latency (µs)".into(),
+                f(self.write_latency_us_mean, 1),
+            ),
+            (
+                "mean write_delta latency (µs)".into(),
+                f(self.delta_latency_us_mean, 1),
+            ),
+            (
+                "P/E cycles min / mean / max".into(),
+                format!("{} / {:.1} / {}", self.pe_min, self.pe_mean, self.pe_max),
+            ),
+            ("simulated seconds".into(), f(self.sim_seconds, 3)),
+            ("wall seconds".into(), f(self.wall_seconds, 3)),
+            (
+                "host writes per wall-second".into(),
+                f(self.host_writes_per_wall_second, 0),
+            ),
+            (
+                "flash page programs per wall-second".into(),
+                f(self.flash_page_programs_per_wall_second, 0),
+            ),
+        ]
+    }
+}
