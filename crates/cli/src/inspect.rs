@@ -12,29 +12,15 @@ pub fn run(path: &Path) -> Result<(), String> {
     println!("device image {}", path.display());
     print_table(&[
         Row::kv("cells", g.cell.name()),
-        Row::kv(
-            "channels × chips per channel",
-            format!("{} × {}", g.channels, g.chips_per_channel),
-        ),
+        Row::kv("channels × chips per channel", format!("{} × {}", g.channels, g.chips_per_channel)),
         Row::kv("blocks per chip", g.blocks_per_chip),
         Row::kv("pages per block", g.pages_per_block),
-        Row::kv(
-            "page + OOB bytes",
-            format!("{} + {}", g.page_bytes, g.oob_bytes),
-        ),
-        Row::kv(
-            "NOP (LSB pages) / endurance",
-            format!("{} / {}", g.nop, g.endurance),
-        ),
-        Row::kv(
-            "raw capacity",
-            format!("{:.1} MiB", g.capacity_bytes() as f64 / (1 << 20) as f64),
-        ),
+        Row::kv("page + OOB bytes", format!("{} + {}", g.page_bytes, g.oob_bytes)),
+        Row::kv("NOP (LSB pages) / endurance", format!("{} / {}", g.nop, g.endurance)),
+        Row::kv("raw capacity", format!("{:.1} MiB", g.capacity_bytes() as f64 / (1 << 20) as f64)),
         Row::kv("keeps page bytes", device.storage().keeps_data()),
     ]);
-    let all_erases: Vec<u32> = (0..g.total_blocks())
-        .map(|b| device.storage().erase_count(nand::BlockId(b)))
-        .collect();
+    let all_erases: Vec<u32> = (0..g.total_blocks()).map(|b| device.storage().erase_count(nand::BlockId(b))).collect();
     if device.storage().config_area().is_empty() {
         println!("\nno region layout stored (the device was never formatted)");
         print_histogram("device", &all_erases);
@@ -50,23 +36,14 @@ pub fn run(path: &Path) -> Result<(), String> {
         print_table(&[
             Row::kv("IPA mode", spec.ipa_mode.name()),
             Row::kv("chips", format!("{:?}", region.chips())),
-            Row::kv(
-                "over-provisioning",
-                format!("{:.3}", spec.over_provisioning),
-            ),
+            Row::kv("over-provisioning", format!("{:.3}", spec.over_provisioning)),
             Row::kv("logical pages", region.logical_pages()),
             Row::kv("valid pages", o.valid_pages),
             Row::kv("  of which trim records", o.tombstone_pages),
             Row::kv("invalid pages", o.invalid_pages),
             Row::kv("free pages", o.free_pages),
-            Row::kv(
-                "free / retired blocks",
-                format!("{} / {}", o.free_blocks, o.retired_blocks),
-            ),
-            Row::kv(
-                "P/E min / mean / max",
-                format!("{} / {:.1} / {}", w.pe_min, w.pe_mean, w.pe_max),
-            ),
+            Row::kv("free / retired blocks", format!("{} / {}", o.free_blocks, o.retired_blocks)),
+            Row::kv("P/E min / mean / max", format!("{} / {:.1} / {}", w.pe_min, w.pe_mean, w.pe_max)),
         ]);
         print_histogram(region.name(), &region.erase_counts().collect::<Vec<_>>());
     }
@@ -92,11 +69,7 @@ fn print_histogram(name: &str, counts: &[u32]) {
         .map(|(i, &n)| {
             let lo = min + i as u32 * width;
             let bar = "#".repeat((n * 40).div_ceil(peak.max(1)));
-            Row::new(vec![
-                format!("{lo}..{}", lo + width - 1),
-                n.to_string(),
-                bar,
-            ])
+            Row::new(vec![format!("{lo}..{}", lo + width - 1), n.to_string(), bar])
         })
         .collect();
     print_table(&rows);

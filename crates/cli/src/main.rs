@@ -1,5 +1,8 @@
 //! `deltaflash` — the DeltaFlash command line.
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod inspect;
 mod runner;
 mod setup;
@@ -19,11 +22,7 @@ use table::{print_table, Row};
 use workload::{Pattern, PatternKind};
 
 #[derive(Parser)]
-#[command(
-    name = "deltaflash",
-    version,
-    about = "DeltaFlash: in-place appends on emulated native flash"
-)]
+#[command(name = "deltaflash", version, about = "DeltaFlash: in-place appends on emulated native flash")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -125,22 +124,16 @@ fn main() -> ExitCode {
 fn progress(len: u64, message: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
     bar.set_style(
-        ProgressStyle::with_template(
-            "{msg:>10} [{bar:40}] {human_pos}/{human_len} ({per_sec}, eta {eta})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {human_pos}/{human_len} ({per_sec}, eta {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
     );
     bar.set_message(message.to_string());
     bar
 }
 
 /// Calls `op` `count` times with a progress bar updated in batches.
-fn with_progress(
-    count: u64,
-    message: &str,
-    mut op: impl FnMut() -> Result<(), String>,
-) -> Result<(), String> {
+fn with_progress(count: u64, message: &str, mut op: impl FnMut() -> Result<(), String>) -> Result<(), String> {
     const BATCH: u64 = 16_384;
     let bar = progress(count, message);
     let mut done = 0;
@@ -158,10 +151,7 @@ fn with_progress(
 
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     if !(0.0..=1.0).contains(&args.delta_share) {
-        return Err(format!(
-            "--delta-share {} must be between 0 and 1",
-            args.delta_share
-        ));
+        return Err(format!("--delta-share {} must be between 0 and 1", args.delta_share));
     }
     if args.delta_bytes == 0 {
         return Err("--delta-bytes must be at least 1".into());
@@ -169,27 +159,14 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     let wants_deltas = args.delta_share > 0.0;
     let flash = setup::format(&args.device, &args.region, wants_deltas)?;
     let nop = flash.device().geometry().nop as usize;
-    let area = if wants_deltas {
-        args.delta_bytes * nop.saturating_sub(1).max(1)
-    } else {
-        0
-    };
+    let area = if wants_deltas { args.delta_bytes * nop.saturating_sub(1).max(1) } else { 0 };
     let mut runner = Runner::new(flash, args.run.queue_depth, area);
     let logical = runner.logical_pages();
-    let pattern = Pattern::new(
-        args.pattern,
-        logical,
-        args.theta,
-        args.hot_share,
-        args.hot_fraction,
-    )?;
+    let pattern = Pattern::new(args.pattern, logical, args.theta, args.hot_share, args.hot_fraction)?;
     let mut rng = ChaCha8Rng::seed_from_u64(args.run.seed);
     let err = |e: flash::Error| e.to_string();
 
-    eprintln!(
-        "filling the logical space: {logical} pages of {} bytes",
-        runner.page_bytes()
-    );
+    eprintln!("filling the logical space: {logical} pages of {} bytes", runner.page_bytes());
     let mut lpn = 0;
     with_progress(logical as u64, "fill", || {
         lpn += 1;
@@ -230,35 +207,22 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
         "seed": args.run.seed,
         "no_data": args.device.no_data,
     });
-    report(
-        "ftl-bench",
-        config,
-        logical,
-        warmup,
-        &measured,
-        args.run.json.as_ref(),
-    )?;
+    report("ftl-bench", config, logical, warmup, &measured, args.run.json.as_ref())?;
     runner.finish().map_err(err)
 }
 
 fn replay(args: ReplayArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.trace)
-        .map_err(|e| format!("{}: {e}", args.trace.display()))?;
+    let text = std::fs::read_to_string(&args.trace).map_err(|e| format!("{}: {e}", args.trace.display()))?;
     let source = args.trace.display().to_string();
     let ops = trace::parse(&text, &source)?;
-    let wants_deltas = ops
-        .iter()
-        .any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
+    let wants_deltas = ops.iter().any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
     let flash = setup::format(&args.device, &args.region, wants_deltas)?;
     let page_bytes = flash.region(flash::RegionId(0)).page_bytes();
     // Replayed pages are a stamp and erased bytes, so appends may go anywhere after it.
     let mut runner = Runner::new(flash, args.run.queue_depth, page_bytes - 16);
     let logical = runner.logical_pages();
     if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
-        return Err(format!(
-            "{source}:{line}: lpn {} is beyond the region's {logical} logical pages",
-            op.lpn()
-        ));
+        return Err(format!("{source}:{line}: lpn {} is beyond the region's {logical} logical pages", op.lpn()));
     }
     let err = |e: flash::Error| e.to_string();
     if args.fill {
@@ -297,14 +261,7 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
         "seed": args.run.seed,
         "no_data": args.device.no_data,
     });
-    report(
-        "replay",
-        config,
-        logical,
-        0,
-        &measured,
-        args.run.json.as_ref(),
-    )?;
+    report("replay", config, logical, 0, &measured, args.run.json.as_ref())?;
     runner.finish().map_err(err)
 }
 

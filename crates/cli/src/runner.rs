@@ -87,12 +87,7 @@ impl Runner {
         Runner {
             flash,
             region,
-            issuer: Issuer {
-                depth: queue_depth.max(1),
-                in_flight: BinaryHeap::new(),
-                now: 0,
-                last_completion: 0,
-            },
+            issuer: Issuer { depth: queue_depth.max(1), in_flight: BinaryHeap::new(), now: 0, last_completion: 0 },
             stats: RunnerStats::default(),
             keeps_data,
             page: if keeps_data { page } else { Vec::new() },
@@ -149,9 +144,7 @@ impl Runner {
 
     /// Appends `bytes` at `offset`; falls back to an out-of-place write on refusal.
     pub fn append_at_offset(&mut self, lpn: u32, offset: usize, bytes: &[u8]) -> Result<(), Error> {
-        if offset + bytes.len() > self.page_bytes
-            || self.flash.region(self.region).mapping(lpn).is_none()
-        {
+        if offset + bytes.len() > self.page_bytes || self.flash.region(self.region).mapping(lpn).is_none() {
             self.stats.delta_refusals += 1;
             return self.write(lpn);
         }
@@ -206,8 +199,7 @@ impl Runner {
         let gc_page_migrations = r1.gc_page_migrations - r0.gc_page_migrations;
         let gc_erases = r1.gc_erases - r0.gc_erases;
         let wall_seconds = end.wall.duration_since(start.wall).as_secs_f64();
-        let flash_page_programs =
-            (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
+        let flash_page_programs = (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
         let per_host_write = |x: u64| {
             if host_writes == 0 {
                 0.0
@@ -240,26 +232,16 @@ impl Runner {
             migrations_per_host_write: per_host_write(gc_page_migrations),
             erases_per_host_write: per_host_write(gc_erases),
             flash_page_programs,
-            write_latency_us_mean: mean_us(
-                s1.write_latency_ns - s0.write_latency_ns,
-                s1.writes - s0.writes,
-            ),
-            delta_latency_us_mean: mean_us(
-                s1.delta_latency_ns - s0.delta_latency_ns,
-                s1.deltas - s0.deltas,
-            ),
-            read_latency_us_mean: mean_us(
-                s1.read_latency_ns - s0.read_latency_ns,
-                s1.reads - s0.reads,
-            ),
+            write_latency_us_mean: mean_us(s1.write_latency_ns - s0.write_latency_ns, s1.writes - s0.writes),
+            delta_latency_us_mean: mean_us(s1.delta_latency_ns - s0.delta_latency_ns, s1.deltas - s0.deltas),
+            read_latency_us_mean: mean_us(s1.read_latency_ns - s0.read_latency_ns, s1.reads - s0.reads),
             pe_min: wear.pe_min,
             pe_mean: wear.pe_mean,
             pe_max: wear.pe_max,
             sim_seconds: end.sim_ns.saturating_sub(start.sim_ns) as f64 / 1e9,
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
-            flash_page_programs_per_wall_second: flash_page_programs as f64
-                / wall_seconds.max(1e-9),
+            flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
         }
     }
 
@@ -303,55 +285,22 @@ impl Measured {
     pub fn rows(&self) -> Vec<(String, String)> {
         let f = |v: f64, d: usize| format!("{v:.d$}");
         vec![
-            (
-                "host writes (out-of-place)".into(),
-                self.host_writes.to_string(),
-            ),
-            (
-                "host write_deltas (in-place appends)".into(),
-                self.host_write_deltas.to_string(),
-            ),
-            (
-                "delta refusals (written out-of-place)".into(),
-                self.delta_refusals.to_string(),
-            ),
+            ("host writes (out-of-place)".into(), self.host_writes.to_string()),
+            ("host write_deltas (in-place appends)".into(), self.host_write_deltas.to_string()),
+            ("delta refusals (written out-of-place)".into(), self.delta_refusals.to_string()),
             ("host reads".into(), self.host_reads.to_string()),
-            (
-                "GC page migrations".into(),
-                self.gc_page_migrations.to_string(),
-            ),
+            ("GC page migrations".into(), self.gc_page_migrations.to_string()),
             ("GC erases".into(), self.gc_erases.to_string()),
             ("write amplification".into(), f(self.write_amplification, 3)),
-            (
-                "GC migrations per host write".into(),
-                f(self.migrations_per_host_write, 4),
-            ),
-            (
-                "GC erases per host write".into(),
-                f(self.erases_per_host_write, 4),
-            ),
-            (
-                "mean write latency (µs)".into(),
-                f(self.write_latency_us_mean, 1),
-            ),
-            (
-                "mean write_delta latency (µs)".into(),
-                f(self.delta_latency_us_mean, 1),
-            ),
-            (
-                "P/E cycles min / mean / max".into(),
-                format!("{} / {:.1} / {}", self.pe_min, self.pe_mean, self.pe_max),
-            ),
+            ("GC migrations per host write".into(), f(self.migrations_per_host_write, 4)),
+            ("GC erases per host write".into(), f(self.erases_per_host_write, 4)),
+            ("mean write latency (µs)".into(), f(self.write_latency_us_mean, 1)),
+            ("mean write_delta latency (µs)".into(), f(self.delta_latency_us_mean, 1)),
+            ("P/E cycles min / mean / max".into(), format!("{} / {:.1} / {}", self.pe_min, self.pe_mean, self.pe_max)),
             ("simulated seconds".into(), f(self.sim_seconds, 3)),
             ("wall seconds".into(), f(self.wall_seconds, 3)),
-            (
-                "host writes per wall-second".into(),
-                f(self.host_writes_per_wall_second, 0),
-            ),
-            (
-                "flash page programs per wall-second".into(),
-                f(self.flash_page_programs_per_wall_second, 0),
-            ),
+            ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
+            ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
         ]
     }
 }

@@ -67,26 +67,20 @@ impl DeviceArgs {
             if chips == 0 {
                 return Err("--chips must be at least 1".into());
             }
-            let channels = (1..=base.channels.min(chips))
-                .rev()
-                .find(|c| chips % c == 0)
-                .unwrap_or(1);
+            let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
             overrides.channels = Some(channels);
             overrides.chips_per_channel = Some(chips / channels);
         }
-        overrides
-            .apply(base)
-            .map_err(|e| format!("--device {}: {e}", self.device))
+        overrides.apply(base).map_err(|e| format!("--device {}: {e}", self.device))
     }
 
     /// A fresh device: in memory, or backed by a new image file.
     pub fn create(&self) -> Result<Device, String> {
         let geometry = self.geometry()?;
         let storage: Box<dyn Storage> = match &self.image {
-            Some(path) => Box::new(
-                MemoryStorage::create_image(path, geometry, !self.no_data)
-                    .map_err(|e| e.to_string())?,
-            ),
+            Some(path) => {
+                Box::new(MemoryStorage::create_image(path, geometry, !self.no_data).map_err(|e| e.to_string())?)
+            }
             None => Box::new(MemoryStorage::new(geometry, !self.no_data)),
         };
         Ok(Device::new(storage))
@@ -108,9 +102,7 @@ impl RegionArgs {
                 foreground_free_blocks: self.gc_fg_blocks,
                 background_free_blocks: self.gc_bg_blocks,
             },
-            wear: WearConfig {
-                static_threshold: self.static_wl,
-            },
+            wear: WearConfig { static_threshold: self.static_wl },
             ..RegionSpec::new("bench", ipa_mode)
         };
         spec.validate()?;
@@ -119,11 +111,7 @@ impl RegionArgs {
 }
 
 /// A formatted device with one region over all its chips.
-pub fn format(
-    device: &DeviceArgs,
-    region: &RegionArgs,
-    wants_deltas: bool,
-) -> Result<Flash, String> {
+pub fn format(device: &DeviceArgs, region: &RegionArgs, wants_deltas: bool) -> Result<Flash, String> {
     let dev = device.create()?;
     let spec = region.spec(dev.geometry(), wants_deltas)?;
     Flash::format(dev, vec![spec]).map_err(|e| e.to_string())

@@ -18,13 +18,7 @@ impl Row {
 pub fn print_table(rows: &[Row]) {
     let columns = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.0.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|c| rows.iter().filter_map(|r| r.0.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
         .collect();
     for row in rows {
         let cells: Vec<String> = row
@@ -32,11 +26,7 @@ pub fn print_table(rows: &[Row]) {
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                let numeric = c > 0
-                    && cell
-                        .chars()
-                        .next()
-                        .is_some_and(|ch| ch.is_ascii_digit() || ch == '-');
+                let numeric = c > 0 && cell.chars().next().is_some_and(|ch| ch.is_ascii_digit() || ch == '-');
                 if numeric {
                     format!("{cell:>w$}", w = widths[c])
                 } else {

@@ -21,10 +21,7 @@ pub enum TraceOp {
 impl TraceOp {
     pub fn lpn(self) -> u32 {
         match self {
-            TraceOp::Write { lpn }
-            | TraceOp::Read { lpn }
-            | TraceOp::Trim { lpn }
-            | TraceOp::Delta { lpn, .. } => lpn,
+            TraceOp::Write { lpn } | TraceOp::Read { lpn } | TraceOp::Trim { lpn } | TraceOp::Delta { lpn, .. } => lpn,
         }
     }
 }
@@ -44,12 +41,8 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<TraceLine>, String> {
         let fail = |what: String| format!("{source}:{line_no}: {what} (line: `{}`)", raw.trim());
         let fields: Vec<&str> = line.split_whitespace().collect();
         let number = |i: usize, name: &str| -> Result<u64, String> {
-            let field = fields
-                .get(i)
-                .ok_or_else(|| fail(format!("missing {name}")))?;
-            field
-                .parse::<u64>()
-                .map_err(|_| fail(format!("{name} `{field}` is not a non-negative integer")))
+            let field = fields.get(i).ok_or_else(|| fail(format!("missing {name}")))?;
+            field.parse::<u64>().map_err(|_| fail(format!("{name} `{field}` is not a non-negative integer")))
         };
         let lpn = |i| -> Result<u32, String> {
             let v = number(i, "lpn")?;
@@ -64,26 +57,12 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<TraceLine>, String> {
                 if !(1..=65_535).contains(&len) {
                     return Err(fail(format!("len {len} must be between 1 and 65535")));
                 }
-                (
-                    TraceOp::Delta {
-                        lpn: lpn(1)?,
-                        offset: number(2, "offset")? as usize,
-                        len: len as usize,
-                    },
-                    4,
-                )
+                (TraceOp::Delta { lpn: lpn(1)?, offset: number(2, "offset")? as usize, len: len as usize }, 4)
             }
-            other => {
-                return Err(fail(format!(
-                    "unknown operation `{other}` (expected W, R, D or T)"
-                )))
-            }
+            other => return Err(fail(format!("unknown operation `{other}` (expected W, R, D or T)"))),
         };
         if fields.len() != arity {
-            return Err(fail(format!(
-                "expected {arity} fields, found {}",
-                fields.len()
-            )));
+            return Err(fail(format!("expected {arity} fields, found {}", fields.len())));
         }
         ops.push((line_no, op));
     }
@@ -103,14 +82,7 @@ mod tests {
             vec![
                 (2, TraceOp::Write { lpn: 1 }),
                 (4, TraceOp::Read { lpn: 2 }),
-                (
-                    5,
-                    TraceOp::Delta {
-                        lpn: 3,
-                        offset: 4000,
-                        len: 8
-                    }
-                ),
+                (5, TraceOp::Delta { lpn: 3, offset: 4000, len: 8 }),
                 (6, TraceOp::Trim { lpn: 4 }),
             ]
         );

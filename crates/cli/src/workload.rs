@@ -51,26 +51,16 @@ impl Pattern {
                 let zeta = |n: u32| (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
                 let zetan = zeta(pages);
                 let eta = (1.0 - (2.0 / pages as f64).powf(1.0 - theta)) / (1.0 - zeta(2) / zetan);
-                Ok(Pattern::Zipf {
-                    pages,
-                    theta,
-                    alpha: 1.0 / (1.0 - theta),
-                    zetan,
-                    eta,
-                })
+                Ok(Pattern::Zipf { pages, theta, alpha: 1.0 / (1.0 - theta), zetan, eta })
             }
             PatternKind::Hotcold => {
-                if !(0.0..=1.0).contains(&hot_share) || !(hot_fraction > 0.0 && hot_fraction < 1.0)
-                {
-                    return Err(format!("--hot-share {hot_share} must be in [0, 1] and --hot-fraction {hot_fraction} in (0, 1)"));
+                if !(0.0..=1.0).contains(&hot_share) || !(hot_fraction > 0.0 && hot_fraction < 1.0) {
+                    return Err(format!(
+                        "--hot-share {hot_share} must be in [0, 1] and --hot-fraction {hot_fraction} in (0, 1)"
+                    ));
                 }
-                let hot_pages =
-                    ((pages as f64 * hot_fraction) as u32).clamp(1, pages.saturating_sub(1).max(1));
-                Ok(Pattern::HotCold {
-                    pages,
-                    hot_pages,
-                    hot_share,
-                })
+                let hot_pages = ((pages as f64 * hot_fraction) as u32).clamp(1, pages.saturating_sub(1).max(1));
+                Ok(Pattern::HotCold { pages, hot_pages, hot_share })
             }
         }
     }
@@ -78,13 +68,7 @@ impl Pattern {
     pub fn next(&self, rng: &mut ChaCha8Rng) -> u32 {
         match *self {
             Pattern::Uniform { pages } => rng.gen_range(0..pages),
-            Pattern::Zipf {
-                pages,
-                theta,
-                alpha,
-                zetan,
-                eta,
-            } => {
+            Pattern::Zipf { pages, theta, alpha, zetan, eta } => {
                 let u: f64 = rng.gen();
                 let uz = u * zetan;
                 let rank = if uz < 1.0 {
@@ -96,11 +80,7 @@ impl Pattern {
                 };
                 rank.min(pages - 1)
             }
-            Pattern::HotCold {
-                pages,
-                hot_pages,
-                hot_share,
-            } => {
+            Pattern::HotCold { pages, hot_pages, hot_share } => {
                 if rng.gen_bool(hot_share) {
                     rng.gen_range(0..hot_pages)
                 } else {
@@ -129,12 +109,7 @@ mod tests {
     fn zipf_is_skewed_and_in_range() {
         let p = Pattern::new(PatternKind::Zipf, 1000, 0.99, 0.0, 0.0).unwrap();
         let h = histogram(&p, 1000);
-        assert!(
-            h[0] > 10 * h[500].max(1),
-            "rank 0 {} vs rank 500 {}",
-            h[0],
-            h[500]
-        );
+        assert!(h[0] > 10 * h[500].max(1), "rank 0 {} vs rank 500 {}", h[0], h[500]);
         assert!(Pattern::new(PatternKind::Zipf, 10, 1.0, 0.0, 0.0).is_err());
     }
 

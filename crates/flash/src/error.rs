@@ -23,11 +23,7 @@ pub enum DeltaRefusal {
     /// A byte would need a 0→1 bit transition.
     BitRaise { offset: usize },
     /// Empty, or beyond the page.
-    OutOfPage {
-        offset: usize,
-        len: usize,
-        page_bytes: usize,
-    },
+    OutOfPage { offset: usize, len: usize, page_bytes: usize },
 }
 
 impl fmt::Display for DeltaRefusal {
@@ -35,32 +31,23 @@ impl fmt::Display for DeltaRefusal {
         match self {
             DeltaRefusal::IpaDisabled => f.write_str("the region's IPA mode is none"),
             DeltaRefusal::Unmapped => f.write_str("the page is not mapped"),
-            DeltaRefusal::NotLsbPage { page_type } => write!(
-                f,
-                "the page is on an {page_type} page; odd-MLC appends only to LSB pages"
-            ),
+            DeltaRefusal::NotLsbPage { page_type } => {
+                write!(f, "the page is on an {page_type} page; odd-MLC appends only to LSB pages")
+            }
             DeltaRefusal::NopExhausted { limit } => {
                 write!(f, "the page has had its {limit} programs (NOP)")
             }
             DeltaRefusal::NoSlot { slots } => write!(f, "all {slots} OOB delta slots are used"),
-            DeltaRefusal::NotAnAppend { offset, floor } => write!(
-                f,
-                "offset {offset} is before the end of the previous append ({floor})"
-            ),
-            DeltaRefusal::Sealed => {
-                f.write_str("the page's last append was torn; it takes no more appends")
+            DeltaRefusal::NotAnAppend { offset, floor } => {
+                write!(f, "offset {offset} is before the end of the previous append ({floor})")
             }
+            DeltaRefusal::Sealed => f.write_str("the page's last append was torn; it takes no more appends"),
             DeltaRefusal::BitRaise { offset } => {
                 write!(f, "byte offset {offset} would need a 0→1 bit transition")
             }
-            DeltaRefusal::OutOfPage {
-                offset,
-                len,
-                page_bytes,
-            } => write!(
-                f,
-                "{len} bytes at offset {offset} do not fit a {page_bytes}-byte page (or are empty)"
-            ),
+            DeltaRefusal::OutOfPage { offset, len, page_bytes } => {
+                write!(f, "{len} bytes at offset {offset} do not fit a {page_bytes}-byte page (or are empty)")
+            }
         }
     }
 }
@@ -104,13 +91,21 @@ impl fmt::Display for Error {
         match self {
             Error::Device(e) => write!(f, "{e}"),
             Error::Image(e) => write!(f, "{e}"),
-            Error::LpnOutOfRange { region, lpn, logical_pages } => write!(f, "region {region}: logical page {lpn} is out of range (the region has {logical_pages})"),
-            Error::WrongPayloadSize { got, expected } => write!(f, "page payload is {got} bytes, the page size is {expected}"),
+            Error::LpnOutOfRange { region, lpn, logical_pages } => {
+                write!(f, "region {region}: logical page {lpn} is out of range (the region has {logical_pages})")
+            }
+            Error::WrongPayloadSize { got, expected } => {
+                write!(f, "page payload is {got} bytes, the page size is {expected}")
+            }
             Error::DeltaRefused { lpn, reason } => write!(f, "write_delta to logical page {lpn} refused: {reason}"),
-            Error::RegionFull { region } => write!(f, "region {region} is full: no chip can take another page even after GC"),
+            Error::RegionFull { region } => {
+                write!(f, "region {region} is full: no chip can take another page even after GC")
+            }
             Error::Config(m) => write!(f, "{m}"),
             Error::CorruptLayout(m) => write!(f, "corrupt region layout: {m}"),
-            Error::NeedsReopen { region } => write!(f, "region {region} hit a device error; reopen the device to rebuild it"),
+            Error::NeedsReopen { region } => {
+                write!(f, "region {region} hit a device error; reopen the device to rebuild it")
+            }
         }
     }
 }

@@ -35,10 +35,7 @@ pub fn assign(geometry: &Geometry, specs: &[RegionSpec]) -> Result<Vec<Vec<u32>>
     for spec in specs {
         spec.validate().map_err(Error::Config)?;
         if !names.insert(spec.name.as_str()) {
-            return Err(Error::Config(format!(
-                "region {} is defined twice",
-                spec.name
-            )));
+            return Err(Error::Config(format!("region {} is defined twice", spec.name)));
         }
         let chips = assign_one(geometry, &taken, spec)?;
         for &c in &chips {
@@ -61,18 +58,11 @@ fn assign_one(geometry: &Geometry, taken: &[bool], spec: &RegionSpec) -> Result<
     channels.truncate(spec.max_channels.unwrap_or(geometry.channels) as usize);
     let free: usize = channels.iter().map(Vec::len).sum();
     if free == 0 {
-        return Err(Error::Config(format!(
-            "region {}: no free chips left on the device",
-            spec.name
-        )));
+        return Err(Error::Config(format!("region {}: no free chips left on the device", spec.name)));
     }
     let mut want = spec.max_chips.map_or(free, |m| (m as usize).min(free));
     if let Some(max_size) = spec.max_size_bytes {
-        let stride = if spec.ipa_mode == IpaMode::Pslc {
-            geometry.cell.bits_per_cell()
-        } else {
-            1
-        };
+        let stride = if spec.ipa_mode == IpaMode::Pslc { geometry.cell.bits_per_cell() } else { 1 };
         let chip_bytes = geometry.blocks_per_chip as f64
             * (geometry.pages_per_block / stride) as f64
             * geometry.page_bytes as f64
@@ -100,13 +90,7 @@ pub fn encode(regions: &[Region]) -> Vec<u8> {
     let stored = Stored {
         format: FORMAT.into(),
         version: VERSION,
-        regions: regions
-            .iter()
-            .map(|r| StoredRegion {
-                spec: r.spec().clone(),
-                chips: r.chips().to_vec(),
-            })
-            .collect(),
+        regions: regions.iter().map(|r| StoredRegion { spec: r.spec().clone(), chips: r.chips().to_vec() }).collect(),
     };
     serde_json::to_vec(&stored).expect("layout serializes")
 }
@@ -114,12 +98,9 @@ pub fn encode(regions: &[Region]) -> Vec<u8> {
 /// Reads a stored layout and checks it against the device.
 pub fn decode(bytes: &[u8], geometry: &Geometry) -> Result<Vec<(RegionSpec, Vec<u32>)>, Error> {
     if bytes.is_empty() {
-        return Err(Error::CorruptLayout(
-            "the device has no region layout (it was never formatted)".into(),
-        ));
+        return Err(Error::CorruptLayout("the device has no region layout (it was never formatted)".into()));
     }
-    let stored: Stored =
-        serde_json::from_slice(bytes).map_err(|e| Error::CorruptLayout(e.to_string()))?;
+    let stored: Stored = serde_json::from_slice(bytes).map_err(|e| Error::CorruptLayout(e.to_string()))?;
     if stored.format != FORMAT || stored.version != VERSION {
         return Err(Error::CorruptLayout(format!(
             "unknown layout format {} version {}",
@@ -131,10 +112,7 @@ pub fn decode(bytes: &[u8], geometry: &Geometry) -> Result<Vec<(RegionSpec, Vec<
     for r in stored.regions {
         r.spec.validate().map_err(Error::CorruptLayout)?;
         if r.chips.is_empty() {
-            return Err(Error::CorruptLayout(format!(
-                "region {} has no chips",
-                r.spec.name
-            )));
+            return Err(Error::CorruptLayout(format!("region {} has no chips", r.spec.name)));
         }
         for &c in &r.chips {
             match taken.get_mut(c as usize) {
@@ -145,11 +123,7 @@ pub fn decode(bytes: &[u8], geometry: &Geometry) -> Result<Vec<(RegionSpec, Vec<
                         geometry.chips()
                     )))
                 }
-                Some(true) => {
-                    return Err(Error::CorruptLayout(format!(
-                        "chip {c} belongs to two regions"
-                    )))
-                }
+                Some(true) => return Err(Error::CorruptLayout(format!("chip {c} belongs to two regions"))),
                 Some(t) => *t = true,
             }
         }
@@ -188,24 +162,14 @@ mod tests {
         let g = Geometry::paper_emulator();
         let all = RegionSpec::new("all", IpaMode::None);
         let more = RegionSpec::new("more", IpaMode::None);
-        assert!(assign(&g, &[all.clone(), more])
-            .unwrap_err()
-            .to_string()
-            .contains("no free chips"));
-        assert!(assign(&g, &[all.clone(), all])
-            .unwrap_err()
-            .to_string()
-            .contains("twice"));
+        assert!(assign(&g, &[all.clone(), more]).unwrap_err().to_string().contains("no free chips"));
+        assert!(assign(&g, &[all.clone(), all]).unwrap_err().to_string().contains("twice"));
     }
 
     #[test]
     fn corrupt_layouts_are_refused() {
         let g = Geometry::paper_emulator();
-        for bad in [
-            &b""[..],
-            b"{",
-            b"{\"format\":\"x\",\"version\":1,\"regions\":[]}",
-        ] {
+        for bad in [&b""[..], b"{", b"{\"format\":\"x\",\"version\":1,\"regions\":[]}"] {
             assert!(matches!(decode(bad, &g), Err(Error::CorruptLayout(_))));
         }
     }

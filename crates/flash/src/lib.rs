@@ -80,27 +80,13 @@ impl Flash {
         &self.regions[id.0]
     }
     pub fn region_id(&self, name: &str) -> Option<RegionId> {
-        self.regions
-            .iter()
-            .position(|r| r.name() == name)
-            .map(RegionId)
+        self.regions.iter().position(|r| r.name() == name).map(RegionId)
     }
 
-    pub fn read(
-        &mut self,
-        id: RegionId,
-        lpn: u32,
-        now: SimTime,
-    ) -> Result<Option<RegionRead<'_>>, Error> {
+    pub fn read(&mut self, id: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
         self.regions[id.0].read(&mut self.device, lpn, now)
     }
-    pub fn write(
-        &mut self,
-        id: RegionId,
-        lpn: u32,
-        data: &[u8],
-        now: SimTime,
-    ) -> Result<OpTiming, Error> {
+    pub fn write(&mut self, id: RegionId, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.regions[id.0].write(&mut self.device, lpn, data, now)
     }
     pub fn write_delta(
@@ -113,12 +99,7 @@ impl Flash {
     ) -> Result<OpTiming, Error> {
         self.regions[id.0].write_delta(&mut self.device, lpn, offset, bytes, now)
     }
-    pub fn trim(
-        &mut self,
-        id: RegionId,
-        lpn: u32,
-        now: SimTime,
-    ) -> Result<Option<OpTiming>, Error> {
+    pub fn trim(&mut self, id: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
         self.regions[id.0].trim(&mut self.device, lpn, now)
     }
     pub fn occupancy(&self, id: RegionId) -> Occupancy {

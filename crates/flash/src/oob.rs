@@ -63,15 +63,7 @@ pub struct Header {
 impl Header {
     /// Header of a freshly written page with `data` as its content.
     pub fn new(kind: PageKind, lpn: u32, seq: u64, data: &[u8]) -> Header {
-        Header {
-            kind,
-            slots_at_program: 0,
-            sealed: false,
-            lpn,
-            seq,
-            gen: 0,
-            segment_crcs: segment_crcs(data),
-        }
+        Header { kind, slots_at_program: 0, sealed: false, lpn, seq, gen: 0, segment_crcs: segment_crcs(data) }
     }
 
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
@@ -169,12 +161,7 @@ fn good_slot(slot: &[u8], data: &[u8]) -> Option<(usize, usize)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageCheck {
     /// Whole. `slots` good delta slots; `torn_tail` when the last append was torn.
-    Valid {
-        header: Header,
-        slots: u8,
-        append_floor: u16,
-        torn_tail: bool,
-    },
+    Valid { header: Header, slots: u8, append_floor: u16, torn_tail: bool },
     /// Erased, torn by a cut during its program, or not a region page.
     Invalid,
 }
@@ -217,12 +204,7 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
         }
     }
     let append_floor = ranges.last().map_or(0, |&(_, e)| e) as u16;
-    PageCheck::Valid {
-        header,
-        slots: ranges.len() as u8,
-        append_floor,
-        torn_tail,
-    }
+    PageCheck::Valid { header, slots: ranges.len() as u8, append_floor, torn_tail }
 }
 
 #[cfg(test)]
@@ -255,12 +237,7 @@ mod tests {
         data[4000..4004].copy_from_slice(&[1, 2, 3, 4]);
         oob[slot_offset(0)..slot_offset(1)].copy_from_slice(&encode_slot(4000, &[1, 2, 3, 4]));
         match check_page(&data, &oob) {
-            PageCheck::Valid {
-                slots: 1,
-                append_floor: 4004,
-                torn_tail: false,
-                header,
-            } => assert_eq!(header.lpn, 7),
+            PageCheck::Valid { slots: 1, append_floor: 4004, torn_tail: false, header } => assert_eq!(header.lpn, 7),
             other => panic!("{other:?}"),
         }
     }
@@ -279,14 +256,7 @@ mod tests {
         // The append's slot landed only partly, its data too.
         oob2[slot_offset(0)..slot_offset(0) + 4].copy_from_slice(&slot[..4]);
         data[4000] = 0x0F;
-        assert!(matches!(
-            check_page(&data, &oob2),
-            PageCheck::Valid {
-                slots: 0,
-                torn_tail: true,
-                ..
-            }
-        ));
+        assert!(matches!(check_page(&data, &oob2), PageCheck::Valid { slots: 0, torn_tail: true, .. }));
     }
 
     #[test]
@@ -296,15 +266,8 @@ mod tests {
         h.slots_at_program = 1;
         let mut oob = vec![0xFF; 64];
         oob[..HEADER_BYTES].copy_from_slice(&h.encode());
-        assert_eq!(
-            check_page(&data, &oob),
-            PageCheck::Invalid,
-            "copied slot missing"
-        );
+        assert_eq!(check_page(&data, &oob), PageCheck::Invalid, "copied slot missing");
         oob[slot_offset(0)..slot_offset(1)].copy_from_slice(&encode_slot(0, &data[..4]));
-        assert!(matches!(
-            check_page(&data, &oob),
-            PageCheck::Valid { slots: 1, .. }
-        ));
+        assert!(matches!(check_page(&data, &oob), PageCheck::Valid { slots: 1, .. }));
     }
 }

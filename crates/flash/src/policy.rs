@@ -47,29 +47,17 @@ impl std::str::FromStr for VictimPolicy {
         match s {
             "greedy" => Ok(VictimPolicy::Greedy),
             "cost-benefit" => Ok(VictimPolicy::CostBenefit),
-            other => Err(format!(
-                "unknown GC policy `{other}` (expected greedy or cost-benefit)"
-            )),
+            other => Err(format!("unknown GC policy `{other}` (expected greedy or cost-benefit)")),
         }
     }
 }
 
 /// Picks a GC victim among full blocks that have at least one invalid page.
 /// `usable_pages` is how many pages a block holds in this region.
-pub fn choose_victim(
-    blocks: &[BlockSnapshot],
-    usable_pages: u32,
-    policy: VictimPolicy,
-    now_seq: u64,
-) -> Option<usize> {
-    let candidates = blocks
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.state == BlockState::Full && b.valid < usable_pages);
+pub fn choose_victim(blocks: &[BlockSnapshot], usable_pages: u32, policy: VictimPolicy, now_seq: u64) -> Option<usize> {
+    let candidates = blocks.iter().enumerate().filter(|(_, b)| b.state == BlockState::Full && b.valid < usable_pages);
     match policy {
-        VictimPolicy::Greedy => candidates
-            .min_by_key(|&(i, b)| (b.valid, i))
-            .map(|(i, _)| i),
+        VictimPolicy::Greedy => candidates.min_by_key(|&(i, b)| (b.valid, i)).map(|(i, _)| i),
         VictimPolicy::CostBenefit => {
             let mut best: Option<(usize, f64)> = None;
             for (i, b) in candidates {
@@ -89,11 +77,7 @@ pub fn choose_victim(
 /// pick the least-worn full block, so its (cold) data moves and the block rejoins the
 /// free pool.
 pub fn choose_wear_victim(blocks: &[BlockSnapshot], threshold: u32) -> Option<usize> {
-    let max = blocks
-        .iter()
-        .filter(|b| b.state != BlockState::Retired)
-        .map(|b| b.erase_count)
-        .max()?;
+    let max = blocks.iter().filter(|b| b.state != BlockState::Retired).map(|b| b.erase_count).max()?;
     let (index, coldest) = blocks
         .iter()
         .enumerate()
@@ -107,43 +91,23 @@ mod tests {
     use super::*;
 
     fn full(valid: u32, erase_count: u32, last_write_seq: u64) -> BlockSnapshot {
-        BlockSnapshot {
-            state: BlockState::Full,
-            valid,
-            erase_count,
-            last_write_seq,
-        }
+        BlockSnapshot { state: BlockState::Full, valid, erase_count, last_write_seq }
     }
 
     #[test]
     fn greedy_takes_fewest_valid_and_skips_non_full() {
         let mut blocks = vec![full(5, 0, 0), full(2, 0, 0), full(2, 0, 0), full(8, 0, 0)];
-        blocks.push(BlockSnapshot {
-            state: BlockState::Active,
-            valid: 0,
-            erase_count: 0,
-            last_write_seq: 0,
-        });
+        blocks.push(BlockSnapshot { state: BlockState::Active, valid: 0, erase_count: 0, last_write_seq: 0 });
         assert_eq!(choose_victim(&blocks, 8, VictimPolicy::Greedy, 0), Some(1));
-        assert_eq!(
-            choose_victim(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0),
-            None,
-            "nothing to reclaim"
-        );
+        assert_eq!(choose_victim(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0), None, "nothing to reclaim");
     }
 
     #[test]
     fn cost_benefit_prefers_old_blocks() {
         // Block 0: fewer valid but just written; block 1: a bit fuller but very old.
         let blocks = [full(3, 0, 1000), full(4, 0, 0)];
-        assert_eq!(
-            choose_victim(&blocks, 8, VictimPolicy::Greedy, 1000),
-            Some(0)
-        );
-        assert_eq!(
-            choose_victim(&blocks, 8, VictimPolicy::CostBenefit, 1000),
-            Some(1)
-        );
+        assert_eq!(choose_victim(&blocks, 8, VictimPolicy::Greedy, 1000), Some(0));
+        assert_eq!(choose_victim(&blocks, 8, VictimPolicy::CostBenefit, 1000), Some(1));
     }
 
     #[test]
@@ -151,12 +115,7 @@ mod tests {
         let blocks = [
             full(8, 10, 0),
             full(8, 3, 0),
-            BlockSnapshot {
-                state: BlockState::Free,
-                valid: 0,
-                erase_count: 20,
-                last_write_seq: 0,
-            },
+            BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 20, last_write_seq: 0 },
         ];
         assert_eq!(choose_wear_victim(&blocks, 16), Some(1));
         assert_eq!(choose_wear_victim(&blocks, 17), None);

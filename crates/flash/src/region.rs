@@ -2,13 +2,13 @@
 //! appends, GC and wear levelling.
 //!
 //! Invariants:
-//! - `l2p[lpn]` is the only live data copy of `lpn`; a physical page is live iff the map
-//!   (or, for trim records, `tombstones`) points at it; `valid` of each block counts its
-//!   live pages.
+//! - `lpns[lpn].ppn` is the only live data copy of `lpn`; a physical page is live iff
+//!   the map (or, for trim records, `tombstones`) points at it, and then its bit in
+//!   `live` is set; `valid` of each block counts its live pages.
 //! - Every page's OOB names its lpn and write sequence number, so the maps can be
 //!   rebuilt by a scan: per lpn the whole page with the highest (seq, gen) wins.
 //! - A trim writes a tombstone page that stays live while any older copy of the lpn is
-//!   still on flash (`copies[lpn] > 0`), so a rebuild cannot resurrect trimmed data.
+//!   still on flash (`lpns[lpn].copies > 0`), so a rebuild cannot resurrect trimmed data.
 //! - GC moves a victim's live pages with copyback (same seq, gen + 1) before it erases
 //!   the victim. Programs are durable when they return (no volatile cache), so the old
 //!   copy is only erased once the new one is safe.
@@ -32,6 +32,8 @@ const NONE: u32 = u32::MAX;
 const TOMBSTONE_BIT: u32 = 1 << 31;
 const SEALED: u8 = 1;
 const TORN_TAIL: u8 = 2;
+/// GC copied the page elsewhere; its erase leaves the lpn's copy count unchanged.
+const MOVED: u8 = 4;
 
 /// Per-region counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -93,12 +95,14 @@ struct PageMeta {
 }
 
 impl PageMeta {
-    const EMPTY: PageMeta = PageMeta {
-        owner: NONE,
-        floor: 0,
-        slots: 0,
-        flags: 0,
-    };
+    const EMPTY: PageMeta = PageMeta { owner: NONE, floor: 0, slots: 0, flags: 0 };
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LpnEntry {
+    ppn: u32,
+    /// Data pages of this lpn on flash, live or stale (trim records keep them dead).
+    copies: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -137,19 +141,24 @@ pub struct Region {
     spec: RegionSpec,
     geometry: Geometry,
     chips: Vec<u32>,
-    /// chip → index in `chips`, NONE for chips of other regions.
-    chip_slot: Vec<u32>,
+    /// Device block → index in `blocks`, NONE for blocks of other regions.
+    block_local: Vec<u32>,
+    /// log2(pages_per_block) when it is a power of two (the usual case).
+    ppb_shift: Option<u32>,
     keeps_data: bool,
     logical_pages: u32,
     stride: u32,
     usable_per_block: u32,
     slot_capacity: usize,
-    l2p: Vec<u32>,
+    /// Mapping and on-flash copy count of each logical page (one cache line for both).
+    lpns: Vec<LpnEntry>,
+    /// One bit per local page: live or not. Small enough to stay in cache, so GC can
+    /// skip dead pages without touching the map.
+    live: Vec<u64>,
     pages: Vec<PageMeta>,
     blocks: Vec<BlockSnapshot>,
     chip_state: Vec<ChipState>,
     tombstones: HashMap<u32, u32>,
-    copies: Vec<u32>,
     next_seq: u64,
     round_robin: usize,
     counters: RegionCounters,
@@ -162,12 +171,7 @@ pub struct Region {
 impl Region {
     /// A region over `chips` with every block free. Blocks that are not erased are
     /// erased first (at `now`).
-    pub(crate) fn format(
-        spec: RegionSpec,
-        chips: Vec<u32>,
-        dev: &mut Device,
-        now: SimTime,
-    ) -> Result<Region, Error> {
+    pub(crate) fn format(spec: RegionSpec, chips: Vec<u32>, dev: &mut Device, now: SimTime) -> Result<Region, Error> {
         let mut region = Region::empty(spec, chips, dev)?;
         for slot in 0..region.chips.len() {
             for b in 0..region.geometry.blocks_per_chip {
@@ -227,7 +231,7 @@ impl Region {
                     let local = r.local_page(ppn);
                     r.pages[local].owner = match h.kind {
                         PageKind::Data => {
-                            r.copies[h.lpn as usize] += 1;
+                            r.lpns[h.lpn as usize].copies += 1;
                             h.lpn
                         }
                         PageKind::Tombstone => TOMBSTONE_BIT | h.lpn,
@@ -250,12 +254,8 @@ impl Region {
             for &(_, _, ppn) in &candidates[i..j] {
                 let read = dev.read(Ppn(ppn), now)?;
                 done = done.max(read.timing.end_ns);
-                if let PageCheck::Valid {
-                    header,
-                    slots,
-                    append_floor,
-                    torn_tail,
-                } = oob::check_page(read.data, read.oob)
+                if let PageCheck::Valid { header, slots, append_floor, torn_tail } =
+                    oob::check_page(read.data, read.oob)
                 {
                     r.adopt(Ppn(ppn), header, slots, append_floor as u32, torn_tail);
                     break;
@@ -273,35 +273,27 @@ impl Region {
         let local = self.local_page(ppn);
         match header.kind {
             PageKind::Data => {
-                self.l2p[lpn as usize] = ppn.0;
+                self.lpns[lpn as usize].ppn = ppn.0;
                 let mut flags = if header.sealed { SEALED } else { 0 };
                 if torn_tail {
                     flags |= SEALED | TORN_TAIL;
                 }
-                self.pages[local] = PageMeta {
-                    owner: lpn,
-                    floor,
-                    slots,
-                    flags,
-                };
+                self.pages[local] = PageMeta { owner: lpn, floor, slots, flags };
             }
             PageKind::Tombstone => {
-                if self.copies[lpn as usize] == 0 {
+                if self.lpns[lpn as usize].copies == 0 {
                     return;
                 }
                 self.tombstones.insert(lpn, ppn.0);
             }
         }
-        let block = self.local_block_of(ppn);
-        self.blocks[block].valid += 1;
+        self.mark_live(ppn);
     }
 
     fn empty(spec: RegionSpec, chips: Vec<u32>, dev: &Device) -> Result<Region, Error> {
         spec.validate().map_err(Error::Config)?;
         let geometry = dev.geometry().clone();
-        spec.ipa_mode
-            .check_cells(geometry.cell)
-            .map_err(|e| Error::Config(format!("region {}: {e}", spec.name)))?;
+        spec.ipa_mode.check_cells(geometry.cell).map_err(|e| Error::Config(format!("region {}: {e}", spec.name)))?;
         if (geometry.oob_bytes as usize) < oob::HEADER_BYTES {
             return Err(Error::Config(format!(
                 "region {}: the device's {}-byte OOB cannot hold the {}-byte page header",
@@ -310,20 +302,14 @@ impl Region {
                 oob::HEADER_BYTES
             )));
         }
-        let stride = if spec.ipa_mode == crate::IpaMode::Pslc {
-            geometry.cell.bits_per_cell()
-        } else {
-            1
-        };
+        let stride = if spec.ipa_mode == crate::IpaMode::Pslc { geometry.cell.bits_per_cell() } else { 1 };
         let usable_per_block = geometry.pages_per_block / stride;
         let usable = chips.len() as u64 * geometry.blocks_per_chip as u64 * usable_per_block as u64;
         let mut logical = (usable as f64 * (1.0 - spec.over_provisioning)).floor() as u64;
         if let Some(max) = spec.max_size_bytes {
             logical = logical.min(max / geometry.page_bytes as u64);
         }
-        let reserve = chips.len() as u64
-            * (spec.gc.foreground_free_blocks as u64 + 1)
-            * usable_per_block as u64;
+        let reserve = chips.len() as u64 * (spec.gc.foreground_free_blocks as u64 + 1) * usable_per_block as u64;
         if usable.saturating_sub(logical) < reserve {
             return Err(Error::Config(format!(
                 "region {}: over-provisioning {:.3} leaves {} spare pages; GC needs at least {} ({} blocks per chip)",
@@ -335,22 +321,18 @@ impl Region {
             )));
         }
         if logical == 0 {
-            return Err(Error::Config(format!(
-                "region {}: no logical capacity",
-                spec.name
-            )));
+            return Err(Error::Config(format!("region {}: no logical capacity", spec.name)));
         }
-        let mut chip_slot = vec![NONE; geometry.chips() as usize];
+        let bpc = geometry.blocks_per_chip;
+        let mut block_local = vec![NONE; geometry.total_blocks() as usize];
         for (slot, &chip) in chips.iter().enumerate() {
-            chip_slot[chip as usize] = slot as u32;
+            for b in 0..bpc {
+                block_local[geometry.block_id(chip, b).0 as usize] = slot as u32 * bpc + b;
+            }
         }
+        let ppb = geometry.pages_per_block;
         let region_blocks = chips.len() * geometry.blocks_per_chip as usize;
-        let blank = BlockSnapshot {
-            state: BlockState::Free,
-            valid: 0,
-            erase_count: 0,
-            last_write_seq: 0,
-        };
+        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
         Ok(Region {
             name: spec.name.clone(),
             keeps_data: dev.storage().keeps_data(),
@@ -358,19 +340,19 @@ impl Region {
             stride,
             usable_per_block,
             slot_capacity: oob::slot_capacity(geometry.oob_bytes as usize),
-            l2p: vec![NONE; logical as usize],
+            lpns: vec![LpnEntry { ppn: NONE, copies: 0 }; logical as usize],
+            live: vec![0; (region_blocks * geometry.pages_per_block as usize).div_ceil(64)],
             pages: vec![PageMeta::EMPTY; region_blocks * geometry.pages_per_block as usize],
             blocks: vec![blank; region_blocks],
             chip_state: (0..chips.len()).map(|_| ChipState::default()).collect(),
             tombstones: HashMap::new(),
-            copies: vec![0; logical as usize],
             next_seq: 1,
             round_robin: 0,
             counters: RegionCounters::default(),
             poisoned: false,
-            filler: vec![0xFF; geometry.page_bytes as usize + geometry.oob_bytes as usize]
-                .into_boxed_slice(),
-            chip_slot,
+            filler: vec![0xFF; geometry.page_bytes as usize + geometry.oob_bytes as usize].into_boxed_slice(),
+            block_local,
+            ppb_shift: ppb.is_power_of_two().then(|| ppb.trailing_zeros()),
             chips,
             geometry,
             spec,
@@ -403,10 +385,7 @@ impl Region {
     }
     /// Physical page of a logical page, if mapped.
     pub fn mapping(&self, lpn: u32) -> Option<Ppn> {
-        self.l2p
-            .get(lpn as usize)
-            .filter(|&&p| p != NONE)
-            .map(|&p| Ppn(p))
+        self.lpns.get(lpn as usize).filter(|e| e.ppn != NONE).map(|e| Ppn(e.ppn))
     }
 
     pub fn wear(&self) -> WearStats {
@@ -425,20 +404,13 @@ impl Region {
     }
 
     pub fn occupancy(&self, dev: &Device) -> Occupancy {
-        let mut o = Occupancy {
-            tombstone_pages: self.tombstones.len() as u64,
-            ..Default::default()
-        };
+        let mut o = Occupancy { tombstone_pages: self.tombstones.len() as u64, ..Default::default() };
         for (slot, &chip) in self.chips.iter().enumerate() {
             for b in 0..self.geometry.blocks_per_chip {
                 let meta = &self.blocks[self.local_block(slot, b)];
                 let block = self.geometry.block_id(chip, b);
                 let programmed = (0..self.usable_per_block)
-                    .filter(|i| {
-                        dev.storage()
-                            .program_count(self.geometry.ppn(block, i * self.stride))
-                            > 0
-                    })
+                    .filter(|i| dev.storage().program_count(self.geometry.ppn(block, i * self.stride)) > 0)
                     .count() as u64;
                 o.valid_pages += meta.valid as u64;
                 match meta.state {
@@ -463,14 +435,21 @@ impl Region {
     fn local_block(&self, slot: usize, b: u32) -> usize {
         slot * self.geometry.blocks_per_chip as usize + b as usize
     }
+    /// (local block, page in block) of a physical page; hot, hence no division when
+    /// the block size is a power of two.
+    fn split(&self, ppn: Ppn) -> (usize, usize) {
+        let (block, page) = match self.ppb_shift {
+            Some(shift) => (ppn.0 >> shift, ppn.0 & ((1 << shift) - 1)),
+            None => (ppn.0 / self.geometry.pages_per_block, ppn.0 % self.geometry.pages_per_block),
+        };
+        (self.block_local[block as usize] as usize, page as usize)
+    }
     fn local_block_of(&self, ppn: Ppn) -> usize {
-        let block = self.geometry.block_of(ppn);
-        let slot = self.chip_slot[self.geometry.chip_of_block(block) as usize] as usize;
-        self.local_block(slot, block.0 % self.geometry.blocks_per_chip)
+        self.split(ppn).0
     }
     fn local_page(&self, ppn: Ppn) -> usize {
-        self.local_block_of(ppn) * self.geometry.pages_per_block as usize
-            + self.geometry.page_in_block(ppn) as usize
+        let (block, page) = self.split(ppn);
+        block * self.geometry.pages_per_block as usize + page
     }
     fn chip_range(&self, slot: usize) -> std::ops::Range<usize> {
         let bpc = self.geometry.blocks_per_chip as usize;
@@ -481,16 +460,10 @@ impl Region {
 
     fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
         if self.poisoned {
-            return Err(Error::NeedsReopen {
-                region: self.name.clone(),
-            });
+            return Err(Error::NeedsReopen { region: self.name.clone() });
         }
         if lpn >= self.logical_pages {
-            return Err(Error::LpnOutOfRange {
-                region: self.name.clone(),
-                lpn,
-                logical_pages: self.logical_pages,
-            });
+            return Err(Error::LpnOutOfRange { region: self.name.clone(), lpn, logical_pages: self.logical_pages });
         }
         Ok(())
     }
@@ -502,14 +475,9 @@ impl Region {
     }
 
     /// Reads a logical page; `None` if it is not mapped.
-    pub fn read<'d>(
-        &mut self,
-        dev: &'d mut Device,
-        lpn: u32,
-        now: SimTime,
-    ) -> Result<Option<RegionRead<'d>>, Error> {
+    pub fn read<'d>(&mut self, dev: &'d mut Device, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'d>>, Error> {
         self.check_lpn(lpn)?;
-        let ppn = self.l2p[lpn as usize];
+        let ppn = self.lpns[lpn as usize].ppn;
         if ppn == NONE {
             return Ok(None);
         }
@@ -528,48 +496,26 @@ impl Region {
 
     /// Writes a whole page out-of-place. On a metadata-only device the payload is not
     /// stored and may be empty.
-    pub fn write(
-        &mut self,
-        dev: &mut Device,
-        lpn: u32,
-        data: &[u8],
-        now: SimTime,
-    ) -> Result<OpTiming, Error> {
+    pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.check_lpn(lpn)?;
         let page_bytes = self.page_bytes();
         if self.keeps_data && data.len() != page_bytes {
-            return Err(Error::WrongPayloadSize {
-                got: data.len(),
-                expected: page_bytes,
-            });
+            return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
         }
         let (slot, ppn) = self.allocate_host(dev, now)?;
         let seq = self.take_seq();
         let result = if self.keeps_data {
             let header = Header::new(PageKind::Data, lpn, seq, data).encode();
-            dev.program(
-                ppn,
-                now,
-                &[Span::new(0, data), Span::new(page_bytes, &header)],
-            )
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
         } else {
-            dev.program(
-                ppn,
-                now,
-                &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])],
-            )
+            dev.program(ppn, now, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
         };
         let timing = result.map_err(|e| self.device_error(e))?;
         self.release_lpn(lpn);
-        self.l2p[lpn as usize] = ppn.0;
-        self.copies[lpn as usize] += 1;
-        self.place(
-            ppn,
-            PageMeta {
-                owner: lpn,
-                ..PageMeta::EMPTY
-            },
-        );
+        let entry = &mut self.lpns[lpn as usize];
+        entry.ppn = ppn.0;
+        entry.copies += 1;
+        self.place(ppn, PageMeta { owner: lpn, ..PageMeta::EMPTY });
         self.counters.host_writes += 1;
         self.background_gc(dev, slot, now)?;
         Ok(timing)
@@ -591,7 +537,7 @@ impl Region {
         if self.spec.ipa_mode == crate::IpaMode::None {
             return refuse(DeltaRefusal::IpaDisabled);
         }
-        let ppn = self.l2p[lpn as usize];
+        let ppn = self.lpns[lpn as usize].ppn;
         if ppn == NONE {
             return refuse(DeltaRefusal::Unmapped);
         }
@@ -607,28 +553,16 @@ impl Region {
             return refuse(DeltaRefusal::Sealed);
         }
         if bytes.is_empty() || offset + bytes.len() > page_bytes {
-            return refuse(DeltaRefusal::OutOfPage {
-                offset,
-                len: bytes.len(),
-                page_bytes,
-            });
+            return refuse(DeltaRefusal::OutOfPage { offset, len: bytes.len(), page_bytes });
         }
         if (offset as u32) < meta.floor {
-            return refuse(DeltaRefusal::NotAnAppend {
-                offset,
-                floor: meta.floor as usize,
-            });
+            return refuse(DeltaRefusal::NotAnAppend { offset, floor: meta.floor as usize });
         }
         if meta.slots as usize >= self.slot_capacity {
-            return refuse(DeltaRefusal::NoSlot {
-                slots: self.slot_capacity,
-            });
+            return refuse(DeltaRefusal::NoSlot { slots: self.slot_capacity });
         }
         let slot = oob::encode_slot(offset as u16, bytes);
-        let spans = [
-            Span::new(offset, bytes),
-            Span::new(page_bytes + oob::slot_offset(meta.slots as usize), &slot),
-        ];
+        let spans = [Span::new(offset, bytes), Span::new(page_bytes + oob::slot_offset(meta.slots as usize), &slot)];
         match dev.program(ppn, now, &spans) {
             Ok(timing) => {
                 let meta = &mut self.pages[local];
@@ -637,9 +571,7 @@ impl Region {
                 self.counters.host_write_deltas += 1;
                 Ok(timing)
             }
-            Err(nand::Error::NopExceeded { limit, .. }) => {
-                refuse(DeltaRefusal::NopExhausted { limit })
-            }
+            Err(nand::Error::NopExceeded { limit, .. }) => refuse(DeltaRefusal::NopExhausted { limit }),
             Err(nand::Error::BitRaise { offset, .. }) => refuse(DeltaRefusal::BitRaise { offset }),
             Err(e) => Err(self.device_error(e)),
         }
@@ -647,14 +579,9 @@ impl Region {
 
     /// Unmaps a logical page. Durable: a tombstone page records the trim. Returns the
     /// tombstone's timing, or `None` if the page was not mapped.
-    pub fn trim(
-        &mut self,
-        dev: &mut Device,
-        lpn: u32,
-        now: SimTime,
-    ) -> Result<Option<OpTiming>, Error> {
+    pub fn trim(&mut self, dev: &mut Device, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
         self.check_lpn(lpn)?;
-        if self.l2p[lpn as usize] == NONE {
+        if self.lpns[lpn as usize].ppn == NONE {
             return Ok(None);
         }
         let (slot, ppn) = self.allocate_host(dev, now)?;
@@ -667,18 +594,10 @@ impl Region {
         } else {
             Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES])
         };
-        let timing = dev
-            .program(ppn, now, &[span])
-            .map_err(|e| self.device_error(e))?;
+        let timing = dev.program(ppn, now, &[span]).map_err(|e| self.device_error(e))?;
         self.release_lpn(lpn);
         self.tombstones.insert(lpn, ppn.0);
-        self.place(
-            ppn,
-            PageMeta {
-                owner: TOMBSTONE_BIT | lpn,
-                ..PageMeta::EMPTY
-            },
-        );
+        self.place(ppn, PageMeta { owner: TOMBSTONE_BIT | lpn, ..PageMeta::EMPTY });
         self.counters.host_trims += 1;
         self.background_gc(dev, slot, now)?;
         Ok(Some(timing))
@@ -690,16 +609,14 @@ impl Region {
         seq
     }
 
-    /// Drops the live copy (and any tombstone) of `lpn` from the valid counts.
+    /// Unmaps the live copy (and any tombstone) of `lpn`.
     fn release_lpn(&mut self, lpn: u32) {
-        let old = std::mem::replace(&mut self.l2p[lpn as usize], NONE);
+        let old = std::mem::replace(&mut self.lpns[lpn as usize].ppn, NONE);
         if old != NONE {
-            let b = self.local_block_of(Ppn(old));
-            self.blocks[b].valid -= 1;
+            self.mark_dead(Ppn(old));
         }
         if let Some(t) = self.tombstones.remove(&lpn) {
-            let b = self.local_block_of(Ppn(t));
-            self.blocks[b].valid -= 1;
+            self.mark_dead(Ppn(t));
         }
     }
 
@@ -707,20 +624,30 @@ impl Region {
     fn place(&mut self, ppn: Ppn, meta: PageMeta) {
         let local = self.local_page(ppn);
         self.pages[local] = meta;
+        self.mark_live(ppn);
         let b = self.local_block_of(ppn);
-        self.blocks[b].valid += 1;
         self.blocks[b].last_write_seq = self.next_seq;
     }
 
+    fn mark_live(&mut self, ppn: Ppn) {
+        let local = self.local_page(ppn);
+        debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
+        self.live[local / 64] |= 1 << (local % 64);
+        let block = self.local_block_of(ppn);
+        self.blocks[block].valid += 1;
+    }
+
+    fn mark_dead(&mut self, ppn: Ppn) {
+        let local = self.local_page(ppn);
+        debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
+        self.live[local / 64] &= !(1 << (local % 64));
+        let block = self.local_block_of(ppn);
+        self.blocks[block].valid -= 1;
+    }
+
     fn is_live(&self, ppn: Ppn) -> bool {
-        let owner = self.pages[self.local_page(ppn)].owner;
-        if owner == NONE {
-            false
-        } else if owner & TOMBSTONE_BIT != 0 {
-            self.tombstones.get(&(owner & !TOMBSTONE_BIT)) == Some(&ppn.0)
-        } else {
-            self.l2p[owner as usize] == ppn.0
-        }
+        let local = self.local_page(ppn);
+        self.live[local / 64] & (1 << (local % 64)) != 0
     }
 
     // ---- allocation ------------------------------------------------------------------
@@ -735,28 +662,18 @@ impl Region {
                 return Ok((slot, ppn));
             }
         }
-        Err(Error::RegionFull {
-            region: self.name.clone(),
-        })
+        Err(Error::RegionFull { region: self.name.clone() })
     }
 
     /// The next page of the chip's host or GC block, opening a new block if needed.
-    fn page_on(
-        &mut self,
-        dev: &mut Device,
-        slot: usize,
-        stream: Stream,
-        now: SimTime,
-    ) -> Result<Option<Ppn>, Error> {
+    fn page_on(&mut self, dev: &mut Device, slot: usize, stream: Stream, now: SimTime) -> Result<Option<Ppn>, Error> {
         let has_room = match stream {
             Stream::Host => self.chip_state[slot].host.is_some(),
             Stream::Gc => self.chip_state[slot].gc.is_some(),
         };
         if !has_room {
             if stream == Stream::Host {
-                while self.chip_state[slot].free.len()
-                    <= self.spec.gc.foreground_free_blocks as usize
-                {
+                while self.chip_state[slot].free.len() <= self.spec.gc.foreground_free_blocks as usize {
                     if !self.collect(dev, slot, Collect::Foreground, now)? {
                         break;
                     }
@@ -789,22 +706,14 @@ impl Region {
             let local = self.local_block(slot, block);
             self.blocks[local].state = BlockState::Full;
         }
-        Ok(Some(
-            self.geometry
-                .ppn(self.block_id(slot, block), index * self.stride),
-        ))
+        Ok(Some(self.geometry.ppn(self.block_id(slot, block), index * self.stride)))
     }
 
     /// Puts an erased block into the chip's free pool.
     fn release_block(&mut self, dev: &Device, slot: usize, b: u32) {
         let erase_count = dev.storage().erase_count(self.block_id(slot, b));
         let local = self.local_block(slot, b);
-        self.blocks[local] = BlockSnapshot {
-            state: BlockState::Free,
-            valid: 0,
-            erase_count,
-            last_write_seq: 0,
-        };
+        self.blocks[local] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
         self.chip_state[slot].free.push(Reverse((erase_count, b)));
     }
 
@@ -820,9 +729,7 @@ impl Region {
             if std::mem::take(&mut self.chip_state[slot].erased_since_wear_check)
                 && self.chip_state[slot].free.len() > self.spec.gc.foreground_free_blocks as usize
             {
-                if let Some(victim) =
-                    policy::choose_wear_victim(&self.blocks[self.chip_range(slot)], threshold)
-                {
+                if let Some(victim) = policy::choose_wear_victim(&self.blocks[self.chip_range(slot)], threshold) {
                     self.collect_block(dev, slot, victim as u32, Collect::WearLevel, now)?;
                 }
             }
@@ -831,13 +738,7 @@ impl Region {
     }
 
     /// Collects one victim on the chip; false if no block has anything to reclaim.
-    fn collect(
-        &mut self,
-        dev: &mut Device,
-        slot: usize,
-        why: Collect,
-        now: SimTime,
-    ) -> Result<bool, Error> {
+    fn collect(&mut self, dev: &mut Device, slot: usize, why: Collect, now: SimTime) -> Result<bool, Error> {
         let victim = policy::choose_victim(
             &self.blocks[self.chip_range(slot)],
             self.usable_per_block,
@@ -863,13 +764,12 @@ impl Region {
         now: SimTime,
     ) -> Result<(), Error> {
         let block = self.block_id(slot, b);
+        self.check_victim_mappings(block);
         for i in 0..self.usable_per_block {
             let src = self.geometry.ppn(block, i * self.stride);
             if self.is_live(src) {
                 let Some(dst) = self.page_on(dev, slot, Stream::Gc, now)? else {
-                    return Err(Error::RegionFull {
-                        region: self.name.clone(),
-                    });
+                    return Err(Error::RegionFull { region: self.name.clone() });
                 };
                 self.migrate(dev, src, dst, now)?;
                 self.counters.gc_page_migrations += 1;
@@ -886,29 +786,34 @@ impl Region {
         self.erase_victim(dev, slot, b, now)
     }
 
+    /// Asserts that every live data page of a victim is its lpn's mapping. Besides
+    /// checking the invariant, the independent loads overlap their cache misses, so the
+    /// mapping updates during migration find the entries in cache.
+    fn check_victim_mappings(&self, block: BlockId) {
+        for i in 0..self.usable_per_block {
+            let src = self.geometry.ppn(block, i * self.stride);
+            let owner = self.pages[self.local_page(src)].owner;
+            if self.is_live(src) && owner & TOMBSTONE_BIT == 0 {
+                assert_eq!(self.lpns[owner as usize].ppn, src.0, "live page {src:?} is not the mapping of lpn {owner}");
+            }
+        }
+    }
+
     /// Copies a live page to `dst` (same chip) and moves the mapping.
     fn migrate(&mut self, dev: &mut Device, src: Ppn, dst: Ppn, now: SimTime) -> Result<(), Error> {
-        let meta = self.pages[self.local_page(src)];
+        let src_local = self.local_page(src);
+        let meta = self.pages[src_local];
         let page_bytes = self.page_bytes();
         let slots_bytes = meta.slots as usize * oob::SLOT_BYTES;
         let result = if !self.keeps_data {
-            dev.copyback(
-                src,
-                dst,
-                now,
-                &[Span::new(
-                    page_bytes,
-                    &self.filler[..oob::HEADER_BYTES + slots_bytes],
-                )],
-            )
+            dev.copyback(src, dst, now, &[Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES + slots_bytes])])
         } else {
             let (data, oob_bytes) = dev.peek(src);
             let mut header = Header::decode(oob_bytes).expect("a live page has a verified header");
             header.gen += 1;
             header.slots_at_program = meta.slots;
             let mut new_oob = header.encode().to_vec();
-            new_oob
-                .extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
+            new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
             if meta.flags & TORN_TAIL != 0 {
                 // Torn bytes are not covered by any slot: re-base the page on what it
                 // holds now (read + program, not copyback) and keep it sealed.
@@ -917,13 +822,7 @@ impl Region {
                 new_oob[..oob::HEADER_BYTES].copy_from_slice(&header.encode());
                 let data = data.to_vec();
                 let read = dev.read(src, now).map(|r| r.timing);
-                read.and_then(|_| {
-                    dev.program(
-                        dst,
-                        now,
-                        &[Span::new(0, &data), Span::new(page_bytes, &new_oob)],
-                    )
-                })
+                read.and_then(|_| dev.program(dst, now, &[Span::new(0, &data), Span::new(page_bytes, &new_oob)]))
             } else {
                 dev.copyback(src, dst, now, &[Span::new(page_bytes, &new_oob)])
             }
@@ -933,39 +832,32 @@ impl Region {
         if owner & TOMBSTONE_BIT != 0 {
             self.tombstones.insert(owner & !TOMBSTONE_BIT, dst.0);
         } else {
-            self.l2p[owner as usize] = dst.0;
-            self.copies[owner as usize] += 1;
+            self.lpns[owner as usize].ppn = dst.0;
         }
-        let src_block = self.local_block_of(src);
-        self.blocks[src_block].valid -= 1;
-        let flags = if meta.flags & TORN_TAIL != 0 {
-            SEALED
-        } else {
-            meta.flags
-        };
+        self.pages[src_local].flags |= MOVED;
+        self.mark_dead(src);
+        let flags = if meta.flags & TORN_TAIL != 0 { SEALED } else { meta.flags & SEALED };
         self.place(dst, PageMeta { flags, ..meta });
         Ok(())
     }
 
     /// Erases a collected block and forgets the copies it held; a worn-out block is
     /// retired instead (its stale copies stay on flash and keep counting).
-    fn erase_victim(
-        &mut self,
-        dev: &mut Device,
-        slot: usize,
-        b: u32,
-        now: SimTime,
-    ) -> Result<(), Error> {
+    fn erase_victim(&mut self, dev: &mut Device, slot: usize, b: u32, now: SimTime) -> Result<(), Error> {
         let block = self.block_id(slot, b);
         let local = self.local_block(slot, b);
         match dev.erase(block, now) {
             Ok(_) => {}
             Err(nand::Error::WornOut { .. }) => {
-                self.blocks[local] = BlockSnapshot {
-                    state: BlockState::Retired,
-                    valid: 0,
-                    ..self.blocks[local]
-                };
+                // The moved pages' old copies stay on flash beside their new ones.
+                let ppb = self.geometry.pages_per_block as usize;
+                for page in local * ppb..(local + 1) * ppb {
+                    let meta = self.pages[page];
+                    if meta.flags & MOVED != 0 && meta.owner & TOMBSTONE_BIT == 0 {
+                        self.lpns[meta.owner as usize].copies += 1;
+                    }
+                }
+                self.blocks[local] = BlockSnapshot { state: BlockState::Retired, valid: 0, ..self.blocks[local] };
                 self.counters.retired_blocks += 1;
                 return Ok(());
             }
@@ -973,17 +865,16 @@ impl Region {
         }
         let ppb = self.geometry.pages_per_block as usize;
         for page in local * ppb..(local + 1) * ppb {
-            let owner = std::mem::replace(&mut self.pages[page], PageMeta::EMPTY).owner;
-            if owner == NONE || owner & TOMBSTONE_BIT != 0 {
+            let PageMeta { owner, flags, .. } = std::mem::replace(&mut self.pages[page], PageMeta::EMPTY);
+            if owner == NONE || owner & TOMBSTONE_BIT != 0 || flags & MOVED != 0 {
                 continue;
             }
-            let copies = &mut self.copies[owner as usize];
+            let copies = &mut self.lpns[owner as usize].copies;
             *copies -= 1;
             if *copies == 0 {
                 if let Some(t) = self.tombstones.remove(&owner) {
                     // The last old copy is gone: the trim record is no longer needed.
-                    let tb = self.local_block_of(Ppn(t));
-                    self.blocks[tb].valid -= 1;
+                    self.mark_dead(Ppn(t));
                 }
             }
         }

@@ -43,11 +43,7 @@ impl IpaMode {
             Err(format!(
                 "IPA mode {} needs {} cells, the device has {} cells",
                 self.name(),
-                if self == IpaMode::Slc {
-                    "SLC"
-                } else {
-                    "MLC or TLC"
-                },
+                if self == IpaMode::Slc { "SLC" } else { "MLC or TLC" },
                 cell.name()
             ))
         }
@@ -76,9 +72,7 @@ impl std::str::FromStr for IpaMode {
             "slc" => Ok(IpaMode::Slc),
             "pslc" => Ok(IpaMode::Pslc),
             "odd-mlc" => Ok(IpaMode::OddMlc),
-            other => Err(format!(
-                "unknown IPA mode `{other}` (expected none, slc, pslc or odd-mlc)"
-            )),
+            other => Err(format!("unknown IPA mode `{other}` (expected none, slc, pslc or odd-mlc)")),
         }
     }
 }
@@ -96,11 +90,7 @@ pub struct GcConfig {
 
 impl Default for GcConfig {
     fn default() -> Self {
-        GcConfig {
-            policy: VictimPolicy::Greedy,
-            foreground_free_blocks: 2,
-            background_free_blocks: 4,
-        }
+        GcConfig { policy: VictimPolicy::Greedy, foreground_free_blocks: 2, background_free_blocks: 4 }
     }
 }
 
@@ -156,10 +146,7 @@ impl RegionSpec {
             ));
         }
         if self.gc.foreground_free_blocks < 1 {
-            return Err(format!(
-                "region {}: foreground GC threshold must be at least 1 free block",
-                self.name
-            ));
+            return Err(format!("region {}: foreground GC threshold must be at least 1 free block", self.name));
         }
         if self.gc.background_free_blocks < self.gc.foreground_free_blocks {
             return Err(format!(
@@ -167,10 +154,7 @@ impl RegionSpec {
                 self.name, self.gc.background_free_blocks, self.gc.foreground_free_blocks
             ));
         }
-        for (what, v) in [
-            ("MAX_CHIPS", self.max_chips),
-            ("MAX_CHANNELS", self.max_channels),
-        ] {
+        for (what, v) in [("MAX_CHIPS", self.max_chips), ("MAX_CHANNELS", self.max_channels)] {
             if v == Some(0) {
                 return Err(format!("region {}: {what} must be at least 1", self.name));
             }

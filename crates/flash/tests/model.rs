@@ -1,12 +1,8 @@
 //! Regions against a simple model: every logical page reads back its latest content
 //! through writes, appends, trims, GC, restarts and power cuts at random operations.
 
-use flash::{
-    DeltaRefusal, Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig,
-};
-use nand::{
-    CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, PageType, Storage,
-};
+use flash::{DeltaRefusal, Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
+use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, PageType, Storage};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -32,14 +28,8 @@ fn geometry(cell: CellType) -> Geometry {
 fn spec(mode: IpaMode, policy: VictimPolicy) -> RegionSpec {
     RegionSpec {
         over_provisioning: 0.35,
-        gc: GcConfig {
-            policy,
-            foreground_free_blocks: 1,
-            background_free_blocks: 2,
-        },
-        wear: WearConfig {
-            static_threshold: Some(4),
-        },
+        gc: GcConfig { policy, foreground_free_blocks: 1, background_free_blocks: 2 },
+        wear: WearConfig { static_threshold: Some(4) },
         ..RegionSpec::new("r", mode)
     }
 }
@@ -93,23 +83,14 @@ struct Harness {
 impl Harness {
     fn new(storage: Box<dyn Storage>, spec: RegionSpec) -> Self {
         let flash = Flash::format(Device::new(storage), vec![spec]).unwrap();
-        Harness {
-            flash,
-            id: RegionId(0),
-            model: Model::default(),
-            now: 0,
-        }
+        Harness { flash, id: RegionId(0), model: Model::default(), now: 0 }
     }
 
     fn restart(self) -> Self {
         let mut device = self.flash.into_device();
         device.power_on();
         let (flash, done) = Flash::open(device, self.now).unwrap();
-        Harness {
-            flash,
-            now: done,
-            ..self
-        }
+        Harness { flash, now: done, ..self }
     }
 
     fn lpns(&self) -> u32 {
@@ -134,25 +115,18 @@ impl Harness {
             }
             Op::Delta { lpn, len, value } => {
                 let Some((page, floor)) = self.model.pages.get(&lpn).cloned() else {
-                    let r = self
-                        .flash
-                        .write_delta(id, lpn, PAGE - DELTA_AREA, &[0], self.now);
+                    let r = self.flash.write_delta(id, lpn, PAGE - DELTA_AREA, &[0], self.now);
                     assert!(
                         matches!(
                             r,
-                            Err(Error::DeltaRefused {
-                                reason: DeltaRefusal::Unmapped | DeltaRefusal::IpaDisabled,
-                                ..
-                            })
+                            Err(Error::DeltaRefused { reason: DeltaRefusal::Unmapped | DeltaRefusal::IpaDisabled, .. })
                         ),
                         "unmapped page took a delta"
                     );
                     return Ok(());
                 };
                 // Values only clear bits of the erased area.
-                let bytes: Vec<u8> = (0..len)
-                    .map(|i| value.rotate_left(i as u32) & 0xF7)
-                    .collect();
+                let bytes: Vec<u8> = (0..len).map(|i| value.rotate_left(i as u32) & 0xF7).collect();
                 if floor + len > PAGE {
                     // Delta area full: the DBMS writes the page out-of-place, area reset.
                     let mut reset = page.clone();
@@ -195,16 +169,7 @@ impl Harness {
                             Err(e) => Err((lpn, self.in_flight(e, Applied::Write(next)))),
                         }
                     }
-                    Err(e) => Err((
-                        lpn,
-                        self.in_flight(
-                            e,
-                            Applied::Delta {
-                                offset: floor,
-                                bytes,
-                            },
-                        ),
-                    )),
+                    Err(e) => Err((lpn, self.in_flight(e, Applied::Delta { offset: floor, bytes }))),
                 }
             }
             Op::Trim { lpn } => match self.flash.trim(id, lpn, self.now) {
@@ -232,11 +197,7 @@ impl Harness {
     /// Checks one page against the model, allowing the in-flight op's outcome.
     fn check_one(&mut self, lpn: u32, in_flight: Option<&Applied>) {
         let expected = self.model.pages.get(&lpn).map(|(p, _)| p.clone());
-        let got = self
-            .flash
-            .read(self.id, lpn, self.now)
-            .unwrap()
-            .map(|r| (r.data.to_vec(), r.torn_tail));
+        let got = self.flash.read(self.id, lpn, self.now).unwrap().map(|r| (r.data.to_vec(), r.torn_tail));
         let ok = match (&got, in_flight) {
             (g, _) if g.as_ref().map(|(d, _)| d) == expected.as_ref() => true,
             (Some((d, _)), Some(Applied::Write(new))) => d == new,
@@ -245,8 +206,8 @@ impl Harness {
                 let old = expected.clone().expect("delta on a mapped page");
                 let mut new = old.clone();
                 new[*offset..offset + bytes.len()].copy_from_slice(bytes);
-                let outside_equal = d[..*offset] == old[..*offset]
-                    && d[offset + bytes.len()..] == old[offset + bytes.len()..];
+                let outside_equal =
+                    d[..*offset] == old[..*offset] && d[offset + bytes.len()..] == old[offset + bytes.len()..];
                 *d == new || (*torn && outside_equal)
             }
             _ => false,
@@ -277,10 +238,8 @@ impl Harness {
             Some(r) => {
                 let data = r.data.to_vec();
                 let torn = r.torn_tail;
-                let floor = (PAGE - DELTA_AREA..PAGE)
-                    .rev()
-                    .find(|&i| data[i] != 0xFF)
-                    .map_or(PAGE - DELTA_AREA, |i| i + 1);
+                let floor =
+                    (PAGE - DELTA_AREA..PAGE).rev().find(|&i| data[i] != 0xFF).map_or(PAGE - DELTA_AREA, |i| i + 1);
                 // A torn tail seals the page: further appends go out-of-place anyway.
                 let floor = if torn { PAGE } else { floor };
                 self.model.pages.insert(lpn, (data, floor));
@@ -378,10 +337,7 @@ proptest! {
 #[test]
 fn pslc_writes_only_lsb_pages_and_odd_mlc_appends_only_to_lsb() {
     let g = geometry(CellType::Mlc);
-    let mut h = Harness::new(
-        Box::new(MemoryStorage::new(g.clone(), true)),
-        spec(IpaMode::Pslc, VictimPolicy::Greedy),
-    );
+    let mut h = Harness::new(Box::new(MemoryStorage::new(g.clone(), true)), spec(IpaMode::Pslc, VictimPolicy::Greedy));
     for lpn in 0..h.lpns() {
         h.apply(&Op::Write { lpn, fill: 1 }).ok().unwrap();
     }
@@ -390,17 +346,13 @@ fn pslc_writes_only_lsb_pages_and_odd_mlc_appends_only_to_lsb() {
         assert_eq!(g.page_type(g.page_in_block(ppn)), PageType::Lsb);
     }
 
-    let mut h = Harness::new(
-        Box::new(MemoryStorage::new(g.clone(), true)),
-        spec(IpaMode::OddMlc, VictimPolicy::Greedy),
-    );
+    let mut h =
+        Harness::new(Box::new(MemoryStorage::new(g.clone(), true)), spec(IpaMode::OddMlc, VictimPolicy::Greedy));
     let (mut msb, mut lsb) = (0, 0);
     for lpn in 0..16 {
         h.apply(&Op::Write { lpn, fill: 1 }).ok().unwrap();
         let ppn = h.flash.region(h.id).mapping(lpn).unwrap();
-        let result = h
-            .flash
-            .write_delta(h.id, lpn, PAGE - DELTA_AREA, &[0x0F], h.now);
+        let result = h.flash.write_delta(h.id, lpn, PAGE - DELTA_AREA, &[0x0F], h.now);
         match g.page_type(g.page_in_block(ppn)) {
             PageType::Lsb => {
                 result.unwrap();
@@ -430,39 +382,24 @@ fn write_delta_refusals_are_typed() {
     };
     h.apply(&Op::Write { lpn: 3, fill: 0x5A }).ok().unwrap();
     // The body holds 0x5A: setting a bit there needs 0→1.
-    assert_eq!(
-        refusal(h.flash.write_delta(id, 3, 10, &[0xFF], 0)),
-        DeltaRefusal::BitRaise { offset: 10 }
-    );
-    assert!(matches!(
-        refusal(h.flash.write_delta(id, 3, PAGE - 1, &[0, 0], 0)),
-        DeltaRefusal::OutOfPage { .. }
-    ));
+    assert_eq!(refusal(h.flash.write_delta(id, 3, 10, &[0xFF], 0)), DeltaRefusal::BitRaise { offset: 10 });
+    assert!(matches!(refusal(h.flash.write_delta(id, 3, PAGE - 1, &[0, 0], 0)), DeltaRefusal::OutOfPage { .. }));
     h.flash.write_delta(id, 3, PAGE - 20, &[0], 0).unwrap();
     assert_eq!(
         refusal(h.flash.write_delta(id, 3, PAGE - 30, &[0], 0)),
-        DeltaRefusal::NotAnAppend {
-            offset: PAGE - 30,
-            floor: PAGE - 19
-        }
+        DeltaRefusal::NotAnAppend { offset: PAGE - 30, floor: PAGE - 19 }
     );
     h.flash.write_delta(id, 3, PAGE - 10, &[0], 0).unwrap();
     h.flash.write_delta(id, 3, PAGE - 5, &[0], 0).unwrap();
     // 1 program + 3 appends = NOP 4.
-    assert_eq!(
-        refusal(h.flash.write_delta(id, 3, PAGE - 2, &[0], 0)),
-        DeltaRefusal::NopExhausted { limit: 4 }
-    );
+    assert_eq!(refusal(h.flash.write_delta(id, 3, PAGE - 2, &[0], 0)), DeltaRefusal::NopExhausted { limit: 4 });
 
     let mut h = Harness::new(
         Box::new(MemoryStorage::new(geometry(CellType::Slc), true)),
         spec(IpaMode::None, VictimPolicy::Greedy),
     );
     h.apply(&Op::Write { lpn: 0, fill: 1 }).ok().unwrap();
-    assert_eq!(
-        refusal(h.flash.write_delta(h.id, 0, PAGE - 8, &[0], 0)),
-        DeltaRefusal::IpaDisabled
-    );
+    assert_eq!(refusal(h.flash.write_delta(h.id, 0, PAGE - 8, &[0], 0)), DeltaRefusal::IpaDisabled);
 }
 
 #[test]
@@ -470,16 +407,9 @@ fn same_ops_same_state() {
     let ops: Vec<Op> = (0..2000u32)
         .map(|i| {
             if i % 3 == 0 {
-                Op::Delta {
-                    lpn: (i * 7) % 150,
-                    len: 4,
-                    value: i as u8,
-                }
+                Op::Delta { lpn: (i * 7) % 150, len: 4, value: i as u8 }
             } else {
-                Op::Write {
-                    lpn: (i * 13) % 150,
-                    fill: i as u8,
-                }
+                Op::Write { lpn: (i * 13) % 150, fill: i as u8 }
             }
         })
         .collect();
@@ -494,9 +424,7 @@ fn same_ops_same_state() {
         let r = h.flash.region(h.id);
         (
             r.counters(),
-            (0..r.logical_pages())
-                .map(|l| r.mapping(l))
-                .collect::<Vec<_>>(),
+            (0..r.logical_pages()).map(|l| r.mapping(l)).collect::<Vec<_>>(),
             h.flash.device().timelines().chip_free_at(0),
         )
     };
@@ -510,27 +438,14 @@ fn power_cuts_hit_every_kind_of_operation() {
     let lpns = lpn_count(IpaMode::Slc, CellType::Slc);
     let ops: Vec<Op> = (0..1500u32)
         .map(|i| match i % 5 {
-            0 | 1 => Op::Write {
-                lpn: (i * 31) % lpns,
-                fill: i as u8,
-            },
-            2 | 3 => Op::Delta {
-                lpn: (i * 17) % lpns,
-                len: 3,
-                value: i as u8,
-            },
-            _ => Op::Trim {
-                lpn: (i * 7) % lpns,
-            },
+            0 | 1 => Op::Write { lpn: (i * 31) % lpns, fill: i as u8 },
+            2 | 3 => Op::Delta { lpn: (i * 17) % lpns, len: 3, value: i as u8 },
+            _ => Op::Trim { lpn: (i * 7) % lpns },
         })
         .collect();
     let (mut programs, mut appends, mut copybacks, mut erases) = (0, 0, 0, 0);
     for cut_at in (1..1300u64).step_by(7) {
-        let storage = FaultyStorage::new(
-            MemoryStorage::new(geometry(CellType::Slc), true),
-            Some(cut_at),
-            cut_at,
-        );
+        let storage = FaultyStorage::new(MemoryStorage::new(geometry(CellType::Slc), true), Some(cut_at), cut_at);
         let mut h = Harness::new(Box::new(storage), spec(IpaMode::Slc, VictimPolicy::Greedy));
         let mut in_flight = None;
         for op in &ops {
@@ -540,16 +455,10 @@ fn power_cuts_hit_every_kind_of_operation() {
             }
         }
         let Some(torn) = h.flash.device().storage().last_torn() else {
-            panic!(
-                "cut {cut_at} not reached: {:?} {:?}",
-                h.flash.device().counters(),
-                h.flash.region(h.id).counters()
-            )
+            panic!("cut {cut_at} not reached: {:?} {:?}", h.flash.device().counters(), h.flash.region(h.id).counters())
         };
         match torn {
-            TornOp::Program { ppn } if h.flash.device().storage().program_count(ppn) > 1 => {
-                appends += 1
-            }
+            TornOp::Program { ppn } if h.flash.device().storage().program_count(ppn) > 1 => appends += 1,
             TornOp::Program { .. } => programs += 1,
             TornOp::CopyProgram { .. } => copybacks += 1,
             TornOp::Erase { .. } => erases += 1,
@@ -562,21 +471,12 @@ fn power_cuts_hit_every_kind_of_operation() {
             h.adopt(lpn);
         }
         for lpn in 0..lpns {
-            h.apply(&Op::Delta {
-                lpn,
-                len: 2,
-                value: 0x3C,
-            })
-            .ok()
-            .unwrap();
+            h.apply(&Op::Delta { lpn, len: 2, value: 0x3C }).ok().unwrap();
         }
         let mut h = h.restart();
         h.check_all(None);
     }
-    assert!(
-        programs > 0 && appends > 0 && copybacks > 0 && erases > 0,
-        "{programs} {appends} {copybacks} {erases}"
-    );
+    assert!(programs > 0 && appends > 0 && copybacks > 0 && erases > 0, "{programs} {appends} {copybacks} {erases}");
 }
 
 /// A worn-out victim is retired, not erased, so its stale copies stay on flash beside
@@ -587,10 +487,7 @@ fn worn_out_blocks_retire_and_their_stale_copies_stay_stale() {
     g.endurance = 6;
     g.blocks_per_chip = 32;
     // Little spare space, so GC victims still hold live pages when they wear out.
-    let spec = RegionSpec {
-        over_provisioning: 0.15,
-        ..spec(IpaMode::Slc, VictimPolicy::Greedy)
-    };
+    let spec = RegionSpec { over_provisioning: 0.15, ..spec(IpaMode::Slc, VictimPolicy::Greedy) };
     let mut h = Harness::new(Box::new(MemoryStorage::new(g, true)), spec);
     let lpns = h.lpns();
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(7);
@@ -598,15 +495,7 @@ fn worn_out_blocks_retire_and_their_stale_copies_stay_stale() {
     while h.flash.region(h.id).counters().retired_blocks < 3 {
         i += 1;
         let lpn = rand::Rng::gen_range(&mut rng, 0..lpns);
-        let op = if i % 2 == 0 {
-            Op::Write { lpn, fill: i as u8 }
-        } else {
-            Op::Delta {
-                lpn,
-                len: 2,
-                value: i as u8,
-            }
-        };
+        let op = if i % 2 == 0 { Op::Write { lpn, fill: i as u8 } } else { Op::Delta { lpn, len: 2, value: i as u8 } };
         match h.apply(&op) {
             Ok(()) => {}
             Err(_) => unreachable!("no cut armed"),
@@ -619,13 +508,7 @@ fn worn_out_blocks_retire_and_their_stale_copies_stay_stale() {
     }
     assert!(h.flash.region(h.id).counters().gc_page_migrations > 0);
     for lpn in 0..lpns {
-        h.apply(&Op::Delta {
-            lpn,
-            len: 1,
-            value: 0x11,
-        })
-        .ok()
-        .unwrap();
+        h.apply(&Op::Delta { lpn, len: 1, value: 0x11 }).ok().unwrap();
     }
     let mut h = h.restart();
     h.check_all(None);

@@ -95,20 +95,13 @@ impl Device {
 
     /// Page bytes without timing or counting, for inspection and tests.
     pub fn peek(&self, ppn: Ppn) -> (&[u8], &[u8]) {
-        (
-            self.storage.data(ppn).unwrap_or(&self.erased_data),
-            self.storage.oob(ppn).unwrap_or(&self.erased_oob),
-        )
+        (self.storage.data(ppn).unwrap_or(&self.erased_data), self.storage.oob(ppn).unwrap_or(&self.erased_oob))
     }
 
     fn check_ppn(&self, ppn: Ppn) -> Result<(), Error> {
         let limit = self.geometry.total_pages();
         if ppn.0 >= limit {
-            return Err(Error::OutOfRange {
-                what: "page",
-                value: ppn.0 as u64,
-                limit: limit as u64,
-            });
+            return Err(Error::OutOfRange { what: "page", value: ppn.0 as u64, limit: limit as u64 });
         }
         Ok(())
     }
@@ -116,11 +109,7 @@ impl Device {
     fn check_block(&self, block: BlockId) -> Result<(), Error> {
         let limit = self.geometry.total_blocks();
         if block.0 >= limit {
-            return Err(Error::OutOfRange {
-                what: "block",
-                value: block.0 as u64,
-                limit: limit as u64,
-            });
+            return Err(Error::OutOfRange { what: "block", value: block.0 as u64, limit: limit as u64 });
         }
         Ok(())
     }
@@ -137,15 +126,8 @@ impl Device {
         let raw = self.geometry.raw_page_bytes();
         let mut bytes = 0;
         for s in spans {
-            if s.offset
-                .checked_add(s.bytes.len())
-                .is_none_or(|end| end > raw)
-            {
-                return Err(Error::SpanOutOfPage {
-                    offset: s.offset,
-                    len: s.bytes.len(),
-                    raw_page_bytes: raw,
-                });
+            if s.offset.checked_add(s.bytes.len()).is_none_or(|end| end > raw) {
+                return Err(Error::SpanOutOfPage { offset: s.offset, len: s.bytes.len(), raw_page_bytes: raw });
             }
             bytes += s.bytes.len();
         }
@@ -155,11 +137,7 @@ impl Device {
     /// Where a page is, for error messages.
     fn locate(&self, ppn: Ppn) -> (u32, u32, u32) {
         let block = self.geometry.block_of(ppn);
-        (
-            self.geometry.chip_of_block(block),
-            block.0 % self.geometry.blocks_per_chip,
-            self.geometry.page_in_block(ppn),
-        )
+        (self.geometry.chip_of_block(block), block.0 % self.geometry.blocks_per_chip, self.geometry.page_in_block(ppn))
     }
 
     /// Checks that `ppn` may take its first program now.
@@ -169,53 +147,27 @@ impl Device {
         let write_pointer = self.storage.write_pointer(block);
         if page < write_pointer {
             let (chip, block, page) = self.locate(ppn);
-            return Err(Error::OutOfOrder {
-                chip,
-                block,
-                page,
-                write_pointer,
-            });
+            return Err(Error::OutOfOrder { chip, block, page, write_pointer });
         }
         Ok(())
     }
 
     /// Checks NOP and the bit rule for a program of an already-programmed page.
-    fn check_reprogram(
-        &self,
-        ppn: Ppn,
-        page_type: PageType,
-        count: u8,
-        spans: &[Span],
-    ) -> Result<(), Error> {
+    fn check_reprogram(&self, ppn: Ppn, page_type: PageType, count: u8, spans: &[Span]) -> Result<(), Error> {
         let limit = self.geometry.nop_of(page_type);
         if count >= limit {
             let (chip, block, page) = self.locate(ppn);
-            return Err(Error::NopExceeded {
-                chip,
-                block,
-                page,
-                page_type,
-                limit,
-            });
+            return Err(Error::NopExceeded { chip, block, page, page_type, limit });
         }
         let (data, oob) = self.peek(ppn);
         let page_bytes = data.len();
         for s in spans {
             for (i, &new) in s.bytes.iter().enumerate() {
                 let at = s.offset + i;
-                let old = if at < page_bytes {
-                    data[at]
-                } else {
-                    oob[at - page_bytes]
-                };
+                let old = if at < page_bytes { data[at] } else { oob[at - page_bytes] };
                 if new & !old != 0 {
                     let (chip, block, page) = self.locate(ppn);
-                    return Err(Error::BitRaise {
-                        chip,
-                        block,
-                        page,
-                        offset: at,
-                    });
+                    return Err(Error::BitRaise { chip, block, page, offset: at });
                 }
             }
         }
@@ -301,13 +253,7 @@ impl Device {
     /// over the channel; `spans` replace bytes in the page register on the way (e.g. a
     /// new OOB header). Only the source OOB (read out so the controller can update it)
     /// and the span bytes cross the channel.
-    pub fn copyback(
-        &mut self,
-        src: Ppn,
-        dst: Ppn,
-        now: SimTime,
-        spans: &[Span],
-    ) -> Result<OpTiming, Error> {
+    pub fn copyback(&mut self, src: Ppn, dst: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
         self.check_powered()?;
         self.check_ppn(src)?;
         self.check_ppn(dst)?;
@@ -319,13 +265,7 @@ impl Device {
         if self.storage.program_count(dst) != 0 {
             let (chip, block, page) = self.locate(dst);
             let page_type = self.geometry.page_type(page);
-            return Err(Error::NopExceeded {
-                chip,
-                block,
-                page,
-                page_type,
-                limit: 1,
-            });
+            return Err(Error::NopExceeded { chip, block, page, page_type, limit: 1 });
         }
         self.check_first_program(dst)?;
         let src_type = self.geometry.page_type(self.geometry.page_in_block(src));
@@ -342,9 +282,7 @@ impl Device {
         self.counters.copybacks += 1;
         self.counters.bytes_to_device += bytes as u64;
         self.counters.bytes_from_device += self.geometry.oob_bytes as u64;
-        self.storage
-            .copy_program(src, dst, spans)
-            .map_err(Self::lost)?;
+        self.storage.copy_program(src, dst, spans).map_err(Self::lost)?;
         Ok(timing)
     }
 
@@ -363,9 +301,7 @@ impl Device {
             });
         }
         let chip = self.geometry.chip_of_block(block);
-        let timing = self
-            .timelines
-            .chip_only(chip, now, self.geometry.latencies.erase_ns);
+        let timing = self.timelines.chip_only(chip, now, self.geometry.latencies.erase_ns);
         self.counters.erases += 1;
         self.storage.erase(block).map_err(Self::lost)?;
         Ok(timing)
@@ -405,18 +341,9 @@ mod tests {
         let ppn = g.ppn(g.block_id(1, 2), 0);
         d.program(ppn, 0, &[Span::new(100, &[0x0F])]).unwrap();
         let err = d.program(ppn, 0, &[Span::new(100, &[0x1F])]).unwrap_err();
-        assert_eq!(
-            err,
-            Error::BitRaise {
-                chip: 1,
-                block: 2,
-                page: 0,
-                offset: 100
-            }
-        );
+        assert_eq!(err, Error::BitRaise { chip: 1, block: 2, page: 0, offset: 100 });
         assert!(err.to_string().contains("offset 100"), "{err}");
-        d.program(ppn, 0, &[Span::new(100, &[0x03]), Span::new(560, &[0])])
-            .unwrap();
+        d.program(ppn, 0, &[Span::new(100, &[0x03]), Span::new(560, &[0])]).unwrap();
         assert_eq!(d.peek(ppn).0[100], 0x03);
         assert_eq!(d.peek(ppn).1[560 - 512], 0);
     }
@@ -427,10 +354,7 @@ mod tests {
         for _ in 0..3 {
             d.program(Ppn(0), 0, &[Span::new(0, &[0xFF])]).unwrap();
         }
-        assert!(matches!(
-            d.program(Ppn(0), 0, &[]),
-            Err(Error::NopExceeded { limit: 3, .. })
-        ));
+        assert!(matches!(d.program(Ppn(0), 0, &[]), Err(Error::NopExceeded { limit: 3, .. })));
     }
 
     #[test]
@@ -440,14 +364,7 @@ mod tests {
         d.program(Ppn(1), 0, &[Span::new(0, &[0xF0])]).unwrap();
         d.program(Ppn(0), 0, &[Span::new(1, &[0x00])]).unwrap();
         let err = d.program(Ppn(1), 0, &[Span::new(1, &[0x00])]).unwrap_err();
-        assert!(matches!(
-            err,
-            Error::NopExceeded {
-                page_type: PageType::Msb,
-                limit: 1,
-                ..
-            }
-        ));
+        assert!(matches!(err, Error::NopExceeded { page_type: PageType::Msb, limit: 1, .. }));
     }
 
     #[test]
@@ -455,15 +372,7 @@ mod tests {
         let mut d = device(CellType::Mlc);
         d.program(Ppn(2), 0, &[]).unwrap(); // skips pages 0 and 1 (as pSLC skips MSB pages)
         let err = d.program(Ppn(1), 0, &[]).unwrap_err();
-        assert_eq!(
-            err,
-            Error::OutOfOrder {
-                chip: 0,
-                block: 0,
-                page: 1,
-                write_pointer: 3
-            }
-        );
+        assert_eq!(err, Error::OutOfOrder { chip: 0, block: 0, page: 1, write_pointer: 3 });
         d.program(Ppn(4), 0, &[]).unwrap();
     }
 
@@ -475,14 +384,7 @@ mod tests {
         assert_eq!(d.peek(Ppn(0)).0[0], 0xFF);
         d.program(Ppn(0), 0, &[Span::new(0, &[0])]).unwrap();
         d.erase(BlockId(0), 0).unwrap();
-        assert!(matches!(
-            d.erase(BlockId(0), 0),
-            Err(Error::WornOut {
-                erases: 2,
-                endurance: 2,
-                ..
-            })
-        ));
+        assert!(matches!(d.erase(BlockId(0), 0), Err(Error::WornOut { erases: 2, endurance: 2, .. })));
     }
 
     #[test]
@@ -492,37 +394,21 @@ mod tests {
         let page = vec![7u8; 512];
         d.program(Ppn(0), 0, &[Span::new(0, &page)]).unwrap();
         let other_chip = g.ppn(g.block_id(1, 0), 0);
-        assert!(matches!(
-            d.copyback(Ppn(0), other_chip, 0, &[]),
-            Err(Error::CopybackAcrossChips { .. })
-        ));
+        assert!(matches!(d.copyback(Ppn(0), other_chip, 0, &[]), Err(Error::CopybackAcrossChips { .. })));
         let dst = g.ppn(g.block_id(0, 1), 0);
         let before = d.counters().bytes_to_device;
-        d.copyback(Ppn(0), dst, 0, &[Span::new(512, &[1, 2])])
-            .unwrap();
+        d.copyback(Ppn(0), dst, 0, &[Span::new(512, &[1, 2])]).unwrap();
         assert_eq!(d.counters().bytes_to_device - before, 2);
         assert_eq!(d.peek(dst).0, &page[..]);
-        assert!(
-            d.copyback(Ppn(0), dst, 0, &[]).is_err(),
-            "destination must be erased"
-        );
+        assert!(d.copyback(Ppn(0), dst, 0, &[]).is_err(), "destination must be erased");
     }
 
     #[test]
     fn out_of_range_and_bad_spans_are_errors() {
         let mut d = device(CellType::Slc);
-        assert!(matches!(
-            d.read(Ppn(10_000), 0),
-            Err(Error::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            d.erase(BlockId(99), 0),
-            Err(Error::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            d.program(Ppn(0), 0, &[Span::new(570, &[0; 10])]),
-            Err(Error::SpanOutOfPage { .. })
-        ));
+        assert!(matches!(d.read(Ppn(10_000), 0), Err(Error::OutOfRange { .. })));
+        assert!(matches!(d.erase(BlockId(99), 0), Err(Error::OutOfRange { .. })));
+        assert!(matches!(d.program(Ppn(0), 0, &[Span::new(570, &[0; 10])]), Err(Error::SpanOutOfPage { .. })));
     }
 
     #[test]

@@ -7,46 +7,17 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// An address beyond the device.
-    OutOfRange {
-        what: &'static str,
-        value: u64,
-        limit: u64,
-    },
+    OutOfRange { what: &'static str, value: u64, limit: u64 },
     /// Bytes that do not fit in the raw page (data + OOB).
-    SpanOutOfPage {
-        offset: usize,
-        len: usize,
-        raw_page_bytes: usize,
-    },
+    SpanOutOfPage { offset: usize, len: usize, raw_page_bytes: usize },
     /// A program that would need a 0→1 transition.
-    BitRaise {
-        chip: u32,
-        block: u32,
-        page: u32,
-        offset: usize,
-    },
+    BitRaise { chip: u32, block: u32, page: u32, offset: usize },
     /// More programs than the page type allows between erases.
-    NopExceeded {
-        chip: u32,
-        block: u32,
-        page: u32,
-        page_type: PageType,
-        limit: u8,
-    },
+    NopExceeded { chip: u32, block: u32, page: u32, page_type: PageType, limit: u8 },
     /// A first program below the block's write pointer (in-order programming).
-    OutOfOrder {
-        chip: u32,
-        block: u32,
-        page: u32,
-        write_pointer: u32,
-    },
+    OutOfOrder { chip: u32, block: u32, page: u32, write_pointer: u32 },
     /// An erase beyond the block's rated endurance.
-    WornOut {
-        chip: u32,
-        block: u32,
-        erases: u32,
-        endurance: u32,
-    },
+    WornOut { chip: u32, block: u32, erases: u32, endurance: u32 },
     /// Copyback moves data inside one chip only.
     CopybackAcrossChips { src_chip: u32, dst_chip: u32 },
     /// Power failed; nothing more until the device is powered on again.

@@ -39,14 +39,7 @@ impl<S: Storage> FaultyStorage<S> {
     /// Wraps `inner`; power fails at mutating operation number `cut_at` (1-based), or
     /// never with `None`.
     pub fn new(inner: S, cut_at: Option<u64>, seed: u64) -> Self {
-        FaultyStorage {
-            inner,
-            cut_at,
-            ops: 0,
-            powered: true,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            torn: None,
-        }
+        FaultyStorage { inner, cut_at, ops: 0, powered: true, rng: ChaCha8Rng::seed_from_u64(seed), torn: None }
     }
 
     /// Arms a new cut `after_ops` mutating operations from now.
@@ -165,15 +158,10 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         if !self.cuts_now()? {
             return self.inner.erase(block);
         }
-        let erased_pages = self
-            .rng
-            .gen_range(0..=self.inner.geometry().pages_per_block);
+        let erased_pages = self.rng.gen_range(0..=self.inner.geometry().pages_per_block);
         self.inner.tear_erase(block, erased_pages);
         self.powered = false;
-        self.torn = Some(TornOp::Erase {
-            block,
-            erased_pages,
-        });
+        self.torn = Some(TornOp::Erase { block, erased_pages });
         Err(PowerCut)
     }
 

@@ -68,9 +68,7 @@ impl std::str::FromStr for CellType {
             "slc" => Ok(CellType::Slc),
             "mlc" => Ok(CellType::Mlc),
             "tlc" => Ok(CellType::Tlc),
-            other => Err(format!(
-                "unknown cell type `{other}` (expected slc, mlc or tlc)"
-            )),
+            other => Err(format!("unknown cell type `{other}` (expected slc, mlc or tlc)")),
         }
     }
 }
@@ -144,10 +142,7 @@ impl Geometry {
             "openssd-mlc" => Ok(Self::openssd_mlc()),
             "ipl-slc" => Ok(Self::ipl_slc()),
             "femu" => Ok(Self::femu()),
-            other => Err(format!(
-                "unknown device preset `{other}` (expected one of: {})",
-                PRESET_NAMES.join(", ")
-            )),
+            other => Err(format!("unknown device preset `{other}` (expected one of: {})", PRESET_NAMES.join(", "))),
         }
     }
 
@@ -247,10 +242,7 @@ impl Geometry {
             ));
         }
         if self.oob_bytes < 16 || self.oob_bytes > 4096 {
-            return Err(format!(
-                "geometry: oob_bytes = {} must be between 16 and 4096",
-                self.oob_bytes
-            ));
+            return Err(format!("geometry: oob_bytes = {} must be between 16 and 4096", self.oob_bytes));
         }
         if self.pages_per_block % self.cell.bits_per_cell() != 0 {
             return Err(format!(
@@ -261,11 +253,7 @@ impl Geometry {
             ));
         }
         if self.pages_per_block > u16::MAX as u32 {
-            return Err(format!(
-                "geometry: pages_per_block = {} is above {}",
-                self.pages_per_block,
-                u16::MAX
-            ));
+            return Err(format!("geometry: pages_per_block = {} is above {}", self.pages_per_block, u16::MAX));
         }
         if self.nop == 0 {
             return Err("geometry: nop must be at least 1".into());
@@ -275,10 +263,7 @@ impl Geometry {
         }
         let pages = self.total_blocks_u64() * self.pages_per_block as u64;
         if pages >= u32::MAX as u64 {
-            return Err(format!(
-                "geometry: {pages} pages in all; at most {} are addressable",
-                u32::MAX - 1
-            ));
+            return Err(format!("geometry: {pages} pages in all; at most {} are addressable", u32::MAX - 1));
         }
         Ok(())
     }
@@ -388,16 +373,7 @@ impl GeometryOverrides {
         macro_rules! set {
             ($($field:ident),*) => { $( if let Some(v) = self.$field { g.$field = v; } )* };
         }
-        set!(
-            channels,
-            chips_per_channel,
-            blocks_per_chip,
-            pages_per_block,
-            page_bytes,
-            oob_bytes,
-            nop,
-            endurance
-        );
+        set!(channels, chips_per_channel, blocks_per_chip, pages_per_block, page_bytes, oob_bytes, nop, endurance);
         g.validate()?;
         Ok(g)
     }
@@ -413,9 +389,7 @@ mod tests {
             let g = Geometry::preset(name).unwrap();
             g.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         }
-        assert!(Geometry::preset("nope")
-            .unwrap_err()
-            .contains("paper-emulator"));
+        assert!(Geometry::preset("nope").unwrap_err().contains("paper-emulator"));
     }
 
     #[test]
@@ -436,31 +410,15 @@ mod tests {
         assert_eq!(g.page_type(58), PageType::Lsb);
         assert_eq!(g.page_type(61), PageType::Msb);
         g.cell = CellType::Tlc;
-        assert_eq!(
-            [g.page_type(0), g.page_type(1), g.page_type(2)],
-            [PageType::Lsb, PageType::Csb, PageType::Msb]
-        );
+        assert_eq!([g.page_type(0), g.page_type(1), g.page_type(2)], [PageType::Lsb, PageType::Csb, PageType::Msb]);
         assert_eq!(g.nop_of(PageType::Msb), 1);
     }
 
     #[test]
     fn overrides_validate() {
-        let o = GeometryOverrides {
-            pages_per_block: Some(0),
-            ..Default::default()
-        };
-        assert!(o
-            .apply(Geometry::paper_emulator())
-            .unwrap_err()
-            .contains("pages_per_block"));
-        let o = GeometryOverrides {
-            cell: Some(CellType::Mlc),
-            pages_per_block: Some(63),
-            ..Default::default()
-        };
-        assert!(o
-            .apply(Geometry::paper_emulator())
-            .unwrap_err()
-            .contains("wordlines"));
+        let o = GeometryOverrides { pages_per_block: Some(0), ..Default::default() };
+        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("pages_per_block"));
+        let o = GeometryOverrides { cell: Some(CellType::Mlc), pages_per_block: Some(63), ..Default::default() };
+        assert!(o.apply(Geometry::paper_emulator()).unwrap_err().contains("wordlines"));
     }
 }

@@ -15,13 +15,12 @@
 //! file and the byte offset — never a panic.
 
 use crate::geometry::{CellType, Geometry};
-use crate::storage::{MemoryStorage, PageCell};
+use crate::storage::{BlockCells, MemoryStorage};
 use crate::timing::Latencies;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"DFIMAGE\0";
 const VERSION: u32 = 1;
@@ -30,49 +29,23 @@ const MAX_CONFIG_BYTES: u32 = 16 << 20;
 /// Why an image could not be written or read.
 #[derive(Debug)]
 pub enum ImageError {
-    Io {
-        path: PathBuf,
-        source: io::Error,
-    },
-    Truncated {
-        path: PathBuf,
-        offset: u64,
-        what: String,
-    },
-    BadMagic {
-        path: PathBuf,
-    },
-    UnsupportedVersion {
-        path: PathBuf,
-        version: u32,
-    },
-    Corrupt {
-        path: PathBuf,
-        offset: u64,
-        what: String,
-    },
-    ChecksumMismatch {
-        path: PathBuf,
-        stored: u32,
-        computed: u32,
-    },
+    Io { path: PathBuf, source: io::Error },
+    Truncated { path: PathBuf, offset: u64, what: String },
+    BadMagic { path: PathBuf },
+    UnsupportedVersion { path: PathBuf, version: u32 },
+    Corrupt { path: PathBuf, offset: u64, what: String },
+    ChecksumMismatch { path: PathBuf, stored: u32, computed: u32 },
 }
 
 impl fmt::Display for ImageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ImageError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            ImageError::Truncated { path, offset, what } => write!(
-                f,
-                "{}: truncated image: file ends at byte {offset} while reading {what}",
-                path.display()
-            ),
+            ImageError::Truncated { path, offset, what } => {
+                write!(f, "{}: truncated image: file ends at byte {offset} while reading {what}", path.display())
+            }
             ImageError::BadMagic { path } => {
-                write!(
-                    f,
-                    "{}: not a DeltaFlash device image (bad magic)",
-                    path.display()
-                )
+                write!(f, "{}: not a DeltaFlash device image (bad magic)", path.display())
             }
             ImageError::UnsupportedVersion { path, version } => write!(
                 f,
@@ -80,17 +53,9 @@ impl fmt::Display for ImageError {
                 path.display()
             ),
             ImageError::Corrupt { path, offset, what } => {
-                write!(
-                    f,
-                    "{}: corrupt image at byte {offset}: {what}",
-                    path.display()
-                )
+                write!(f, "{}: corrupt image at byte {offset}: {what}", path.display())
             }
-            ImageError::ChecksumMismatch {
-                path,
-                stored,
-                computed,
-            } => write!(
+            ImageError::ChecksumMismatch { path, stored, computed } => write!(
                 f,
                 "{}: corrupt image: checksum {stored:#010x} stored, {computed:#010x} computed",
                 path.display()
@@ -103,11 +68,7 @@ impl std::error::Error for ImageError {}
 
 impl MemoryStorage {
     /// Creates a fresh device backed by an image file at `path` (written now).
-    pub fn create_image(
-        path: &Path,
-        geometry: Geometry,
-        keep_data: bool,
-    ) -> Result<Self, ImageError> {
+    pub fn create_image(path: &Path, geometry: Geometry, keep_data: bool) -> Result<Self, ImageError> {
         let mut storage = MemoryStorage::new(geometry, keep_data);
         storage.image_path = Some(path.to_path_buf());
         write_image(&storage, path)?;
@@ -116,10 +77,7 @@ impl MemoryStorage {
 
     /// Opens an existing image; later flushes write back to it.
     pub fn open_image(path: &Path) -> Result<Self, ImageError> {
-        let file = File::open(path).map_err(|source| ImageError::Io {
-            path: path.into(),
-            source,
-        })?;
+        let file = File::open(path).map_err(|source| ImageError::Io { path: path.into(), source })?;
         let mut reader = ImageReader {
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: crc32fast::Hasher::new(),
@@ -134,16 +92,10 @@ impl MemoryStorage {
 
 /// Writes `storage` to `path` atomically (temp file, then rename).
 pub(crate) fn write_image(storage: &MemoryStorage, path: &Path) -> Result<(), ImageError> {
-    let io_err = |source| ImageError::Io {
-        path: path.into(),
-        source,
-    };
+    let io_err = |source| ImageError::Io { path: path.into(), source };
     let tmp = path.with_extension("tmp");
     let file = File::create(&tmp).map_err(io_err)?;
-    let mut w = ImageWriter {
-        inner: BufWriter::with_capacity(1 << 20, file),
-        hasher: crc32fast::Hasher::new(),
-    };
+    let mut w = ImageWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: crc32fast::Hasher::new() };
     w.write_storage(storage).map_err(io_err)?;
     let crc = w.hasher.clone().finalize();
     w.inner.write_all(&crc.to_le_bytes()).map_err(io_err)?;
@@ -179,26 +131,14 @@ impl<W: Write> ImageWriter<W> {
         self.bytes(MAGIC)?;
         self.u32(VERSION)?;
         let g = &s.geometry;
-        for v in [
-            g.channels,
-            g.chips_per_channel,
-            g.blocks_per_chip,
-            g.pages_per_block,
-            g.page_bytes,
-            g.oob_bytes,
-        ] {
+        for v in [g.channels, g.chips_per_channel, g.blocks_per_chip, g.pages_per_block, g.page_bytes, g.oob_bytes] {
             self.u32(v)?;
         }
         self.u8(g.cell.bits_per_cell() as u8)?;
         self.u8(g.nop)?;
         self.u32(g.endurance)?;
         let l = &g.latencies;
-        for v in l
-            .read_ns
-            .iter()
-            .chain(&l.program_ns)
-            .chain([&l.erase_ns, &l.transfer_ps_per_byte])
-        {
+        for v in l.read_ns.iter().chain(&l.program_ns).chain([&l.erase_ns, &l.transfer_ps_per_byte]) {
             self.u64(*v)?;
         }
         self.u8(s.keep_data as u8)?;
@@ -211,14 +151,16 @@ impl<W: Write> ImageWriter<W> {
             self.bytes(&s.program_counts[b * ppb..(b + 1) * ppb])?;
             self.u8(cells.is_some() as u8)?;
             if let Some(cells) = cells {
-                for cell in cells.iter() {
-                    let flags = cell.data.is_some() as u8 | (cell.oob.is_some() as u8) << 1;
-                    self.u8(flags)?;
-                    if let Some(d) = &cell.data {
-                        self.bytes(d)?;
+                let ob = g.oob_bytes as usize;
+                for (page, &data) in cells.data.iter().enumerate() {
+                    let programmed = s.program_counts[b * ppb + page] > 0;
+                    let has_data = data != crate::pool::NO_BUFFER;
+                    self.u8(has_data as u8 | (programmed as u8) << 1)?;
+                    if has_data {
+                        self.bytes(s.pool.get(data))?;
                     }
-                    if let Some(o) = &cell.oob {
-                        self.bytes(o)?;
+                    if programmed {
+                        self.bytes(&cells.oob[page * ob..(page + 1) * ob])?;
                     }
                 }
             }
@@ -236,11 +178,7 @@ struct ImageReader<R: Read> {
 
 impl<R: Read> ImageReader<R> {
     fn corrupt(&self, what: impl Into<String>) -> ImageError {
-        ImageError::Corrupt {
-            path: self.path.clone(),
-            offset: self.offset,
-            what: what.into(),
-        }
+        ImageError::Corrupt { path: self.path.clone(), offset: self.offset, what: what.into() }
     }
 
     fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), ImageError> {
@@ -256,12 +194,7 @@ impl<R: Read> ImageReader<R> {
                 }
                 Ok(n) => read += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(ImageError::Io {
-                        path: self.path.clone(),
-                        source,
-                    })
-                }
+                Err(source) => return Err(ImageError::Io { path: self.path.clone(), source }),
             }
         }
         self.offset += buf.len() as u64;
@@ -333,16 +266,11 @@ impl<R: Read> ImageReader<R> {
     fn read_storage(&mut self) -> Result<MemoryStorage, ImageError> {
         let magic: [u8; 8] = self.array("magic")?;
         if &magic != MAGIC {
-            return Err(ImageError::BadMagic {
-                path: self.path.clone(),
-            });
+            return Err(ImageError::BadMagic { path: self.path.clone() });
         }
         let version = self.u32("version")?;
         if version != VERSION {
-            return Err(ImageError::UnsupportedVersion {
-                path: self.path.clone(),
-                version,
-            });
+            return Err(ImageError::UnsupportedVersion { path: self.path.clone(), version });
         }
         let geometry = self.read_geometry()?;
         let keep_data = match self.u8("keep_data flag")? {
@@ -353,9 +281,9 @@ impl<R: Read> ImageReader<R> {
         let mut s = MemoryStorage::new(geometry, keep_data);
         let config_len = self.u32("config area length")?;
         if config_len > MAX_CONFIG_BYTES {
-            return Err(self.corrupt(format!(
-                "config area of {config_len} bytes is over the {MAX_CONFIG_BYTES}-byte limit"
-            )));
+            return Err(
+                self.corrupt(format!("config area of {config_len} bytes is over the {MAX_CONFIG_BYTES}-byte limit"))
+            );
         }
         let mut config = vec![0; config_len as usize];
         self.bytes(&mut config, "config area")?;
@@ -366,9 +294,7 @@ impl<R: Read> ImageReader<R> {
             s.erase_counts[b] = self.u32("block erase count")?;
             let wp = self.u16("block write pointer")?;
             if wp as usize > ppb {
-                return Err(
-                    self.corrupt(format!("block {b}: write pointer {wp} beyond {ppb} pages"))
-                );
+                return Err(self.corrupt(format!("block {b}: write pointer {wp} beyond {ppb} pages")));
             }
             s.write_pointers[b] = wp;
             let mut counts = std::mem::take(&mut s.program_counts);
@@ -376,7 +302,7 @@ impl<R: Read> ImageReader<R> {
             s.program_counts = counts;
             match self.u8("block resident flag")? {
                 0 => {}
-                1 => s.blocks[b] = Some(self.read_cells(&s, b)?),
+                1 => s.blocks[b] = Some(self.read_cells(&mut s, b)?),
                 other => return Err(self.corrupt(format!("block {b}: resident flag is {other}"))),
             }
         }
@@ -385,36 +311,21 @@ impl<R: Read> ImageReader<R> {
         self.fill(&mut stored, "checksum")?;
         let stored = u32::from_le_bytes(stored);
         if stored != computed {
-            return Err(ImageError::ChecksumMismatch {
-                path: self.path.clone(),
-                stored,
-                computed,
-            });
+            return Err(ImageError::ChecksumMismatch { path: self.path.clone(), stored, computed });
         }
         let mut extra = [0u8; 1];
-        if self
-            .inner
-            .read(&mut extra)
-            .map_err(|source| ImageError::Io {
-                path: self.path.clone(),
-                source,
-            })?
-            != 0
-        {
+        if self.inner.read(&mut extra).map_err(|source| ImageError::Io { path: self.path.clone(), source })? != 0 {
             return Err(self.corrupt("trailing bytes after the checksum"));
         }
         Ok(s)
     }
 
-    fn read_cells(
-        &mut self,
-        s: &MemoryStorage,
-        block: usize,
-    ) -> Result<Box<[PageCell]>, ImageError> {
+    fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<Box<BlockCells>, ImageError> {
         let g = &s.geometry;
         let ppb = g.pages_per_block as usize;
-        let mut cells = vec![PageCell::default(); ppb];
-        for (page, cell) in cells.iter_mut().enumerate() {
+        let ob = g.oob_bytes as usize;
+        let mut cells = s.empty_block();
+        for page in 0..ppb {
             let flags = self.u8("page flags")?;
             if flags > 3 {
                 return Err(self.corrupt(format!("block {block} page {page}: flags {flags:#x}")));
@@ -427,14 +338,12 @@ impl<R: Read> ImageReader<R> {
             if flags & 1 != 0 {
                 let mut data = vec![0; g.page_bytes as usize];
                 self.bytes(&mut data, "page data")?;
-                cell.data = Some(Arc::from(data));
+                cells.data[page] = s.pool.alloc_with(&data);
             }
             if flags & 2 != 0 {
-                let mut oob = vec![0; g.oob_bytes as usize];
-                self.bytes(&mut oob, "page OOB")?;
-                cell.oob = Some(oob.into_boxed_slice());
+                self.bytes(&mut cells.oob[page * ob..(page + 1) * ob], "page OOB")?;
             }
         }
-        Ok(cells.into_boxed_slice())
+        Ok(cells)
     }
 }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod fault;
 pub mod geometry;
 pub mod image;
+mod pool;
 pub mod storage;
 pub mod timing;
 

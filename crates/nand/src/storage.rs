@@ -11,8 +11,8 @@
 //! Invariant: a page whose program count is 0 is erased (reads as all 0xFF).
 
 use crate::geometry::{BlockId, Geometry, Ppn};
+use crate::pool::{PagePool, NO_BUFFER};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Bytes to program at `offset` of the raw page (data area first, then OOB).
 #[derive(Clone, Copy, Debug)]
@@ -76,12 +76,28 @@ pub trait Storage: Send {
     }
 }
 
-/// One page's bytes. Page data is reference-counted so that a copyback shares it with
-/// its source instead of copying 4 KiB; a later append to either copy unshares it.
-#[derive(Clone, Default)]
-pub(crate) struct PageCell {
-    pub(crate) data: Option<Arc<[u8]>>,
-    pub(crate) oob: Option<Box<[u8]>>,
+/// The bytes of one programmed block: a pool buffer per page with data (shared with
+/// other pages after a copyback, unshared by a later append), and the OOB bytes of all
+/// pages in one buffer (erased = 0xFF).
+pub(crate) struct BlockCells {
+    pub(crate) data: Box<[u32]>,
+    pub(crate) oob: Box<[u8]>,
+}
+
+impl BlockCells {
+    fn erased(g: &Geometry) -> Box<BlockCells> {
+        Box::new(BlockCells {
+            data: vec![NO_BUFFER; g.pages_per_block as usize].into_boxed_slice(),
+            oob: vec![0xFF; (g.pages_per_block * g.oob_bytes) as usize].into_boxed_slice(),
+        })
+    }
+
+    /// The block holding `ppn` (allocated on first use) and the page's index in it.
+    fn of<'a>(blocks: &'a mut [Option<Box<BlockCells>>], g: &Geometry, ppn: Ppn) -> (&'a mut BlockCells, usize) {
+        let block = g.block_of(ppn).0 as usize;
+        let page = g.page_in_block(ppn) as usize;
+        (blocks[block].get_or_insert_with(|| BlockCells::erased(g)), page)
+    }
 }
 
 /// Sparse in-memory storage: a block costs memory only once it has been programmed, and
@@ -92,9 +108,12 @@ pub struct MemoryStorage {
     pub(crate) program_counts: Vec<u8>,
     pub(crate) erase_counts: Vec<u32>,
     pub(crate) write_pointers: Vec<u16>,
-    pub(crate) blocks: Vec<Option<Box<[PageCell]>>>,
+    pub(crate) blocks: Vec<Option<Box<BlockCells>>>,
+    pub(crate) pool: PagePool,
     pub(crate) config_area: Vec<u8>,
     pub(crate) image_path: Option<PathBuf>,
+    /// Scratch page register (OOB part) for copybacks.
+    register: Vec<u8>,
 }
 
 impl MemoryStorage {
@@ -108,6 +127,8 @@ impl MemoryStorage {
             blocks: (0..blocks).map(|_| None).collect(),
             config_area: Vec::new(),
             image_path: None,
+            register: Vec::new(),
+            pool: PagePool::new(geometry.page_bytes as usize),
             keep_data,
             geometry,
         }
@@ -118,19 +139,8 @@ impl MemoryStorage {
         self.blocks.iter().filter(|b| b.is_some()).count()
     }
 
-    fn cell(&self, ppn: Ppn) -> Option<&PageCell> {
-        let block = self.geometry.block_of(ppn).0 as usize;
-        let page = self.geometry.page_in_block(ppn) as usize;
-        self.blocks[block].as_ref().map(|cells| &cells[page])
-    }
-
-    fn cell_mut(&mut self, ppn: Ppn) -> &mut PageCell {
-        let block = self.geometry.block_of(ppn).0 as usize;
-        let page = self.geometry.page_in_block(ppn) as usize;
-        let pages = self.geometry.pages_per_block as usize;
-        let cells = self.blocks[block]
-            .get_or_insert_with(|| vec![PageCell::default(); pages].into_boxed_slice());
-        &mut cells[page]
+    pub(crate) fn empty_block(&self) -> Box<BlockCells> {
+        BlockCells::erased(&self.geometry)
     }
 
     fn note_program(&mut self, ppn: Ppn) {
@@ -143,33 +153,26 @@ impl MemoryStorage {
     }
 }
 
-/// ANDs `spans` into a page cell (NAND programming semantics).
-fn and_spans(cell: &mut PageCell, page_bytes: usize, oob_bytes: usize, spans: &[Span]) {
+/// ANDs `spans` into a page (NAND programming semantics).
+fn and_spans(pool: &mut PagePool, data: &mut u32, oob: &mut [u8], page_bytes: usize, spans: &[Span]) {
     for span in spans {
         let end = span.offset + span.bytes.len();
         if span.offset < page_bytes {
             let data_end = end.min(page_bytes);
             let src = &span.bytes[..data_end - span.offset];
-            match &mut cell.data {
+            if *data == NO_BUFFER && span.offset == 0 && src.len() == page_bytes {
                 // Fast path: a whole-page first program.
-                None if span.offset == 0 && src.len() == page_bytes => {
-                    cell.data = Some(Arc::from(src));
-                }
-                slot => {
-                    let data = slot.get_or_insert_with(|| Arc::from(vec![0xFF; page_bytes]));
-                    let data = Arc::make_mut(data);
-                    for (d, s) in data[span.offset..data_end].iter_mut().zip(src) {
-                        *d &= *s;
-                    }
+                *data = pool.alloc_with(src);
+            } else {
+                *data = pool.make_unique(*data);
+                for (d, s) in pool.get_unique_mut(*data)[span.offset..data_end].iter_mut().zip(src) {
+                    *d &= *s;
                 }
             }
         }
         if end > page_bytes {
             let oob_start = span.offset.max(page_bytes);
             let src = &span.bytes[oob_start - span.offset..];
-            let oob = cell
-                .oob
-                .get_or_insert_with(|| vec![0xFF; oob_bytes].into_boxed_slice());
             for (d, s) in oob[oob_start - page_bytes..].iter_mut().zip(src) {
                 *d &= *s;
             }
@@ -187,11 +190,21 @@ impl Storage for MemoryStorage {
     }
 
     fn data(&self, ppn: Ppn) -> Option<&[u8]> {
-        self.cell(ppn).and_then(|c| c.data.as_deref())
+        let block = self.blocks[self.geometry.block_of(ppn).0 as usize].as_ref()?;
+        match block.data[self.geometry.page_in_block(ppn) as usize] {
+            NO_BUFFER => None,
+            id => Some(self.pool.get(id)),
+        }
     }
 
     fn oob(&self, ppn: Ppn) -> Option<&[u8]> {
-        self.cell(ppn).and_then(|c| c.oob.as_deref())
+        if self.program_counts[ppn.0 as usize] == 0 {
+            return None;
+        }
+        let block = self.blocks[self.geometry.block_of(ppn).0 as usize].as_ref()?;
+        let ob = self.geometry.oob_bytes as usize;
+        let page = self.geometry.page_in_block(ppn) as usize;
+        Some(&block.oob[page * ob..(page + 1) * ob])
     }
 
     fn program_count(&self, ppn: Ppn) -> u8 {
@@ -208,11 +221,10 @@ impl Storage for MemoryStorage {
 
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
         if self.keep_data {
-            let (page_bytes, oob_bytes) = (
-                self.geometry.page_bytes as usize,
-                self.geometry.oob_bytes as usize,
-            );
-            and_spans(self.cell_mut(ppn), page_bytes, oob_bytes, spans);
+            let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            let (block, page) = BlockCells::of(&mut self.blocks, &self.geometry, ppn);
+            let oob = &mut block.oob[page * ob..(page + 1) * ob];
+            and_spans(&mut self.pool, &mut block.data[page], oob, page_bytes, spans);
         }
         self.note_program(ppn);
         Ok(())
@@ -220,32 +232,36 @@ impl Storage for MemoryStorage {
 
     fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
         if self.keep_data {
-            let (page_bytes, oob_bytes) = (
-                self.geometry.page_bytes as usize,
-                self.geometry.oob_bytes as usize,
-            );
-            let mut register = self.cell(src).cloned().unwrap_or_default();
+            let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            // Share the source's data buffer rather than copying it.
+            let src_buffer = self.blocks[self.geometry.block_of(src).0 as usize]
+                .as_ref()
+                .map_or(NO_BUFFER, |b| b.data[self.geometry.page_in_block(src) as usize]);
+            let mut data = self.pool.share(src_buffer);
+            let mut register = std::mem::take(&mut self.register);
+            register.clear();
+            register.extend_from_slice(self.oob(src).unwrap_or(&[]));
+            register.resize(ob, 0xFF);
             // Data input replaces bytes in the page register before the program.
             for span in spans {
                 let end = span.offset + span.bytes.len();
                 if span.offset < page_bytes {
-                    let data = register
-                        .data
-                        .get_or_insert_with(|| Arc::from(vec![0xFF; page_bytes]));
+                    data = self.pool.make_unique(data);
                     let data_end = end.min(page_bytes);
-                    Arc::make_mut(data)[span.offset..data_end]
+                    self.pool.get_unique_mut(data)[span.offset..data_end]
                         .copy_from_slice(&span.bytes[..data_end - span.offset]);
                 }
                 if end > page_bytes {
                     let oob_start = span.offset.max(page_bytes);
-                    let oob = register
-                        .oob
-                        .get_or_insert_with(|| vec![0xFF; oob_bytes].into_boxed_slice());
-                    oob[oob_start - page_bytes..end - page_bytes]
+                    register[oob_start - page_bytes..end - page_bytes]
                         .copy_from_slice(&span.bytes[oob_start - span.offset..]);
                 }
             }
-            *self.cell_mut(dst) = register;
+            let (block, page) = BlockCells::of(&mut self.blocks, &self.geometry, dst);
+            block.oob[page * ob..(page + 1) * ob].copy_from_slice(&register);
+            let old = std::mem::replace(&mut block.data[page], data);
+            self.pool.release(old);
+            self.register = register;
         }
         self.note_program(dst);
         Ok(())
@@ -262,12 +278,15 @@ impl Storage for MemoryStorage {
         let erased_pages = erased_pages.min(ppb);
         let first = (block.0 * ppb) as usize;
         self.program_counts[first..first + erased_pages as usize].fill(0);
+        if let Some(cells) = &mut self.blocks[block.0 as usize] {
+            for id in &mut cells.data[..erased_pages as usize] {
+                self.pool.release(std::mem::replace(id, NO_BUFFER));
+            }
+            let ob = self.geometry.oob_bytes as usize;
+            cells.oob[..erased_pages as usize * ob].fill(0xFF);
+        }
         if erased_pages == ppb {
             self.blocks[block.0 as usize] = None;
-        } else if let Some(cells) = &mut self.blocks[block.0 as usize] {
-            for cell in &mut cells[..erased_pages as usize] {
-                *cell = PageCell::default();
-            }
         }
         self.erase_counts[block.0 as usize] += 1;
         self.write_pointers[block.0 as usize] = ppb as u16;
@@ -309,8 +328,7 @@ mod tests {
         let mut s = MemoryStorage::new(tiny(), true);
         let p = Ppn(1);
         assert_eq!(s.data(p), None);
-        s.program(p, &[Span::new(10, &[0x0F, 0xF0]), Span::new(512, &[0x00])])
-            .unwrap();
+        s.program(p, &[Span::new(10, &[0x0F, 0xF0]), Span::new(512, &[0x00])]).unwrap();
         let d = s.data(p).unwrap();
         assert_eq!((d[9], d[10], d[11], d[12]), (0xFF, 0x0F, 0xF0, 0xFF));
         assert_eq!(s.oob(p).unwrap()[0], 0);
@@ -324,10 +342,8 @@ mod tests {
     fn copyback_shares_then_unshares() {
         let mut s = MemoryStorage::new(tiny(), true);
         let page = vec![0x55u8; 512];
-        s.program(Ppn(0), &[Span::new(0, &page), Span::new(512, &[1, 2, 3])])
-            .unwrap();
-        s.copy_program(Ppn(0), Ppn(4), &[Span::new(513, &[9])])
-            .unwrap();
+        s.program(Ppn(0), &[Span::new(0, &page), Span::new(512, &[1, 2, 3])]).unwrap();
+        s.copy_program(Ppn(0), Ppn(4), &[Span::new(513, &[9])]).unwrap();
         assert_eq!(s.data(Ppn(4)).unwrap(), &page[..]);
         assert_eq!(&s.oob(Ppn(4)).unwrap()[..3], &[1, 9, 3]);
         s.program(Ppn(4), &[Span::new(0, &[0x05])]).unwrap();

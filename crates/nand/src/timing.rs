@@ -33,18 +33,8 @@ pub struct Latencies {
 
 impl Latencies {
     /// Same array times for every page type.
-    pub fn uniform(
-        read_ns: u64,
-        program_ns: u64,
-        erase_ns: u64,
-        transfer_ps_per_byte: u64,
-    ) -> Self {
-        Latencies {
-            read_ns: [read_ns; 3],
-            program_ns: [program_ns; 3],
-            erase_ns,
-            transfer_ps_per_byte,
-        }
+    pub fn uniform(read_ns: u64, program_ns: u64, erase_ns: u64, transfer_ps_per_byte: u64) -> Self {
+        Latencies { read_ns: [read_ns; 3], program_ns: [program_ns; 3], erase_ns, transfer_ps_per_byte }
     }
 
     /// Typical SLC datasheet values: read 25 µs, program 200 µs, erase 1.5 ms, 400 MB/s bus.
@@ -137,46 +127,24 @@ impl Timelines {
     }
 
     /// Array read, then transfer out.
-    pub fn read(
-        &mut self,
-        chip: u32,
-        channel: u32,
-        now: SimTime,
-        array_ns: u64,
-        transfer_ns: u64,
-    ) -> OpTiming {
+    pub fn read(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
         let start = now.max(self.chip_free_ns[chip as usize]);
         let array_done = start + array_ns;
         let transfer_start = array_done.max(self.channel_free_ns[channel as usize]);
         let end = transfer_start + transfer_ns;
         self.channel_free_ns[channel as usize] = end;
         self.occupy_chip(chip, start, end);
-        OpTiming {
-            start_ns: start,
-            end_ns: end,
-        }
+        OpTiming { start_ns: start, end_ns: end }
     }
 
     /// Transfer in, then array program.
-    pub fn program(
-        &mut self,
-        chip: u32,
-        channel: u32,
-        now: SimTime,
-        array_ns: u64,
-        transfer_ns: u64,
-    ) -> OpTiming {
-        let start = now
-            .max(self.chip_free_ns[chip as usize])
-            .max(self.channel_free_ns[channel as usize]);
+    pub fn program(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
+        let start = now.max(self.chip_free_ns[chip as usize]).max(self.channel_free_ns[channel as usize]);
         let transfer_done = start + transfer_ns;
         self.channel_free_ns[channel as usize] = transfer_done;
         let end = transfer_done + array_ns;
         self.occupy_chip(chip, start, end);
-        OpTiming {
-            start_ns: start,
-            end_ns: end,
-        }
+        OpTiming { start_ns: start, end_ns: end }
     }
 
     /// Array read, a small transfer in (changed register bytes), array program.
@@ -198,10 +166,7 @@ impl Timelines {
         }
         let end = transfer_done + program_ns;
         self.occupy_chip(chip, start, end);
-        OpTiming {
-            start_ns: start,
-            end_ns: end,
-        }
+        OpTiming { start_ns: start, end_ns: end }
     }
 
     /// Chip-only operation (erase).
@@ -209,10 +174,7 @@ impl Timelines {
         let start = now.max(self.chip_free_ns[chip as usize]);
         let end = start + array_ns;
         self.occupy_chip(chip, start, end);
-        OpTiming {
-            start_ns: start,
-            end_ns: end,
-        }
+        OpTiming { start_ns: start, end_ns: end }
     }
 }
 
@@ -234,13 +196,7 @@ mod tests {
     fn read_queues_on_chip_then_channel() {
         let mut t = Timelines::new(2, 1);
         let a = t.read(0, 0, 100, 25_000, 10_000);
-        assert_eq!(
-            a,
-            OpTiming {
-                start_ns: 100,
-                end_ns: 35_100
-            }
-        );
+        assert_eq!(a, OpTiming { start_ns: 100, end_ns: 35_100 });
         // Second chip on the same channel: array in parallel, transfer waits for the bus.
         let b = t.read(1, 0, 100, 25_000, 10_000);
         assert_eq!(b.start_ns, 100);
@@ -256,22 +212,10 @@ mod tests {
     fn program_frees_channel_after_transfer() {
         let mut t = Timelines::new(2, 1);
         let a = t.program(0, 0, 0, 200_000, 10_000);
-        assert_eq!(
-            a,
-            OpTiming {
-                start_ns: 0,
-                end_ns: 210_000
-            }
-        );
+        assert_eq!(a, OpTiming { start_ns: 0, end_ns: 210_000 });
         // Other chip on the same channel can transfer right after.
         let b = t.program(1, 0, 0, 200_000, 10_000);
-        assert_eq!(
-            b,
-            OpTiming {
-                start_ns: 10_000,
-                end_ns: 220_000
-            }
-        );
+        assert_eq!(b, OpTiming { start_ns: 10_000, end_ns: 220_000 });
         assert_eq!(t.chip_free_at(0), 210_000);
     }
 
@@ -279,21 +223,9 @@ mod tests {
     fn copyback_and_erase_leave_channel_alone() {
         let mut t = Timelines::new(1, 1);
         let cb = t.copyback(0, 0, 5, 25_000, 200_000, 0);
-        assert_eq!(
-            cb,
-            OpTiming {
-                start_ns: 5,
-                end_ns: 225_005
-            }
-        );
+        assert_eq!(cb, OpTiming { start_ns: 5, end_ns: 225_005 });
         let e = t.chip_only(0, 0, 1_500_000);
-        assert_eq!(
-            e,
-            OpTiming {
-                start_ns: 225_005,
-                end_ns: 1_725_005
-            }
-        );
+        assert_eq!(e, OpTiming { start_ns: 225_005, end_ns: 1_725_005 });
         assert_eq!(e.latency_from(0), 1_725_005);
         // Channel was never occupied: a read on it transfers immediately after its array time.
         let mut t2 = Timelines::new(2, 1);

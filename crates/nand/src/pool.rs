@@ -1,0 +1,124 @@
+//! Page data buffers for [`MemoryStorage`](crate::MemoryStorage).
+//!
+//! Buffers live in large chunks and are named by a `u32` id; reference counts sit in a
+//! dense array of their own. A copyback shares its source's buffer (one count in a
+//! small, cache-resident array goes up) instead of copying the page, and an erase hands
+//! buffers back to a free list rather than to the allocator. Memory therefore grows to
+//! the peak number of distinct page images held at once and is reused from there.
+
+const CHUNK_PAGES: usize = 256;
+
+/// Id of no buffer (an erased page).
+pub(crate) const NO_BUFFER: u32 = u32::MAX;
+
+pub(crate) struct PagePool {
+    page_bytes: usize,
+    chunks: Vec<Box<[u8]>>,
+    refs: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl PagePool {
+    pub(crate) fn new(page_bytes: usize) -> Self {
+        PagePool { page_bytes, chunks: Vec::new(), refs: Vec::new(), free: Vec::new() }
+    }
+
+    /// A buffer holding `bytes` (which must be one page long).
+    pub(crate) fn alloc_with(&mut self, bytes: &[u8]) -> u32 {
+        let id = self.alloc();
+        self.get_mut(id).copy_from_slice(bytes);
+        id
+    }
+
+    /// A buffer with unspecified content and one reference.
+    fn alloc(&mut self) -> u32 {
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                let id = self.refs.len() as u32;
+                assert!(id < NO_BUFFER, "page pool exhausted");
+                if self.refs.len() % CHUNK_PAGES == 0 {
+                    self.chunks.push(vec![0; CHUNK_PAGES * self.page_bytes].into_boxed_slice());
+                }
+                self.refs.push(0);
+                id
+            }
+        };
+        self.refs[id as usize] = 1;
+        id
+    }
+
+    pub(crate) fn get(&self, id: u32) -> &[u8] {
+        let (chunk, slot) = (id as usize / CHUNK_PAGES, id as usize % CHUNK_PAGES);
+        &self.chunks[chunk][slot * self.page_bytes..(slot + 1) * self.page_bytes]
+    }
+
+    fn get_mut(&mut self, id: u32) -> &mut [u8] {
+        let (chunk, slot) = (id as usize / CHUNK_PAGES, id as usize % CHUNK_PAGES);
+        &mut self.chunks[chunk][slot * self.page_bytes..(slot + 1) * self.page_bytes]
+    }
+
+    /// One more holder of `id`.
+    pub(crate) fn share(&mut self, id: u32) -> u32 {
+        if id != NO_BUFFER {
+            self.refs[id as usize] += 1;
+        }
+        id
+    }
+
+    /// One holder fewer; the buffer is free when none remain.
+    pub(crate) fn release(&mut self, id: u32) {
+        if id == NO_BUFFER {
+            return;
+        }
+        let refs = &mut self.refs[id as usize];
+        *refs -= 1;
+        if *refs == 0 {
+            self.free.push(id);
+        }
+    }
+
+    /// A buffer only this holder references, with the same bytes (copy on write);
+    /// an erased page (`NO_BUFFER`) becomes a buffer of 0xFF bytes.
+    pub(crate) fn make_unique(&mut self, id: u32) -> u32 {
+        if id == NO_BUFFER {
+            let new = self.alloc();
+            self.get_mut(new).fill(0xFF);
+            return new;
+        }
+        if self.refs[id as usize] == 1 {
+            return id;
+        }
+        let copy = self.get(id).to_vec();
+        self.release(id);
+        self.alloc_with(&copy)
+    }
+
+    pub(crate) fn get_unique_mut(&mut self, id: u32) -> &mut [u8] {
+        debug_assert_eq!(self.refs[id as usize], 1, "buffer {id} is shared");
+        self.get_mut(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_release_and_copy_on_write() {
+        let mut pool = PagePool::new(8);
+        let a = pool.alloc_with(&[1; 8]);
+        let b = pool.share(a);
+        assert_eq!(a, b);
+        let c = pool.make_unique(b);
+        assert_ne!(c, a);
+        pool.get_unique_mut(c)[0] = 9;
+        assert_eq!(pool.get(a)[0], 1);
+        pool.release(a);
+        // `a` is free again and is reused before the pool grows.
+        let d = pool.alloc_with(&[2; 8]);
+        assert_eq!(d, a);
+        let e = pool.make_unique(NO_BUFFER);
+        assert_eq!(pool.get(e), &[0xFF; 8]);
+    }
+}
