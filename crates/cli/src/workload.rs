@@ -54,7 +54,7 @@ impl Pattern {
                 Ok(Pattern::Zipf { pages, theta, alpha: 1.0 / (1.0 - theta), zetan, eta })
             }
             PatternKind::Hotcold => {
-                if !(0.0..=1.0).contains(&hot_share) || !(hot_fraction > 0.0 && hot_fraction < 1.0) {
+                if !((0.0..=1.0).contains(&hot_share) && hot_fraction > 0.0 && hot_fraction < 1.0) {
                     return Err(format!(
                         "--hot-share {hot_share} must be in [0, 1] and --hot-fraction {hot_fraction} in (0, 1)"
                     ));

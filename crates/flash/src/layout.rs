@@ -166,6 +166,16 @@ mod tests {
         assert!(assign(&g, &[all.clone(), all]).unwrap_err().to_string().contains("twice"));
     }
 
+    proptest::proptest! {
+        /// Fuzz pass over the layout decoder: arbitrary bytes never panic.
+        #[test]
+        fn fuzz_layout_decoder_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), text in "\\PC{0,200}") {
+            let g = Geometry::paper_emulator();
+            let _ = decode(&bytes, &g);
+            let _ = decode(text.as_bytes(), &g);
+        }
+    }
+
     #[test]
     fn corrupt_layouts_are_refused() {
         let g = Geometry::paper_emulator();

@@ -259,6 +259,17 @@ mod tests {
         assert!(matches!(check_page(&data, &oob2), PageCheck::Valid { slots: 0, torn_tail: true, .. }));
     }
 
+    proptest::proptest! {
+        /// Fuzz pass over the OOB decoder and page check: arbitrary bytes never panic,
+        /// and whatever is accepted has a header that re-encodes to the same bytes.
+        #[test]
+        fn fuzz_page_check_never_panics(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), oob in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            if let PageCheck::Valid { header, .. } = check_page(&data, &oob) {
+                proptest::prop_assert_eq!(&header.encode()[..], &oob[..HEADER_BYTES]);
+            }
+        }
+    }
+
     #[test]
     fn copied_slots_must_verify() {
         let data = vec![0x22u8; 2048];

@@ -203,7 +203,9 @@ impl Region {
         }
         let mut r = Region::empty(spec, chips, dev)?;
         let mut done = now;
-        let mut candidates: Vec<(u32, Reverse<(u64, u32)>, u32)> = Vec::new();
+        // (lpn, newest first by (seq, gen), ppn)
+        type Candidate = (u32, Reverse<(u64, u32)>, u32);
+        let mut candidates: Vec<Candidate> = Vec::new();
         let mut max_seq = 0;
         for slot in 0..r.chips.len() {
             for b in 0..r.geometry.blocks_per_chip {

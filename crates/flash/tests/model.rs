@@ -495,12 +495,16 @@ fn worn_out_blocks_retire_and_their_stale_copies_stay_stale() {
     while h.flash.region(h.id).counters().retired_blocks < 3 {
         i += 1;
         let lpn = rand::Rng::gen_range(&mut rng, 0..lpns);
-        let op = if i % 2 == 0 { Op::Write { lpn, fill: i as u8 } } else { Op::Delta { lpn, len: 2, value: i as u8 } };
+        let op = if i.is_multiple_of(2) {
+            Op::Write { lpn, fill: i as u8 }
+        } else {
+            Op::Delta { lpn, len: 2, value: i as u8 }
+        };
         match h.apply(&op) {
             Ok(()) => {}
             Err(_) => unreachable!("no cut armed"),
         }
-        if i % 500 == 0 {
+        if i.is_multiple_of(500) {
             h = h.restart();
             h.check_all(None);
         }

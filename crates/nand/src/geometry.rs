@@ -235,7 +235,7 @@ impl Geometry {
                 return Err(format!("geometry: {name} must be at least 1"));
             }
         }
-        if self.page_bytes < 512 || self.page_bytes > MAX_PAGE_BYTES || self.page_bytes % 4 != 0 {
+        if self.page_bytes < 512 || self.page_bytes > MAX_PAGE_BYTES || !self.page_bytes.is_multiple_of(4) {
             return Err(format!(
                 "geometry: page_bytes = {} must be a multiple of 4 between 512 and {MAX_PAGE_BYTES}",
                 self.page_bytes
@@ -244,7 +244,7 @@ impl Geometry {
         if self.oob_bytes < 16 || self.oob_bytes > 4096 {
             return Err(format!("geometry: oob_bytes = {} must be between 16 and 4096", self.oob_bytes));
         }
-        if self.pages_per_block % self.cell.bits_per_cell() != 0 {
+        if !self.pages_per_block.is_multiple_of(self.cell.bits_per_cell()) {
             return Err(format!(
                 "geometry: pages_per_block = {} must be a multiple of {} for {} cells (whole wordlines)",
                 self.pages_per_block,

@@ -78,7 +78,9 @@ impl MemoryStorage {
     /// Opens an existing image; later flushes write back to it.
     pub fn open_image(path: &Path) -> Result<Self, ImageError> {
         let file = File::open(path).map_err(|source| ImageError::Io { path: path.into(), source })?;
+        let file_bytes = file.metadata().map_err(|source| ImageError::Io { path: path.into(), source })?.len();
         let mut reader = ImageReader {
+            file_bytes,
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: crc32fast::Hasher::new(),
             offset: 0,
@@ -170,6 +172,8 @@ impl<W: Write> ImageWriter<W> {
 }
 
 struct ImageReader<R: Read> {
+    /// Length of the file, to refuse a geometry it cannot hold before allocating for it.
+    file_bytes: u64,
     inner: R,
     hasher: crc32fast::Hasher,
     offset: u64,
@@ -273,6 +277,15 @@ impl<R: Read> ImageReader<R> {
             return Err(ImageError::UnsupportedVersion { path: self.path.clone(), version });
         }
         let geometry = self.read_geometry()?;
+        let per_block = 4 + 2 + 1 + geometry.pages_per_block as u64;
+        let needed = self.offset + 1 + 4 + geometry.total_blocks() as u64 * per_block + 4;
+        if needed > self.file_bytes {
+            return Err(ImageError::Truncated {
+                path: self.path.clone(),
+                offset: self.file_bytes,
+                what: format!("a device of {} blocks (needs at least {needed} bytes)", geometry.total_blocks()),
+            });
+        }
         let keep_data = match self.u8("keep_data flag")? {
             0 => false,
             1 => true,

@@ -37,7 +37,7 @@ impl PagePool {
             None => {
                 let id = self.refs.len() as u32;
                 assert!(id < NO_BUFFER, "page pool exhausted");
-                if self.refs.len() % CHUNK_PAGES == 0 {
+                if self.refs.len().is_multiple_of(CHUNK_PAGES) {
                     self.chunks.push(vec![0; CHUNK_PAGES * self.page_bytes].into_boxed_slice());
                 }
                 self.refs.push(0);

@@ -1,0 +1,143 @@
+//! The `deltaflash` binary end to end, on small devices.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const SMALL: &[&str] = &["--chips", "4", "--blocks-per-chip", "32", "--pages-per-block", "16"];
+
+fn deltaflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_without_wall_time(path: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for key in ["wall_seconds", "host_writes_per_wall_second", "flash_page_programs_per_wall_second"] {
+        assert!(o.remove(key).is_some(), "{key} missing");
+    }
+    v
+}
+
+#[test]
+fn ftl_bench_same_seed_same_json_and_required_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, seed: &str| {
+        let path = dir.path().join(name);
+        let mut args = vec!["ftl-bench", "--writes", "20000", "--delta-share", "0.3", "--seed", seed, "--json"];
+        let p = path.to_str().unwrap().to_string();
+        args.push(&p);
+        args.extend_from_slice(SMALL);
+        let out = deltaflash(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains("warming up"), "says it warms up");
+        json_without_wall_time(&path)
+    };
+    let a = run("a.json", "7");
+    let b = run("b.json", "7");
+    assert_eq!(a, b);
+    let c = run("c.json", "8");
+    assert_ne!(a, c, "another seed gives another run");
+    for key in [
+        "host_writes",
+        "host_write_deltas",
+        "gc_page_migrations",
+        "gc_erases",
+        "write_amplification",
+        "erases_per_host_write",
+        "sim_seconds",
+    ] {
+        assert!(a.get(key).is_some(), "{key} missing");
+    }
+    assert!(a["host_write_deltas"].as_u64().unwrap() > 0);
+    assert!(a["gc_erases"].as_u64().unwrap() > 0, "GC is in steady state");
+    let wa = a["write_amplification"].as_f64().unwrap();
+    assert!(wa > 1.0, "write amplification {wa}");
+}
+
+#[test]
+fn no_data_mode_counts_the_same_as_data_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let p = path.to_str().unwrap().to_string();
+        let mut args = vec!["ftl-bench", "--writes", "20000", "--pattern", "zipf", "--json", &p];
+        args.extend_from_slice(SMALL);
+        args.extend_from_slice(extra);
+        let out = deltaflash(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut v = json_without_wall_time(&path);
+        v.as_object_mut().unwrap().remove("config");
+        v
+    };
+    assert_eq!(run("data.json", &[]), run("nodata.json", &["--no-data"]));
+}
+
+#[test]
+fn replay_reports_malformed_lines_and_runs_good_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.trace");
+    std::fs::write(&bad, "# a trace\nW 1\nD 1 4000\n").unwrap();
+    let mut args = vec!["replay", "--trace", bad.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    let out = deltaflash(&args);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bad.trace:3: missing len"), "{}", stderr(&out));
+
+    let good = dir.path().join("good.trace");
+    std::fs::write(&good, "W 1\nD 1 4000 8\nD 1 4008 8\nR 1\nT 1\nR 1\nR 2\n").unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = vec!["replay", "--trace", good.to_str().unwrap(), "--json", json.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    let out = deltaflash(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["host_writes"], 1);
+    assert_eq!(v["host_write_deltas"], 2);
+    assert_eq!(v["host_reads"], 1);
+    assert_eq!(v["host_trims"], 1);
+
+    let far = dir.path().join("far.trace");
+    std::fs::write(&far, "W 99999999\n").unwrap();
+    let mut args = vec!["replay", "--trace", far.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    let out = deltaflash(&args);
+    assert!(stderr(&out).contains("far.trace:1: lpn 99999999 is beyond"), "{}", stderr(&out));
+}
+
+#[test]
+fn image_then_inspect() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("dev.img");
+    let mut args = vec!["ftl-bench", "--writes", "5000", "--warmup", "0", "--image", image.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    let out = deltaflash(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = deltaflash(&["inspect", image.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["region bench", "valid pages", "wear histogram", "logical pages"] {
+        assert!(text.contains(needle), "{needle} missing in:\n{text}");
+    }
+    std::fs::write(&image, b"garbage, certainly not a device image").unwrap();
+    let out = deltaflash(&["inspect", image.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not a DeltaFlash device image"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_flags_are_named() {
+    let out = deltaflash(&["ftl-bench", "--device", "floppy"]);
+    assert!(stderr(&out).contains("unknown device preset `floppy`"), "{}", stderr(&out));
+    let out = deltaflash(&["ftl-bench", "--over-provisioning", "1.5"]);
+    assert!(stderr(&out).contains("over-provisioning 1.5"), "{}", stderr(&out));
+    let out = deltaflash(&["ftl-bench", "--gc", "lru"]);
+    assert!(stderr(&out).contains("unknown GC policy `lru`"), "{}", stderr(&out));
+    let out = deltaflash(&["ftl-bench", "--ipa-mode", "pslc"]);
+    assert!(stderr(&out).contains("IPA mode pslc needs MLC or TLC cells"), "{}", stderr(&out));
+    let out = deltaflash(&["ftl-bench", "--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Spare factor (physical − logical) / physical"));
+}
