@@ -16,12 +16,11 @@ pub enum DeltaRefusal {
     NopExhausted { limit: u8 },
     /// Every OOB delta slot of the page is used.
     NoSlot { slots: usize },
-    /// Appends go forward: this one starts before the end of the previous one.
-    NotAnAppend { offset: usize, floor: usize },
+    /// Appends go into the page's erased tail, each after the previous one: this one
+    /// starts before `floor`.
+    NotAppendable { offset: usize, floor: usize },
     /// The page's last append was torn by a power cut; it takes no more.
     Sealed,
-    /// A byte would need a 0→1 bit transition.
-    BitRaise { offset: usize },
     /// Empty, or beyond the page.
     OutOfPage { offset: usize, len: usize, page_bytes: usize },
 }
@@ -38,13 +37,11 @@ impl fmt::Display for DeltaRefusal {
                 write!(f, "the page has had its {limit} programs (NOP)")
             }
             DeltaRefusal::NoSlot { slots } => write!(f, "all {slots} OOB delta slots are used"),
-            DeltaRefusal::NotAnAppend { offset, floor } => {
-                write!(f, "offset {offset} is before the end of the previous append ({floor})")
-            }
+            DeltaRefusal::NotAppendable { offset, floor } => write!(
+                f,
+                "offset {offset} is not in the page's erased tail: appends may start at byte {floor} (after the programmed bytes and earlier appends)"
+            ),
             DeltaRefusal::Sealed => f.write_str("the page's last append was torn; it takes no more appends"),
-            DeltaRefusal::BitRaise { offset } => {
-                write!(f, "byte offset {offset} would need a 0→1 bit transition")
-            }
             DeltaRefusal::OutOfPage { offset, len, page_bytes } => {
                 write!(f, "{len} bytes at offset {offset} do not fit a {page_bytes}-byte page (or are empty)")
             }

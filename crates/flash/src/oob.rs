@@ -10,22 +10,24 @@
 //!  4      4   lpn
 //!  8      8   seq: region write sequence number of the logical write
 //! 16      4   gen: migration generation (GC copies keep seq and add 1 here)
-//! 20     16   crc32 of each quarter of the data area, as first programmed
-//! 36      4   crc32 of bytes 0..36
-//! 40      8·k delta slots: u16 offset, u16 len, u32 crc32(offset ‖ len ‖ appended bytes)
+//! 20      4   erased_from: where the data's trailing run of 0xFF bytes began when first
+//!             programmed; appends go there, at or after it
+//! 24     16   crc32 of each quarter of the base, data bytes [0, erased_from)
+//! 40      4   crc32 of bytes 0..40
+//! 44      8·k delta slots: u16 offset, u16 len, u32 crc32(offset ‖ len ‖ appended bytes)
 //! ```
 //!
 //! Why it detects torn pages: a torn program lands only some of the bits it meant to
-//! clear, so either the header CRC, a quarter CRC or a copied slot fails. Slots beyond
-//! `slots_at_program` were appended later by `write_delta`, each in one program with its
-//! bytes; a torn append leaves its slot failing its CRC — the page itself was whole
-//! before the append, so it stays valid with a torn tail, and quarters the torn bytes may
-//! have touched are not held against it. Quarters covered by a good slot's range are not
-//! checked against the first-program CRC (the append changed them); the slot's own CRC
-//! covers the appended bytes.
+//! clear. A torn first program or copy fails the header CRC, a base CRC or a copied
+//! slot, so the page is invalid. A torn append (`write_delta`, one program of its bytes
+//! and its slot) leaves the base intact; its slot fails its CRC, or never landed at all
+//! while some of its bytes did — either way the tail holds bytes no good slot explains.
+//! The page stays valid with a *torn tail*: the base and all earlier appends are whole,
+//! the torn bytes are confined to the tail, and the caller (the engine's delta-record
+//! checksum) ignores them.
 
 /// Bytes before the first delta slot.
-pub const HEADER_BYTES: usize = 40;
+pub const HEADER_BYTES: usize = 44;
 /// Bytes of one delta slot.
 pub const SLOT_BYTES: usize = 8;
 const SEGMENTS: usize = 4;
@@ -57,13 +59,24 @@ pub struct Header {
     pub lpn: u32,
     pub seq: u64,
     pub gen: u32,
+    pub erased_from: u32,
     pub segment_crcs: [u32; SEGMENTS],
 }
 
 impl Header {
     /// Header of a freshly written page with `data` as its content.
     pub fn new(kind: PageKind, lpn: u32, seq: u64, data: &[u8]) -> Header {
-        Header { kind, slots_at_program: 0, sealed: false, lpn, seq, gen: 0, segment_crcs: segment_crcs(data) }
+        let erased_from = erased_from(data);
+        Header {
+            kind,
+            slots_at_program: 0,
+            sealed: false,
+            lpn,
+            seq,
+            gen: 0,
+            erased_from: erased_from as u32,
+            segment_crcs: segment_crcs(&data[..erased_from]),
+        }
     }
 
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
@@ -75,19 +88,20 @@ impl Header {
         b[4..8].copy_from_slice(&self.lpn.to_le_bytes());
         b[8..16].copy_from_slice(&self.seq.to_le_bytes());
         b[16..20].copy_from_slice(&self.gen.to_le_bytes());
+        b[20..24].copy_from_slice(&self.erased_from.to_le_bytes());
         for (i, crc) in self.segment_crcs.iter().enumerate() {
-            b[20 + 4 * i..24 + 4 * i].copy_from_slice(&crc.to_le_bytes());
+            b[24 + 4 * i..28 + 4 * i].copy_from_slice(&crc.to_le_bytes());
         }
-        let crc = crc32fast::hash(&b[..36]);
-        b[36..40].copy_from_slice(&crc.to_le_bytes());
+        let crc = crc32fast::hash(&b[..40]);
+        b[40..44].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
     /// Decodes and checks a header; `None` if erased, torn or not ours.
     pub fn decode(oob: &[u8]) -> Option<Header> {
         let b = oob.get(..HEADER_BYTES)?;
-        let stored = u32::from_le_bytes(b[36..40].try_into().ok()?);
-        if crc32fast::hash(&b[..36]) != stored || b[1] != VERSION || b[3] & !FLAG_SEALED != 0 {
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        if crc32fast::hash(&b[..40]) != u32_at(40) || b[1] != VERSION || b[3] & !FLAG_SEALED != 0 {
             return None;
         }
         let kind = match b[0] {
@@ -95,17 +109,22 @@ impl Header {
             0x70 => PageKind::Tombstone,
             _ => return None,
         };
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         Some(Header {
             kind,
             slots_at_program: b[2],
             sealed: b[3] & FLAG_SEALED != 0,
             lpn: u32_at(4),
-            seq: u64::from_le_bytes(b[8..16].try_into().unwrap()),
+            seq: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
             gen: u32_at(16),
-            segment_crcs: [u32_at(20), u32_at(24), u32_at(28), u32_at(32)],
+            erased_from: u32_at(20),
+            segment_crcs: [u32_at(24), u32_at(28), u32_at(32), u32_at(36)],
         })
     }
+}
+
+/// Where the trailing run of 0xFF bytes of `data` begins.
+pub fn erased_from(data: &[u8]) -> usize {
+    data.iter().rposition(|&b| b != 0xFF).map_or(0, |i| i + 1)
 }
 
 /// How many delta slots fit in an OOB area of `oob_bytes`.
@@ -118,14 +137,14 @@ pub fn slot_offset(index: usize) -> usize {
     HEADER_BYTES + index * SLOT_BYTES
 }
 
-/// CRCs of the four quarters of a data area.
-pub fn segment_crcs(data: &[u8]) -> [u32; SEGMENTS] {
+/// CRCs of the four quarters of a page's base.
+pub fn segment_crcs(base: &[u8]) -> [u32; SEGMENTS] {
     let mut crcs = [0u32; SEGMENTS];
-    let quarter = data.len().div_ceil(SEGMENTS);
+    let quarter = base.len().div_ceil(SEGMENTS);
     for (i, crc) in crcs.iter_mut().enumerate() {
-        let start = (i * quarter).min(data.len());
-        let end = ((i + 1) * quarter).min(data.len());
-        *crc = crc32fast::hash(&data[start..end]);
+        let start = (i * quarter).min(base.len());
+        let end = ((i + 1) * quarter).min(base.len());
+        *crc = crc32fast::hash(&base[start..end]);
     }
     crcs
 }
@@ -151,7 +170,7 @@ pub fn encode_slot(offset: u16, bytes: &[u8]) -> [u8; SLOT_BYTES] {
 fn good_slot(slot: &[u8], data: &[u8]) -> Option<(usize, usize)> {
     let offset = u16::from_le_bytes([slot[0], slot[1]]);
     let len = u16::from_le_bytes([slot[2], slot[3]]) as usize;
-    let stored = u32::from_le_bytes(slot[4..8].try_into().unwrap());
+    let stored = u32::from_le_bytes(slot[4..8].try_into().expect("4 bytes"));
     let end = offset as usize + len;
     let bytes = data.get(offset as usize..end)?;
     (len > 0 && slot_crc(offset, bytes) == stored).then_some((offset as usize, end))
@@ -160,8 +179,9 @@ fn good_slot(slot: &[u8], data: &[u8]) -> Option<(usize, usize)> {
 /// What a page check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageCheck {
-    /// Whole. `slots` good delta slots; `torn_tail` when the last append was torn.
-    Valid { header: Header, slots: u8, append_floor: u16, torn_tail: bool },
+    /// Whole. `slots` good delta slots; appends may continue at `append_floor`;
+    /// `torn_tail` when the last append was torn.
+    Valid { header: Header, slots: u8, append_floor: u32, torn_tail: bool },
     /// Erased, torn by a cut during its program, or not a region page.
     Invalid,
 }
@@ -173,7 +193,11 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
     };
     let capacity = slot_capacity(oob.len());
     let copied = header.slots_at_program as usize;
-    if copied > capacity {
+    let erased_from = header.erased_from as usize;
+    if copied > capacity || erased_from > data.len() {
+        return PageCheck::Invalid;
+    }
+    if header.kind == PageKind::Data && segment_crcs(&data[..erased_from]) != header.segment_crcs {
         return PageCheck::Invalid;
     }
     let mut ranges = Vec::with_capacity(capacity);
@@ -192,18 +216,12 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
             }
         }
     }
-    if header.kind == PageKind::Data && !torn_tail {
-        let quarter = data.len().div_ceil(SEGMENTS);
-        let now = segment_crcs(data);
-        for (i, (&expected, &actual)) in header.segment_crcs.iter().zip(&now).enumerate() {
-            let (start, end) = (i * quarter, (i + 1) * quarter);
-            let touched = ranges.iter().any(|&(s, e)| s < end && e > start);
-            if !touched && expected != actual {
-                return PageCheck::Invalid;
-            }
-        }
+    // Tail bytes no good slot explains were landed by a torn append whose slot did not.
+    let explained = |i: usize| ranges.iter().any(|&(s, e)| (s..e).contains(&i));
+    if (erased_from..data.len()).any(|i| data[i] != 0xFF && !explained(i)) {
+        torn_tail = true;
     }
-    let append_floor = ranges.last().map_or(0, |&(_, e)| e) as u16;
+    let append_floor = ranges.last().map_or(erased_from, |&(_, e)| e.max(erased_from)) as u32;
     PageCheck::Valid { header, slots: ranges.len() as u8, append_floor, torn_tail }
 }
 
@@ -257,6 +275,8 @@ mod tests {
         oob2[slot_offset(0)..slot_offset(0) + 4].copy_from_slice(&slot[..4]);
         data[4000] = 0x0F;
         assert!(matches!(check_page(&data, &oob2), PageCheck::Valid { slots: 0, torn_tail: true, .. }));
+        // Some of the append's bytes landed, none of its slot: still a torn tail.
+        assert!(matches!(check_page(&data, &oob), PageCheck::Valid { slots: 0, torn_tail: true, .. }));
     }
 
     proptest::proptest! {

@@ -259,7 +259,7 @@ impl Region {
                 if let PageCheck::Valid { header, slots, append_floor, torn_tail } =
                     oob::check_page(read.data, read.oob)
                 {
-                    r.adopt(Ppn(ppn), header, slots, append_floor as u32, torn_tail);
+                    r.adopt(Ppn(ppn), header, slots, append_floor, torn_tail);
                     break;
                 }
             }
@@ -506,9 +506,12 @@ impl Region {
         }
         let (slot, ppn) = self.allocate_host(dev, now)?;
         let seq = self.take_seq();
+        // Without bytes the erased tail is unknown; appends may go anywhere.
+        let mut floor = 0;
         let result = if self.keeps_data {
-            let header = Header::new(PageKind::Data, lpn, seq, data).encode();
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
+            let header = Header::new(PageKind::Data, lpn, seq, data);
+            floor = header.erased_from;
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header.encode())])
         } else {
             dev.program(ppn, now, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
         };
@@ -517,7 +520,7 @@ impl Region {
         let entry = &mut self.lpns[lpn as usize];
         entry.ppn = ppn.0;
         entry.copies += 1;
-        self.place(ppn, PageMeta { owner: lpn, ..PageMeta::EMPTY });
+        self.place(ppn, PageMeta { owner: lpn, floor, ..PageMeta::EMPTY });
         self.counters.host_writes += 1;
         self.background_gc(dev, slot, now)?;
         Ok(timing)
@@ -558,7 +561,7 @@ impl Region {
             return refuse(DeltaRefusal::OutOfPage { offset, len: bytes.len(), page_bytes });
         }
         if (offset as u32) < meta.floor {
-            return refuse(DeltaRefusal::NotAnAppend { offset, floor: meta.floor as usize });
+            return refuse(DeltaRefusal::NotAppendable { offset, floor: meta.floor as usize });
         }
         if meta.slots as usize >= self.slot_capacity {
             return refuse(DeltaRefusal::NoSlot { slots: self.slot_capacity });
@@ -574,7 +577,6 @@ impl Region {
                 Ok(timing)
             }
             Err(nand::Error::NopExceeded { limit, .. }) => refuse(DeltaRefusal::NopExhausted { limit }),
-            Err(nand::Error::BitRaise { offset, .. }) => refuse(DeltaRefusal::BitRaise { offset }),
             Err(e) => Err(self.device_error(e)),
         }
     }
@@ -819,7 +821,8 @@ impl Region {
             if meta.flags & TORN_TAIL != 0 {
                 // Torn bytes are not covered by any slot: re-base the page on what it
                 // holds now (read + program, not copyback) and keep it sealed.
-                header.segment_crcs = oob::segment_crcs(data);
+                header.erased_from = oob::erased_from(data) as u32;
+                header.segment_crcs = oob::segment_crcs(&data[..header.erased_from as usize]);
                 header.sealed = true;
                 new_oob[..oob::HEADER_BYTES].copy_from_slice(&header.encode());
                 let data = data.to_vec();

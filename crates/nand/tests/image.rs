@@ -92,7 +92,7 @@ fn truncated_and_corrupt_images_are_refused() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::default())]
 
     /// Fuzz pass over the image decoder: damaged images give an error, never a panic.
     #[test]
