@@ -42,6 +42,17 @@ enum Command {
     },
 }
 
+/// Options every run command takes: the device, its region, and the run itself.
+#[derive(Args)]
+struct CommonArgs {
+    #[command(flatten)]
+    device: setup::DeviceArgs,
+    #[command(flatten)]
+    region: setup::RegionArgs,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
 #[derive(Args)]
 struct RunArgs {
     /// Operations kept in flight (the device queues them per chip and channel).
@@ -58,11 +69,7 @@ struct RunArgs {
 #[derive(Args)]
 struct FtlBenchArgs {
     #[command(flatten)]
-    device: setup::DeviceArgs,
-    #[command(flatten)]
-    region: setup::RegionArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    common: CommonArgs,
     /// Logical page access pattern.
     #[arg(long, value_enum, default_value_t = PatternKind::Uniform)]
     pattern: PatternKind,
@@ -92,11 +99,7 @@ struct FtlBenchArgs {
 #[derive(Args)]
 struct ReplayArgs {
     #[command(flatten)]
-    device: setup::DeviceArgs,
-    #[command(flatten)]
-    region: setup::RegionArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    common: CommonArgs,
     /// Trace file: `W lpn`, `R lpn`, `D lpn offset len`, `T lpn`; `#` comments.
     #[arg(long)]
     trace: PathBuf,
@@ -149,6 +152,17 @@ fn with_progress(count: u64, message: &str, mut op: impl FnMut() -> Result<(), S
     Ok(())
 }
 
+/// Writes every logical page once.
+fn fill(runner: &mut Runner) -> Result<(), String> {
+    let logical = runner.logical_pages();
+    eprintln!("filling the logical space: {logical} pages of {} bytes", runner.page_bytes());
+    let mut lpn = 0;
+    with_progress(logical as u64, "fill", || {
+        lpn += 1;
+        runner.write(lpn - 1).map_err(|e| e.to_string())
+    })
+}
+
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     if !(0.0..=1.0).contains(&args.delta_share) {
         return Err(format!("--delta-share {} must be between 0 and 1", args.delta_share));
@@ -157,21 +171,16 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
         return Err("--delta-bytes must be at least 1".into());
     }
     let wants_deltas = args.delta_share > 0.0;
-    let flash = setup::format(&args.device, &args.region, wants_deltas)?;
+    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
     let nop = flash.device().geometry().nop as usize;
     let area = if wants_deltas { args.delta_bytes * nop.saturating_sub(1).max(1) } else { 0 };
-    let mut runner = Runner::new(flash, args.run.queue_depth, area);
+    let mut runner = Runner::new(flash, args.common.run.queue_depth, area);
     let logical = runner.logical_pages();
     let pattern = Pattern::new(args.pattern, logical, args.theta, args.hot_share, args.hot_fraction)?;
-    let mut rng = ChaCha8Rng::seed_from_u64(args.run.seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(args.common.run.seed);
     let err = |e: flash::Error| e.to_string();
 
-    eprintln!("filling the logical space: {logical} pages of {} bytes", runner.page_bytes());
-    let mut lpn = 0;
-    with_progress(logical as u64, "fill", || {
-        lpn += 1;
-        runner.write(lpn - 1).map_err(err)
-    })?;
+    fill(&mut runner)?;
     let warmup = args.warmup.unwrap_or(4 * logical as u64);
     eprintln!(
         "warming up: {warmup} operations ({:.1}× the logical capacity) so GC is in steady state",
@@ -194,7 +203,7 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     let measured = runner.measure(&start);
 
     let config = json!({
-        "device": args.device.device,
+        "device": args.common.device.device,
         "geometry": runner.flash.device().geometry(),
         "region": runner.flash.region(flash::RegionId(0)).spec(),
         "pattern": args.pattern,
@@ -203,11 +212,11 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
         "hot_fraction": args.hot_fraction,
         "delta_share": args.delta_share,
         "delta_bytes": args.delta_bytes,
-        "queue_depth": args.run.queue_depth,
-        "seed": args.run.seed,
-        "no_data": args.device.no_data,
+        "queue_depth": args.common.run.queue_depth,
+        "seed": args.common.run.seed,
+        "no_data": args.common.device.no_data,
     });
-    report("ftl-bench", config, logical, warmup, &measured, args.run.json.as_ref())?;
+    report("ftl-bench", config, logical, warmup, &measured, args.common.run.json.as_ref())?;
     runner.finish().map_err(err)
 }
 
@@ -216,24 +225,19 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
     let source = args.trace.display().to_string();
     let ops = trace::parse(&text, &source)?;
     let wants_deltas = ops.iter().any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
-    let flash = setup::format(&args.device, &args.region, wants_deltas)?;
+    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
     let page_bytes = flash.region(flash::RegionId(0)).page_bytes();
     // Replayed pages are a stamp and erased bytes, so appends may go anywhere after it.
-    let mut runner = Runner::new(flash, args.run.queue_depth, page_bytes - 16);
+    let mut runner = Runner::new(flash, args.common.run.queue_depth, page_bytes - 16);
     let logical = runner.logical_pages();
     if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
         return Err(format!("{source}:{line}: lpn {} is beyond the region's {logical} logical pages", op.lpn()));
     }
     let err = |e: flash::Error| e.to_string();
     if args.fill {
-        eprintln!("filling the logical space: {logical} pages");
-        let mut lpn = 0;
-        with_progress(logical as u64, "fill", || {
-            lpn += 1;
-            runner.write(lpn - 1).map_err(err)
-        })?;
+        fill(&mut runner)?;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(args.run.seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(args.common.run.seed);
     let start = runner.snapshot();
     let mut next = ops.iter();
     with_progress(ops.len() as u64, "replay", || {
@@ -251,17 +255,17 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
     })?;
     let measured = runner.measure(&start);
     let config = json!({
-        "device": args.device.device,
+        "device": args.common.device.device,
         "geometry": runner.flash.device().geometry(),
         "region": runner.flash.region(flash::RegionId(0)).spec(),
         "trace": source,
         "trace_operations": ops.len(),
         "fill": args.fill,
-        "queue_depth": args.run.queue_depth,
-        "seed": args.run.seed,
-        "no_data": args.device.no_data,
+        "queue_depth": args.common.run.queue_depth,
+        "seed": args.common.run.seed,
+        "no_data": args.common.device.no_data,
     });
-    report("replay", config, logical, 0, &measured, args.run.json.as_ref())?;
+    report("replay", config, logical, 0, &measured, args.common.run.json.as_ref())?;
     runner.finish().map_err(err)
 }
 

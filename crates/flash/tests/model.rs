@@ -533,7 +533,7 @@ fn torn_append_without_its_slot_keeps_the_page() {
         h.apply(&Op::Write { lpn: 5, fill: 1 }).ok().unwrap();
         h.apply(&Op::Write { lpn: 5, fill: 2 }).ok().unwrap();
         let ppn = h.flash.region(h.id).mapping(5).unwrap();
-        let flight = h.apply(&Op::Delta { lpn: 5, len: 8, value: 0x00 }).err().expect("cut at the append");
+        let flight = h.apply(&Op::Delta { lpn: 5, len: 8, value: 0x00 }).expect_err("cut at the append");
         let (data, oob) = h.flash.device().peek(ppn);
         let slot = &oob[flash::oob::slot_offset(0)..flash::oob::slot_offset(1)];
         if slot.iter().all(|&b| b == 0xFF) && data[PAGE - DELTA_AREA..].iter().any(|&b| b != 0xFF) {
@@ -546,4 +546,52 @@ fn torn_append_without_its_slot_keeps_the_page() {
     }
     assert!(slotless > 0, "no run tore an append without its slot");
     assert_eq!(recovered, 300);
+}
+
+/// Static wear levelling moves cold data so worn and fresh blocks even out; without it
+/// a hot/cold workload leaves the cold blocks unworn.
+#[test]
+fn static_wear_levelling_narrows_the_erase_spread() {
+    let run = |static_threshold: Option<u32>| {
+        let spec = RegionSpec { wear: WearConfig { static_threshold }, ..spec(IpaMode::Slc, VictimPolicy::Greedy) };
+        let mut h = Harness::new(Box::new(MemoryStorage::new(geometry(CellType::Slc), false)), spec);
+        let lpns = h.lpns();
+        for lpn in 0..lpns {
+            h.apply(&Op::Write { lpn, fill: 0 }).ok().unwrap();
+        }
+        // Only the first tenth of the pages is ever rewritten.
+        for i in 0..60_000u32 {
+            h.apply(&Op::Write { lpn: (i * 7) % (lpns / 10), fill: 0 }).ok().unwrap();
+        }
+        let r = h.flash.region(h.id);
+        (r.wear(), r.counters().wl_page_migrations)
+    };
+    let (off, off_moves) = run(None);
+    let (on, on_moves) = run(Some(8));
+    assert_eq!(off_moves, 0);
+    assert!(on_moves > 0);
+    assert!(on.pe_max - on.pe_min < off.pe_max - off.pe_min, "spread with WL {on:?}, without {off:?}");
+}
+
+/// GC work occupies the chip: a host write that needs a foreground collection waits
+/// for its migrations and the erase.
+#[test]
+fn foreground_gc_delays_the_host_write() {
+    let g = geometry(CellType::Slc);
+    // Background GC off (its threshold equals the foreground one).
+    let gc = GcConfig { policy: VictimPolicy::Greedy, foreground_free_blocks: 1, background_free_blocks: 1 };
+    let spec = RegionSpec { gc, ..spec(IpaMode::Slc, VictimPolicy::Greedy) };
+    let mut h = Harness::new(Box::new(MemoryStorage::new(g.clone(), false)), spec);
+    let lpns = h.lpns();
+    let mut worst = 0;
+    for i in 0..20_000u32 {
+        // Issue every write long after the previous one finished: latency is then the
+        // write itself plus whatever GC it had to wait for.
+        let now = i as u64 * 100_000_000;
+        let t = h.flash.write(h.id, (i * 31) % lpns, &[], now).unwrap();
+        worst = worst.max(t.latency_from(now));
+    }
+    let counters = h.flash.region(h.id).counters();
+    assert!(counters.foreground_gc_collections > 0 && counters.background_gc_collections == 0);
+    assert!(worst >= g.latencies.erase_ns, "worst write latency {worst} ns never included an erase");
 }

@@ -180,41 +180,33 @@ impl Device {
 
     /// Reads a whole page (data and OOB cross the channel).
     pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
-        self.check_powered()?;
-        self.check_ppn(ppn)?;
-        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
-        let bytes = self.geometry.raw_page_bytes();
-        let chip = self.geometry.chip_of(ppn);
-        let timing = self.timelines.read(
-            chip,
-            self.geometry.channel_of_chip(chip),
-            now,
-            self.geometry.latencies.read_array_ns(page_type),
-            self.geometry.latencies.transfer_ns(bytes),
-        );
+        let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
         self.counters.page_reads += 1;
-        self.counters.bytes_from_device += bytes as u64;
         let (data, oob) = self.peek(ppn);
         Ok(PageRead { timing, data, oob })
     }
 
     /// Reads only a page's OOB bytes (array read, short transfer).
     pub fn read_oob(&mut self, ppn: Ppn, now: SimTime) -> Result<(OpTiming, &[u8]), Error> {
+        let timing = self.timed_read(ppn, now, self.geometry.oob_bytes as usize)?;
+        self.counters.oob_reads += 1;
+        Ok((timing, self.peek(ppn).1))
+    }
+
+    /// Checks and times an array read of `ppn` followed by a transfer of `bytes`.
+    fn timed_read(&mut self, ppn: Ppn, now: SimTime, bytes: usize) -> Result<OpTiming, Error> {
         self.check_powered()?;
         self.check_ppn(ppn)?;
         let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
-        let bytes = self.geometry.oob_bytes as usize;
         let chip = self.geometry.chip_of(ppn);
-        let timing = self.timelines.read(
+        self.counters.bytes_from_device += bytes as u64;
+        Ok(self.timelines.read(
             chip,
             self.geometry.channel_of_chip(chip),
             now,
             self.geometry.latencies.read_array_ns(page_type),
             self.geometry.latencies.transfer_ns(bytes),
-        );
-        self.counters.oob_reads += 1;
-        self.counters.bytes_from_device += bytes as u64;
-        Ok((timing, self.peek(ppn).1))
+        ))
     }
 
     /// Programs `spans` of a page: a first program if the page is erased, otherwise a
