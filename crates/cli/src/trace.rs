@@ -106,7 +106,7 @@ mod tests {
     proptest! {
         /// Fuzz pass: arbitrary text never panics the parser.
         #[test]
-        fn never_panics(text in "\\PC{0,200}") {
+        fn fuzz_trace_parser_never_panics(text in "\\PC{0,200}") {
             let _ = parse(&text, "fuzz");
         }
     }
