@@ -43,11 +43,8 @@ impl Flash {
         for (spec, chips) in specs.into_iter().zip(assigned) {
             regions.push(region::Region::format(spec, chips, &mut device, 0)?);
         }
-        let flash = Flash { device, regions };
-        let stored = layout::encode(&flash.regions);
-        let mut flash = flash;
-        flash.device.storage_mut().set_config_area(stored);
-        Ok(flash)
+        device.storage_mut().set_config_area(layout::encode(&regions));
+        Ok(Flash { device, regions })
     }
 
     /// Opens a formatted device: reads the layout and rebuilds every region by scan,
@@ -66,9 +63,6 @@ impl Flash {
 
     pub fn device(&self) -> &Device {
         &self.device
-    }
-    pub fn device_mut(&mut self) -> &mut Device {
-        &mut self.device
     }
     pub fn into_device(self) -> Device {
         self.device

@@ -381,10 +381,6 @@ impl Region {
     pub fn counters(&self) -> RegionCounters {
         self.counters
     }
-    /// Pages per block this region writes (half of them in pSLC mode on MLC).
-    pub fn usable_pages_per_block(&self) -> u32 {
-        self.usable_per_block
-    }
     /// Physical page of a logical page, if mapped.
     pub fn mapping(&self, lpn: u32) -> Option<Ppn> {
         self.lpns.get(lpn as usize).filter(|e| e.ppn != NONE).map(|e| Ppn(e.ppn))

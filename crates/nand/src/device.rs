@@ -75,10 +75,6 @@ impl Device {
         self.storage.as_mut()
     }
 
-    pub fn into_storage(self) -> Box<dyn Storage> {
-        self.storage
-    }
-
     pub fn counters(&self) -> DeviceCounters {
         self.counters
     }

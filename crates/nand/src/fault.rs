@@ -1,7 +1,7 @@
 //! Power-cut injection as a storage wrapper.
 //!
 //! Fault model: power fails at the k-th mutating operation (program, copyback, erase;
-//! counted from 1 since the wrapper was armed). That operation is torn and everything
+//! counted from 1). That operation is torn and everything
 //! after it fails until [`Storage::power_on`]:
 //! - a torn program or copyback lands a random subset of the bits it meant to clear
 //!   (each with one probability drawn per cut), and still counts as a program — the
@@ -40,20 +40,6 @@ impl<S: Storage> FaultyStorage<S> {
     /// never with `None`.
     pub fn new(inner: S, cut_at: Option<u64>, seed: u64) -> Self {
         FaultyStorage { inner, cut_at, ops: 0, powered: true, rng: ChaCha8Rng::seed_from_u64(seed), torn: None }
-    }
-
-    /// Arms a new cut `after_ops` mutating operations from now.
-    pub fn arm(&mut self, after_ops: u64) {
-        self.cut_at = Some(self.ops + after_ops);
-    }
-
-    /// Mutating operations attempted so far.
-    pub fn ops(&self) -> u64 {
-        self.ops
-    }
-
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 
     /// Counts an operation; true when power fails at this one.

@@ -99,31 +99,16 @@ impl OpTiming {
 pub struct Timelines {
     chip_free_ns: Vec<SimTime>,
     channel_free_ns: Vec<SimTime>,
-    chip_busy_ns: Vec<u64>,
 }
 
 impl Timelines {
     pub fn new(chips: u32, channels: u32) -> Self {
-        Timelines {
-            chip_free_ns: vec![0; chips as usize],
-            channel_free_ns: vec![0; channels as usize],
-            chip_busy_ns: vec![0; chips as usize],
-        }
+        Timelines { chip_free_ns: vec![0; chips as usize], channel_free_ns: vec![0; channels as usize] }
     }
 
     /// When `chip` finishes its queued work.
     pub fn chip_free_at(&self, chip: u32) -> SimTime {
         self.chip_free_ns[chip as usize]
-    }
-
-    /// Total time `chip` has spent serving operations.
-    pub fn chip_busy_ns(&self, chip: u32) -> u64 {
-        self.chip_busy_ns[chip as usize]
-    }
-
-    fn occupy_chip(&mut self, chip: u32, start: SimTime, end: SimTime) {
-        self.chip_free_ns[chip as usize] = end;
-        self.chip_busy_ns[chip as usize] += end - start;
     }
 
     /// Array read, then transfer out.
@@ -133,7 +118,7 @@ impl Timelines {
         let transfer_start = array_done.max(self.channel_free_ns[channel as usize]);
         let end = transfer_start + transfer_ns;
         self.channel_free_ns[channel as usize] = end;
-        self.occupy_chip(chip, start, end);
+        self.chip_free_ns[chip as usize] = end;
         OpTiming { start_ns: start, end_ns: end }
     }
 
@@ -143,7 +128,7 @@ impl Timelines {
         let transfer_done = start + transfer_ns;
         self.channel_free_ns[channel as usize] = transfer_done;
         let end = transfer_done + array_ns;
-        self.occupy_chip(chip, start, end);
+        self.chip_free_ns[chip as usize] = end;
         OpTiming { start_ns: start, end_ns: end }
     }
 
@@ -165,7 +150,7 @@ impl Timelines {
             self.channel_free_ns[channel as usize] = transfer_done;
         }
         let end = transfer_done + program_ns;
-        self.occupy_chip(chip, start, end);
+        self.chip_free_ns[chip as usize] = end;
         OpTiming { start_ns: start, end_ns: end }
     }
 
@@ -173,7 +158,7 @@ impl Timelines {
     pub fn chip_only(&mut self, chip: u32, now: SimTime, array_ns: u64) -> OpTiming {
         let start = now.max(self.chip_free_ns[chip as usize]);
         let end = start + array_ns;
-        self.occupy_chip(chip, start, end);
+        self.chip_free_ns[chip as usize] = end;
         OpTiming { start_ns: start, end_ns: end }
     }
 }
@@ -205,7 +190,6 @@ mod tests {
         let c = t.read(0, 0, 0, 25_000, 10_000);
         assert_eq!(c.start_ns, 35_100);
         assert_eq!(c.end_ns, 35_100 + 25_000 + 10_000);
-        assert_eq!(t.chip_busy_ns(0), 35_000 + 35_000);
     }
 
     #[test]
