@@ -156,6 +156,12 @@ fn with_progress(count: u64, message: &str, mut op: impl FnMut() -> Result<(), S
 fn fill(runner: &mut Runner) -> Result<(), String> {
     let logical = runner.logical_pages();
     eprintln!("filling the logical space: {logical} pages of {} bytes", runner.page_bytes());
+    let resident_gib = logical as f64 * runner.page_bytes() as f64 / (1u64 << 30) as f64;
+    if runner.flash.device().storage().keeps_data() && resident_gib > 8.0 {
+        eprintln!(
+            "note: this keeps about {resident_gib:.0} GiB of page data in memory; --no-data or a smaller --blocks-per-chip avoids that"
+        );
+    }
     let mut lpn = 0;
     with_progress(logical as u64, "fill", || {
         lpn += 1;
