@@ -208,20 +208,18 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     with_progress(args.writes, "measure", || step(&mut runner))?;
     let measured = runner.measure(&start);
 
-    let config = json!({
-        "device": args.common.device.device,
-        "geometry": runner.flash.device().geometry(),
-        "region": runner.flash.region(flash::RegionId(0)).spec(),
-        "pattern": args.pattern,
-        "theta": args.theta,
-        "hot_share": args.hot_share,
-        "hot_fraction": args.hot_fraction,
-        "delta_share": args.delta_share,
-        "delta_bytes": args.delta_bytes,
-        "queue_depth": args.common.run.queue_depth,
-        "seed": args.common.run.seed,
-        "no_data": args.common.device.no_data,
-    });
+    let config = config(
+        &args.common,
+        &runner,
+        json!({
+            "pattern": args.pattern,
+            "theta": args.theta,
+            "hot_share": args.hot_share,
+            "hot_fraction": args.hot_fraction,
+            "delta_share": args.delta_share,
+            "delta_bytes": args.delta_bytes,
+        }),
+    );
     report("ftl-bench", config, logical, warmup, &measured, args.common.run.json.as_ref())?;
     runner.finish().map_err(err)
 }
@@ -260,19 +258,29 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
         result.map_err(|e| format!("{source}:{line}: {e}"))
     })?;
     let measured = runner.measure(&start);
-    let config = json!({
-        "device": args.common.device.device,
-        "geometry": runner.flash.device().geometry(),
-        "region": runner.flash.region(flash::RegionId(0)).spec(),
-        "trace": source,
-        "trace_operations": ops.len(),
-        "fill": args.fill,
-        "queue_depth": args.common.run.queue_depth,
-        "seed": args.common.run.seed,
-        "no_data": args.common.device.no_data,
-    });
+    let config = config(
+        &args.common,
+        &runner,
+        json!({
+            "trace": source,
+            "trace_operations": ops.len(),
+            "fill": args.fill,
+        }),
+    );
     report("replay", config, logical, 0, &measured, args.common.run.json.as_ref())?;
     runner.finish().map_err(err)
+}
+
+/// The run's configuration for the JSON file: the common options plus `specific`.
+fn config(common: &CommonArgs, runner: &Runner, mut specific: serde_json::Value) -> serde_json::Value {
+    let object = specific.as_object_mut().expect("config is an object");
+    object.insert("device".into(), json!(common.device.device));
+    object.insert("geometry".into(), json!(runner.flash.device().geometry()));
+    object.insert("region".into(), json!(runner.flash.region(flash::RegionId(0)).spec()));
+    object.insert("queue_depth".into(), json!(common.run.queue_depth));
+    object.insert("seed".into(), json!(common.run.seed));
+    object.insert("no_data".into(), json!(common.device.no_data));
+    specific
 }
 
 /// Prints the table and writes the JSON file.

@@ -442,12 +442,13 @@ impl Region {
         };
         (self.block_local[block as usize] as usize, page as usize)
     }
-    fn local_block_of(&self, ppn: Ppn) -> usize {
-        self.split(ppn).0
-    }
     fn local_page(&self, ppn: Ppn) -> usize {
+        self.locate(ppn).1
+    }
+    /// (local block, local page) of a physical page.
+    fn locate(&self, ppn: Ppn) -> (usize, usize) {
         let (block, page) = self.split(ppn);
-        block * self.geometry.pages_per_block as usize + page
+        (block, block * self.geometry.pages_per_block as usize + page)
     }
     fn chip_range(&self, slot: usize) -> std::ops::Range<usize> {
         let bpc = self.geometry.blocks_per_chip as usize;
@@ -622,26 +623,24 @@ impl Region {
 
     /// Records a newly programmed live page.
     fn place(&mut self, ppn: Ppn, meta: PageMeta) {
-        let local = self.local_page(ppn);
+        let (block, local) = self.mark_live(ppn);
         self.pages[local] = meta;
-        self.mark_live(ppn);
-        let b = self.local_block_of(ppn);
-        self.blocks[b].last_write_seq = self.next_seq;
+        self.blocks[block].last_write_seq = self.next_seq;
     }
 
-    fn mark_live(&mut self, ppn: Ppn) {
-        let local = self.local_page(ppn);
+    /// Sets a page's live bit and counts it in its block; returns (local block, local page).
+    fn mark_live(&mut self, ppn: Ppn) -> (usize, usize) {
         debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
+        let (block, local) = self.locate(ppn);
         self.live[local / 64] |= 1 << (local % 64);
-        let block = self.local_block_of(ppn);
         self.blocks[block].valid += 1;
+        (block, local)
     }
 
     fn mark_dead(&mut self, ppn: Ppn) {
-        let local = self.local_page(ppn);
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
+        let (block, local) = self.locate(ppn);
         self.live[local / 64] &= !(1 << (local % 64));
-        let block = self.local_block_of(ppn);
         self.blocks[block].valid -= 1;
     }
 
@@ -812,15 +811,17 @@ impl Region {
             let mut header = Header::decode(oob_bytes).expect("a live page has a verified header");
             header.gen += 1;
             header.slots_at_program = meta.slots;
-            let mut new_oob = header.encode().to_vec();
-            new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
-            if meta.flags & TORN_TAIL != 0 {
+            let torn_tail = meta.flags & TORN_TAIL != 0;
+            if torn_tail {
                 // Torn bytes are not covered by any slot: re-base the page on what it
                 // holds now (read + program, not copyback) and keep it sealed.
                 header.erased_from = oob::erased_from(data) as u32;
                 header.segment_crcs = oob::segment_crcs(&data[..header.erased_from as usize]);
                 header.sealed = true;
-                new_oob[..oob::HEADER_BYTES].copy_from_slice(&header.encode());
+            }
+            let mut new_oob = header.encode().to_vec();
+            new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
+            if torn_tail {
                 let data = data.to_vec();
                 let read = dev.read(src, now).map(|r| r.timing);
                 read.and_then(|_| dev.program(dst, now, &[Span::new(0, &data), Span::new(page_bytes, &new_oob)]))

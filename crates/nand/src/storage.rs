@@ -21,9 +21,22 @@ pub struct Span<'a> {
     pub bytes: &'a [u8],
 }
 
+/// Bytes bound for one area of a page, at an offset within that area.
+type AreaPart<'a> = Option<(usize, &'a [u8])>;
+
 impl<'a> Span<'a> {
     pub fn new(offset: usize, bytes: &'a [u8]) -> Self {
         Span { offset, bytes }
+    }
+
+    /// The span's data-area part (offset in the data area, bytes) and OOB part (offset
+    /// in the OOB area, bytes), given the page's data size.
+    fn split(&self, page_bytes: usize) -> (AreaPart<'a>, AreaPart<'a>) {
+        let in_data = page_bytes.saturating_sub(self.offset).min(self.bytes.len());
+        let (data, oob) = self.bytes.split_at(in_data);
+        let data = (!data.is_empty()).then_some((self.offset, data));
+        let oob = (!oob.is_empty()).then(|| (self.offset + in_data - page_bytes, oob));
+        (data, oob)
     }
 }
 
@@ -139,6 +152,13 @@ impl MemoryStorage {
         self.blocks.iter().filter(|b| b.is_some()).count()
     }
 
+    /// The pool buffer holding a page's data, or `NO_BUFFER`.
+    fn buffer_id(&self, ppn: Ppn) -> u32 {
+        self.blocks[self.geometry.block_of(ppn).0 as usize]
+            .as_ref()
+            .map_or(NO_BUFFER, |b| b.data[self.geometry.page_in_block(ppn) as usize])
+    }
+
     pub(crate) fn empty_block(&self) -> Box<BlockCells> {
         BlockCells::erased(&self.geometry)
     }
@@ -156,24 +176,20 @@ impl MemoryStorage {
 /// ANDs `spans` into a page (NAND programming semantics).
 fn and_spans(pool: &mut PagePool, data: &mut u32, oob: &mut [u8], page_bytes: usize, spans: &[Span]) {
     for span in spans {
-        let end = span.offset + span.bytes.len();
-        if span.offset < page_bytes {
-            let data_end = end.min(page_bytes);
-            let src = &span.bytes[..data_end - span.offset];
-            if *data == NO_BUFFER && span.offset == 0 && src.len() == page_bytes {
+        let (data_part, oob_part) = span.split(page_bytes);
+        if let Some((at, src)) = data_part {
+            if *data == NO_BUFFER && src.len() == page_bytes {
                 // Fast path: a whole-page first program.
                 *data = pool.alloc_with(src);
             } else {
                 *data = pool.make_unique(*data);
-                for (d, s) in pool.get_unique_mut(*data)[span.offset..data_end].iter_mut().zip(src) {
+                for (d, s) in pool.get_unique_mut(*data)[at..at + src.len()].iter_mut().zip(src) {
                     *d &= *s;
                 }
             }
         }
-        if end > page_bytes {
-            let oob_start = span.offset.max(page_bytes);
-            let src = &span.bytes[oob_start - span.offset..];
-            for (d, s) in oob[oob_start - page_bytes..].iter_mut().zip(src) {
+        if let Some((at, src)) = oob_part {
+            for (d, s) in oob[at..at + src.len()].iter_mut().zip(src) {
                 *d &= *s;
             }
         }
@@ -190,8 +206,7 @@ impl Storage for MemoryStorage {
     }
 
     fn data(&self, ppn: Ppn) -> Option<&[u8]> {
-        let block = self.blocks[self.geometry.block_of(ppn).0 as usize].as_ref()?;
-        match block.data[self.geometry.page_in_block(ppn) as usize] {
+        match self.buffer_id(ppn) {
             NO_BUFFER => None,
             id => Some(self.pool.get(id)),
         }
@@ -234,27 +249,20 @@ impl Storage for MemoryStorage {
         if self.keep_data {
             let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
             // Share the source's data buffer rather than copying it.
-            let src_buffer = self.blocks[self.geometry.block_of(src).0 as usize]
-                .as_ref()
-                .map_or(NO_BUFFER, |b| b.data[self.geometry.page_in_block(src) as usize]);
-            let mut data = self.pool.share(src_buffer);
+            let mut data = self.pool.share(self.buffer_id(src));
             let mut register = std::mem::take(&mut self.register);
             register.clear();
             register.extend_from_slice(self.oob(src).unwrap_or(&[]));
             register.resize(ob, 0xFF);
             // Data input replaces bytes in the page register before the program.
             for span in spans {
-                let end = span.offset + span.bytes.len();
-                if span.offset < page_bytes {
+                let (data_part, oob_part) = span.split(page_bytes);
+                if let Some((at, src)) = data_part {
                     data = self.pool.make_unique(data);
-                    let data_end = end.min(page_bytes);
-                    self.pool.get_unique_mut(data)[span.offset..data_end]
-                        .copy_from_slice(&span.bytes[..data_end - span.offset]);
+                    self.pool.get_unique_mut(data)[at..at + src.len()].copy_from_slice(src);
                 }
-                if end > page_bytes {
-                    let oob_start = span.offset.max(page_bytes);
-                    register[oob_start - page_bytes..end - page_bytes]
-                        .copy_from_slice(&span.bytes[oob_start - span.offset..]);
+                if let Some((at, src)) = oob_part {
+                    register[at..at + src.len()].copy_from_slice(src);
                 }
             }
             let (block, page) = BlockCells::of(&mut self.blocks, &self.geometry, dst);
@@ -321,6 +329,18 @@ mod tests {
         g.page_bytes = 512;
         g.oob_bytes = 64;
         g
+    }
+
+    #[test]
+    fn spans_split_at_the_data_oob_boundary() {
+        let bytes = [1, 2, 3, 4];
+        assert_eq!(Span::new(510, &bytes).split(512), (Some((510, &bytes[..2])), Some((0, &bytes[2..]))));
+        assert_eq!(Span::new(0, &bytes).split(512), (Some((0, &bytes[..])), None));
+        assert_eq!(Span::new(520, &bytes).split(512), (None, Some((8, &bytes[..]))));
+        let mut s = MemoryStorage::new(tiny(), true);
+        s.program(Ppn(0), &[Span::new(510, &[0x0F, 0x1F, 0x2F, 0x3F])]).unwrap();
+        assert_eq!(&s.data(Ppn(0)).unwrap()[510..], &[0x0F, 0x1F]);
+        assert_eq!(&s.oob(Ppn(0)).unwrap()[..3], &[0x2F, 0x3F, 0xFF]);
     }
 
     #[test]
