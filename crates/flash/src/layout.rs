@@ -27,10 +27,14 @@ struct StoredRegion {
     chips: Vec<u32>,
 }
 
-/// Assigns disjoint chip sets to `specs`, in order.
-pub fn assign(geometry: &Geometry, specs: &[RegionSpec]) -> Result<Vec<Vec<u32>>, Error> {
+/// Assigns disjoint chip sets to `specs`, in order, from the chips `existing` regions
+/// do not hold.
+pub fn assign(geometry: &Geometry, existing: &[Region], specs: &[RegionSpec]) -> Result<Vec<Vec<u32>>, Error> {
     let mut taken = vec![false; geometry.chips() as usize];
-    let mut names = std::collections::HashSet::new();
+    for &c in existing.iter().flat_map(|r| r.chips()) {
+        taken[c as usize] = true;
+    }
+    let mut names: std::collections::HashSet<&str> = existing.iter().map(|r| r.name()).collect();
     let mut out = Vec::with_capacity(specs.len());
     for spec in specs {
         spec.validate().map_err(Error::Config)?;
@@ -143,7 +147,7 @@ mod tests {
         a.max_chips = Some(4);
         a.max_channels = Some(2);
         let b = RegionSpec::new("b", IpaMode::None);
-        let chips = assign(&g, &[a, b]).unwrap();
+        let chips = assign(&g, &[], &[a, b]).unwrap();
         assert_eq!(chips[0], vec![0, 2, 1, 3]);
         assert_eq!(chips[1].len(), 12);
         assert!(chips[1].iter().all(|c| !chips[0].contains(c)));
@@ -154,7 +158,7 @@ mod tests {
         let g = Geometry::paper_emulator(); // 256 MiB per chip
         let mut a = RegionSpec::new("a", IpaMode::Slc);
         a.max_size_bytes = Some(300 << 20);
-        assert_eq!(assign(&g, &[a]).unwrap()[0].len(), 2);
+        assert_eq!(assign(&g, &[], &[a]).unwrap()[0].len(), 2);
     }
 
     #[test]
@@ -162,8 +166,8 @@ mod tests {
         let g = Geometry::paper_emulator();
         let all = RegionSpec::new("all", IpaMode::None);
         let more = RegionSpec::new("more", IpaMode::None);
-        assert!(assign(&g, &[all.clone(), more]).unwrap_err().to_string().contains("no free chips"));
-        assert!(assign(&g, &[all.clone(), all]).unwrap_err().to_string().contains("twice"));
+        assert!(assign(&g, &[], &[all.clone(), more]).unwrap_err().to_string().contains("no free chips"));
+        assert!(assign(&g, &[], &[all.clone(), all]).unwrap_err().to_string().contains("twice"));
     }
 
     proptest::proptest! {

@@ -38,7 +38,7 @@ impl Flash {
     /// Lays out fresh regions on a device (erasing what they cover) and stores the
     /// layout in the device's configuration area.
     pub fn format(mut device: Device, specs: Vec<RegionSpec>) -> Result<Flash, Error> {
-        let assigned = layout::assign(device.geometry(), &specs)?;
+        let assigned = layout::assign(device.geometry(), &[], &specs)?;
         let mut regions = Vec::with_capacity(specs.len());
         for (spec, chips) in specs.into_iter().zip(assigned) {
             regions.push(region::Region::format(spec, chips, &mut device, 0)?);
@@ -59,6 +59,16 @@ impl Flash {
             regions.push(region);
         }
         Ok((Flash { device, regions }, done))
+    }
+
+    /// Lays out one more region on chips no region holds yet (`CREATE REGION`), and
+    /// stores the new layout.
+    pub fn add_region(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error> {
+        let chips = layout::assign(self.device.geometry(), &self.regions, std::slice::from_ref(&spec))?.remove(0);
+        let region = region::Region::format(spec, chips, &mut self.device, now)?;
+        self.regions.push(region);
+        self.device.storage_mut().set_config_area(layout::encode(&self.regions));
+        Ok(RegionId(self.regions.len() - 1))
     }
 
     pub fn device(&self) -> &Device {

@@ -82,6 +82,9 @@ pub struct RegionRead<'d> {
     pub appends: u8,
     /// The last append was torn by a power cut (its bytes may be partial).
     pub torn_tail: bool,
+    /// Bytes `[0, whole_bytes)` were programmed whole (the base and every complete
+    /// append); beyond it the page is erased or holds the torn append.
+    pub whole_bytes: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -488,6 +491,7 @@ impl Region {
                 data: read.data,
                 appends: meta.slots,
                 torn_tail: meta.flags & TORN_TAIL != 0,
+                whole_bytes: meta.floor as usize,
             })),
             Err(e) => Err(self.device_error(e)),
         }

@@ -595,3 +595,23 @@ fn foreground_gc_delays_the_host_write() {
     assert!(counters.foreground_gc_collections > 0 && counters.background_gc_collections == 0);
     assert!(worst >= g.latencies.erase_ns, "worst write latency {worst} ns never included an erase");
 }
+
+#[test]
+fn a_region_added_later_takes_free_chips_and_survives_reopen() {
+    let g = geometry(CellType::Slc);
+    let mut first = spec(IpaMode::Slc, VictimPolicy::Greedy);
+    first.max_chips = Some(1);
+    let mut flash = Flash::format(Device::new(Box::new(MemoryStorage::new(g, true))), vec![first]).unwrap();
+    let mut added = spec(IpaMode::None, VictimPolicy::Greedy);
+    added.name = "later".into();
+    added.max_chips = Some(2);
+    let id = flash.add_region(added.clone(), 0).unwrap();
+    assert_eq!(flash.region(id).chips().len(), 2);
+    assert!(flash.region(id).chips().iter().all(|c| !flash.regions()[0].chips().contains(c)));
+    flash.write(id, 3, &[7u8; PAGE], 0).unwrap();
+    let dup = flash.add_region(added, 0).unwrap_err();
+    assert!(dup.to_string().contains("twice"), "{dup}");
+    let (mut reopened, _) = Flash::open(flash.into_device(), 0).unwrap();
+    let id = reopened.region_id("later").unwrap();
+    assert_eq!(reopened.read(id, 3, 0).unwrap().unwrap().data, &[7u8; PAGE][..]);
+}
