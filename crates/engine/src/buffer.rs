@@ -1,0 +1,350 @@
+//! The buffer pool: fixed frames, clock or LRU replacement, pin/unpin, dirty tracking
+//! and a page cleaner (eager or non-eager).
+//!
+//! Latch and lock order: the engine runs one operation at a time in simulated time, so
+//! the pool takes no latches; `&mut` access is the latch. Pins are the only protection
+//! a frame has across calls: an access method pins every page it holds (a B+-tree
+//! descent pins at most the node and its parent, then the sibling for a merge, always
+//! top-down then left-to-right), and a pinned frame is never evicted or cleaned. When
+//! transactions interleave (the driver, issue 5) the order stays: transaction lock →
+//! pin parent → pin child → pin right sibling.
+//!
+//! Each frame keeps the page as last read or written (`base`) beside the working copy;
+//! at write time their difference is the change set the IPA rule looks at. Reads on a
+//! miss and writes of evicted dirty pages are on the caller's critical path and advance
+//! the pool's clock; cleaner writes are timed on the device but do not.
+
+use crate::delta::{Eviction, FlashState};
+use crate::error::{Error, Result};
+use crate::store::{PageId, PageStore};
+use nand::SimTime;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+
+/// Which unpinned frame gives way on a miss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replacement {
+    Clock,
+    Lru,
+}
+
+/// When the page cleaner writes dirty pages ahead of eviction.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CleanerPolicy {
+    /// Shore-MT style: once dirty frames exceed this share, write cold dirty pages.
+    Eager { dirty_share: f64 },
+    /// Dirty pages are written only when evicted (or at a checkpoint).
+    NonEager,
+}
+
+impl CleanerPolicy {
+    pub const EAGER: CleanerPolicy = CleanerPolicy::Eager { dirty_share: 0.125 };
+}
+
+/// Counters of the pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PoolStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    /// Evictions that had to write the page first (on the critical path).
+    pub dirty_evictions: u64,
+    pub cleaner_writes: u64,
+    pub out_of_place_writes: u64,
+    pub in_place_appends: u64,
+}
+
+pub type FrameId = usize;
+
+#[derive(Clone, Copy, Default)]
+struct Frame {
+    page: Option<PageId>,
+    pins: u32,
+    dirty: bool,
+    referenced: bool,
+    last_use: u64,
+    state: FlashState,
+}
+
+/// Frames over a [`PageStore`].
+pub struct BufferPool {
+    store: PageStore,
+    frames: Vec<Frame>,
+    data: Vec<u8>,
+    base: Vec<u8>,
+    map: HashMap<PageId, FrameId>,
+    replacement: Replacement,
+    cleaner: CleanerPolicy,
+    hand: usize,
+    cleaner_hand: usize,
+    tick: u64,
+    lru: BTreeSet<(u64, FrameId)>,
+    dirty: usize,
+    now: SimTime,
+    stats: PoolStats,
+}
+
+impl BufferPool {
+    /// A pool of `frames` frames (at least 8: a B+-tree split pins a few at once).
+    pub fn new(store: PageStore, frames: usize, replacement: Replacement, cleaner: CleanerPolicy) -> BufferPool {
+        let frames = frames.max(8);
+        let bytes = store.page_bytes();
+        BufferPool {
+            store,
+            frames: vec![Frame::default(); frames],
+            data: vec![0; frames * bytes],
+            base: vec![0; frames * bytes],
+            map: HashMap::with_capacity(frames),
+            replacement,
+            cleaner,
+            hand: 0,
+            cleaner_hand: 0,
+            tick: 0,
+            lru: BTreeSet::new(),
+            dirty: 0,
+            now: 0,
+            stats: PoolStats::default(),
+        }
+    }
+
+    pub fn store(&self) -> &PageStore {
+        &self.store
+    }
+    pub fn store_mut(&mut self) -> &mut PageStore {
+        &mut self.store
+    }
+    pub fn into_store(self) -> PageStore {
+        self.store
+    }
+    pub fn frames(&self) -> usize {
+        self.frames.len()
+    }
+    pub fn dirty_frames(&self) -> usize {
+        self.dirty
+    }
+    pub fn stats(&self) -> PoolStats {
+        self.stats
+    }
+    pub fn cleaner(&self) -> CleanerPolicy {
+        self.cleaner
+    }
+    /// The simulated time of the operation in progress.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn set_now(&mut self, now: SimTime) {
+        self.now = now;
+    }
+
+    fn span(&self, f: FrameId) -> std::ops::Range<usize> {
+        let b = self.store.page_bytes();
+        f * b..(f + 1) * b
+    }
+
+    pub fn page(&self, f: FrameId) -> &[u8] {
+        &self.data[self.span(f)]
+    }
+
+    /// The frame's bytes for modification; marks it dirty.
+    pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
+        if !self.frames[f].dirty {
+            self.frames[f].dirty = true;
+            self.dirty += 1;
+        }
+        let span = self.span(f);
+        &mut self.data[span]
+    }
+
+    fn touch(&mut self, f: FrameId) {
+        let frame = &mut self.frames[f];
+        frame.referenced = true;
+        if self.replacement == Replacement::Lru {
+            self.lru.remove(&(frame.last_use, f));
+            self.tick += 1;
+            frame.last_use = self.tick;
+            self.lru.insert((self.tick, f));
+        }
+    }
+
+    /// Pins the page, reading it on a miss.
+    pub fn fetch(&mut self, pid: PageId) -> Result<FrameId> {
+        if let Some(&f) = self.map.get(&pid) {
+            self.stats.hits += 1;
+            self.frames[f].pins += 1;
+            self.touch(f);
+            return Ok(f);
+        }
+        self.stats.misses += 1;
+        let f = self.free_frame()?;
+        let span = self.span(f);
+        let Some((state, done)) = self.store.fetch(pid, &mut self.data[span.clone()], self.now)? else {
+            return Err(Error::Corrupt(format!("region {} page {} is referenced but was never written", pid.region, pid.page)));
+        };
+        self.now = done;
+        self.base[span.clone()].copy_from_slice(&self.data[span]);
+        self.install(f, pid, state, false);
+        Ok(f)
+    }
+
+    /// Pins a frame for a page that is new on flash; the caller formats its bytes.
+    pub fn create(&mut self, pid: PageId) -> Result<FrameId> {
+        if let Some(&f) = self.map.get(&pid) {
+            return Err(Error::Corrupt(format!("page {} of region {} is allocated twice (frame {f})", pid.page, pid.region)));
+        }
+        let f = self.free_frame()?;
+        let span = self.span(f);
+        self.data[span.clone()].fill(0);
+        self.base[span].fill(0);
+        self.install(f, pid, FlashState::default(), true);
+        self.dirty += 1;
+        Ok(f)
+    }
+
+    fn install(&mut self, f: FrameId, pid: PageId, state: FlashState, dirty: bool) {
+        self.frames[f] = Frame { page: Some(pid), pins: 1, dirty, referenced: true, last_use: 0, state };
+        self.map.insert(pid, f);
+        self.touch(f);
+    }
+
+    pub fn unpin(&mut self, f: FrameId) {
+        assert!(self.frames[f].pins > 0, "unpin of an unpinned frame {f}");
+        self.frames[f].pins -= 1;
+    }
+
+    /// An empty frame, or one freed by evicting a page (written first if dirty).
+    fn free_frame(&mut self) -> Result<FrameId> {
+        if self.map.len() < self.frames.len() {
+            if let Some(f) = self.frames.iter().position(|fr| fr.page.is_none()) {
+                return Ok(f);
+            }
+        }
+        let f = self.victim().ok_or_else(|| {
+            Error::Full(format!("buffer pool: all {} frames are pinned", self.frames.len()))
+        })?;
+        if self.frames[f].dirty {
+            self.stats.dirty_evictions += 1;
+            self.now = self.write_frame(f, self.now)?;
+        }
+        self.stats.evictions += 1;
+        let frame = &mut self.frames[f];
+        self.map.remove(&frame.page.take().expect("victim holds a page"));
+        self.lru.remove(&(frame.last_use, f));
+        Ok(f)
+    }
+
+    fn victim(&mut self) -> Option<FrameId> {
+        match self.replacement {
+            Replacement::Lru => self.lru.iter().map(|&(_, f)| f).find(|&f| self.frames[f].pins == 0),
+            Replacement::Clock => {
+                let n = self.frames.len();
+                for _ in 0..2 * n {
+                    let f = self.hand;
+                    self.hand = (self.hand + 1) % n;
+                    let frame = &mut self.frames[f];
+                    if frame.pins > 0 {
+                        continue;
+                    }
+                    if frame.referenced {
+                        frame.referenced = false;
+                    } else {
+                        return Some(f);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Writes a dirty frame by the IPA rule; returns when the write ends.
+    fn write_frame(&mut self, f: FrameId, now: SimTime) -> Result<SimTime> {
+        let pid = self.frames[f].page.expect("a dirty frame holds a page");
+        let span = self.span(f);
+        let mut state = self.frames[f].state;
+        let written =
+            self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
+        match written.eviction {
+            Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
+            Eviction::Append { .. } => self.stats.in_place_appends += 1,
+            Eviction::Clean => {}
+        }
+        let frame = &mut self.frames[f];
+        frame.state = state;
+        frame.dirty = false;
+        self.dirty -= 1;
+        Ok(written.done)
+    }
+
+    /// Runs the page cleaner (after each operation). Eager: while dirty frames exceed
+    /// the share, write unpinned dirty pages, cold ones (clock bit clear) on the first
+    /// pass; timed on the device at the pool's clock, which does not wait for them.
+    pub fn clean(&mut self) -> Result<()> {
+        let CleanerPolicy::Eager { dirty_share } = self.cleaner else { return Ok(()) };
+        let limit = (dirty_share * self.frames.len() as f64) as usize;
+        let n = self.frames.len();
+        for pass in 0..2 {
+            let mut seen = 0;
+            while self.dirty > limit && seen < n {
+                let f = self.cleaner_hand;
+                self.cleaner_hand = (self.cleaner_hand + 1) % n;
+                seen += 1;
+                let frame = self.frames[f];
+                if frame.dirty && frame.pins == 0 && (pass == 1 || !frame.referenced) {
+                    self.write_frame(f, self.now)?;
+                    self.stats.cleaner_writes += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty page (checkpoint, close); the clock advances to the last end.
+    pub fn flush_all(&mut self) -> Result<()> {
+        let mut done = self.now;
+        for f in 0..self.frames.len() {
+            if self.frames[f].dirty {
+                done = done.max(self.write_frame(f, self.now)?);
+            }
+        }
+        self.now = done;
+        Ok(())
+    }
+
+    /// Forgets a page its object freed: drops its frame (the caller's pin included) and
+    /// trims its flash copy.
+    pub fn discard(&mut self, pid: PageId) -> Result<()> {
+        let mut on_flash = true;
+        if let Some(f) = self.map.remove(&pid) {
+            let frame = &mut self.frames[f];
+            assert!(frame.pins <= 1, "discarding page {pid:?} pinned {} times", frame.pins);
+            on_flash = frame.state.on_flash;
+            if frame.dirty {
+                self.dirty -= 1;
+            }
+            self.lru.remove(&(frame.last_use, f));
+            *frame = Frame::default();
+        }
+        if on_flash {
+            self.store.trim(pid, self.now)?;
+        }
+        Ok(())
+    }
+
+    /// Changes the number of frames: writes every dirty page and starts empty.
+    pub fn resize(&mut self, frames: usize) -> Result<()> {
+        self.flush_all()?;
+        if let Some(f) = self.frames.iter().position(|f| f.pins > 0) {
+            return Err(Error::Invalid(format!("buffer pool resize while frame {f} is pinned")));
+        }
+        let frames = frames.max(8);
+        let bytes = self.store.page_bytes();
+        self.frames = vec![Frame::default(); frames];
+        self.data = vec![0; frames * bytes];
+        self.base = vec![0; frames * bytes];
+        self.map.clear();
+        self.lru.clear();
+        (self.hand, self.cleaner_hand, self.dirty) = (0, 0, 0);
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! Errors of the engine layer.
+
+use std::fmt;
+
+/// An engine error. `Corrupt` is kept apart from device errors: it means bytes read
+/// back do not decode, never that an operation was refused.
+#[derive(Debug)]
+pub enum Error {
+    Flash(flash::Error),
+    /// A statement that does not parse; `line` and `column` are 1-based.
+    Parse { line: usize, column: usize, token: String, message: String },
+    /// A statement that parses but cannot run (unknown table, wrong type, …).
+    Invalid(String),
+    /// A unique key that is already present.
+    Duplicate { object: String, key: String },
+    /// Bytes on the device that do not decode.
+    Corrupt(String),
+    /// The object or region has no room for another page or row.
+    Full(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Flash(e) => write!(f, "{e}"),
+            Error::Parse { line, column, token, message } => {
+                write!(f, "line {line}, column {column}: {message} (at `{token}`)")
+            }
+            Error::Invalid(m) => f.write_str(m),
+            Error::Duplicate { object, key } => write!(f, "{object}: duplicate key {key}"),
+            Error::Corrupt(m) => write!(f, "corrupt database: {m}"),
+            Error::Full(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<flash::Error> for Error {
+    fn from(e: flash::Error) -> Self {
+        Error::Flash(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,155 @@
+//! Heap files: tuples on slotted pages, addressed by RID (page, slot).
+//!
+//! Inserts go to a page that recently lost tuples, else to the last page, else to a new
+//! one. An update of equal length rewrites the tuple's bytes in place (for fixed-width
+//! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
+//! moves within its page, or to another page, which gives it a new RID.
+
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::page::{self, Kind};
+use crate::space::{ObjectAccess, ObjectSpace};
+use crate::store::PageId;
+use std::fmt;
+
+/// A tuple's address: page number in the object's region and slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rid {
+    pub page: u32,
+    pub slot: u16,
+}
+
+impl Rid {
+    pub const BYTES: usize = 6;
+
+    /// Big-endian, so RIDs order like (page, slot) as index-key suffixes.
+    pub fn encode(self) -> [u8; 6] {
+        let mut b = [0; 6];
+        b[..4].copy_from_slice(&self.page.to_be_bytes());
+        b[4..].copy_from_slice(&self.slot.to_be_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Rid> {
+        if b.len() != Self::BYTES {
+            return Err(Error::Corrupt(format!("a RID has 6 bytes, found {}", b.len())));
+        }
+        Ok(Rid { page: u32::from_be_bytes(b[..4].try_into().unwrap()), slot: u16::from_be_bytes([b[4], b[5]]) })
+    }
+}
+
+impl fmt::Display for Rid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {})", self.page, self.slot)
+    }
+}
+
+fn check_fits(a: &ObjectAccess, tuple: &[u8]) -> Result<()> {
+    let max = page::max_tuple_bytes(a.body_end());
+    if tuple.len() > max {
+        return Err(Error::Full(format!("a {}-byte row does not fit a page (at most {max} bytes)", tuple.len())));
+    }
+    Ok(())
+}
+
+/// Inserts a tuple and returns its RID.
+pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
+    check_fits(a, tuple)?;
+    let body_end = a.body_end();
+    let candidates: Vec<u32> = a.space.with_room.iter().rev().copied().chain(a.space.last_page()).collect();
+    for no in candidates {
+        let f = a.fetch(no)?;
+        let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len();
+        if fits {
+            let slot = page::insert(a.page_mut(f), body_end, tuple).expect("free_bytes said it fits");
+            a.pool.unpin(f);
+            return Ok(Rid { page: no, slot: slot as u16 });
+        }
+        a.pool.unpin(f);
+        a.space.with_room.retain(|&p| p != no);
+    }
+    let (no, f) = a.new_page(Kind::Heap, 0)?;
+    let slot = page::insert(a.page_mut(f), body_end, tuple).expect("a row fits an empty page");
+    a.pool.unpin(f);
+    Ok(Rid { page: no, slot: slot as u16 })
+}
+
+/// Calls `read` with the tuple at `rid`; `None` if there is none.
+pub fn get<T>(
+    pool: &mut BufferPool,
+    space: &ObjectSpace,
+    rid: Rid,
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<Option<T>> {
+    let body_end = pool.store().body_end(space.region);
+    let f = pool.fetch(PageId { region: space.region, page: rid.page })?;
+    let p = pool.page(f);
+    let out = (page::kind(p) == Kind::Heap as u8 && (rid.slot as usize) < page::slot_count(p))
+        .then(|| page::get(p, body_end, rid.slot as usize))
+        .flatten()
+        .map(read);
+    pool.unpin(f);
+    Ok(out)
+}
+
+/// Replaces the tuple at `rid`; returns its RID afterwards (new if it had to move),
+/// or `None` if there is no tuple at `rid`.
+pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid>> {
+    check_fits(a, tuple)?;
+    let body_end = a.body_end();
+    let f = a.fetch(rid.page)?;
+    let slot = rid.slot as usize;
+    let p = a.pool.page(f);
+    if slot >= page::slot_count(p) || page::get(p, body_end, slot).is_none() {
+        a.pool.unpin(f);
+        return Ok(None);
+    }
+    let unchanged = page::get(p, body_end, slot) == Some(tuple);
+    if unchanged || page::replace(a.page_mut(f), body_end, slot, tuple) {
+        a.pool.unpin(f);
+        return Ok(Some(rid));
+    }
+    page::delete(a.page_mut(f), body_end, slot);
+    a.pool.unpin(f);
+    insert(a, tuple).map(Some)
+}
+
+/// Deletes the tuple at `rid`; `false` if there was none.
+pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
+    let body_end = a.body_end();
+    let f = a.fetch(rid.page)?;
+    let slot = rid.slot as usize;
+    let p = a.pool.page(f);
+    let present = slot < page::slot_count(p) && page::get(p, body_end, slot).is_some();
+    if present {
+        page::delete(a.page_mut(f), body_end, slot);
+        if !a.space.with_room.contains(&rid.page) {
+            a.space.with_room.push(rid.page);
+        }
+    }
+    a.pool.unpin(f);
+    Ok(present)
+}
+
+/// Visits every tuple in page order until `visit` returns `false`.
+pub fn scan(pool: &mut BufferPool, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
+    let body_end = pool.store().body_end(space.region);
+    for no in space.pages() {
+        let f = pool.fetch(PageId { region: space.region, page: no })?;
+        let p = pool.page(f);
+        let mut go_on = true;
+        for slot in 0..page::slot_count(p) {
+            if let Some(t) = page::get(p, body_end, slot) {
+                if !visit(Rid { page: no, slot: slot as u16 }, t) {
+                    go_on = false;
+                    break;
+                }
+            }
+        }
+        pool.unpin(f);
+        if !go_on {
+            break;
+        }
+    }
+    Ok(())
+}

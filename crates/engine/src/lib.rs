@@ -1,0 +1,25 @@
+//! engine — the DeltaFlash storage engine over NoFTL regions.
+//!
+//! Layers, top down: [`db`] (the `Database` API and statement execution) → [`catalog`]
+//! and [`sql`] (schema, DDL and the statement parser) → access methods [`heap`] and
+//! [`btree`] → [`buffer`] (frames, replacement, page cleaner) → [`store`] (DB pages on
+//! flash: fetch with delta-records applied, out-of-place writes or `write_delta`) →
+//! `flash`. The page bytes are [`page`] (NSM slotted page) and [`delta`] (IPA records);
+//! [`types`] encodes rows and order-preserving keys.
+
+pub mod btree;
+pub mod buffer;
+//pub mod catalog;
+//pub mod db;
+pub mod delta;
+pub mod error;
+pub mod heap;
+pub mod page;
+//pub mod sql;
+pub mod space;
+pub mod store;
+pub mod types;
+
+//pub use db::{Database, DbOptions, QueryResult};
+pub use delta::IpaScheme;
+pub use error::{Error, Result};

@@ -1,0 +1,163 @@
+//! Page allocation: regions hand out extents, objects hand out pages from their
+//! extents (and reuse pages they freed).
+//!
+//! An extent is `extent_pages` consecutive DB pages aligned to its size (the
+//! tablespace's EXTENT SIZE). Which extents belong to which object is stored in the
+//! catalog; a region's free extents are whatever no object holds.
+
+use crate::buffer::{BufferPool, FrameId};
+use crate::error::{Error, Result};
+use crate::page;
+use crate::store::PageId;
+use serde::{Deserialize, Serialize};
+
+/// Which DB pages of a region are held by some object.
+pub struct RegionPages {
+    region: u16,
+    taken: Vec<bool>,
+}
+
+impl RegionPages {
+    pub fn new(region: u16, pages: u32) -> RegionPages {
+        RegionPages { region, taken: vec![false; pages as usize] }
+    }
+
+    /// Marks pages held (at open, from the catalog); overlap means a corrupt catalog.
+    pub fn claim(&mut self, start: u32, len: u32) -> Result<()> {
+        let range = start as usize..(start + len) as usize;
+        match self.taken.get_mut(range) {
+            Some(pages) if pages.iter().all(|t| !t) => {
+                pages.fill(true);
+                Ok(())
+            }
+            _ => Err(Error::Corrupt(format!(
+                "catalog: extent at page {start} (+{len}) of region {} overlaps another or lies beyond the region",
+                self.region
+            ))),
+        }
+    }
+
+    /// The first free aligned extent of `len` pages.
+    fn take_extent(&mut self, len: u32) -> Option<u32> {
+        let len = len as usize;
+        let start = (0..self.taken.len() / len).map(|e| e * len).find(|&s| self.taken[s..s + len].iter().all(|t| !t))?;
+        self.taken[start..start + len].fill(true);
+        Some(start as u32)
+    }
+
+    pub fn release(&mut self, start: u32, len: u32) {
+        self.taken[start as usize..(start + len) as usize].fill(false);
+    }
+}
+
+/// The pages of one object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectSpace {
+    pub region: u16,
+    pub extent_pages: u32,
+    /// First page of each extent, in allocation order.
+    pub extents: Vec<u32>,
+    /// Pages handed out from the last extent.
+    pub used_in_last: u32,
+    /// Pages the object freed, handed out again first.
+    pub free: Vec<u32>,
+    /// Heap pages that lost tuples and may take inserts (not stored).
+    #[serde(skip)]
+    pub with_room: Vec<u32>,
+}
+
+impl ObjectSpace {
+    pub fn new(region: u16, extent_pages: u32) -> ObjectSpace {
+        ObjectSpace { region, extent_pages, ..Default::default() }
+    }
+
+    /// A page for the object: a freed one, the next of the last extent, or the first of
+    /// a new extent.
+    pub fn allocate(&mut self, regions: &mut RegionPages) -> Result<u32> {
+        if let Some(p) = self.free.pop() {
+            return Ok(p);
+        }
+        match self.extents.last() {
+            Some(&start) if self.used_in_last < self.extent_pages => {
+                self.used_in_last += 1;
+                Ok(start + self.used_in_last - 1)
+            }
+            _ => {
+                let start = regions.take_extent(self.extent_pages).ok_or_else(|| {
+                    Error::Full(format!("region {} has no free extent of {} pages", self.region, self.extent_pages))
+                })?;
+                self.extents.push(start);
+                self.used_in_last = 1;
+                Ok(start)
+            }
+        }
+    }
+
+    /// Every page handed out and not freed, in allocation order.
+    pub fn pages(&self) -> impl Iterator<Item = u32> + '_ {
+        let n = self.extents.len();
+        self.extents
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, &s)| s..s + if i + 1 == n { self.used_in_last } else { self.extent_pages })
+            .filter(|p| !self.free.contains(p))
+    }
+
+    /// The last page handed out.
+    pub fn last_page(&self) -> Option<u32> {
+        self.extents.last().map(|&s| s + self.used_in_last - 1)
+    }
+}
+
+/// What an access method works with: the pool, the object's pages and its region's
+/// allocator, the object id for new pages, and the LSN stamped on pages it changes.
+pub struct ObjectAccess<'a> {
+    pub pool: &'a mut BufferPool,
+    pub space: &'a mut ObjectSpace,
+    pub regions: &'a mut RegionPages,
+    pub object: u32,
+    pub lsn: u64,
+}
+
+impl ObjectAccess<'_> {
+    pub fn pid(&self, page: u32) -> PageId {
+        PageId { region: self.space.region, page }
+    }
+
+    pub fn body_end(&self) -> usize {
+        self.pool.store().body_end(self.space.region)
+    }
+
+    pub fn fetch(&mut self, page: u32) -> Result<FrameId> {
+        let pid = self.pid(page);
+        self.pool.fetch(pid)
+    }
+
+    /// Allocates and formats a page; returns its number and pinned frame.
+    pub fn new_page(&mut self, kind: page::Kind, level: u8) -> Result<(u32, FrameId)> {
+        let no = self.space.allocate(self.regions)?;
+        let f = self.pool.create(self.pid(no))?;
+        let body_end = self.body_end();
+        let lsn = self.lsn;
+        let p = self.pool.page_mut(f);
+        page::init(p, body_end, no, self.object, kind, level);
+        page::set_lsn(p, lsn);
+        Ok((no, f))
+    }
+
+    /// The frame's bytes for a change; stamps the page LSN.
+    pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
+        let lsn = self.lsn;
+        let p = self.pool.page_mut(f);
+        page::set_lsn(p, lsn);
+        p
+    }
+
+    /// Frees a page the caller has pinned (the pin goes with it).
+    pub fn free_page(&mut self, page: u32) -> Result<()> {
+        let pid = self.pid(page);
+        self.pool.discard(pid)?;
+        self.space.free.push(page);
+        Ok(())
+    }
+}

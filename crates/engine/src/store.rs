@@ -1,0 +1,308 @@
+//! DB pages on flash regions: fetch with delta-records applied, and the IPA write path
+//! (§6.2): a dirty page goes out-of-place with its delta area reset, or as new
+//! delta-records appended with `write_delta` to the same physical flash page.
+//!
+//! A DB page of P bytes spans k = P / flash-page-bytes consecutive logical flash pages
+//! of its region; its delta area sits at the end of the last one, which is the only one
+//! appended to. Per object (the id in each page header) the store counts reads,
+//! out-of-place writes, in-place appends, net changed and gross written bytes.
+
+use crate::delta::{self, Changes, Eviction, FlashState, IpaScheme, OutOfPlaceReason};
+use crate::error::{Error, Result};
+use crate::page;
+use flash::{Flash, RegionId};
+use nand::SimTime;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A DB page: its region and its number within the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PageId {
+    pub region: u16,
+    pub page: u32,
+}
+
+/// I/O of one object (table or index), the IPA paper's per-object metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ObjectCounters {
+    pub reads: u64,
+    pub out_of_place_writes: u64,
+    pub in_place_appends: u64,
+    /// Delta-records written (an append may carry several).
+    pub delta_records: u64,
+    /// Appends the flash layer refused (page type, NOP, OOB slots); written out-of-place.
+    pub delta_refusals: u64,
+    /// Changed bytes at each write, against the page as last read or written.
+    pub net_changed_bytes: u64,
+    /// Out-of-place writes × page size + delta-records × record size (paper §8).
+    pub gross_written_bytes: u64,
+}
+
+impl ObjectCounters {
+    /// Host writes: out-of-place writes plus in-place appends.
+    pub fn host_writes(&self) -> u64 {
+        self.out_of_place_writes + self.in_place_appends
+    }
+
+    /// DBMS write amplification: gross written bytes / net changed bytes.
+    pub fn write_amplification(&self) -> f64 {
+        self.gross_written_bytes as f64 / self.net_changed_bytes.max(1) as f64
+    }
+
+    pub fn add(&mut self, o: &ObjectCounters) {
+        self.reads += o.reads;
+        self.out_of_place_writes += o.out_of_place_writes;
+        self.in_place_appends += o.in_place_appends;
+        self.delta_records += o.delta_records;
+        self.delta_refusals += o.delta_refusals;
+        self.net_changed_bytes += o.net_changed_bytes;
+        self.gross_written_bytes += o.gross_written_bytes;
+    }
+}
+
+/// What a write did, for the buffer pool's frame state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub eviction: Eviction,
+    pub done: SimTime,
+}
+
+/// The flash device with its regions, seen as DB pages.
+pub struct PageStore {
+    flash: Flash,
+    page_bytes: usize,
+    flash_page_bytes: usize,
+    /// IPA scheme per region index.
+    schemes: Vec<IpaScheme>,
+    counters: BTreeMap<u32, ObjectCounters>,
+    changes: Changes,
+    records: Vec<u8>,
+}
+
+impl PageStore {
+    /// `page_bytes` must be a multiple of the device's page size.
+    pub fn new(flash: Flash, page_bytes: usize) -> Result<PageStore> {
+        let flash_page_bytes = flash.device().geometry().page_bytes as usize;
+        if !flash.device().storage().keeps_data() {
+            return Err(Error::Invalid("the engine needs a device that keeps page data".into()));
+        }
+        if !matches!(page_bytes, 4096 | 8192 | 16384) || page_bytes % flash_page_bytes != 0 {
+            return Err(Error::Invalid(format!(
+                "DB page size {page_bytes} must be 4, 8 or 16 KiB and a multiple of the {flash_page_bytes}-byte flash page"
+            )));
+        }
+        let schemes = vec![IpaScheme::NONE; flash.regions().len()];
+        Ok(PageStore {
+            flash,
+            page_bytes,
+            flash_page_bytes,
+            schemes,
+            counters: BTreeMap::new(),
+            changes: Changes::default(),
+            records: Vec::new(),
+        })
+    }
+
+    pub fn flash(&self) -> &Flash {
+        &self.flash
+    }
+    pub fn flash_mut(&mut self) -> &mut Flash {
+        &mut self.flash
+    }
+    pub fn into_flash(self) -> Flash {
+        self.flash
+    }
+    pub fn page_bytes(&self) -> usize {
+        self.page_bytes
+    }
+    fn flash_pages_per_page(&self) -> u32 {
+        (self.page_bytes / self.flash_page_bytes) as u32
+    }
+
+    /// Sets the IPA scheme of a region, checking that its delta area fits one flash page.
+    pub fn set_scheme(&mut self, region: RegionId, scheme: IpaScheme) -> Result<()> {
+        if scheme.area_bytes() > self.flash_page_bytes / 2 {
+            return Err(Error::Invalid(format!(
+                "IPA [{scheme}] with V = {} needs a {}-byte delta area; at most half a {}-byte flash page is allowed",
+                scheme.v,
+                scheme.area_bytes(),
+                self.flash_page_bytes
+            )));
+        }
+        if self.schemes.len() <= region.0 {
+            self.schemes.resize(region.0 + 1, IpaScheme::NONE);
+        }
+        self.schemes[region.0] = scheme;
+        Ok(())
+    }
+
+    pub fn scheme(&self, region: u16) -> IpaScheme {
+        self.schemes[region as usize]
+    }
+
+    /// Where the delta area of pages in `region` starts.
+    pub fn body_end(&self, region: u16) -> usize {
+        self.page_bytes - self.scheme(region).area_bytes()
+    }
+
+    /// DB pages the region can hold.
+    pub fn pages_in(&self, region: u16) -> u32 {
+        self.flash.region(RegionId(region as usize)).logical_pages() / self.flash_pages_per_page()
+    }
+
+    pub fn counters(&self) -> &BTreeMap<u32, ObjectCounters> {
+        &self.counters
+    }
+
+    fn lpn(&self, pid: PageId, part: u32) -> u32 {
+        pid.page * self.flash_pages_per_page() + part
+    }
+
+    /// Reads a page's flash pages into `buf`. `None` if it was never written. Returns
+    /// the bytes known whole in the last flash page, whether its tail is torn, and when
+    /// the last read ends.
+    fn read_parts(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<Option<(usize, bool, SimTime)>> {
+        let region = RegionId(pid.region as usize);
+        let mut done = now;
+        let mut last = (0, false);
+        for part in 0..self.flash_pages_per_page() {
+            let lpn = self.lpn(pid, part);
+            let Some(read) = self.flash.read(region, lpn, now)? else {
+                if part == 0 {
+                    return Ok(None);
+                }
+                return Err(Error::Corrupt(format!("page {} of region {} is missing flash page {part}", pid.page, pid.region)));
+            };
+            let at = part as usize * self.flash_page_bytes;
+            buf[at..at + self.flash_page_bytes].copy_from_slice(read.data);
+            done = done.max(read.timing.end_ns);
+            last = (read.whole_bytes, read.torn_tail);
+        }
+        Ok(Some((last.0, last.1, done)))
+    }
+
+    /// Fetches a page into `buf` with its delta-records applied (§6.2). `None` if the
+    /// page was never written. A page that does not parse is [`Error::Corrupt`].
+    pub fn fetch(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<Option<(FlashState, SimTime)>> {
+        let Some((whole, torn_tail, done)) = self.read_parts(pid, buf, now)? else { return Ok(None) };
+        let scheme = self.scheme(pid.region);
+        let body_end = self.body_end(pid.region);
+        let whole = (self.flash_pages_per_page() as usize - 1) * self.flash_page_bytes + whole;
+        let applied = delta::apply_records(scheme, buf, body_end, whole)?;
+        page::check(buf, body_end)?;
+        if page::page_no(buf) != pid.page {
+            return Err(Error::Corrupt(format!(
+                "region {} page {} holds page {}",
+                pid.region,
+                pid.page,
+                page::page_no(buf)
+            )));
+        }
+        self.counters.entry(page::object(buf)).or_default().reads += 1;
+        let state = FlashState { on_flash: true, records: applied.records, sealed: applied.torn || torn_tail };
+        Ok(Some((state, done)))
+    }
+
+    /// Writes a dirty page by the IPA rule. `page` is the buffer frame, `base` the page
+    /// as it was last read or written; both are updated to the new flash state.
+    pub fn write(
+        &mut self,
+        pid: PageId,
+        page: &mut [u8],
+        base: &mut [u8],
+        state: &mut FlashState,
+        now: SimTime,
+    ) -> Result<Written> {
+        let scheme = self.scheme(pid.region);
+        let body_end = self.body_end(pid.region);
+        let slots_from = page::free_end(page).min(page::free_end(base)).max(page::HEADER_BYTES);
+        delta::diff(&base[..body_end], &page[..body_end], page::HEADER_BYTES, slots_from, &mut self.changes);
+        let net = self.changes.bytes() as u64;
+        let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
+        let object = page::object(page);
+        let mut done = now;
+        if let Eviction::Append { records } = eviction {
+            match self.append(pid, page, scheme, body_end, state.records as usize, records, now) {
+                Ok(end) => {
+                    done = end;
+                    state.records += records as u8;
+                    let c = self.counters.entry(object).or_default();
+                    c.in_place_appends += 1;
+                    c.delta_records += records as u64;
+                    c.net_changed_bytes += net;
+                    c.gross_written_bytes += (records * scheme.record_bytes()) as u64;
+                }
+                Err(Error::Flash(flash::Error::DeltaRefused { .. })) => {
+                    self.counters.entry(object).or_default().delta_refusals += 1;
+                    eviction = Eviction::OutOfPlace(OutOfPlaceReason::Refused);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if let Eviction::OutOfPlace(_) = eviction {
+            page[body_end..].fill(0xFF);
+            done = self.write_out_of_place(pid, page, now)?;
+            *state = FlashState { on_flash: true, records: 0, sealed: false };
+            let c = self.counters.entry(object).or_default();
+            c.out_of_place_writes += 1;
+            c.net_changed_bytes += net;
+            c.gross_written_bytes += self.page_bytes as u64;
+        }
+        base.copy_from_slice(page);
+        Ok(Written { eviction, done })
+    }
+
+    /// Encodes `records` new delta-records after the `existing` ones into the frame's
+    /// delta area and appends them with one `write_delta`.
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &mut self,
+        pid: PageId,
+        page: &mut [u8],
+        scheme: IpaScheme,
+        body_end: usize,
+        existing: usize,
+        records: usize,
+        now: SimTime,
+    ) -> Result<SimTime> {
+        delta::encode_records(scheme, &self.changes, page, records, &mut self.records);
+        let at = body_end + existing * scheme.record_bytes();
+        let last_part = self.flash_pages_per_page() - 1;
+        let offset = at - last_part as usize * self.flash_page_bytes;
+        let lpn = self.lpn(pid, last_part);
+        let timing = self.flash.write_delta(RegionId(pid.region as usize), lpn, offset, &self.records, now)?;
+        page[at..at + self.records.len()].copy_from_slice(&self.records);
+        Ok(timing.end_ns)
+    }
+
+    fn write_out_of_place(&mut self, pid: PageId, bytes: &[u8], now: SimTime) -> Result<SimTime> {
+        let region = RegionId(pid.region as usize);
+        let mut done = now;
+        for part in 0..self.flash_pages_per_page() {
+            let at = part as usize * self.flash_page_bytes;
+            let lpn = self.lpn(pid, part);
+            let timing = self.flash.write(region, lpn, &bytes[at..at + self.flash_page_bytes], now)?;
+            done = done.max(timing.end_ns);
+        }
+        Ok(done)
+    }
+
+    /// Writes raw bytes (a catalog page) out-of-place, outside the IPA accounting.
+    pub fn write_raw(&mut self, pid: PageId, bytes: &[u8], now: SimTime) -> Result<SimTime> {
+        self.write_out_of_place(pid, bytes, now)
+    }
+
+    /// Reads raw bytes written by [`PageStore::write_raw`]; `false` if never written.
+    pub fn read_raw(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<bool> {
+        Ok(self.read_parts(pid, buf, now)?.is_some())
+    }
+
+    /// Forgets a page on flash (its object freed it): trims its flash pages.
+    pub fn trim(&mut self, pid: PageId, now: SimTime) -> Result<()> {
+        for part in 0..self.flash_pages_per_page() {
+            let lpn = self.lpn(pid, part);
+            self.flash.trim(RegionId(pid.region as usize), lpn, now)?;
+        }
+        Ok(())
+    }
+}
