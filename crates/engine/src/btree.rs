@@ -284,7 +284,8 @@ fn insert_into(
     };
     let kind = if node.leaf { Kind::Leaf } else { Kind::Inner };
     let (r, rf) = a.new_page(kind, node.level)?;
-    let right = Node { leaf: node.leaf, level: node.level, next: node.next, leftmost: right_leftmost, entries: right_entries };
+    let right =
+        Node { leaf: node.leaf, level: node.level, next: node.next, leftmost: right_leftmost, entries: right_entries };
     write_node(a, rf, &right);
     a.pool.unpin(rf);
     if is_root {
@@ -294,7 +295,8 @@ fn insert_into(
         write_node(a, lf, &left);
         a.pool.unpin(lf);
         let level = left.level + 1;
-        let root = Node { leaf: false, level, next: NO_PAGE, leftmost: l, entries: vec![entry(&separator, &r.to_le_bytes())] };
+        let root =
+            Node { leaf: false, level, next: NO_PAGE, leftmost: l, entries: vec![entry(&separator, &r.to_le_bytes())] };
         write_node(a, f, &root);
         a.pool.unpin(f);
         return Ok(None);

@@ -180,7 +180,10 @@ impl BufferPool {
         let f = self.free_frame()?;
         let span = self.span(f);
         let Some((state, done)) = self.store.fetch(pid, &mut self.data[span.clone()], self.now)? else {
-            return Err(Error::Corrupt(format!("region {} page {} is referenced but was never written", pid.region, pid.page)));
+            return Err(Error::Corrupt(format!(
+                "region {} page {} is referenced but was never written",
+                pid.region, pid.page
+            )));
         };
         self.now = done;
         self.base[span.clone()].copy_from_slice(&self.data[span]);
@@ -191,7 +194,10 @@ impl BufferPool {
     /// Pins a frame for a page that is new on flash; the caller formats its bytes.
     pub fn create(&mut self, pid: PageId) -> Result<FrameId> {
         if let Some(&f) = self.map.get(&pid) {
-            return Err(Error::Corrupt(format!("page {} of region {} is allocated twice (frame {f})", pid.page, pid.region)));
+            return Err(Error::Corrupt(format!(
+                "page {} of region {} is allocated twice (frame {f})",
+                pid.page, pid.region
+            )));
         }
         let f = self.free_frame()?;
         let span = self.span(f);
@@ -220,9 +226,9 @@ impl BufferPool {
                 return Ok(f);
             }
         }
-        let f = self.victim().ok_or_else(|| {
-            Error::Full(format!("buffer pool: all {} frames are pinned", self.frames.len()))
-        })?;
+        let f = self
+            .victim()
+            .ok_or_else(|| Error::Full(format!("buffer pool: all {} frames are pinned", self.frames.len())))?;
         if self.frames[f].dirty {
             self.stats.dirty_evictions += 1;
             self.now = self.write_frame(f, self.now)?;
@@ -262,8 +268,7 @@ impl BufferPool {
         let pid = self.frames[f].page.expect("a dirty frame holds a page");
         let span = self.span(f);
         let mut state = self.frames[f].state;
-        let written =
-            self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
+        let written = self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
         match written.eviction {
             Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
             Eviction::Append { .. } => self.stats.in_place_appends += 1,

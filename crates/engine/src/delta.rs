@@ -166,7 +166,9 @@ pub enum Eviction {
     Clean,
     OutOfPlace(OutOfPlaceReason),
     /// Append this many new delta-records with `write_delta`.
-    Append { records: usize },
+    Append {
+        records: usize,
+    },
 }
 
 /// The IPA eviction rule (§6.2): a page that was never written, or whose changes do not

@@ -8,11 +8,19 @@ use std::fmt;
 pub enum Error {
     Flash(flash::Error),
     /// A statement that does not parse; `line` and `column` are 1-based.
-    Parse { line: usize, column: usize, token: String, message: String },
+    Parse {
+        line: usize,
+        column: usize,
+        token: String,
+        message: String,
+    },
     /// A statement that parses but cannot run (unknown table, wrong type, …).
     Invalid(String),
     /// A unique key that is already present.
-    Duplicate { object: String, key: String },
+    Duplicate {
+        object: String,
+        key: String,
+    },
     /// Bytes on the device that do not decode.
     Corrupt(String),
     /// The object or region has no room for another page or row.

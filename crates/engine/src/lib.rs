@@ -9,17 +9,17 @@
 
 pub mod btree;
 pub mod buffer;
-//pub mod catalog;
-//pub mod db;
+pub mod catalog;
+pub mod db;
 pub mod delta;
 pub mod error;
 pub mod heap;
 pub mod page;
-//pub mod sql;
 pub mod space;
+pub mod sql;
 pub mod store;
 pub mod types;
 
-//pub use db::{Database, DbOptions, QueryResult};
+pub use db::{Database, DbOptions, QueryResult};
 pub use delta::IpaScheme;
 pub use error::{Error, Result};

@@ -162,8 +162,7 @@ fn make_room(p: &mut [u8], body_end: usize, len: usize, new_slot: bool) -> bool 
 /// Moves live tuples together, in slot order, to one contiguous tuple area.
 fn compact(p: &mut [u8], body_end: usize) {
     let n = slot_count(p);
-    let tuples: Vec<(usize, Vec<u8>)> =
-        (0..n).filter_map(|i| get(p, body_end, i).map(|t| (i, t.to_vec()))).collect();
+    let tuples: Vec<(usize, Vec<u8>)> = (0..n).filter_map(|i| get(p, body_end, i).map(|t| (i, t.to_vec()))).collect();
     let mut at = HEADER_BYTES;
     for (i, t) in tuples {
         p[at..at + t.len()].copy_from_slice(&t);

@@ -40,7 +40,8 @@ impl RegionPages {
     /// The first free aligned extent of `len` pages.
     fn take_extent(&mut self, len: u32) -> Option<u32> {
         let len = len as usize;
-        let start = (0..self.taken.len() / len).map(|e| e * len).find(|&s| self.taken[s..s + len].iter().all(|t| !t))?;
+        let start =
+            (0..self.taken.len() / len).map(|e| e * len).find(|&s| self.taken[s..s + len].iter().all(|t| !t))?;
         self.taken[start..start + len].fill(true);
         Some(start as u32)
     }

@@ -86,7 +86,7 @@ impl PageStore {
         if !flash.device().storage().keeps_data() {
             return Err(Error::Invalid("the engine needs a device that keeps page data".into()));
         }
-        if !matches!(page_bytes, 4096 | 8192 | 16384) || page_bytes % flash_page_bytes != 0 {
+        if !matches!(page_bytes, 4096 | 8192 | 16384) || !page_bytes.is_multiple_of(flash_page_bytes) {
             return Err(Error::Invalid(format!(
                 "DB page size {page_bytes} must be 4, 8 or 16 KiB and a multiple of the {flash_page_bytes}-byte flash page"
             )));
@@ -119,8 +119,18 @@ impl PageStore {
         (self.page_bytes / self.flash_page_bytes) as u32
     }
 
-    /// Sets the IPA scheme of a region, checking that its delta area fits one flash page.
+    /// Sets the IPA scheme of a region.
     pub fn set_scheme(&mut self, region: RegionId, scheme: IpaScheme) -> Result<()> {
+        self.check_scheme(scheme)?;
+        if self.schemes.len() <= region.0 {
+            self.schemes.resize(region.0 + 1, IpaScheme::NONE);
+        }
+        self.schemes[region.0] = scheme;
+        Ok(())
+    }
+
+    /// A scheme's delta area must fit in half a flash page (it is appended to one).
+    pub fn check_scheme(&self, scheme: IpaScheme) -> Result<()> {
         if scheme.area_bytes() > self.flash_page_bytes / 2 {
             return Err(Error::Invalid(format!(
                 "IPA [{scheme}] with V = {} needs a {}-byte delta area; at most half a {}-byte flash page is allowed",
@@ -129,10 +139,6 @@ impl PageStore {
                 self.flash_page_bytes
             )));
         }
-        if self.schemes.len() <= region.0 {
-            self.schemes.resize(region.0 + 1, IpaScheme::NONE);
-        }
-        self.schemes[region.0] = scheme;
         Ok(())
     }
 
@@ -171,7 +177,10 @@ impl PageStore {
                 if part == 0 {
                     return Ok(None);
                 }
-                return Err(Error::Corrupt(format!("page {} of region {} is missing flash page {part}", pid.page, pid.region)));
+                return Err(Error::Corrupt(format!(
+                    "page {} of region {} is missing flash page {part}",
+                    pid.page, pid.region
+                )));
             };
             let at = part as usize * self.flash_page_bytes;
             buf[at..at + self.flash_page_bytes].copy_from_slice(read.data);
@@ -285,16 +294,6 @@ impl PageStore {
             done = done.max(timing.end_ns);
         }
         Ok(done)
-    }
-
-    /// Writes raw bytes (a catalog page) out-of-place, outside the IPA accounting.
-    pub fn write_raw(&mut self, pid: PageId, bytes: &[u8], now: SimTime) -> Result<SimTime> {
-        self.write_out_of_place(pid, bytes, now)
-    }
-
-    /// Reads raw bytes written by [`PageStore::write_raw`]; `false` if never written.
-    pub fn read_raw(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<bool> {
-        Ok(self.read_parts(pid, buf, now)?.is_some())
     }
 
     /// Forgets a page on flash (its object freed it): trims its flash pages.

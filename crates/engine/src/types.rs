@@ -20,7 +20,10 @@ pub enum ColumnType {
     Int,
     BigInt,
     /// DECIMAL(p, s): stored as the value × 10^s in an i64.
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Float,
     Char(u16),
     Varchar(u16),
@@ -129,7 +132,9 @@ impl Value {
     pub fn negate(&self) -> Option<Value> {
         match self {
             Value::Int(i) => i.checked_neg().map(Value::Int),
-            Value::Decimal { scaled, scale } => scaled.checked_neg().map(|s| Value::Decimal { scaled: s, scale: *scale }),
+            Value::Decimal { scaled, scale } => {
+                scaled.checked_neg().map(|s| Value::Decimal { scaled: s, scale: *scale })
+            }
             Value::Float(f) => Some(Value::Float(-f)),
             _ => None,
         }
@@ -318,14 +323,12 @@ mod tests {
                 (-999_999_999_999i64..999_999_999_999).prop_map(move |s| Value::Decimal { scaled: s, scale }).boxed()
             }
             ColumnType::Float => (-1e9f64..1e9).prop_map(Value::Float).boxed(),
-            ColumnType::Char(n) => proptest::string::string_regex(&format!("[a-z0-9]{{0,{n}}}"))
-                .unwrap()
-                .prop_map(Value::Text)
-                .boxed(),
-            ColumnType::Varchar(n) => proptest::string::string_regex(&format!("[a-z\\x00 ]{{0,{n}}}"))
-                .unwrap()
-                .prop_map(Value::Text)
-                .boxed(),
+            ColumnType::Char(n) => {
+                proptest::string::string_regex(&format!("[a-z0-9]{{0,{n}}}")).unwrap().prop_map(Value::Text).boxed()
+            }
+            ColumnType::Varchar(n) => {
+                proptest::string::string_regex(&format!("[a-z\\x00 ]{{0,{n}}}")).unwrap().prop_map(Value::Text).boxed()
+            }
         };
         prop_oneof![1 => Just(Value::Null), 6 => v]
     }
@@ -376,7 +379,10 @@ mod tests {
     fn coercion() {
         let dec = ColumnType::Decimal { precision: 6, scale: 2 };
         assert_eq!(dec.coerce(&Value::Int(12)).unwrap(), Value::Decimal { scaled: 1200, scale: 2 });
-        assert_eq!(dec.coerce(&Value::Decimal { scaled: 15, scale: 1 }).unwrap(), Value::Decimal { scaled: 150, scale: 2 });
+        assert_eq!(
+            dec.coerce(&Value::Decimal { scaled: 15, scale: 1 }).unwrap(),
+            Value::Decimal { scaled: 150, scale: 2 }
+        );
         assert!(dec.coerce(&Value::Int(10_000)).unwrap_err().contains("out of range"));
         assert!(ColumnType::Int.coerce(&Value::Int(1 << 40)).is_err());
         assert!(ColumnType::Char(2).coerce(&Value::Text("abc".into())).is_err());

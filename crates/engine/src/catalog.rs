@@ -1,0 +1,221 @@
+//! The catalog: regions' IPA schemes, tablespaces, tables, indexes and where their
+//! pages are. Stored on the device as JSON in the first flash pages of the `system`
+//! region, in two copies written alternately:
+//!
+//! ```text
+//! copy c (0 or 1) occupies flash pages [c·K, (c+1)·K) of region 0, K = CATALOG_BYTES / flash page
+//! offset size field (first page of the copy)
+//!  0      8   magic "DFCATLG1"
+//!  8      8   generation (u64 LE); copy = generation mod 2
+//! 16      4   JSON length (u32 LE)
+//! 20      4   crc32 of the JSON
+//! 24      …   JSON, continued on the copy's next pages
+//! ```
+//!
+//! A write goes to the copy the previous one did not use, so a torn catalog write
+//! leaves the other copy intact; opening takes the valid copy with the higher
+//! generation.
+
+use crate::delta::IpaScheme;
+use crate::error::{Error, Result};
+use crate::space::ObjectSpace;
+use crate::store::PageStore;
+use crate::types::{Column, ColumnType};
+use flash::RegionId;
+use serde::{Deserialize, Serialize};
+
+const MAGIC: &[u8; 8] = b"DFCATLG1";
+const HEADER: usize = 24;
+/// Bytes per catalog copy.
+pub const CATALOG_BYTES: usize = 512 << 10;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegionEntry {
+    pub name: String,
+    pub scheme: IpaScheme,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Tablespace {
+    pub name: String,
+    pub region: u16,
+    pub extent_pages: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableDef {
+    pub id: u32,
+    pub name: String,
+    pub tablespace: String,
+    pub columns: Vec<Column>,
+    /// Column positions of the primary key (empty: none).
+    pub primary_key: Vec<usize>,
+    pub space: ObjectSpace,
+}
+
+impl TableDef {
+    pub fn column(&self, name: &str) -> Result<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::Invalid(format!("table {} has no column {name}", self.name)))
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IndexDef {
+    pub id: u32,
+    pub name: String,
+    pub table: String,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub tablespace: String,
+    pub root: u32,
+    pub space: ObjectSpace,
+}
+
+impl IndexDef {
+    pub fn key_types(&self, table: &TableDef) -> Vec<ColumnType> {
+        self.columns.iter().map(|&c| table.columns[c].ty).collect()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Catalog {
+    pub page_bytes: usize,
+    pub next_object: u32,
+    /// The next page LSN to hand out (a log sequence number once the log exists).
+    pub next_lsn: u64,
+    /// By flash region index.
+    pub regions: Vec<RegionEntry>,
+    pub tablespaces: Vec<Tablespace>,
+    pub tables: Vec<TableDef>,
+    pub indexes: Vec<IndexDef>,
+    #[serde(skip)]
+    generation: u64,
+}
+
+impl Catalog {
+    pub fn new(page_bytes: usize) -> Catalog {
+        Catalog {
+            page_bytes,
+            next_object: 1,
+            next_lsn: 1,
+            regions: Vec::new(),
+            tablespaces: Vec::new(),
+            tables: Vec::new(),
+            indexes: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn table(&self, name: &str) -> Result<usize> {
+        self.tables
+            .iter()
+            .position(|t| t.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::Invalid(format!("no table named {name}")))
+    }
+
+    pub fn tablespace(&self, name: &str) -> Result<&Tablespace> {
+        self.tablespaces
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::Invalid(format!("no tablespace named {name}")))
+    }
+
+    pub fn region(&self, name: &str) -> Option<usize> {
+        self.regions.iter().position(|r| r.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Indexes of a table, primary key first.
+    pub fn indexes_of(&self, table: &str) -> impl Iterator<Item = usize> + '_ {
+        let table = table.to_string();
+        self.indexes.iter().enumerate().filter(move |(_, i)| i.table.eq_ignore_ascii_case(&table)).map(|(n, _)| n)
+    }
+
+    pub fn name_taken(&self, name: &str) -> bool {
+        self.table(name).is_ok() || self.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Flash pages of region 0 the two catalog copies occupy.
+    pub fn reserved_flash_pages(store: &PageStore) -> u32 {
+        2 * (CATALOG_BYTES / store.flash().device().geometry().page_bytes as usize) as u32
+    }
+
+    /// Writes the catalog to the copy the last write did not use.
+    pub fn save(&mut self, store: &mut PageStore, now: nand::SimTime) -> Result<()> {
+        let json = serde_json::to_vec(self).expect("catalog serializes");
+        if json.len() + HEADER > CATALOG_BYTES {
+            return Err(Error::Full(format!(
+                "the catalog needs {} bytes; a catalog copy holds {CATALOG_BYTES}",
+                json.len() + HEADER
+            )));
+        }
+        self.generation += 1;
+        let mut bytes = Vec::with_capacity(json.len() + HEADER);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&self.generation.to_le_bytes());
+        bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
+        bytes.extend_from_slice(&json);
+        let page = store.flash().device().geometry().page_bytes as usize;
+        bytes.resize(bytes.len().div_ceil(page) * page, 0);
+        let first = (self.generation % 2) as u32 * Self::reserved_flash_pages(store) / 2;
+        for (i, chunk) in bytes.chunks(page).enumerate() {
+            store.flash_mut().write(RegionId(0), first + i as u32, chunk, now)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the newer valid copy.
+    pub fn load(store: &mut PageStore) -> Result<Catalog> {
+        let mut best: Option<Catalog> = None;
+        let mut problems = Vec::new();
+        for copy in 0..2 {
+            match Self::load_copy(store, copy) {
+                Ok(Some(c)) if best.as_ref().map(|b| b.generation) < Some(c.generation) => best = Some(c),
+                Ok(_) => {}
+                Err(m) => problems.push(format!("copy {copy}: {m}")),
+            }
+        }
+        best.ok_or_else(|| {
+            Error::Corrupt(if problems.is_empty() {
+                "the device holds no catalog (not a DeltaFlash database)".into()
+            } else {
+                format!("no readable catalog ({})", problems.join("; "))
+            })
+        })
+    }
+
+    fn load_copy(store: &mut PageStore, copy: u32) -> std::result::Result<Option<Catalog>, String> {
+        let page = store.flash().device().geometry().page_bytes as usize;
+        let first = copy * Self::reserved_flash_pages(store) / 2;
+        let mut read = |lpn: u32| -> std::result::Result<Option<Vec<u8>>, String> {
+            match store.flash_mut().read(RegionId(0), lpn, 0) {
+                Ok(r) => Ok(r.map(|r| r.data.to_vec())),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        let Some(head) = read(first)? else { return Ok(None) };
+        if &head[..8] != MAGIC {
+            return Err("bad magic".into());
+        }
+        let generation = u64::from_le_bytes(head[8..16].try_into().unwrap());
+        let len = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(head[20..24].try_into().unwrap());
+        if len + HEADER > CATALOG_BYTES || generation % 2 != copy as u64 {
+            return Err(format!("header names {len} bytes, generation {generation}"));
+        }
+        let mut bytes = head;
+        for i in 1..(len + HEADER).div_ceil(page) as u32 {
+            bytes.extend(read(first + i)?.ok_or("a page of the copy is missing")?);
+        }
+        let json = &bytes[HEADER..HEADER + len];
+        if crc32fast::hash(json) != crc {
+            return Err("checksum mismatch".into());
+        }
+        let mut c: Catalog = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+        c.generation = generation;
+        Ok(Some(c))
+    }
+}

@@ -1,0 +1,124 @@
+//! The engine through statements: DDL, DML, reopen, IPA at work, and errors.
+
+mod common;
+
+use engine::db::BufferSize;
+use engine::types::Value;
+use engine::{Database, DbOptions, Error, QueryResult};
+
+const SCHEMA: &str = "
+CREATE REGION rgIPA (MAX_CHIPS=2, IPA_MODE=SLC, IPA=2x4, V=4);
+CREATE TABLESPACE tsIPA (REGION=rgIPA, EXTENT SIZE 32K);
+CREATE TABLE account (id INT PRIMARY KEY, branch INT NOT NULL, balance DECIMAL(12,2), name VARCHAR(30)) TABLESPACE tsIPA;
+CREATE INDEX account_branch ON account(branch) TABLESPACE tsIPA;
+";
+
+fn rows(r: &QueryResult) -> &Vec<Vec<Value>> {
+    match r {
+        QueryResult::Rows { rows, .. } => rows,
+        other => panic!("not rows: {other:?}"),
+    }
+}
+
+fn one(db: &mut Database, q: &str) -> QueryResult {
+    db.execute(q).unwrap_or_else(|e| panic!("{q}: {e}")).pop().unwrap()
+}
+
+#[test]
+fn create_insert_query_reopen() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(SCHEMA).unwrap();
+    for i in 0..500 {
+        one(&mut db, &format!("INSERT INTO account VALUES ({i}, {}, {}.50, 'name {i}')", i % 7, i * 10));
+    }
+    assert_eq!(rows(&one(&mut db, "SELECT * FROM account WHERE id = 42"))[0][3], Value::Text("name 42".into()));
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE id BETWEEN 10 AND 19")).len(), 10);
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE branch = 3")).len(), 71);
+    one(&mut db, "UPDATE account SET balance = balance + 1.25 WHERE id = 42");
+    one(&mut db, "UPDATE account SET branch = 100 WHERE id = 43");
+    one(&mut db, "DELETE FROM account WHERE id = 44");
+    let device = db.close().unwrap();
+
+    let mut db = Database::open(device, DbOptions::default()).unwrap();
+    let r = one(&mut db, "SELECT balance, branch FROM account WHERE id = 42");
+    assert_eq!(rows(&r)[0][0], Value::Decimal { scaled: 42175, scale: 2 });
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE branch = 100"))[0][0], Value::Int(43));
+    assert!(rows(&one(&mut db, "SELECT * FROM account WHERE id = 44")).is_empty());
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE balance BETWEEN 0 AND 100")).len(), 10);
+    assert!(db.schema().contains("CREATE INDEX account_branch ON account (branch) TABLESPACE tsIPA;"));
+}
+
+#[test]
+fn small_updates_become_in_place_appends() {
+    let options = DbOptions { buffer: BufferSize::Pages(16), ..DbOptions::default() };
+    let mut db = Database::create(common::device(), options).unwrap();
+    db.execute(SCHEMA).unwrap();
+    for i in 0..2000 {
+        one(&mut db, &format!("INSERT INTO account VALUES ({i}, 1, 100, 'x')"));
+    }
+    db.checkpoint().unwrap();
+    for round in 0..3 {
+        for i in (0..2000).step_by(97) {
+            one(&mut db, &format!("UPDATE account SET balance = balance + {} WHERE id = {i}", round + 1));
+        }
+        db.checkpoint().unwrap();
+    }
+    let stats = db.object_stats();
+    let account = stats.iter().find(|s| s.name == "account").unwrap();
+    assert!(account.counters.in_place_appends > 0, "{:?}", account.counters);
+    assert!(account.counters.write_amplification() > 1.0);
+    let r = one(&mut db, "SELECT balance FROM account WHERE id = 970");
+    assert_eq!(rows(&r)[0][0], Value::Decimal { scaled: 10600, scale: 2 });
+}
+
+fn fails(db: &mut Database, q: &str) -> String {
+    match db.execute(q) {
+        Err(e) => e.to_string(),
+        Ok(r) => panic!("{q} should fail, gave {r:?}"),
+    }
+}
+
+#[test]
+fn bad_statements_are_refused_with_reasons() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(SCHEMA).unwrap();
+    one(&mut db, "INSERT INTO account VALUES (1, 1, 1, 'a')");
+    assert!(fails(&mut db, "INSERT INTO account VALUES (1, 2, 3, 'b')").contains("duplicate key (1)"));
+    assert!(fails(&mut db, "INSERT INTO nope VALUES (1)").contains("no table named nope"));
+    assert!(fails(&mut db, "\n\nSELECT x FROM account").starts_with("line 3: table account has no column x"));
+    assert!(fails(&mut db, "INSERT INTO account VALUES (2, NULL, 1, 'a')").contains("may not be NULL"));
+    assert!(fails(&mut db, "INSERT INTO account VALUES ('two', 1, 1, 'a')").contains("not a INT"));
+    assert!(fails(&mut db, "INSERT INTO account VALUES (2, 1, 1)").contains("4 columns, 3 values"));
+    assert!(fails(&mut db, "CREATE TABLE account (a INT)").contains("already exists"));
+    assert!(fails(&mut db, "CREATE TABLE t (a INT) TABLESPACE ts9").contains("no tablespace named ts9"));
+    assert!(fails(&mut db, "CREATE TABLESPACE t2 (REGION=r9)").contains("no region named r9"));
+    assert!(fails(&mut db, "CREATE REGION r2 (IPA_MODE=none, IPA=2x4)").contains("needs an IPA_MODE"));
+    assert!(fails(&mut db, "CREATE REGION r3 (IPA_MODE=pSLC)").contains("needs MLC or TLC cells"));
+    assert!(fails(&mut db, "CREATE REGION r4 (IPA=3x125, V=125)").contains("half a 4096-byte flash page"));
+    one(&mut db, "INSERT INTO account VALUES (2, 1, 1, 'b')");
+    assert!(fails(&mut db, "CREATE UNIQUE INDEX u ON account(branch)").contains("u: duplicate key (1)"));
+    one(&mut db, "DELETE FROM account WHERE id = 2");
+    match db.execute("CREATE TABLE t (a INT,\n b BLOB)") {
+        Err(Error::Parse { line: 2, column: 4, token, .. }) => assert_eq!(token, "BLOB"),
+        other => panic!("{other:?}"),
+    }
+    // Failed statements changed nothing.
+    assert_eq!(rows(&one(&mut db, "SELECT * FROM account")).len(), 1);
+}
+
+#[test]
+fn drop_frees_space_for_new_objects() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(SCHEMA).unwrap();
+    for i in 0..300 {
+        one(&mut db, &format!("INSERT INTO account VALUES ({i}, 1, 1, 'a')"));
+    }
+    one(&mut db, "DROP INDEX account_branch");
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE branch = 1 AND id = 5")), &vec![vec![Value::Int(5)]]);
+    one(&mut db, "DROP TABLE account");
+    assert!(fails(&mut db, "SELECT * FROM account").contains("no table named account"));
+    db.execute("CREATE TABLE account (id INT PRIMARY KEY) TABLESPACE tsIPA; INSERT INTO account VALUES (1);").unwrap();
+    let device = db.close().unwrap();
+    let mut db = Database::open(device, DbOptions::default()).unwrap();
+    assert_eq!(rows(&one(&mut db, "SELECT * FROM account")).len(), 1);
+}
