@@ -6,6 +6,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod inspect;
 mod runner;
 mod setup;
+mod sql;
 mod table;
 mod trace;
 mod workload;
@@ -35,6 +36,10 @@ enum Command {
     FtlBench(FtlBenchArgs),
     /// Replay a page trace (W/R/D/T lines) against one region.
     Replay(ReplayArgs),
+    /// Create or open a database image and run statements: DDL (CREATE REGION /
+    /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
+    /// commands .stats and .schema.
+    Sql(sql::SqlArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -113,6 +118,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::FtlBench(args) => ftl_bench(args),
         Command::Replay(args) => replay(args),
+        Command::Sql(args) => sql::run(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {
