@@ -424,3 +424,11 @@ pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Ve
     }
     Ok(out)
 }
+
+/// Levels of the tree (1 = the root is a leaf).
+pub fn height(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<u32> {
+    let f = pool.fetch(PageId { region: space.region, page: root })?;
+    let level = page::level(pool.page(f));
+    pool.unpin(f);
+    Ok(level as u32 + 1)
+}

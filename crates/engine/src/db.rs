@@ -213,6 +213,19 @@ impl Database {
         self.pool.resize(frames)
     }
 
+    /// Height and page count of an index.
+    pub fn index_shape(&mut self, name: &str) -> Result<(u32, usize)> {
+        let def = self
+            .catalog
+            .indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::Invalid(format!("no index named {name}")))?;
+        let height = btree::height(&mut self.pool, &def.space, def.root)?;
+        let pages = btree::pages(&mut self.pool, &def.space, def.root)?.len();
+        Ok((height, pages))
+    }
+
     /// I/O per table and index.
     pub fn object_stats(&self) -> Vec<ObjectStats> {
         let counters = self.pool.store().counters();

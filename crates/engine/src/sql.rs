@@ -109,7 +109,7 @@ fn lex(text: &str) -> Result<Vec<Token>> {
                 }
             }
             out.push(Token { tok: Tok::Str(s), line: l, column: cl });
-        } else if "(),;=*-+.".contains(c) {
+        } else if "(),;=*-+.<>!".contains(c) {
             out.push(Token { tok: Tok::Sym(c), line: l, column: cl });
             advance(&mut i, &mut line, &mut col, c);
         } else {
@@ -705,6 +705,22 @@ mod tests {
         assert!(err("SELEKT 1").3.contains("expected a statement"));
         assert!(err("SELECT * FROM t extra").3.contains("`;`"));
         assert_eq!(err("CREATE TABLE t (a DECIMAL(20,2))").3, "DECIMAL precision must be 1 to 18");
+    }
+
+    proptest::proptest! {
+        /// Fuzz pass over the statement parser: arbitrary text, and mangled valid
+        /// statements, parse or give a positioned error, never a panic.
+        #[test]
+        fn fuzz_sql_parser(text in "\\PC{0,120}", cut in 0usize..400, junk in "[(),;=*'a-z0-9 -]{0,6}") {
+            let _ = parse(&text);
+            let valid = "CREATE REGION r (MAX_SIZE=1G, IPA_MODE=odd-MLC, IPA=2x3); CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(9)); \
+                         UPDATE t SET b = 'x', a = a - 1 WHERE a BETWEEN 1 AND 2";
+            let at = (0..=cut.min(valid.len())).rev().find(|&i| valid.is_char_boundary(i)).unwrap();
+            let mangled = format!("{}{junk}{}", &valid[..at], &valid[at..]);
+            if let Err(Error::Parse { line, column, .. }) = parse(&mangled) {
+                proptest::prop_assert!(line >= 1 && column >= 1);
+            }
+        }
     }
 
     #[test]
