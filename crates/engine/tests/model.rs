@@ -169,7 +169,7 @@ fn deep_btree_splits_merges_and_reopens() {
         let k = keys.swap_remove(rng.gen_range(0..keys.len()));
         assert!(db.delete(&tx, t, &[Value::Text(k.clone())]).unwrap());
         model.remove(&k);
-        if keys.len() % 500 == 0 {
+        if keys.len().is_multiple_of(500) {
             check(&mut db, &model);
         }
     }
