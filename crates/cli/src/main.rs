@@ -3,6 +3,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod engine_bench;
 mod inspect;
 mod runner;
 mod setup;
@@ -40,6 +41,9 @@ enum Command {
     /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
     /// commands .stats and .schema.
     Sql(sql::SqlArgs),
+    /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
+    /// cost of a page write with and without IPA bookkeeping.
+    EngineBench(engine_bench::EngineBenchArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -119,6 +123,7 @@ fn main() -> ExitCode {
         Command::FtlBench(args) => ftl_bench(args),
         Command::Replay(args) => replay(args),
         Command::Sql(args) => sql::run(args),
+        Command::EngineBench(args) => engine_bench::run(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Which unpinned frame gives way on a miss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -33,7 +33,8 @@ pub enum Replacement {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CleanerPolicy {
-    /// Shore-MT style: once dirty frames exceed this share, write cold dirty pages.
+    /// Shore-MT style: once dirty frames exceed this share, write the pages that have
+    /// been dirty longest (oldest first-dirty time, the order of their recovery LSNs).
     Eager { dirty_share: f64 },
     /// Dirty pages are written only when evicted (or at a checkpoint).
     NonEager,
@@ -63,6 +64,8 @@ struct Frame {
     page: Option<PageId>,
     pins: u32,
     dirty: bool,
+    /// When the frame last turned dirty (orders the eager cleaner's queue).
+    dirty_stamp: u64,
     referenced: bool,
     last_use: u64,
     state: FlashState,
@@ -78,8 +81,9 @@ pub struct BufferPool {
     replacement: Replacement,
     cleaner: CleanerPolicy,
     hand: usize,
-    cleaner_hand: usize,
     tick: u64,
+    /// Eager cleaner: (dirty stamp, frame), oldest first; stale entries are skipped.
+    dirty_queue: VecDeque<(u64, FrameId)>,
     lru: BTreeSet<(u64, FrameId)>,
     dirty: usize,
     now: SimTime,
@@ -100,8 +104,8 @@ impl BufferPool {
             replacement,
             cleaner,
             hand: 0,
-            cleaner_hand: 0,
             tick: 0,
+            dirty_queue: VecDeque::new(),
             lru: BTreeSet::new(),
             dirty: 0,
             now: 0,
@@ -150,11 +154,21 @@ impl BufferPool {
     /// The frame's bytes for modification; marks it dirty.
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
         if !self.frames[f].dirty {
-            self.frames[f].dirty = true;
-            self.dirty += 1;
+            self.mark_dirty(f);
         }
         let span = self.span(f);
         &mut self.data[span]
+    }
+
+    fn mark_dirty(&mut self, f: FrameId) {
+        self.tick += 1;
+        let frame = &mut self.frames[f];
+        frame.dirty = true;
+        frame.dirty_stamp = self.tick;
+        self.dirty += 1;
+        if let CleanerPolicy::Eager { .. } = self.cleaner {
+            self.dirty_queue.push_back((self.tick, f));
+        }
     }
 
     fn touch(&mut self, f: FrameId) {
@@ -187,7 +201,7 @@ impl BufferPool {
         };
         self.now = done;
         self.base[span.clone()].copy_from_slice(&self.data[span]);
-        self.install(f, pid, state, false);
+        self.install(f, pid, state);
         Ok(f)
     }
 
@@ -203,13 +217,13 @@ impl BufferPool {
         let span = self.span(f);
         self.data[span.clone()].fill(0);
         self.base[span].fill(0);
-        self.install(f, pid, FlashState::default(), true);
-        self.dirty += 1;
+        self.install(f, pid, FlashState::default());
+        self.mark_dirty(f);
         Ok(f)
     }
 
-    fn install(&mut self, f: FrameId, pid: PageId, state: FlashState, dirty: bool) {
-        self.frames[f] = Frame { page: Some(pid), pins: 1, dirty, referenced: true, last_use: 0, state };
+    fn install(&mut self, f: FrameId, pid: PageId, state: FlashState) {
+        self.frames[f] = Frame { page: Some(pid), pins: 1, referenced: true, state, ..Frame::default() };
         self.map.insert(pid, f);
         self.touch(f);
     }
@@ -282,24 +296,27 @@ impl BufferPool {
     }
 
     /// Runs the page cleaner (after each operation). Eager: while dirty frames exceed
-    /// the share, write unpinned dirty pages, cold ones (clock bit clear) on the first
-    /// pass; timed on the device at the pool's clock, which does not wait for them.
+    /// the share, write unpinned dirty pages, longest dirty first; timed on the device
+    /// at the pool's clock, which does not wait for them.
     pub fn clean(&mut self) -> Result<()> {
         let CleanerPolicy::Eager { dirty_share } = self.cleaner else { return Ok(()) };
         let limit = (dirty_share * self.frames.len() as f64) as usize;
-        let n = self.frames.len();
-        for pass in 0..2 {
-            let mut seen = 0;
-            while self.dirty > limit && seen < n {
-                let f = self.cleaner_hand;
-                self.cleaner_hand = (self.cleaner_hand + 1) % n;
-                seen += 1;
-                let frame = self.frames[f];
-                if frame.dirty && frame.pins == 0 && (pass == 1 || !frame.referenced) {
-                    self.write_frame(f, self.now)?;
-                    self.stats.cleaner_writes += 1;
-                }
+        let mut pinned = Vec::new();
+        while self.dirty > limit {
+            let Some((stamp, f)) = self.dirty_queue.pop_front() else { break };
+            let frame = self.frames[f];
+            if !frame.dirty || frame.dirty_stamp != stamp {
+                continue;
             }
+            if frame.pins > 0 {
+                pinned.push((stamp, f));
+                continue;
+            }
+            self.write_frame(f, self.now)?;
+            self.stats.cleaner_writes += 1;
+        }
+        for entry in pinned.into_iter().rev() {
+            self.dirty_queue.push_front(entry);
         }
         Ok(())
     }
@@ -349,7 +366,8 @@ impl BufferPool {
         self.base = vec![0; frames * bytes];
         self.map.clear();
         self.lru.clear();
-        (self.hand, self.cleaner_hand, self.dirty) = (0, 0, 0);
+        self.dirty_queue.clear();
+        (self.hand, self.dirty) = (0, 0);
         Ok(())
     }
 }

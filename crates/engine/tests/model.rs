@@ -5,6 +5,7 @@
 
 mod common;
 
+use engine::buffer::{CleanerPolicy, Replacement};
 use engine::db::BufferSize;
 use engine::types::Value;
 use engine::{Database, DbOptions, QueryResult};
@@ -56,6 +57,14 @@ fn options() -> DbOptions {
     DbOptions { buffer: BufferSize::Pages(10), ..DbOptions::default() }
 }
 
+fn pool_options(lru: bool, eager: bool) -> DbOptions {
+    DbOptions {
+        replacement: if lru { Replacement::Lru } else { Replacement::Clock },
+        cleaner: if eager { CleanerPolicy::EAGER } else { CleanerPolicy::NonEager },
+        ..options()
+    }
+}
+
 fn row(k: i64, v: i32, s: &str) -> Vec<Value> {
     vec![Value::Int(k), Value::Int(v as i64), Value::Text(s.into())]
 }
@@ -64,7 +73,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn table_and_indexes_match_a_btreemap(ops in proptest::collection::vec(op(), 1..250)) {
+    fn table_and_indexes_match_a_btreemap(ops in proptest::collection::vec(op(), 1..250), lru: bool, eager: bool) {
+        let options = || pool_options(lru, eager);
         let mut db = Database::create(common::device(), options()).unwrap();
         db.execute(SCHEMA).unwrap();
         let mut model: BTreeMap<i64, (i32, String)> = BTreeMap::new();

@@ -1,0 +1,81 @@
+//! The buffer pool's policies: eager and non-eager cleaning, pins, replacement.
+
+mod common;
+
+use engine::buffer::{BufferPool, CleanerPolicy, Replacement};
+use engine::page::{self, Kind};
+use engine::store::{PageId, PageStore};
+use engine::{Error, IpaScheme};
+use flash::{Flash, IpaMode, RegionId, RegionSpec};
+
+fn pool(frames: usize, replacement: Replacement, cleaner: CleanerPolicy) -> BufferPool {
+    let flash = Flash::format(common::device(), vec![RegionSpec::new("r", IpaMode::Slc)]).unwrap();
+    let mut store = PageStore::new(flash, 4096).unwrap();
+    store.set_scheme(RegionId(0), IpaScheme::new(2, 4, 4).unwrap()).unwrap();
+    BufferPool::new(store, frames, replacement, cleaner)
+}
+
+fn create(pool: &mut BufferPool, no: u32) {
+    let body_end = pool.store().body_end(0);
+    let f = pool.create(PageId { region: 0, page: no }).unwrap();
+    page::init(pool.page_mut(f), body_end, no, 1, Kind::Heap, 0);
+    pool.unpin(f);
+}
+
+#[test]
+fn eager_cleaner_keeps_dirty_pages_under_the_share() {
+    for replacement in [Replacement::Clock, Replacement::Lru] {
+        let mut p = pool(64, replacement, CleanerPolicy::EAGER);
+        for no in 0..40 {
+            create(&mut p, no);
+            p.clean().unwrap();
+            assert!(p.dirty_frames() <= 8, "{} dirty of 64 after cleaning", p.dirty_frames());
+        }
+        assert!(p.stats().cleaner_writes >= 32);
+        assert_eq!(p.stats().evictions, 0, "nothing needed evicting");
+    }
+}
+
+#[test]
+fn non_eager_writes_only_on_eviction_and_pins_hold() {
+    let mut p = pool(8, Replacement::Clock, CleanerPolicy::NonEager);
+    for no in 0..8 {
+        create(&mut p, no);
+        p.clean().unwrap();
+    }
+    assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (8, 0));
+    // Pin every page: a ninth has nowhere to go.
+    let pinned: Vec<_> = (0..8).map(|no| p.fetch(PageId { region: 0, page: no }).unwrap()).collect();
+    let err = p.create(PageId { region: 0, page: 8 }).unwrap_err();
+    assert!(matches!(err, Error::Full(_)), "{err}");
+    for f in pinned {
+        p.unpin(f);
+    }
+    create(&mut p, 8);
+    assert_eq!((p.stats().evictions, p.stats().dirty_evictions), (1, 1));
+    // The evicted page comes back from flash as it was.
+    let f = p.fetch(PageId { region: 0, page: 0 }).unwrap();
+    assert_eq!(page::page_no(p.page(f)), 0);
+    p.unpin(f);
+}
+
+#[test]
+fn lru_evicts_the_least_recently_used() {
+    let mut p = pool(8, Replacement::Lru, CleanerPolicy::NonEager);
+    for no in 0..8 {
+        create(&mut p, no);
+    }
+    p.flush_all().unwrap();
+    for no in (0..8).rev() {
+        let f = p.fetch(PageId { region: 0, page: no }).unwrap();
+        p.unpin(f);
+    }
+    create(&mut p, 8); // evicts page 7, touched longest ago
+    let misses = p.stats().misses;
+    let f = p.fetch(PageId { region: 0, page: 0 }).unwrap();
+    p.unpin(f);
+    assert_eq!(p.stats().misses, misses, "page 0 stayed");
+    let f = p.fetch(PageId { region: 0, page: 7 }).unwrap();
+    p.unpin(f);
+    assert_eq!(p.stats().misses, misses + 1, "page 7 was evicted");
+}
