@@ -48,3 +48,4 @@ run: build
 
 bench: build
 	scripts/bench.sh
+	scripts/engine-bench.sh
