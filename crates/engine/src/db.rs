@@ -351,6 +351,15 @@ impl Database {
         Ok(out)
     }
 
+    /// Runs the statements of a `.sql` file (a schema, a load script).
+    pub fn execute_file(&mut self, path: &std::path::Path) -> Result<Vec<QueryResult>> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        self.execute(&text).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
     fn run(&mut self, st: Statement) -> Result<QueryResult> {
         match st {
             Statement::CreateRegion { name, options } => self.create_region(&name, &options),

@@ -122,3 +122,66 @@ fn drop_frees_space_for_new_objects() {
     let mut db = Database::open(device, DbOptions::default()).unwrap();
     assert_eq!(rows(&one(&mut db, "SELECT * FROM account")).len(), 1);
 }
+
+/// 8 and 16 KiB DB pages span two and four 4 KiB flash pages; the delta area is on the
+/// last one, and appends work the same.
+#[test]
+fn db_pages_larger_than_flash_pages() {
+    for page_bytes in [8192, 16384] {
+        let options = DbOptions { page_bytes, buffer: BufferSize::Pages(8), ..DbOptions::default() };
+        let mut db = Database::create(common::device(), options.clone()).unwrap();
+        db.execute(SCHEMA).unwrap();
+        for i in 0..600 {
+            one(&mut db, &format!("INSERT INTO account VALUES ({i}, {}, 10, 'n{i}')", i % 3));
+        }
+        db.checkpoint().unwrap();
+        for round in 0..2 {
+            for i in (0..600).step_by(50) {
+                one(&mut db, &format!("UPDATE account SET balance = balance + 1 WHERE id = {i}"));
+            }
+            db.checkpoint().unwrap();
+            let _ = round;
+        }
+        let c = db.object_stats().into_iter().find(|s| s.name == "account").unwrap().counters;
+        assert!(c.in_place_appends > 0, "{page_bytes}: {c:?}");
+        let device = db.close().unwrap();
+        let mut db = Database::open(device, options).unwrap();
+        let r = one(&mut db, "SELECT balance FROM account WHERE id = 550");
+        assert_eq!(rows(&r)[0][0], Value::Decimal { scaled: 1200, scale: 2 }, "{page_bytes}");
+        assert_eq!(rows(&one(&mut db, "SELECT id FROM account WHERE branch = 2")).len(), 200);
+    }
+}
+
+/// A composite primary key (TPC-C style) orders by its columns; a prefix selects a range.
+#[test]
+fn composite_keys_and_schema_files() {
+    let dir = std::env::temp_dir().join(format!("deltaflash-schema-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("schema.sql");
+    std::fs::write(&path, "CREATE TABLE stock (w INT, i INT, qty INT NOT NULL, data CHAR(50), PRIMARY KEY (w, i));\n")
+        .unwrap();
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute_file(&path).unwrap();
+    let t = db.table_id("stock").unwrap();
+    let tx = db.begin();
+    for w in (1..=3).rev() {
+        for i in (-20..20).rev() {
+            db.insert(&tx, t, &[Value::Int(w), Value::Int(i), Value::Int(w * 100 + i), Value::Text("s".into())])
+                .unwrap();
+        }
+    }
+    let in_w2 = db.scan(&tx, t, &[Value::Int(2)], &[Value::Int(2)]).unwrap();
+    let keys: Vec<(Value, Value)> = in_w2.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let want: Vec<(Value, Value)> = (-20..20).map(|i| (Value::Int(2), Value::Int(i))).collect();
+    assert_eq!(keys, want);
+    let r = one(&mut db, "SELECT qty FROM stock WHERE w = 3 AND i BETWEEN -2 AND 1");
+    assert_eq!(
+        rows(&r).iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        (298..=301).map(Value::Int).collect::<Vec<_>>()
+    );
+    assert!(db.add(&tx, t, &[Value::Int(1), Value::Int(5)], 2, &Value::Int(-5)).unwrap());
+    assert_eq!(db.get(&tx, t, &[Value::Int(1), Value::Int(5)]).unwrap().unwrap()[2], Value::Int(100));
+    let missing = dir.join("missing.sql");
+    assert!(db.execute_file(&missing).unwrap_err().to_string().contains("missing.sql"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
