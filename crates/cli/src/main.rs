@@ -39,7 +39,7 @@ enum Command {
     Replay(ReplayArgs),
     /// Create or open a database image and run statements: DDL (CREATE REGION /
     /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
-    /// commands .stats and .schema.
+    /// commands .stats, .schema and .tables.
     Sql(sql::SqlArgs),
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.

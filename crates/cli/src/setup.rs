@@ -112,7 +112,13 @@ impl RegionArgs {
 
 /// A formatted device with one region over all its chips.
 pub fn format(device: &DeviceArgs, region: &RegionArgs, wants_deltas: bool) -> Result<Flash, String> {
+    let spec = region.spec(&device.geometry()?, wants_deltas)?;
     let dev = device.create()?;
-    let spec = region.spec(dev.geometry(), wants_deltas)?;
-    Flash::format(dev, vec![spec]).map_err(|e| e.to_string())
+    Flash::format(dev, vec![spec]).map_err(|e| {
+        // Leave no unformatted image behind.
+        if let Some(path) = &device.image {
+            let _ = std::fs::remove_file(path);
+        }
+        e.to_string()
+    })
 }

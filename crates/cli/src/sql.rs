@@ -1,5 +1,5 @@
 //! `deltaflash sql`: create or open a database image and run statements and dot
-//! commands (`.stats`, `.schema`) from `-e` arguments, a file, or standard input.
+//! commands (`.stats`, `.schema`, `.tables`) from `-e` arguments, a file, or standard input.
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
@@ -45,7 +45,11 @@ pub fn run(args: SqlArgs) -> Result<(), String> {
     } else {
         let device = args.device.create()?;
         eprintln!("creating database {} on a {} device", image.display(), args.device.device);
-        Database::create(device, options).map_err(|e| e.to_string())?
+        Database::create(device, options).map_err(|e| {
+            // Leave no half-made image behind.
+            let _ = std::fs::remove_file(&image);
+            e.to_string()
+        })?
     };
     let mut scripts: Vec<(String, String)> = args.execute.iter().map(|s| ("-e".to_string(), s.clone())).collect();
     if let Some(file) = &args.file {
@@ -113,7 +117,30 @@ fn dot_command(db: &mut Database, command: &str) -> Result<(), String> {
             print_stats(db);
             Ok(())
         }
-        other => Err(format!("unknown dot command `{other}` (expected .stats or .schema)")),
+        ".tables" => {
+            let mut rows = vec![Row::new(["name", "kind", "tablespace", "pages"].map(String::from).to_vec())];
+            let c = db.catalog();
+            for t in &c.tables {
+                rows.push(Row::new(vec![
+                    t.name.clone(),
+                    "table".into(),
+                    t.tablespace.clone(),
+                    t.space.pages().count().to_string(),
+                ]));
+            }
+            for i in &c.indexes {
+                let kind = if i.unique { "unique index" } else { "index" };
+                rows.push(Row::new(vec![
+                    i.name.clone(),
+                    kind.into(),
+                    i.tablespace.clone(),
+                    i.space.pages().count().to_string(),
+                ]));
+            }
+            print_table(&rows);
+            Ok(())
+        }
+        other => Err(format!("unknown dot command `{other}` (expected .stats, .schema or .tables)")),
     }
 }
 
