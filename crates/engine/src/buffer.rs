@@ -168,6 +168,11 @@ impl BufferPool {
         self.dirty += 1;
         if let CleanerPolicy::Eager { .. } = self.cleaner {
             self.dirty_queue.push_back((self.tick, f));
+            // Pages written by eviction leave stale entries; drop them now and then.
+            if self.dirty_queue.len() > 4 * self.frames.len() {
+                let frames = &self.frames;
+                self.dirty_queue.retain(|&(stamp, f)| frames[f].dirty && frames[f].dirty_stamp == stamp);
+            }
         }
     }
 

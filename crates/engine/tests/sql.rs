@@ -67,6 +67,7 @@ fn small_updates_become_in_place_appends() {
     let account = stats.iter().find(|s| s.name == "account").unwrap();
     assert!(account.counters.in_place_appends > 0, "{:?}", account.counters);
     assert!(account.counters.write_amplification() > 1.0);
+    assert!(db.now() > 0, "reads on misses and writes advance simulated time");
     let r = one(&mut db, "SELECT balance FROM account WHERE id = 970");
     assert_eq!(rows(&r)[0][0], Value::Decimal { scaled: 10600, scale: 2 });
 }
@@ -184,4 +185,24 @@ fn composite_keys_and_schema_files() {
     let missing = dir.join("missing.sql");
     assert!(db.execute_file(&missing).unwrap_err().to_string().contains("missing.sql"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The same statements give the same counters, simulated time and flash state.
+#[test]
+fn runs_are_deterministic() {
+    let run = || {
+        let options = DbOptions { buffer: BufferSize::Pages(12), ..DbOptions::default() };
+        let mut db = Database::create(common::device(), options).unwrap();
+        db.execute(SCHEMA).unwrap();
+        for i in 0..800 {
+            one(&mut db, &format!("INSERT INTO account VALUES ({i}, {}, 1, 'n')", i % 5));
+        }
+        for i in (0..800).step_by(7) {
+            one(&mut db, &format!("UPDATE account SET balance = balance + 2 WHERE id = {i}"));
+        }
+        let stats: Vec<_> = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
+        let flash: Vec<_> = db.flash().regions().iter().map(|r| r.counters()).collect();
+        (stats, flash, db.now(), db.pool_stats())
+    };
+    assert_eq!(run(), run());
 }
