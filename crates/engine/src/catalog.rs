@@ -116,6 +116,13 @@ impl Catalog {
             .ok_or_else(|| Error::Invalid(format!("no table named {name}")))
     }
 
+    pub fn index(&self, name: &str) -> Result<usize> {
+        self.indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::Invalid(format!("no index named {name}")))
+    }
+
     pub fn tablespace(&self, name: &str) -> Result<&Tablespace> {
         self.tablespaces
             .iter()
@@ -131,6 +138,12 @@ impl Catalog {
     pub fn indexes_of(&self, table: &str) -> impl Iterator<Item = usize> + '_ {
         let table = table.to_string();
         self.indexes.iter().enumerate().filter(move |(_, i)| i.table.eq_ignore_ascii_case(&table)).map(|(n, _)| n)
+    }
+
+    /// DB pages held by tables and indexes.
+    pub fn pages_in_use(&self) -> usize {
+        let tables = self.tables.iter().map(|t| t.space.pages().count());
+        tables.chain(self.indexes.iter().map(|i| i.space.pages().count())).sum()
     }
 
     pub fn name_taken(&self, name: &str) -> bool {

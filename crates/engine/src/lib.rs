@@ -1,6 +1,6 @@
 //! engine — the DeltaFlash storage engine over NoFTL regions.
 //!
-//! Layers, top down: [`db`] (the `Database` API and statement execution) → [`catalog`]
+//! Layers, top down: [`db`] (the `Database` API; statements run in `exec`) → [`catalog`]
 //! and [`sql`] (schema, DDL and the statement parser) → access methods [`heap`] and
 //! [`btree`] → [`buffer`] (frames, replacement, page cleaner) → [`store`] (DB pages on
 //! flash: fetch with delta-records applied, out-of-place writes or `write_delta`) →
@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod db;
 pub mod delta;
 pub mod error;
+mod exec;
 pub mod heap;
 pub mod page;
 pub mod space;

@@ -1,0 +1,426 @@
+//! Statements: DDL (regions, tablespaces, tables, indexes, drops) and DML routed to
+//! the row operations of [`Database`], with the access-path choice for WHERE clauses
+//! and the schema printed back as DDL.
+
+use crate::btree;
+use crate::catalog::{IndexDef, RegionEntry, TableDef, Tablespace};
+use crate::db::{coerce, extent_pages, Database, QueryResult, TableId, SYSTEM};
+use crate::error::{Error, Result};
+use crate::heap::{self, Rid};
+use crate::space::{ObjectAccess, ObjectSpace, RegionPages};
+use crate::sql::{self, Condition, SetExpr, Statement};
+use crate::types::{self, Column, Value};
+use flash::{IpaMode, RegionId, RegionSpec};
+
+impl Database {
+    /// Runs `;`-separated statements; errors name the statement's line.
+    pub fn execute(&mut self, text: &str) -> Result<Vec<QueryResult>> {
+        let mut out = Vec::new();
+        for located in sql::parse(text)? {
+            let result = self.run(located.statement).map_err(|e| match e {
+                Error::Invalid(m) => Error::Invalid(format!("line {}: {m}", located.line)),
+                Error::Duplicate { object, key } => {
+                    Error::Duplicate { object: format!("line {}: {object}", located.line), key }
+                }
+                other => other,
+            })?;
+            out.push(result);
+            self.pool.clean()?;
+        }
+        Ok(out)
+    }
+
+    /// Runs the statements of a `.sql` file (a schema, a load script).
+    pub fn execute_file(&mut self, path: &std::path::Path) -> Result<Vec<QueryResult>> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+        self.execute(&text).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    fn run(&mut self, st: Statement) -> Result<QueryResult> {
+        match st {
+            Statement::CreateRegion { name, options } => self.create_region(&name, &options),
+            Statement::CreateTablespace { name, region, extent_bytes } => {
+                self.create_tablespace(&name, &region, extent_bytes.unwrap_or(128 << 10))
+            }
+            Statement::CreateTable { name, columns, primary_key, tablespace } => {
+                self.create_table(&name, columns, primary_key, tablespace.as_deref().unwrap_or(SYSTEM))
+            }
+            Statement::CreateIndex { name, unique, table, columns, tablespace } => {
+                let t = self.catalog.table(&table)?;
+                let ts = tablespace.unwrap_or_else(|| self.catalog.tables[t].tablespace.clone());
+                self.create_index(&name, t, &columns, unique, &ts)
+            }
+            Statement::DropTable(name) => self.drop_table(&name),
+            Statement::DropIndex(name) => self.drop_index(&name),
+            Statement::Insert { table, columns, rows } => {
+                let t = self.catalog.table(&table)?;
+                let n = rows.len();
+                for row in rows {
+                    let values = self.row_from(t, columns.as_deref(), row)?;
+                    self.insert_row(t, &values)?;
+                }
+                Ok(QueryResult::Count { verb: "inserted", rows: n })
+            }
+            Statement::Select { table, columns, filter } => {
+                let t = self.catalog.table(&table)?;
+                let def = &self.catalog.tables[t];
+                let picks: Vec<usize> = match &columns {
+                    None => (0..def.columns.len()).collect(),
+                    Some(cols) => cols.iter().map(|c| def.column(c)).collect::<Result<_>>()?,
+                };
+                let names = picks.iter().map(|&c| def.columns[c].name.clone()).collect();
+                let rows = self.find(t, &filter)?;
+                let rows = rows.into_iter().map(|(_, r)| picks.iter().map(|&c| r[c].clone()).collect()).collect();
+                Ok(QueryResult::Rows { columns: names, rows })
+            }
+            Statement::Update { table, sets, filter } => {
+                let t = self.catalog.table(&table)?;
+                let def = &self.catalog.tables[t];
+                let sets: Vec<(usize, SetExpr)> =
+                    sets.into_iter().map(|(c, e)| Ok((def.column(&c)?, e))).collect::<Result<_>>()?;
+                let rows = self.find(t, &filter)?;
+                for (rid, old) in &rows {
+                    let new = self.apply_sets(t, old, &sets)?;
+                    self.replace_row(t, *rid, old, &new)?;
+                }
+                Ok(QueryResult::Count { verb: "updated", rows: rows.len() })
+            }
+            Statement::Delete { table, filter } => {
+                let t = self.catalog.table(&table)?;
+                let rows = self.find(t, &filter)?;
+                for (rid, old) in &rows {
+                    self.delete_row(t, *rid, old)?;
+                }
+                Ok(QueryResult::Count { verb: "deleted", rows: rows.len() })
+            }
+            Statement::Begin => Ok(QueryResult::Done("BEGIN".into())),
+            Statement::Commit => {
+                self.pool.clean()?;
+                Ok(QueryResult::Done("COMMIT".into()))
+            }
+        }
+    }
+
+    fn create_region(&mut self, name: &str, o: &sql::RegionOptions) -> Result<QueryResult> {
+        if self.catalog.region(name).is_some() {
+            return Err(Error::Invalid(format!("region {name} already exists")));
+        }
+        let cell = self.flash().device().geometry().cell;
+        let default_mode = if cell == nand::CellType::Slc { IpaMode::Slc } else { IpaMode::OddMlc };
+        let mode = o.ipa_mode.unwrap_or(if o.scheme.is_some() { default_mode } else { IpaMode::None });
+        let mut options = o.clone();
+        if mode != IpaMode::None && options.scheme.is_none() {
+            options.scheme = Some((2, 4));
+        }
+        let scheme = options.ipa_scheme().map_err(|m| Error::Invalid(format!("region {name}: {m}")))?;
+        if mode == IpaMode::None && scheme.enabled() {
+            return Err(Error::Invalid(format!("region {name}: IPA={scheme} needs an IPA_MODE other than none")));
+        }
+        let mut spec = RegionSpec::new(name, mode);
+        spec.max_size_bytes = o.max_size_bytes;
+        spec.max_chips = o.max_chips;
+        spec.max_channels = o.max_channels;
+        if let Some(op) = o.over_provisioning {
+            spec.over_provisioning = op;
+        }
+        self.pool.store().check_scheme(scheme)?;
+        let now = self.pool.now();
+        let id = self.pool.store_mut().flash_mut().add_region(spec, now)?;
+        self.pool.store_mut().set_scheme(id, scheme)?;
+        self.catalog.regions.push(RegionEntry { name: name.into(), scheme });
+        let pages = self.pool.store().pages_in(id.0 as u16);
+        self.regions.push(RegionPages::new(id.0 as u16, pages));
+        self.save_catalog()?;
+        let chips = self.flash().region(id).chips().len();
+        Ok(QueryResult::Done(format!(
+            "region {name}: {chips} chip(s), {pages} pages of {} KiB, IPA mode {}, scheme [{scheme}] V={} ({} bytes reserved per page)",
+            self.catalog.page_bytes >> 10,
+            mode.name(),
+            scheme.v,
+            scheme.area_bytes()
+        )))
+    }
+
+    fn create_tablespace(&mut self, name: &str, region: &str, extent_bytes: u64) -> Result<QueryResult> {
+        if self.catalog.tablespace(name).is_ok() {
+            return Err(Error::Invalid(format!("tablespace {name} already exists")));
+        }
+        let r = self.catalog.region(region).ok_or_else(|| Error::Invalid(format!("no region named {region}")))?;
+        let extent_pages = extent_pages(extent_bytes, self.catalog.page_bytes)?;
+        self.catalog.tablespaces.push(Tablespace { name: name.into(), region: r as u16, extent_pages });
+        self.save_catalog()?;
+        Ok(QueryResult::Done(format!("tablespace {name} in region {region}, extents of {extent_pages} pages")))
+    }
+
+    fn new_space(&mut self, tablespace: &str) -> Result<(u32, ObjectSpace)> {
+        let ts = self.catalog.tablespace(tablespace)?;
+        let space = ObjectSpace::new(ts.region, ts.extent_pages);
+        self.catalog.next_object += 1;
+        Ok((self.catalog.next_object - 1, space))
+    }
+
+    fn create_table(
+        &mut self,
+        name: &str,
+        defs: Vec<sql::ColumnDef>,
+        mut primary_key: Vec<String>,
+        tablespace: &str,
+    ) -> Result<QueryResult> {
+        if self.catalog.name_taken(name) {
+            return Err(Error::Invalid(format!("a table or index named {name} already exists")));
+        }
+        let inline: Vec<String> = defs.iter().filter(|d| d.primary_key).map(|d| d.name.clone()).collect();
+        if !inline.is_empty() {
+            if !primary_key.is_empty() || inline.len() > 1 {
+                return Err(Error::Invalid(format!("table {name} declares its primary key twice")));
+            }
+            primary_key = inline;
+        }
+        let mut columns: Vec<Column> = Vec::new();
+        for d in defs {
+            if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&d.name)) {
+                return Err(Error::Invalid(format!("table {name} has two columns named {}", d.name)));
+            }
+            let in_pk = primary_key.iter().any(|k| k.eq_ignore_ascii_case(&d.name));
+            columns.push(Column { name: d.name, ty: d.ty, nullable: !d.not_null && !in_pk });
+        }
+        let (id, space) = self.new_space(tablespace)?;
+        let mut table = TableDef {
+            id,
+            name: name.into(),
+            tablespace: self.catalog.tablespace(tablespace)?.name.clone(),
+            columns,
+            primary_key: Vec::new(),
+            space,
+        };
+        table.primary_key = primary_key.iter().map(|k| table.column(k)).collect::<Result<_>>()?;
+        let ts = table.tablespace.clone();
+        self.catalog.tables.push(table);
+        let t = self.catalog.tables.len() - 1;
+        if !primary_key.is_empty() {
+            if let Err(e) = self.create_index(&format!("{name}_pkey"), t, &primary_key, true, &ts) {
+                self.catalog.tables.pop();
+                return Err(e);
+            }
+        }
+        self.save_catalog()?;
+        Ok(QueryResult::Done(format!("table {name} in tablespace {ts}")))
+    }
+
+    fn create_index(&mut self, name: &str, t: usize, cols: &[String], unique: bool, ts: &str) -> Result<QueryResult> {
+        if self.catalog.name_taken(name) {
+            return Err(Error::Invalid(format!("a table or index named {name} already exists")));
+        }
+        let columns: Vec<usize> = cols.iter().map(|c| self.catalog.tables[t].column(c)).collect::<Result<_>>()?;
+        let (id, mut space) = self.new_space(ts)?;
+        let lsn = self.take_lsn();
+        let region = space.region as usize;
+        let mut a = ObjectAccess {
+            pool: &mut self.pool,
+            space: &mut space,
+            regions: &mut self.regions[region],
+            object: id,
+            lsn,
+        };
+        let root = btree::create(&mut a)?;
+        let table = self.catalog.tables[t].name.clone();
+        let tablespace = self.catalog.tablespace(ts)?.name.clone();
+        let def = IndexDef { id, name: name.into(), table, columns, unique, tablespace, root, space };
+        self.catalog.indexes.push(def);
+        let index = self.catalog.indexes.len() - 1;
+        // Index the rows already there.
+        let mut rows = Vec::new();
+        let tdef = &self.catalog.tables[t];
+        let cols = tdef.columns.clone();
+        heap::scan(&mut self.pool, &tdef.space, |rid, bytes| {
+            rows.push((rid, types::decode_row(&cols, bytes)));
+            true
+        })?;
+        for (rid, row) in rows {
+            let row = row.map_err(|m| Error::Corrupt(format!("table {}: {m}", self.catalog.tables[t].name)))?;
+            if let Err(e) = self.index_insert(index, t, rid, &row) {
+                self.drop_index(name)?;
+                return Err(e);
+            }
+        }
+        self.save_catalog()?;
+        Ok(QueryResult::Done(format!("index {name} on {}", self.catalog.tables[t].name)))
+    }
+
+    fn free_object(&mut self, space: &ObjectSpace) -> Result<()> {
+        for page in space.pages().collect::<Vec<_>>() {
+            self.pool.discard(crate::store::PageId { region: space.region, page })?;
+        }
+        for &start in &space.extents {
+            self.regions[space.region as usize].release(start, space.extent_pages);
+        }
+        Ok(())
+    }
+
+    fn drop_index(&mut self, name: &str) -> Result<QueryResult> {
+        let index = self.catalog.indexes.remove(self.catalog.index(name)?);
+        self.free_object(&index.space)?;
+        self.save_catalog()?;
+        Ok(QueryResult::Done(format!("dropped index {}", index.name)))
+    }
+
+    fn drop_table(&mut self, name: &str) -> Result<QueryResult> {
+        let t = self.catalog.table(name)?;
+        let indexes: Vec<String> =
+            self.catalog.indexes_of(name).map(|i| self.catalog.indexes[i].name.clone()).collect();
+        for i in indexes {
+            self.drop_index(&i)?;
+        }
+        let table = self.catalog.tables.remove(t);
+        self.free_object(&table.space)?;
+        self.save_catalog()?;
+        Ok(QueryResult::Done(format!("dropped table {}", table.name)))
+    }
+
+    fn row_from(&self, t: usize, names: Option<&[String]>, values: Vec<Value>) -> Result<Vec<Value>> {
+        let def = &self.catalog.tables[t];
+        let Some(names) = names else { return self.coerce_row(TableId(t), &values) };
+        if names.len() != values.len() {
+            return Err(Error::Invalid(format!("{} columns named, {} values given", names.len(), values.len())));
+        }
+        let mut row = vec![Value::Null; def.columns.len()];
+        for (n, v) in names.iter().zip(values) {
+            let c = def.column(n)?;
+            row[c] = v;
+        }
+        self.coerce_row(TableId(t), &row)
+    }
+
+    fn apply_sets(&self, t: usize, old: &[Value], sets: &[(usize, SetExpr)]) -> Result<Vec<Value>> {
+        let def = &self.catalog.tables[t];
+        let mut new = old.to_vec();
+        for (c, e) in sets {
+            let v = match e {
+                SetExpr::Value(v) => v.clone(),
+                SetExpr::Add(other, delta) => {
+                    let base = &old[def.column(other)?];
+                    base.add(delta).ok_or_else(|| Error::Invalid(format!("cannot add {delta} to {base}")))?
+                }
+            };
+            new[*c] = coerce(&def.columns[*c], &v)?;
+        }
+        Ok(new)
+    }
+
+    /// Rows matching every condition, through the index that covers most of them.
+    fn find(&mut self, t: usize, filter: &[Condition]) -> Result<Vec<(Rid, Vec<Value>)>> {
+        let def = &self.catalog.tables[t];
+        let mut conds = Vec::with_capacity(filter.len());
+        for c in filter {
+            let (name, lo, hi) = match c {
+                Condition::Eq(n, v) => (n, v, v),
+                Condition::Between(n, lo, hi) => (n, lo, hi),
+            };
+            let col = def.column(name)?;
+            let ty = def.columns[col].ty;
+            let enc = |v: &Value| -> Result<Vec<u8>> {
+                let v = ty.coerce(v).map_err(|m| Error::Invalid(format!("column {name}: {m}")))?;
+                Ok(types::encode_key(&[ty], &[v]))
+            };
+            conds.push((col, enc(lo)?, enc(hi)?));
+        }
+        // The best index: the most leading columns bound by `=`, then one range.
+        let mut best: Option<(usize, Vec<u8>, Vec<u8>, usize)> = None;
+        for i in self.catalog.indexes_of(&def.name.clone()) {
+            let (mut lo, mut hi, mut score) = (Vec::new(), Vec::new(), 0);
+            for &c in &self.catalog.indexes[i].columns {
+                let Some((_, l, h)) = conds.iter().find(|(col, _, _)| *col == c) else { break };
+                lo.extend_from_slice(l);
+                hi.extend_from_slice(h);
+                score += 2;
+                if l != h {
+                    score -= 1;
+                    break;
+                }
+            }
+            if score > 0 && best.as_ref().is_none_or(|b| b.3 < score) {
+                best = Some((i, lo, hi, score));
+            }
+        }
+        let candidates: Vec<Rid> = match best {
+            Some((i, lo, hi, _)) => self.index_range(i, &lo, &hi)?,
+            None => {
+                let mut rids = Vec::new();
+                heap::scan(&mut self.pool, &self.catalog.tables[t].space, |rid, _| {
+                    rids.push(rid);
+                    true
+                })?;
+                rids
+            }
+        };
+        let mut out = Vec::new();
+        for rid in candidates {
+            let Some(row) = self.read_row(t, rid)? else { continue };
+            let cols = &self.catalog.tables[t].columns;
+            let matches = conds.iter().all(|(c, lo, hi)| {
+                let key = types::encode_key(&[cols[*c].ty], &[row[*c].clone()]);
+                row[*c] != Value::Null && lo.as_slice() <= key.as_slice() && key.as_slice() <= hi.as_slice()
+            });
+            if matches {
+                out.push((rid, row));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The schema as DDL that would recreate it.
+    pub fn schema(&self) -> String {
+        let mut out = String::new();
+        for (i, r) in self.catalog.regions.iter().enumerate().skip(1) {
+            let spec = self.flash().region(RegionId(i)).spec();
+            let mut opts = vec![format!("IPA_MODE={}", spec.ipa_mode.name())];
+            if r.scheme.enabled() {
+                opts.push(format!("IPA={}", r.scheme));
+                opts.push(format!("V={}", r.scheme.v));
+            }
+            if let Some(s) = spec.max_size_bytes {
+                opts.push(format!("MAX_SIZE={}K", s >> 10));
+            }
+            opts.extend(spec.max_chips.map(|c| format!("MAX_CHIPS={c}")));
+            opts.extend(spec.max_channels.map(|c| format!("MAX_CHANNELS={c}")));
+            opts.push(format!("OVER_PROVISIONING={}", spec.over_provisioning));
+            out += &format!("CREATE REGION {} ({});\n", r.name, opts.join(", "));
+        }
+        for ts in self.catalog.tablespaces.iter().skip(1) {
+            let region = &self.catalog.regions[ts.region as usize].name;
+            let extent = (ts.extent_pages as usize * self.catalog.page_bytes) >> 10;
+            out += &format!("CREATE TABLESPACE {} (REGION={region}, EXTENT SIZE {extent}K);\n", ts.name);
+        }
+        for t in &self.catalog.tables {
+            let mut cols: Vec<String> = t
+                .columns
+                .iter()
+                .map(|c| format!("{} {}{}", c.name, c.ty, if c.nullable { "" } else { " NOT NULL" }))
+                .collect();
+            if !t.primary_key.is_empty() {
+                let pk: Vec<&str> = t.primary_key.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                cols.push(format!("PRIMARY KEY ({})", pk.join(", ")));
+            }
+            out += &format!("CREATE TABLE {} ({}) TABLESPACE {};\n", t.name, cols.join(", "), t.tablespace);
+            for i in self.catalog.indexes_of(&t.name) {
+                let ix = &self.catalog.indexes[i];
+                if ix.name == format!("{}_pkey", t.name) {
+                    continue;
+                }
+                let cols: Vec<&str> = ix.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
+                out += &format!(
+                    "CREATE {}INDEX {} ON {} ({}) TABLESPACE {};\n",
+                    if ix.unique { "UNIQUE " } else { "" },
+                    ix.name,
+                    t.name,
+                    cols.join(", "),
+                    ix.tablespace
+                );
+            }
+        }
+        out
+    }
+}
