@@ -16,6 +16,8 @@
 
 use crate::delta::{Eviction, FlashState};
 use crate::error::{Error, Result};
+use crate::log::Log;
+use crate::page;
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
 use serde::Serialize;
@@ -60,12 +62,16 @@ pub struct PoolStats {
 pub type FrameId = usize;
 
 #[derive(Clone, Copy, Default)]
-struct Frame {
-    page: Option<PageId>,
+pub(crate) struct Frame {
+    pub(crate) page: Option<PageId>,
     pins: u32,
     dirty: bool,
     /// When the frame last turned dirty (orders the eager cleaner's queue).
     dirty_stamp: u64,
+    /// LSN of the first logged change since the page was last written (0: none).
+    pub(crate) rec_lsn: u64,
+    /// Changed by the operation in progress (pinned until it ends and is logged).
+    pub(crate) in_op: bool,
     referenced: bool,
     last_use: u64,
     state: FlashState,
@@ -73,11 +79,18 @@ struct Frame {
 
 /// Frames over a [`PageStore`].
 pub struct BufferPool {
-    store: PageStore,
-    frames: Vec<Frame>,
-    data: Vec<u8>,
+    pub(crate) store: PageStore,
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) data: Vec<u8>,
     base: Vec<u8>,
-    map: HashMap<PageId, FrameId>,
+    pub(crate) map: HashMap<PageId, FrameId>,
+    /// The write-ahead log, if the database keeps one.
+    pub(crate) log: Option<Log>,
+    /// Frames the operation in progress changed, with their bytes before it.
+    pub(crate) op: Vec<(FrameId, Vec<u8>)>,
+    pub(crate) spare_snapshots: Vec<Vec<u8>>,
+    /// Page LSNs when there is no log: a counter.
+    pub(crate) counter_lsn: u64,
     replacement: Replacement,
     cleaner: CleanerPolicy,
     hand: usize,
@@ -110,6 +123,10 @@ impl BufferPool {
             dirty: 0,
             now: 0,
             stats: PoolStats::default(),
+            log: None,
+            op: Vec::new(),
+            spare_snapshots: Vec::new(),
+            counter_lsn: 1,
         }
     }
 
@@ -142,7 +159,7 @@ impl BufferPool {
         self.now = now;
     }
 
-    fn span(&self, f: FrameId) -> std::ops::Range<usize> {
+    pub(crate) fn span(&self, f: FrameId) -> std::ops::Range<usize> {
         let b = self.store.page_bytes();
         f * b..(f + 1) * b
     }
@@ -151,13 +168,29 @@ impl BufferPool {
         &self.data[self.span(f)]
     }
 
-    /// The frame's bytes for modification; marks it dirty.
+    /// The frame's bytes for modification; marks it dirty. The first change in an
+    /// operation keeps a copy of the page and a pin, for the log (see `oplog`).
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
         if !self.frames[f].dirty {
             self.mark_dirty(f);
         }
         let span = self.span(f);
+        if !self.frames[f].in_op {
+            let mut snapshot = self.spare_snapshots.pop().unwrap_or_default();
+            snapshot.clear();
+            snapshot.extend_from_slice(&self.data[span.clone()]);
+            self.op.push((f, snapshot));
+            self.frames[f].in_op = true;
+            self.frames[f].pins += 1;
+        }
         &mut self.data[span]
+    }
+
+    /// Marks a frame dirty without an operation snapshot (restart redo is not logged).
+    pub(crate) fn mark_dirty_for_redo(&mut self, f: FrameId) {
+        if !self.frames[f].dirty {
+            self.mark_dirty(f);
+        }
     }
 
     fn mark_dirty(&mut self, f: FrameId) {
@@ -213,10 +246,19 @@ impl BufferPool {
     /// Pins a frame for a page that is new on flash; the caller formats its bytes.
     pub fn create(&mut self, pid: PageId) -> Result<FrameId> {
         if let Some(&f) = self.map.get(&pid) {
-            return Err(Error::Corrupt(format!(
-                "page {} of region {} is allocated twice (frame {f})",
-                pid.page, pid.region
-            )));
+            // A freed page still cached: it starts over, and its old flash copy will
+            // be replaced out-of-place.
+            if self.frames[f].pins > 0 {
+                return Err(Error::Corrupt(format!("page {} of region {} is allocated while in use", pid.page, pid.region)));
+            }
+            self.frames[f].pins = 1;
+            self.touch(f);
+            if !self.frames[f].dirty {
+                self.mark_dirty(f);
+            }
+            let span = self.span(f);
+            self.data[span].fill(0);
+            return Ok(f);
         }
         let f = self.free_frame()?;
         let span = self.span(f);
@@ -231,6 +273,12 @@ impl BufferPool {
         self.frames[f] = Frame { page: Some(pid), pins: 1, referenced: true, state, ..Frame::default() };
         self.map.insert(pid, f);
         self.touch(f);
+    }
+
+    /// Drops a pin on a cached page, by page.
+    pub fn unpin_page(&mut self, pid: PageId) {
+        let f = *self.map.get(&pid).expect("a pinned page is cached");
+        self.unpin(f);
     }
 
     pub fn unpin(&mut self, f: FrameId) {
@@ -283,9 +331,13 @@ impl BufferPool {
     }
 
     /// Writes a dirty frame by the IPA rule; returns when the write ends.
-    fn write_frame(&mut self, f: FrameId, now: SimTime) -> Result<SimTime> {
+    fn write_frame(&mut self, f: FrameId, mut now: SimTime) -> Result<SimTime> {
         let pid = self.frames[f].page.expect("a dirty frame holds a page");
         let span = self.span(f);
+        if let Some(log) = &mut self.log {
+            // The write-ahead rule: the log first, up to the page's LSN.
+            now = log.force(page::lsn(&self.data[span.clone()]), self.store.flash_mut(), now)?;
+        }
         let mut state = self.frames[f].state;
         let written = self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
         match written.eviction {
@@ -296,6 +348,7 @@ impl BufferPool {
         let frame = &mut self.frames[f];
         frame.state = state;
         frame.dirty = false;
+        frame.rec_lsn = 0;
         self.dirty -= 1;
         Ok(written.done)
     }
@@ -338,11 +391,37 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Dirty pages and the LSN of their first change since written (checkpoints).
+    pub fn dirty_pages(&self) -> Vec<(PageId, u64)> {
+        let mut out: Vec<(PageId, u64)> =
+            self.frames.iter().filter(|f| f.dirty && f.rec_lsn > 0).map(|f| (f.page.unwrap(), f.rec_lsn)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Writes the dirty pages first changed before `lsn` (so the log can be cut there).
+    pub fn flush_older_than(&mut self, lsn: u64) -> Result<()> {
+        let mut done = self.now;
+        for f in 0..self.frames.len() {
+            let frame = self.frames[f];
+            if frame.dirty && frame.pins == 0 && frame.rec_lsn > 0 && frame.rec_lsn < lsn {
+                done = done.max(self.write_frame(f, self.now)?);
+            }
+        }
+        self.now = done;
+        Ok(())
+    }
+
     /// Forgets a page its object freed: drops its frame (the caller's pin included) and
     /// trims its flash copy.
     pub fn discard(&mut self, pid: PageId) -> Result<()> {
         let mut on_flash = true;
         if let Some(f) = self.map.remove(&pid) {
+            if let Some(i) = self.op.iter().position(|(g, _)| *g == f) {
+                let (_, snapshot) = self.op.swap_remove(i);
+                self.spare_snapshots.push(snapshot);
+                self.frames[f].pins -= 1;
+            }
             let frame = &mut self.frames[f];
             assert!(frame.pins <= 1, "discarding page {pid:?} pinned {} times", frame.pins);
             on_flash = frame.state.on_flash;

@@ -84,8 +84,14 @@ impl IndexDef {
 pub struct Catalog {
     pub page_bytes: usize,
     pub next_object: u32,
-    /// The next page LSN to hand out (a log sequence number once the log exists).
+    /// Without a log: the next page LSN to hand out.
     pub next_lsn: u64,
+    /// The flash region of the write-ahead log (none: the database keeps no log).
+    pub log_region: Option<u16>,
+    /// The last checkpoint record (0: none yet).
+    pub checkpoint_lsn: u64,
+    /// The oldest log record a restart needs.
+    pub log_start: u64,
     /// By flash region index.
     pub regions: Vec<RegionEntry>,
     pub tablespaces: Vec<Tablespace>,
@@ -101,6 +107,9 @@ impl Catalog {
             page_bytes,
             next_object: 1,
             next_lsn: 1,
+            log_region: None,
+            checkpoint_lsn: 0,
+            log_start: crate::log::FIRST_LSN,
             regions: Vec::new(),
             tablespaces: Vec::new(),
             tables: Vec::new(),

@@ -18,8 +18,10 @@ use crate::catalog::{Catalog, RegionEntry, Tablespace};
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
-use crate::space::{ObjectAccess, ObjectSpace, RegionPages};
+use crate::space::{ObjectSpace, RegionPages};
+use crate::log::Log;
 use crate::store::{ObjectCounters, PageStore};
+use crate::txn::Active;
 use crate::types::{self, Column, ColumnType, Value};
 use flash::{Flash, IpaMode, RegionId, RegionSpec};
 use nand::{Device, SimTime};
@@ -51,6 +53,11 @@ pub struct DbOptions {
     pub cleaner: CleanerPolicy,
     /// Extent size of the `system` tablespace, in bytes.
     pub system_extent_bytes: u64,
+    /// Keep an ARIES write-ahead log (in its own one-chip flash region) for a new
+    /// database; without it changes are durable only at `checkpoint`/`close`.
+    pub aries: bool,
+    /// Take a checkpoint when this share of the log region is in use.
+    pub checkpoint_log_share: f64,
 }
 
 impl Default for DbOptions {
@@ -61,6 +68,8 @@ impl Default for DbOptions {
             replacement: Replacement::Clock,
             cleaner: CleanerPolicy::EAGER,
             system_extent_bytes: 128 << 10,
+            aries: true,
+            checkpoint_log_share: 0.3,
         }
     }
 }
@@ -104,27 +113,42 @@ pub struct Database {
     pub(crate) pool: BufferPool,
     pub(crate) catalog: Catalog,
     pub(crate) regions: Vec<RegionPages>,
-    options: DbOptions,
-    next_tx: u64,
+    pub(crate) options: DbOptions,
+    pub(crate) next_tx: u64,
+    pub(crate) active: Active,
+    /// The transaction `BEGIN` opened in statements.
+    pub(crate) sql_tx: Option<Transaction>,
     row: Vec<u8>,
 }
 
 pub(crate) const SYSTEM: &str = "system";
+pub(crate) const LOG: &str = "log";
 
 impl Database {
     /// Formats `device` with a one-chip `system` region (catalog and the `system`
     /// tablespace) and returns an empty database.
     pub fn create(device: Device, options: DbOptions) -> Result<Database> {
-        let mut spec = RegionSpec::new(SYSTEM, IpaMode::None);
-        spec.max_chips = Some(1);
-        let flash = Flash::format(device, vec![spec])?;
+        let one_chip = |name: &str| RegionSpec { max_chips: Some(1), ..RegionSpec::new(name, IpaMode::None) };
+        let mut specs = vec![one_chip(SYSTEM)];
+        if options.aries {
+            specs.push(one_chip(LOG));
+        }
+        let flash = Flash::format(device, specs)?;
         let store = PageStore::new(flash, options.page_bytes)?;
         let mut catalog = Catalog::new(options.page_bytes);
         catalog.regions.push(RegionEntry { name: SYSTEM.into(), scheme: IpaScheme::NONE });
+        if options.aries {
+            catalog.regions.push(RegionEntry { name: LOG.into(), scheme: IpaScheme::NONE });
+            catalog.log_region = Some(1);
+        }
         let extent_pages = extent_pages(options.system_extent_bytes, options.page_bytes)?;
         catalog.tablespaces.push(Tablespace { name: SYSTEM.into(), region: 0, extent_pages });
         let mut db = Database::assemble(store, catalog, options)?;
-        db.save_catalog()?;
+        if let Some(region) = db.catalog.log_region {
+            let log = Log::create(db.pool.store().flash(), RegionId(region as usize));
+            db.pool.log = Some(log);
+        }
+        db.take_checkpoint()?;
         Ok(db)
     }
 
@@ -140,13 +164,16 @@ impl Database {
         }
         let mut db = Database::assemble(store, catalog, options)?;
         db.pool.set_now(done);
+        db.pool.counter_lsn = db.catalog.next_lsn;
+        db.restart()?;
         Ok(db)
     }
 
     fn assemble(store: PageStore, catalog: Catalog, options: DbOptions) -> Result<Database> {
         let mut regions = Vec::new();
         for i in 0..catalog.regions.len() {
-            regions.push(RegionPages::new(i as u16, store.pages_in(i as u16)));
+            let pages = if Some(i as u16) == catalog.log_region { 0 } else { store.pages_in(i as u16) };
+            regions.push(RegionPages::new(i as u16, pages));
         }
         let per_db_page = (catalog.page_bytes / store.flash().device().geometry().page_bytes as usize) as u32;
         let reserved = Catalog::reserved_flash_pages(&store).div_ceil(per_db_page);
@@ -162,19 +189,12 @@ impl Database {
         }
         let frames = options.buffer.frames(&catalog);
         let pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
-        Ok(Database { pool, catalog, regions, options, next_tx: 1, row: Vec::new() })
+        Ok(Database { pool, catalog, regions, options, next_tx: 1, active: Active::new(), sql_tx: None, row: Vec::new() })
     }
 
     pub(crate) fn save_catalog(&mut self) -> Result<()> {
         let now = self.pool.now();
         self.catalog.save(self.pool.store_mut(), now)
-    }
-
-    /// Writes every dirty page and the catalog (what `close` keeps).
-    pub fn checkpoint(&mut self) -> Result<()> {
-        self.pool.flush_all()?;
-        self.save_catalog()?;
-        Ok(())
     }
 
     /// Checkpoints, makes the device durable (an image file is written) and returns it.
@@ -237,23 +257,6 @@ impl Database {
             .collect()
     }
 
-    // ---- transactions ----------------------------------------------------------------
-
-    pub fn begin(&mut self) -> Transaction {
-        self.next_tx += 1;
-        Transaction { id: self.next_tx - 1 }
-    }
-
-    /// Ends a transaction; the page cleaner runs. (Forcing the log comes with issue 4.)
-    pub fn commit(&mut self, _tx: Transaction) -> Result<()> {
-        self.pool.clean()
-    }
-
-    pub(crate) fn take_lsn(&mut self) -> u64 {
-        self.catalog.next_lsn += 1;
-        self.catalog.next_lsn - 1
-    }
-
     // ---- the Rust API ----------------------------------------------------------------
 
     pub fn table_id(&self, name: &str) -> Result<TableId> {
@@ -265,9 +268,9 @@ impl Database {
     }
 
     /// Inserts a row (values in column order); returns its RID.
-    pub fn insert(&mut self, _tx: &Transaction, t: TableId, values: &[Value]) -> Result<Rid> {
+    pub fn insert(&mut self, tx: &Transaction, t: TableId, values: &[Value]) -> Result<Rid> {
         let values = self.coerce_row(t, values)?;
-        self.insert_row(t.0, &values)
+        self.insert_row(tx.id, t.0, &values)
     }
 
     /// The row with primary key `key`.
@@ -280,7 +283,7 @@ impl Database {
     }
 
     /// Sets columns of the row with primary key `key`; `false` if there is none.
-    pub fn update(&mut self, _tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
+    pub fn update(&mut self, tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
         let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
         let mut new = old.clone();
@@ -289,7 +292,7 @@ impl Database {
                 self.catalog.tables[t.0].columns.get(*c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
             new[*c] = coerce(col, v)?;
         }
-        self.replace_row(t.0, rid, &old, &new)?;
+        self.replace_row(tx.id, t.0, rid, &old, &new)?;
         Ok(true)
     }
 
@@ -303,10 +306,10 @@ impl Database {
     }
 
     /// Deletes the row with primary key `key`; `false` if there is none.
-    pub fn delete(&mut self, _tx: &Transaction, t: TableId, key: &[Value]) -> Result<bool> {
+    pub fn delete(&mut self, tx: &Transaction, t: TableId, key: &[Value]) -> Result<bool> {
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
         let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
-        self.delete_row(t.0, rid, &old)?;
+        self.delete_row(tx.id, t.0, rid, &old)?;
         Ok(true)
     }
 
@@ -340,21 +343,6 @@ impl Database {
         cols.iter().zip(values).map(|(c, v)| coerce(c, v)).collect()
     }
 
-    pub(crate) fn access(&mut self, object: Object) -> ObjectAccess<'_> {
-        let lsn = self.take_lsn();
-        let (space, object) = match object {
-            Object::Table(t) => {
-                let def = &mut self.catalog.tables[t];
-                (&mut def.space, def.id)
-            }
-            Object::Index(i) => {
-                let def = &mut self.catalog.indexes[i];
-                (&mut def.space, def.id)
-            }
-        };
-        let regions = &mut self.regions[space.region as usize];
-        ObjectAccess { pool: &mut self.pool, space, regions, object, lsn }
-    }
 
     fn index_key(&self, index: usize, t: usize, rid: Rid, row: &[Value]) -> Vec<u8> {
         let def = &self.catalog.indexes[index];
@@ -369,10 +357,10 @@ impl Database {
         key
     }
 
-    pub(crate) fn index_insert(&mut self, index: usize, t: usize, rid: Rid, row: &[Value]) -> Result<()> {
+    pub(crate) fn index_insert(&mut self, tx: u64, index: usize, t: usize, rid: Rid, row: &[Value]) -> Result<()> {
         let key = self.index_key(index, t, rid, row);
         let root = self.catalog.indexes[index].root;
-        if !btree::insert(&mut self.access(Object::Index(index)), root, &key, &rid.encode())? {
+        if !self.with_object(tx, Object::Index(index), |a| btree::insert(a, root, &key, &rid.encode()))? {
             return Err(self.duplicate(index, row));
         }
         Ok(())
@@ -385,10 +373,10 @@ impl Database {
         Error::Duplicate { object: def.name.clone(), key: format!("({})", shown.join(", ")) }
     }
 
-    fn index_delete(&mut self, index: usize, t: usize, rid: Rid, row: &[Value]) -> Result<()> {
+    fn index_delete(&mut self, tx: u64, index: usize, t: usize, rid: Rid, row: &[Value]) -> Result<()> {
         let key = self.index_key(index, t, rid, row);
         let root = self.catalog.indexes[index].root;
-        if !btree::delete(&mut self.access(Object::Index(index)), root, &key)? {
+        if !self.with_object(tx, Object::Index(index), |a| btree::delete(a, root, &key))? {
             return Err(Error::Corrupt(format!(
                 "index {} lacks an entry for RID {rid}",
                 self.catalog.indexes[index].name
@@ -411,7 +399,7 @@ impl Database {
         })
     }
 
-    pub(crate) fn insert_row(&mut self, t: usize, values: &[Value]) -> Result<Rid> {
+    pub(crate) fn insert_row(&mut self, tx: u64, t: usize, values: &[Value]) -> Result<Rid> {
         let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
         for &i in &indexes {
             if self.unique_conflict(i, t, values, None)? {
@@ -420,11 +408,11 @@ impl Database {
         }
         let mut row = std::mem::take(&mut self.row);
         types::encode_row(&self.catalog.tables[t].columns, values, &mut row);
-        let rid = heap::insert(&mut self.access(Object::Table(t)), &row);
+        let rid = self.with_object(tx, Object::Table(t), |a| heap::insert(a, &row));
         self.row = row;
         let rid = rid?;
         for i in indexes {
-            self.index_insert(i, t, rid, values)?;
+            self.index_insert(tx, i, t, rid, values)?;
         }
         Ok(rid)
     }
@@ -435,7 +423,7 @@ impl Database {
         row.transpose().map_err(|m| Error::Corrupt(format!("table {} row {rid}: {m}", def.name)))
     }
 
-    pub(crate) fn replace_row(&mut self, t: usize, rid: Rid, old: &[Value], new: &[Value]) -> Result<()> {
+    pub(crate) fn replace_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value], new: &[Value]) -> Result<()> {
         let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
         for &i in &indexes {
             if self.unique_conflict(i, t, new, Some(rid))? {
@@ -444,25 +432,25 @@ impl Database {
         }
         let mut row = std::mem::take(&mut self.row);
         types::encode_row(&self.catalog.tables[t].columns, new, &mut row);
-        let moved = heap::update(&mut self.access(Object::Table(t)), rid, &row);
+        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, &row));
         self.row = row;
         let new_rid = moved?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
         for i in indexes {
             let changed = self.catalog.indexes[i].columns.iter().any(|&c| old[c] != new[c]);
             if changed || new_rid != rid {
-                self.index_delete(i, t, rid, old)?;
-                self.index_insert(i, t, new_rid, new)?;
+                self.index_delete(tx, i, t, rid, old)?;
+                self.index_insert(tx, i, t, new_rid, new)?;
             }
         }
         Ok(())
     }
 
-    pub(crate) fn delete_row(&mut self, t: usize, rid: Rid, old: &[Value]) -> Result<()> {
+    pub(crate) fn delete_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value]) -> Result<()> {
         let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
         for i in indexes {
-            self.index_delete(i, t, rid, old)?;
+            self.index_delete(tx, i, t, rid, old)?;
         }
-        heap::delete(&mut self.access(Object::Table(t)), rid)?;
+        self.with_object(tx, Object::Table(t), |a| heap::delete(a, rid))?;
         Ok(())
     }
 

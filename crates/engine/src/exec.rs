@@ -4,20 +4,24 @@
 
 use crate::btree;
 use crate::catalog::{IndexDef, RegionEntry, TableDef, Tablespace};
-use crate::db::{coerce, extent_pages, Database, QueryResult, TableId, SYSTEM};
+use crate::db::{coerce, extent_pages, Database, Object, QueryResult, TableId, LOG, SYSTEM};
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
-use crate::space::{ObjectAccess, ObjectSpace, RegionPages};
+use crate::space::{ObjectSpace, RegionPages};
 use crate::sql::{self, Condition, SetExpr, Statement};
 use crate::types::{self, Column, Value};
 use flash::{IpaMode, RegionId, RegionSpec};
 
 impl Database {
     /// Runs `;`-separated statements; errors name the statement's line.
+    ///
+    /// A DML statement runs in the open transaction (`BEGIN` … `COMMIT`/`ROLLBACK`) or
+    /// in one of its own; a statement that fails rolls its transaction back. DDL runs
+    /// outside transactions and is followed by a checkpoint.
     pub fn execute(&mut self, text: &str) -> Result<Vec<QueryResult>> {
         let mut out = Vec::new();
         for located in sql::parse(text)? {
-            let result = self.run(located.statement).map_err(|e| match e {
+            let result = self.run_in_transaction(located.statement).map_err(|e| match e {
                 Error::Invalid(m) => Error::Invalid(format!("line {}: {m}", located.line)),
                 Error::Duplicate { object, key } => {
                     Error::Duplicate { object: format!("line {}: {object}", located.line), key }
@@ -25,9 +29,67 @@ impl Database {
                 other => other,
             })?;
             out.push(result);
-            self.pool.clean()?;
         }
         Ok(out)
+    }
+
+    fn run_in_transaction(&mut self, st: Statement) -> Result<QueryResult> {
+        let ddl = matches!(
+            st,
+            Statement::CreateRegion { .. }
+                | Statement::CreateTablespace { .. }
+                | Statement::CreateTable { .. }
+                | Statement::CreateIndex { .. }
+                | Statement::DropTable(_)
+                | Statement::DropIndex(_)
+        );
+        match st {
+            Statement::Begin if self.sql_tx.is_some() => Err(Error::Invalid("a transaction is already open".into())),
+            Statement::Begin => {
+                self.sql_tx = Some(self.begin());
+                Ok(QueryResult::Done("BEGIN".into()))
+            }
+            Statement::Commit | Statement::Rollback => {
+                let Some(tx) = self.sql_tx.take() else {
+                    return Err(Error::Invalid("no transaction is open".into()));
+                };
+                if st == Statement::Commit {
+                    self.commit(tx)?;
+                    Ok(QueryResult::Done("COMMIT".into()))
+                } else {
+                    self.abort(tx)?;
+                    Ok(QueryResult::Done("ROLLBACK".into()))
+                }
+            }
+            _ if ddl && self.sql_tx.is_some() => {
+                Err(Error::Invalid("DDL inside a transaction is not supported; COMMIT or ROLLBACK first".into()))
+            }
+            _ if ddl => {
+                let result = self.run(0, st)?;
+                self.checkpoint()?;
+                Ok(result)
+            }
+            _ => {
+                let (tx, own) = match self.sql_tx.take() {
+                    Some(tx) => (tx, false),
+                    None => (self.begin(), true),
+                };
+                match self.run(tx.id, st) {
+                    Ok(result) if own => {
+                        self.commit(tx)?;
+                        Ok(result)
+                    }
+                    Ok(result) => {
+                        self.sql_tx = Some(tx);
+                        Ok(result)
+                    }
+                    Err(e) => {
+                        self.abort(tx)?;
+                        Err(if own { e } else { rolled_back(e) })
+                    }
+                }
+            }
+        }
     }
 
     /// Runs the statements of a `.sql` file (a schema, a load script).
@@ -39,7 +101,7 @@ impl Database {
         })
     }
 
-    fn run(&mut self, st: Statement) -> Result<QueryResult> {
+    fn run(&mut self, tx: u64, st: Statement) -> Result<QueryResult> {
         match st {
             Statement::CreateRegion { name, options } => self.create_region(&name, &options),
             Statement::CreateTablespace { name, region, extent_bytes } => {
@@ -60,7 +122,7 @@ impl Database {
                 let n = rows.len();
                 for row in rows {
                     let values = self.row_from(t, columns.as_deref(), row)?;
-                    self.insert_row(t, &values)?;
+                    self.insert_row(tx, t, &values)?;
                 }
                 Ok(QueryResult::Count { verb: "inserted", rows: n })
             }
@@ -84,7 +146,7 @@ impl Database {
                 let rows = self.find(t, &filter)?;
                 for (rid, old) in &rows {
                     let new = self.apply_sets(t, old, &sets)?;
-                    self.replace_row(t, *rid, old, &new)?;
+                    self.replace_row(tx, t, *rid, old, &new)?;
                 }
                 Ok(QueryResult::Count { verb: "updated", rows: rows.len() })
             }
@@ -92,15 +154,11 @@ impl Database {
                 let t = self.catalog.table(&table)?;
                 let rows = self.find(t, &filter)?;
                 for (rid, old) in &rows {
-                    self.delete_row(t, *rid, old)?;
+                    self.delete_row(tx, t, *rid, old)?;
                 }
                 Ok(QueryResult::Count { verb: "deleted", rows: rows.len() })
             }
-            Statement::Begin => Ok(QueryResult::Done("BEGIN".into())),
-            Statement::Commit => {
-                self.pool.clean()?;
-                Ok(QueryResult::Done("COMMIT".into()))
-            }
+            Statement::Begin | Statement::Commit | Statement::Rollback => unreachable!("handled by the caller"),
         }
     }
 
@@ -149,6 +207,9 @@ impl Database {
             return Err(Error::Invalid(format!("tablespace {name} already exists")));
         }
         let r = self.catalog.region(region).ok_or_else(|| Error::Invalid(format!("no region named {region}")))?;
+        if region.eq_ignore_ascii_case(LOG) && self.catalog.log_region == Some(r as u16) {
+            return Err(Error::Invalid("the log region holds the write-ahead log, not tablespaces".into()));
+        }
         let extent_pages = extent_pages(extent_bytes, self.catalog.page_bytes)?;
         self.catalog.tablespaces.push(Tablespace { name: name.into(), region: r as u16, extent_pages });
         self.save_catalog()?;
@@ -215,22 +276,22 @@ impl Database {
             return Err(Error::Invalid(format!("a table or index named {name} already exists")));
         }
         let columns: Vec<usize> = cols.iter().map(|c| self.catalog.tables[t].column(c)).collect::<Result<_>>()?;
-        let (id, mut space) = self.new_space(ts)?;
-        let lsn = self.take_lsn();
-        let region = space.region as usize;
-        let mut a = ObjectAccess {
-            pool: &mut self.pool,
-            space: &mut space,
-            regions: &mut self.regions[region],
-            object: id,
-            lsn,
-        };
-        let root = btree::create(&mut a)?;
+        let (id, space) = self.new_space(ts)?;
         let table = self.catalog.tables[t].name.clone();
         let tablespace = self.catalog.tablespace(ts)?.name.clone();
-        let def = IndexDef { id, name: name.into(), table, columns, unique, tablespace, root, space };
+        let def = IndexDef { id, name: name.into(), table, columns, unique, tablespace, root: 0, space };
         self.catalog.indexes.push(def);
         let index = self.catalog.indexes.len() - 1;
+        let tx = self.begin();
+        let root = self.with_object(tx.id, Object::Index(index), btree::create);
+        self.catalog.indexes[index].root = match root {
+            Ok(root) => root,
+            Err(e) => {
+                self.abort(tx)?;
+                self.catalog.indexes.pop();
+                return Err(e);
+            }
+        };
         // Index the rows already there.
         let mut rows = Vec::new();
         let tdef = &self.catalog.tables[t];
@@ -241,11 +302,13 @@ impl Database {
         })?;
         for (rid, row) in rows {
             let row = row.map_err(|m| Error::Corrupt(format!("table {}: {m}", self.catalog.tables[t].name)))?;
-            if let Err(e) = self.index_insert(index, t, rid, &row) {
+            if let Err(e) = self.index_insert(tx.id, index, t, rid, &row) {
+                self.abort(tx)?;
                 self.drop_index(name)?;
                 return Err(e);
             }
         }
+        self.commit(tx)?;
         self.save_catalog()?;
         Ok(QueryResult::Done(format!("index {name} on {}", self.catalog.tables[t].name)))
     }
@@ -422,5 +485,13 @@ impl Database {
             }
         }
         out
+    }
+}
+
+fn rolled_back(e: Error) -> Error {
+    match e {
+        Error::Invalid(m) => Error::Invalid(format!("{m} (the transaction was rolled back)")),
+        Error::Duplicate { object, key } => Error::Duplicate { object: format!("{object} (the transaction was rolled back)"), key },
+        other => other,
     }
 }

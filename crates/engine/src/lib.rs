@@ -14,11 +14,16 @@ pub mod db;
 pub mod delta;
 pub mod error;
 mod exec;
+mod recovery;
 pub mod heap;
+pub mod log;
+pub mod logrec;
+pub mod oplog;
 pub mod page;
 pub mod space;
 pub mod sql;
 pub mod store;
+pub mod txn;
 pub mod types;
 
 pub use db::{Database, DbOptions, QueryResult};

@@ -8,6 +8,7 @@
 use crate::buffer::{BufferPool, FrameId};
 use crate::error::{Error, Result};
 use crate::page;
+use crate::logrec::{AllocHow, Body, Record};
 use crate::store::PageId;
 use serde::{Deserialize, Serialize};
 
@@ -74,14 +75,14 @@ impl ObjectSpace {
 
     /// A page for the object: a freed one, the next of the last extent, or the first of
     /// a new extent.
-    pub fn allocate(&mut self, regions: &mut RegionPages) -> Result<u32> {
+    pub fn allocate(&mut self, regions: &mut RegionPages) -> Result<(u32, AllocHow)> {
         if let Some(p) = self.free.pop() {
-            return Ok(p);
+            return Ok((p, AllocHow::FromFreeList));
         }
         match self.extents.last() {
             Some(&start) if self.used_in_last < self.extent_pages => {
                 self.used_in_last += 1;
-                Ok(start + self.used_in_last - 1)
+                Ok((start + self.used_in_last - 1, AllocHow::NextInExtent))
             }
             _ => {
                 let start = regions.take_extent(self.extent_pages).ok_or_else(|| {
@@ -89,9 +90,31 @@ impl ObjectSpace {
                 })?;
                 self.extents.push(start);
                 self.used_in_last = 1;
-                Ok(start)
+                Ok((start, AllocHow::NewExtent))
             }
         }
+    }
+
+    /// Repeats a logged allocation (restart redo); idempotent.
+    pub fn redo_allocate(&mut self, regions: &mut RegionPages, page: u32, how: AllocHow) -> Result<()> {
+        match how {
+            AllocHow::FromFreeList => self.free.retain(|&p| p != page),
+            AllocHow::NewExtent => {
+                if !self.extents.contains(&page) {
+                    regions.claim(page, self.extent_pages)?;
+                    self.extents.push(page);
+                    self.used_in_last = 1;
+                }
+            }
+            AllocHow::NextInExtent => {
+                if let Some(&start) = self.extents.last() {
+                    if (start..start + self.extent_pages).contains(&page) {
+                        self.used_in_last = self.used_in_last.max(page - start + 1);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every page handed out and not freed, in allocation order.
@@ -111,13 +134,18 @@ impl ObjectSpace {
 }
 
 /// What an access method works with: the pool, the object's pages and its region's
-/// allocator, the object id for new pages, and the LSN stamped on pages it changes.
+/// allocator, the object id for new pages, and the transaction it works for (its last
+/// LSN in `prev`; allocations and formats are logged on the way). Pages it frees are
+/// collected in `freed`: with a log they return to the free list only at commit, so an
+/// undo finds them as they were.
 pub struct ObjectAccess<'a> {
     pub pool: &'a mut BufferPool,
     pub space: &'a mut ObjectSpace,
     pub regions: &'a mut RegionPages,
     pub object: u32,
-    pub lsn: u64,
+    pub tx: u64,
+    pub prev: u64,
+    pub freed: Vec<u32>,
 }
 
 impl ObjectAccess<'_> {
@@ -134,31 +162,33 @@ impl ObjectAccess<'_> {
         self.pool.fetch(pid)
     }
 
-    /// Allocates and formats a page; returns its number and pinned frame.
+    /// Allocates and formats a page (both logged); returns its number and pinned frame.
     pub fn new_page(&mut self, kind: page::Kind, level: u8) -> Result<(u32, FrameId)> {
-        let no = self.space.allocate(self.regions)?;
+        let (no, how) = self.space.allocate(self.regions)?;
+        let alloc = Record { tx: self.tx, prev: self.prev, body: Body::Alloc { object: self.object, page: no, how } };
+        self.prev = self.pool.log_record(&alloc)?.max(self.prev);
         let f = self.pool.create(self.pid(no))?;
         let body_end = self.body_end();
-        let lsn = self.lsn;
-        let p = self.pool.page_mut(f);
-        page::init(p, body_end, no, self.object, kind, level);
-        page::set_lsn(p, lsn);
+        page::init(self.pool.page_mut(f), body_end, no, self.object, kind, level);
+        self.prev = self.pool.log_format(f, self.tx, self.prev)?.max(self.prev);
         Ok((no, f))
     }
 
-    /// The frame's bytes for a change; stamps the page LSN.
+    /// The frame's bytes for a change (logged when the operation ends).
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
-        let lsn = self.lsn;
-        let p = self.pool.page_mut(f);
-        page::set_lsn(p, lsn);
-        p
+        self.pool.page_mut(f)
     }
 
     /// Frees a page the caller has pinned (the pin goes with it).
     pub fn free_page(&mut self, page: u32) -> Result<()> {
         let pid = self.pid(page);
-        self.pool.discard(pid)?;
-        self.space.free.push(page);
+        if self.pool.has_log() {
+            self.pool.unpin_page(pid);
+            self.freed.push(page);
+        } else {
+            self.pool.discard(pid)?;
+            self.space.free.push(page);
+        }
         Ok(())
     }
 }

@@ -13,7 +13,7 @@
 //! SELECT * | cols FROM t [WHERE cond [AND cond]…]      cond: col = v | col BETWEEN v AND v
 //! UPDATE t SET col = v | col = col ± v, … [WHERE …]
 //! DELETE FROM t [WHERE …]
-//! BEGIN | COMMIT
+//! BEGIN | COMMIT | ROLLBACK
 //! ```
 
 use crate::delta::IpaScheme;
@@ -182,6 +182,7 @@ pub enum Statement {
     Delete { table: String, filter: Vec<Condition> },
     Begin,
     Commit,
+    Rollback,
 }
 
 /// A statement and the line it starts on.
@@ -342,13 +343,18 @@ impl Parser {
             let table = self.ident("a table name")?;
             return Ok(Statement::Delete { table, filter: self.filter()? });
         }
-        for (kw, st) in [("BEGIN", Statement::Begin), ("COMMIT", Statement::Commit)] {
+        for (kw, st) in [
+            ("BEGIN", Statement::Begin),
+            ("COMMIT", Statement::Commit),
+            ("ROLLBACK", Statement::Rollback),
+            ("ABORT", Statement::Rollback),
+        ] {
             if self.eat_kw(kw) {
                 let _ = self.eat_kw("TRANSACTION") || self.eat_kw("WORK");
                 return Ok(st);
             }
         }
-        self.fail("expected a statement (CREATE, DROP, INSERT, SELECT, UPDATE, DELETE, BEGIN or COMMIT)")
+        self.fail("expected a statement (CREATE, DROP, INSERT, SELECT, UPDATE, DELETE, BEGIN, COMMIT or ROLLBACK)")
     }
 
     fn create_region(&mut self) -> Result<Statement> {

@@ -3,6 +3,7 @@
 mod common;
 
 use engine::buffer::{BufferPool, CleanerPolicy, Replacement};
+use engine::oplog::OpKind;
 use engine::page::{self, Kind};
 use engine::store::{PageId, PageStore};
 use engine::{Error, IpaScheme};
@@ -20,6 +21,8 @@ fn create(pool: &mut BufferPool, no: u32) {
     let f = pool.create(PageId { region: 0, page: no }).unwrap();
     page::init(pool.page_mut(f), body_end, no, 1, Kind::Heap, 0);
     pool.unpin(f);
+    // A changed page stays pinned until its operation ends (and would be logged).
+    pool.end_op(0, 0, OpKind::Update).unwrap();
 }
 
 #[test]

@@ -152,11 +152,14 @@ fn deep_btree_splits_merges_and_reopens() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut model = BTreeMap::new();
     let key = |i: u32| format!("{:08}{}", i.wrapping_mul(2_654_435_761) % 100_000_000, "x".repeat(180));
-    let tx = db.begin();
-    for i in 0..3000 {
-        let k = key(i);
-        db.insert(&tx, t, &[Value::Text(k.clone()), Value::Int(i as i64)]).unwrap();
-        model.insert(k, i);
+    for batch in 0..30 {
+        let tx = db.begin();
+        for i in batch * 100..(batch + 1) * 100 {
+            let k = key(i);
+            db.insert(&tx, t, &[Value::Text(k.clone()), Value::Int(i as i64)]).unwrap();
+            model.insert(k, i);
+        }
+        db.commit(tx).unwrap();
     }
     let check = |db: &mut Database, model: &BTreeMap<String, u32>| {
         let tx = db.begin();
@@ -170,6 +173,7 @@ fn deep_btree_splits_merges_and_reopens() {
             })
             .collect();
         assert_eq!(got, model.keys().cloned().collect::<Vec<_>>());
+        db.commit(tx).unwrap();
     };
     check(&mut db, &model);
     let (height, pages) = db.index_shape("t_pkey").unwrap();
@@ -177,7 +181,9 @@ fn deep_btree_splits_merges_and_reopens() {
     let mut keys: Vec<String> = model.keys().cloned().collect();
     while keys.len() > 3 {
         let k = keys.swap_remove(rng.gen_range(0..keys.len()));
+        let tx = db.begin();
         assert!(db.delete(&tx, t, &[Value::Text(k.clone())]).unwrap());
+        db.commit(tx).unwrap();
         model.remove(&k);
         if keys.len().is_multiple_of(500) {
             check(&mut db, &model);

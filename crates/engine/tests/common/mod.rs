@@ -5,7 +5,7 @@ use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
 pub fn geometry(cell: CellType) -> Geometry {
     Geometry {
         channels: 2,
-        chips_per_channel: 2,
+        chips_per_channel: 4,
         blocks_per_chip: 48,
         pages_per_block: 32,
         page_bytes: 4096,

@@ -1,0 +1,230 @@
+//! The write-ahead log: a byte stream of records (`logrec`) on its own flash region,
+//! appended sequentially and forced at commit and before any dirty page is written.
+//!
+//! Log page n holds stream bytes [n·P, (n+1)·P), P = flash page bytes − 24, and lives
+//! at logical page n mod C of the log region (C = the region's logical pages):
+//!
+//! ```text
+//! offset size field
+//!  0      4   magic "DFLG"
+//!  4      8   n, the page's number in the stream
+//! 12      4   bytes of payload in use (P for a full page)
+//! 16      4   crc32 of bytes [0, 16) and the payload in use
+//! 20      4   zero
+//! 24      …   payload
+//! ```
+//!
+//! A force writes every page holding bytes not yet durable; the last one may be partial
+//! and is written again, whole or further filled, by a later force (an out-of-place
+//! write in the region, so a torn rewrite leaves the earlier copy). Opening reads pages
+//! from the restart point while their number and checksum hold: the torn or stale page
+//! ends the log. Bytes before the truncation point may be overwritten as the stream
+//! wraps around the region.
+
+use crate::error::{Error, Result};
+use crate::logrec::Record;
+use flash::{Flash, RegionId};
+use nand::SimTime;
+use serde::Serialize;
+
+const MAGIC: &[u8; 4] = b"DFLG";
+const PAGE_HEADER: usize = 24;
+/// The stream starts here, so LSN 0 can mean "none".
+pub const FIRST_LSN: u64 = 8;
+
+/// Log counters, reported beside the page I/O.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LogCounters {
+    pub records: u64,
+    pub bytes: u64,
+    pub forces: u64,
+    pub page_writes: u64,
+}
+
+pub struct Log {
+    region: RegionId,
+    payload: u64,
+    capacity_pages: u64,
+    /// Stream bytes from `tail_base` (a page start) to `end`, not all durable.
+    tail: Vec<u8>,
+    tail_base: u64,
+    end: u64,
+    durable: u64,
+    /// The truncation point: older bytes may be overwritten.
+    start: u64,
+    counters: LogCounters,
+    scratch: Vec<u8>,
+    page: Vec<u8>,
+}
+
+impl Log {
+    /// A new, empty log on `region`.
+    pub fn create(flash: &Flash, region: RegionId) -> Log {
+        let page_bytes = flash.region(region).page_bytes();
+        let mut tail = vec![0u8; FIRST_LSN as usize];
+        tail.reserve(page_bytes);
+        Log {
+            region,
+            payload: (page_bytes - PAGE_HEADER) as u64,
+            capacity_pages: flash.region(region).logical_pages() as u64,
+            tail,
+            tail_base: 0,
+            end: FIRST_LSN,
+            durable: 0,
+            start: FIRST_LSN,
+            counters: LogCounters::default(),
+            scratch: Vec::new(),
+            page: vec![0; page_bytes],
+        }
+    }
+
+    /// Reads the log from `start` (the truncation point, a record boundary) to its last
+    /// whole record. Returns the log, ready to append after that record, and the records.
+    pub fn open(flash: &mut Flash, region: RegionId, start: u64, now: SimTime) -> Result<(Log, Vec<(u64, Record)>)> {
+        let mut log = Log::create(flash, region);
+        let first_page = start / log.payload;
+        let mut stream = Vec::new();
+        let mut n = first_page;
+        loop {
+            let lpn = (n % log.capacity_pages) as u32;
+            let Some(read) = flash.read(region, lpn, now)? else { break };
+            let p = read.data;
+            let seq = u64::from_le_bytes(p[4..12].try_into().unwrap());
+            let used = u32::from_le_bytes(p[12..16].try_into().unwrap()) as u64;
+            let crc = u32::from_le_bytes(p[16..20].try_into().unwrap());
+            if &p[0..4] != MAGIC || seq != n || used > log.payload {
+                break;
+            }
+            let payload = &p[PAGE_HEADER..PAGE_HEADER + used as usize];
+            let mut h = crc32fast::Hasher::new();
+            h.update(&p[..16]);
+            h.update(payload);
+            if h.finalize() != crc {
+                break;
+            }
+            stream.extend_from_slice(payload);
+            n += 1;
+            if used < log.payload {
+                break;
+            }
+        }
+        let base = first_page * log.payload;
+        if base + (stream.len() as u64) < start {
+            return Err(Error::Corrupt(format!(
+                "the log ends at byte {}, before its restart point {start} (log pages missing)",
+                base + stream.len() as u64
+            )));
+        }
+        // A record cut off by a torn or missing page ends the log before it; appends
+        // continue there and overwrite the rest.
+        let (found, end) = records(&stream, base, start)?;
+        log.end = end;
+        log.durable = end;
+        log.start = start;
+        log.tail_base = end - end % log.payload;
+        log.tail = stream[(log.tail_base - base) as usize..(end - base) as usize].to_vec();
+        Ok((log, found))
+    }
+
+    /// The LSN the next record gets.
+    pub fn next_lsn(&self) -> u64 {
+        self.end
+    }
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable
+    }
+    pub fn start_lsn(&self) -> u64 {
+        self.start
+    }
+    pub fn counters(&self) -> LogCounters {
+        self.counters
+    }
+    pub fn region(&self) -> RegionId {
+        self.region
+    }
+
+    /// Share of the log's capacity between the truncation point and the end.
+    pub fn used_share(&self) -> f64 {
+        let pages = self.end / self.payload - self.start / self.payload + 1;
+        pages as f64 / self.capacity_pages as f64
+    }
+
+    /// Appends a record; returns its LSN.
+    pub fn append(&mut self, record: &Record) -> Result<u64> {
+        self.scratch.clear();
+        record.encode(&mut self.scratch);
+        let lsn = self.end;
+        let new_end = self.end + self.scratch.len() as u64;
+        if new_end / self.payload - self.start / self.payload + 1 >= self.capacity_pages {
+            return Err(Error::Full(format!(
+                "the log region is full ({} pages) back to LSN {}; checkpoint more often",
+                self.capacity_pages, self.start
+            )));
+        }
+        self.tail.extend_from_slice(&self.scratch);
+        self.end = new_end;
+        self.counters.records += 1;
+        self.counters.bytes += self.scratch.len() as u64;
+        Ok(lsn)
+    }
+
+    /// Makes everything appended so far durable if `lsn` is not yet; returns when the
+    /// last log page write ends.
+    pub fn force(&mut self, lsn: u64, flash: &mut Flash, now: SimTime) -> Result<SimTime> {
+        if lsn < self.durable || self.durable == self.end {
+            return Ok(now);
+        }
+        self.counters.forces += 1;
+        let mut done = now;
+        let first = self.durable / self.payload;
+        let last = (self.end - 1) / self.payload;
+        for n in first..=last {
+            let from = n * self.payload;
+            let to = ((n + 1) * self.payload).min(self.end);
+            let bytes = &self.tail[(from - self.tail_base) as usize..(to - self.tail_base) as usize];
+            self.page.fill(0xFF);
+            self.page[0..4].copy_from_slice(MAGIC);
+            self.page[4..12].copy_from_slice(&n.to_le_bytes());
+            self.page[12..16].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
+            self.page[20..24].fill(0);
+            self.page[PAGE_HEADER..PAGE_HEADER + bytes.len()].copy_from_slice(bytes);
+            let mut h = crc32fast::Hasher::new();
+            h.update(&self.page[..16]);
+            h.update(bytes);
+            self.page[16..20].copy_from_slice(&h.finalize().to_le_bytes());
+            let lpn = (n % self.capacity_pages) as u32;
+            let timing = flash.write(self.region, lpn, &self.page, now)?;
+            done = done.max(timing.end_ns);
+            self.counters.page_writes += 1;
+        }
+        self.durable = self.end;
+        let keep_from = self.end - self.end % self.payload;
+        self.tail.drain(..(keep_from - self.tail_base) as usize);
+        self.tail_base = keep_from;
+        Ok(done)
+    }
+
+    /// Moves the truncation point forward to `lsn`.
+    pub fn truncate(&mut self, lsn: u64) {
+        self.start = self.start.max(lsn.min(self.durable));
+    }
+}
+
+/// Decodes the records of `stream` (starting at stream offset `base`) from `from` on,
+/// stopping at the first torn or missing one; also returns where that one starts.
+fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<(u64, Record)>, u64)> {
+    let mut out = Vec::new();
+    let mut at = from.checked_sub(base).ok_or_else(|| {
+        Error::Corrupt(format!("log restart point {from} lies before the log's first page at {base}"))
+    })? as usize;
+    while at < stream.len() {
+        match Record::decode(&stream[at..])? {
+            Some((record, len)) => {
+                out.push((base + at as u64, record));
+                at += len;
+            }
+            None => break,
+        }
+    }
+    Ok((out, base + at as u64))
+}

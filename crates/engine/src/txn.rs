@@ -1,0 +1,165 @@
+//! Transactions: begin, commit (log forced), abort (undo with compensation records),
+//! the operation wrapper that logs each access-method call, and checkpoints with
+//! log-space reclamation.
+//!
+//! Transactions run one at a time inside the engine (the driver interleaves terminals
+//! in simulated time, not inside the engine), so a physical undo of byte ranges is
+//! always correct: nothing else changed those bytes since.
+
+use crate::db::{Database, Object, Transaction};
+use crate::error::Result;
+use crate::logrec::{Body, Record};
+use crate::oplog::{OpKind, UndoEntry};
+use crate::space::ObjectAccess;
+use std::collections::BTreeMap;
+
+/// What the engine keeps for a transaction in progress.
+#[derive(Debug, Default)]
+pub(crate) struct TxState {
+    pub first: u64,
+    pub last: u64,
+    pub undo: Vec<UndoEntry>,
+    /// Pages freed by the transaction: (object, page), returned to the free list at commit.
+    pub frees: Vec<(u32, u32)>,
+}
+
+pub(crate) type Active = BTreeMap<u64, TxState>;
+
+impl Database {
+    pub fn begin(&mut self) -> Transaction {
+        self.next_tx += 1;
+        let id = self.next_tx - 1;
+        self.active.insert(id, TxState::default());
+        Transaction { id }
+    }
+
+    /// Commits: frees the pages the transaction released, logs the commit and forces
+    /// the log (the simulated clock waits for it), then lets the page cleaner and, when
+    /// the log is filling, a checkpoint run.
+    pub fn commit(&mut self, tx: Transaction) -> Result<()> {
+        let state = self.active.remove(&tx.id).unwrap_or_default();
+        let mut prev = state.last;
+        for (object, page) in state.frees {
+            prev = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Free { object, page } })?.max(prev);
+            if let Some(space) = self.space_of(object) {
+                space.free.push(page);
+            }
+        }
+        if self.pool.has_log() && prev > 0 {
+            let commit = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Commit })?;
+            let done = self.pool.force_log(commit)?;
+            self.pool.set_now(done.max(self.pool.now()));
+            self.pool.log_record(&Record { tx: tx.id, prev: commit, body: Body::End })?;
+        }
+        self.pool.clean()?;
+        self.checkpoint_if_log_fills()
+    }
+
+    /// Rolls back: undoes the transaction's updates newest first, logging a
+    /// compensation record for each, and ends it.
+    pub fn abort(&mut self, tx: Transaction) -> Result<()> {
+        let state = self.active.remove(&tx.id).unwrap_or_default();
+        let last = self.undo(tx.id, state.last, state.undo)?;
+        if self.pool.has_log() && last > 0 {
+            self.pool.log_record(&Record { tx: tx.id, prev: last, body: Body::End })?;
+        }
+        self.pool.clean()
+    }
+
+    /// Applies the before images of `entries` in reverse; returns the last LSN logged.
+    pub(crate) fn undo(&mut self, tx: u64, mut last: u64, entries: Vec<UndoEntry>) -> Result<u64> {
+        for e in entries.into_iter().rev() {
+            let f = self.pool.fetch(e.page)?;
+            let p = self.pool.page_mut(f);
+            for r in &e.ranges {
+                p[r.offset as usize..r.offset as usize + r.before.len()].copy_from_slice(&r.before);
+            }
+            self.pool.unpin(f);
+            let (lsn, _) = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: e.prev })?;
+            last = lsn;
+        }
+        Ok(last)
+    }
+
+    /// Runs one access-method call for `tx` on `object`, then logs the pages it changed
+    /// (also when it failed, so an abort can undo the part that happened).
+    pub(crate) fn with_object<T>(
+        &mut self,
+        tx: u64,
+        object: Object,
+        call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
+    ) -> Result<T> {
+        let prev = self.active.entry(tx).or_default().last;
+        let first_candidate = self.pool.log.as_ref().map_or(0, |l| l.next_lsn());
+        let (space, id) = match object {
+            Object::Table(t) => {
+                let def = &mut self.catalog.tables[t];
+                (&mut def.space, def.id)
+            }
+            Object::Index(i) => {
+                let def = &mut self.catalog.indexes[i];
+                (&mut def.space, def.id)
+            }
+        };
+        let regions = &mut self.regions[space.region as usize];
+        let mut a = ObjectAccess { pool: &mut self.pool, space, regions, object: id, tx, prev, freed: Vec::new() };
+        let result = call(&mut a);
+        let (prev, freed) = (a.prev, std::mem::take(&mut a.freed));
+        let (last, undo) = self.pool.end_op(tx, prev, OpKind::Update)?;
+        let state = self.active.entry(tx).or_default();
+        if state.first == 0 && last > state.last {
+            state.first = first_candidate;
+        }
+        state.last = last;
+        state.undo.extend(undo);
+        state.frees.extend(freed.into_iter().map(|p| (id, p)));
+        result
+    }
+
+    /// Writes every dirty page, then takes a checkpoint: after it the log holds nothing
+    /// a restart needs (what `close` does).
+    pub fn checkpoint(&mut self) -> Result<()> {
+        self.pool.flush_all()?;
+        self.take_checkpoint()
+    }
+
+    fn checkpoint_if_log_fills(&mut self) -> Result<()> {
+        match &self.pool.log {
+            Some(log) if log.used_share() > self.options.checkpoint_log_share => self.take_checkpoint(),
+            _ => Ok(()),
+        }
+    }
+
+    /// A fuzzy checkpoint: writes the pages dirty since before the previous checkpoint
+    /// (so the log can always be cut back to it), logs the active transactions and the
+    /// dirty-page table, forces the log, stores the catalog pointing at the checkpoint,
+    /// and cuts the log at the oldest LSN a restart still needs.
+    pub(crate) fn take_checkpoint(&mut self) -> Result<()> {
+        if !self.pool.has_log() {
+            self.catalog.next_lsn = self.pool.counter_lsn;
+            return self.save_catalog();
+        }
+        self.pool.flush_older_than(self.catalog.checkpoint_lsn)?;
+        let active: Vec<(u64, u64, u64)> =
+            self.active.iter().filter(|(_, s)| s.last > 0).map(|(&tx, s)| (tx, s.last, s.first)).collect();
+        let dirty = self.pool.dirty_pages();
+        let lsn = self.pool.log_record(&Record { tx: 0, prev: 0, body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() } })?;
+        let done = self.pool.force_log(lsn)?;
+        self.pool.set_now(done.max(self.pool.now()));
+        let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
+        self.catalog.checkpoint_lsn = lsn;
+        self.catalog.log_start = start;
+        self.save_catalog()?;
+        if let Some(log) = &mut self.pool.log {
+            log.truncate(start);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn space_of(&mut self, object: u32) -> Option<&mut crate::space::ObjectSpace> {
+        let tables = self.catalog.tables.iter_mut().map(|t| (t.id, &mut t.space));
+        let mut all = tables.chain(self.catalog.indexes.iter_mut().map(|i| (i.id, &mut i.space)));
+        all.find(|(id, _)| *id == object).map(|(_, s)| s)
+    }
+}
+
