@@ -249,7 +249,10 @@ impl BufferPool {
             // A freed page still cached: it starts over, and its old flash copy will
             // be replaced out-of-place.
             if self.frames[f].pins > 0 {
-                return Err(Error::Corrupt(format!("page {} of region {} is allocated while in use", pid.page, pid.region)));
+                return Err(Error::Corrupt(format!(
+                    "page {} of region {} is allocated while in use",
+                    pid.page, pid.region
+                )));
             }
             self.frames[f].pins = 1;
             self.touch(f);

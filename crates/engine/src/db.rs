@@ -18,8 +18,8 @@ use crate::catalog::{Catalog, RegionEntry, Tablespace};
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
-use crate::space::{ObjectSpace, RegionPages};
 use crate::log::Log;
+use crate::space::{ObjectSpace, RegionPages};
 use crate::store::{ObjectCounters, PageStore};
 use crate::txn::Active;
 use crate::types::{self, Column, ColumnType, Value};
@@ -189,7 +189,16 @@ impl Database {
         }
         let frames = options.buffer.frames(&catalog);
         let pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
-        Ok(Database { pool, catalog, regions, options, next_tx: 1, active: Active::new(), sql_tx: None, row: Vec::new() })
+        Ok(Database {
+            pool,
+            catalog,
+            regions,
+            options,
+            next_tx: 1,
+            active: Active::new(),
+            sql_tx: None,
+            row: Vec::new(),
+        })
     }
 
     pub(crate) fn save_catalog(&mut self) -> Result<()> {
@@ -203,6 +212,17 @@ impl Database {
         let mut flash = self.pool.into_store().into_flash();
         flash.flush()?;
         Ok(flash.into_device())
+    }
+
+    /// Simulates a crash: returns the device as it is, dropping the buffer pool, the
+    /// unwritten log tail and every transaction in progress.
+    pub fn crash(self) -> Device {
+        self.pool.into_store().into_flash().into_device()
+    }
+
+    /// The log's counters and its durable LSN (`None` without a log).
+    pub fn log_counters(&self) -> Option<crate::log::LogCounters> {
+        self.pool.log.as_ref().map(|l| l.counters())
     }
 
     pub fn now(&self) -> SimTime {
@@ -342,7 +362,6 @@ impl Database {
         }
         cols.iter().zip(values).map(|(c, v)| coerce(c, v)).collect()
     }
-
 
     fn index_key(&self, index: usize, t: usize, rid: Rid, row: &[Value]) -> Vec<u8> {
         let def = &self.catalog.indexes[index];

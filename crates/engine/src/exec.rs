@@ -491,7 +491,9 @@ impl Database {
 fn rolled_back(e: Error) -> Error {
     match e {
         Error::Invalid(m) => Error::Invalid(format!("{m} (the transaction was rolled back)")),
-        Error::Duplicate { object, key } => Error::Duplicate { object: format!("{object} (the transaction was rolled back)"), key },
+        Error::Duplicate { object, key } => {
+            Error::Duplicate { object: format!("{object} (the transaction was rolled back)"), key }
+        }
         other => other,
     }
 }

@@ -214,9 +214,10 @@ impl Log {
 /// stopping at the first torn or missing one; also returns where that one starts.
 fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<(u64, Record)>, u64)> {
     let mut out = Vec::new();
-    let mut at = from.checked_sub(base).ok_or_else(|| {
-        Error::Corrupt(format!("log restart point {from} lies before the log's first page at {base}"))
-    })? as usize;
+    let mut at = from
+        .checked_sub(base)
+        .ok_or_else(|| Error::Corrupt(format!("log restart point {from} lies before the log's first page at {base}")))?
+        as usize;
     while at < stream.len() {
         match Record::decode(&stream[at..])? {
             Some((record, len)) => {

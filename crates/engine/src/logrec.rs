@@ -44,16 +44,36 @@ pub enum AllocHow {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
-    Update { page: PageId, ranges: Vec<Range> },
+    Update {
+        page: PageId,
+        ranges: Vec<Range>,
+    },
     /// Compensation: the undo of an update; `undo_next` is where undo continues.
-    Clr { page: PageId, undo_next: u64, ranges: Vec<Range> },
+    Clr {
+        page: PageId,
+        undo_next: u64,
+        ranges: Vec<Range>,
+    },
     /// A freshly formatted page (redo-only); ranges over an all-zero page.
-    Format { page: PageId, ranges: Vec<Range> },
-    Alloc { object: u32, page: u32, how: AllocHow },
-    Free { object: u32, page: u32 },
+    Format {
+        page: PageId,
+        ranges: Vec<Range>,
+    },
+    Alloc {
+        object: u32,
+        page: u32,
+        how: AllocHow,
+    },
+    Free {
+        object: u32,
+        page: u32,
+    },
     Commit,
     End,
-    Checkpoint { active: Vec<(u64, u64, u64)>, dirty: Vec<(PageId, u64)> },
+    Checkpoint {
+        active: Vec<(u64, u64, u64)>,
+        dirty: Vec<(PageId, u64)>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -266,7 +286,11 @@ pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<Range> {
             }
             j += 1;
         }
-        out.push(Range { offset: start as u16, before: before[start..end].to_vec(), after: after[start..end].to_vec() });
+        out.push(Range {
+            offset: start as u16,
+            before: before[start..end].to_vec(),
+            after: after[start..end].to_vec(),
+        });
         i = end;
     }
     out

@@ -30,7 +30,9 @@ pub struct UndoEntry {
 pub enum OpKind {
     Update,
     /// The changes undo an update; undo continues at `undo_next`.
-    Compensation { undo_next: u64 },
+    Compensation {
+        undo_next: u64,
+    },
 }
 
 impl BufferPool {

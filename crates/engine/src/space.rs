@@ -7,8 +7,8 @@
 
 use crate::buffer::{BufferPool, FrameId};
 use crate::error::{Error, Result};
-use crate::page;
 use crate::logrec::{AllocHow, Body, Record};
+use crate::page;
 use crate::store::PageId;
 use serde::{Deserialize, Serialize};
 

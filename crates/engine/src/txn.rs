@@ -143,7 +143,11 @@ impl Database {
         let active: Vec<(u64, u64, u64)> =
             self.active.iter().filter(|(_, s)| s.last > 0).map(|(&tx, s)| (tx, s.last, s.first)).collect();
         let dirty = self.pool.dirty_pages();
-        let lsn = self.pool.log_record(&Record { tx: 0, prev: 0, body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() } })?;
+        let lsn = self.pool.log_record(&Record {
+            tx: 0,
+            prev: 0,
+            body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() },
+        })?;
         let done = self.pool.force_log(lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
         let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
@@ -162,4 +166,3 @@ impl Database {
         all.find(|(id, _)| *id == object).map(|(_, s)| s)
     }
 }
-

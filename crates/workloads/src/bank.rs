@@ -1,0 +1,265 @@
+//! The bank torture test: transfers between accounts, each logging a history row with
+//! a secondary index, run against a device that loses power at a chosen flash
+//! operation; the database is then reopened (restart recovery) and checked against a
+//! model of what was acknowledged.
+//!
+//! Checks after each cut: every committed transfer is there, none that was never
+//! committed is (the one in flight at the cut may be either), the sum of balances is
+//! unchanged, each balance is the initial one plus the transfers present, and the
+//! history index holds exactly the history table's rows.
+
+use engine::db::BufferSize;
+use engine::types::Value;
+use engine::{Database, DbOptions};
+use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const INITIAL_BALANCE: i64 = 1_000;
+
+/// A torture run's shape.
+#[derive(Clone, Debug)]
+pub struct BankConfig {
+    pub geometry: Geometry,
+    pub accounts: u32,
+    /// Transfers attempted per cut (the cut usually ends the run sooner).
+    pub transfers: u32,
+    /// Share of transfers that roll back instead of committing.
+    pub abort_share: f64,
+    /// `NxM` IPA scheme of the data region (`0x0`: none) and its IPA mode.
+    pub ipa: String,
+    pub ipa_mode: String,
+    pub buffer_pages: usize,
+}
+
+/// Which kind of flash operation a cut tore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CutKinds {
+    pub out_of_place_writes: u64,
+    pub write_deltas: u64,
+    pub gc_migrations: u64,
+    pub erases: u64,
+    pub log_writes: u64,
+    pub missed: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Transfer {
+    id: i64,
+    from: i64,
+    to: i64,
+    amount: i64,
+}
+
+/// The outcome of one cut: `Err` names what the check found wrong.
+pub struct CutResult {
+    pub cut_at: u64,
+    pub committed: usize,
+    pub outcome: Result<(), String>,
+}
+
+fn schema(config: &BankConfig) -> String {
+    let ipa = if config.ipa == "0x0" {
+        "IPA_MODE=none".to_string()
+    } else {
+        format!("IPA_MODE={}, IPA={}, V=8", config.ipa_mode, config.ipa)
+    };
+    format!(
+        "CREATE REGION bank ({ipa});
+         CREATE TABLESPACE ts (REGION=bank, EXTENT SIZE 32K);
+         CREATE TABLE account (id INT PRIMARY KEY, balance BIGINT NOT NULL, pad CHAR(60)) TABLESPACE ts;
+         CREATE TABLE history (id BIGINT PRIMARY KEY, src INT NOT NULL, dst INT NOT NULL, amount BIGINT NOT NULL) TABLESPACE ts;
+         CREATE INDEX history_src ON history(src) TABLESPACE ts;"
+    )
+}
+
+fn options(config: &BankConfig) -> DbOptions {
+    DbOptions { buffer: BufferSize::Pages(config.buffer_pages), ..DbOptions::default() }
+}
+
+fn err(e: engine::Error) -> String {
+    e.to_string()
+}
+
+/// Creates the database and loads the accounts (durable before any cut can matter).
+fn load(device: Device, config: &BankConfig) -> Result<Database, String> {
+    let mut db = Database::create(device, options(config)).map_err(err)?;
+    db.execute(&schema(config)).map_err(err)?;
+    let t = db.table_id("account").map_err(err)?;
+    let tx = db.begin();
+    for id in 0..config.accounts {
+        let row = [Value::Int(id as i64), Value::Int(INITIAL_BALANCE), Value::Text(format!("account {id}"))];
+        db.insert(&tx, t, &row).map_err(err)?;
+    }
+    db.commit(tx).map_err(err)?;
+    db.checkpoint().map_err(err)?;
+    Ok(db)
+}
+
+/// How far a transfer got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Changing rows: if it fails here, the transfer must not survive.
+    Changing,
+    /// In `commit`: it may survive (the commit record may have become durable).
+    Committing,
+    Aborting,
+}
+
+/// One transfer; `Ok(true)` when it committed. On an error, says how far it got.
+fn transfer(db: &mut Database, t: &Transfer, commit: bool, stage: &mut Stage) -> Result<bool, engine::Error> {
+    *stage = Stage::Changing;
+    let (account, history) = (db.table_id("account")?, db.table_id("history")?);
+    let tx = db.begin();
+    db.add(&tx, account, &[Value::Int(t.from)], 1, &Value::Int(-t.amount))?;
+    db.add(&tx, account, &[Value::Int(t.to)], 1, &Value::Int(t.amount))?;
+    let row = [Value::Int(t.id), Value::Int(t.from), Value::Int(t.to), Value::Int(t.amount)];
+    db.insert(&tx, history, &row)?;
+    if commit {
+        *stage = Stage::Committing;
+        db.commit(tx)?;
+    } else {
+        *stage = Stage::Aborting;
+        db.abort(tx)?;
+    }
+    Ok(commit)
+}
+
+/// Mutating flash operations of the load and of a run without a cut (the load is the
+/// same for every seed; cut points are spread over the run).
+pub fn count_operations(config: &BankConfig, seed: u64) -> Result<(u64, u64), String> {
+    let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
+    let mut db = load(device, config)?;
+    let load_ops = operations(db.flash().device());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for i in 0..config.transfers {
+        let t = next_transfer(&mut rng, config, i);
+        transfer(&mut db, &t, !rng.gen_bool(config.abort_share), &mut Stage::Changing).map_err(err)?;
+    }
+    Ok((load_ops, operations(db.flash().device()) - load_ops))
+}
+
+fn operations(device: &Device) -> u64 {
+    let c = device.counters();
+    c.page_programs + c.reprograms + c.copybacks + c.erases
+}
+
+fn next_transfer(rng: &mut ChaCha8Rng, config: &BankConfig, i: u32) -> Transfer {
+    let from = rng.gen_range(0..config.accounts) as i64;
+    let mut to = rng.gen_range(0..config.accounts) as i64;
+    if to == from {
+        to = (to + 1) % config.accounts as i64;
+    }
+    Transfer { id: i as i64 + 1, from, to, amount: rng.gen_range(1..50) }
+}
+
+/// Loads (`load_ops` flash operations), runs transfers until the power cut
+/// `cut_after` operations later, then recovers and checks. Returns the check's outcome;
+/// `kinds` counts what the cut hit.
+pub fn run_cut(config: &BankConfig, seed: u64, load_ops: u64, cut_after: u64, kinds: &mut CutKinds) -> CutResult {
+    let mut committed: BTreeMap<i64, Transfer> = BTreeMap::new();
+    let mut in_flight = None;
+    let outcome = (|| {
+        let cut_at = load_ops + cut_after;
+        let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
+        let mut db = load(Device::new(Box::new(storage)), config)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for i in 0..config.transfers {
+            let t = next_transfer(&mut rng, config, i);
+            let commit = !rng.gen_bool(config.abort_share);
+            let mut stage = Stage::Changing;
+            match transfer(&mut db, &t, commit, &mut stage) {
+                Ok(true) => {
+                    committed.insert(t.id, t);
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    // Only a transfer cut while committing may have become durable.
+                    in_flight = (stage == Stage::Committing).then_some(t);
+                    break;
+                }
+            }
+        }
+        let log_chips = db.flash().regions().iter().find(|r| r.name() == "log").map(|r| r.chips().to_vec());
+        let mut device = db.crash();
+        classify(&device, &log_chips.unwrap_or_default(), kinds);
+        device.power_on();
+        let mut db = Database::open(device, options(config)).map_err(|e| format!("recovery failed: {e}"))?;
+        check(&mut db, config, &committed, in_flight)
+    })();
+    CutResult { cut_at: cut_after, committed: committed.len(), outcome }
+}
+
+fn classify(device: &Device, log_chips: &[u32], kinds: &mut CutKinds) {
+    let storage = device.storage();
+    let log_chip = |ppn: nand::Ppn| log_chips.contains(&device.geometry().chip_of(ppn));
+    match storage.last_torn() {
+        None => kinds.missed += 1,
+        Some(TornOp::Program { ppn }) if log_chip(ppn) => kinds.log_writes += 1,
+        Some(TornOp::Program { ppn }) if storage.program_count(ppn) > 1 => kinds.write_deltas += 1,
+        Some(TornOp::Program { .. }) => kinds.out_of_place_writes += 1,
+        Some(TornOp::CopyProgram { .. }) => kinds.gc_migrations += 1,
+        Some(TornOp::Erase { .. }) => kinds.erases += 1,
+    }
+}
+
+/// Checks the recovered database against the acknowledged transfers.
+fn check(
+    db: &mut Database,
+    config: &BankConfig,
+    committed: &BTreeMap<i64, Transfer>,
+    in_flight: Option<Transfer>,
+) -> Result<(), String> {
+    let (account, history) = (db.table_id("account").map_err(err)?, db.table_id("history").map_err(err)?);
+    let tx = db.begin();
+    let rows = db.scan(&tx, history, &[], &[]).map_err(err)?;
+    let mut present: BTreeMap<i64, Transfer> = BTreeMap::new();
+    for r in &rows {
+        let int = |v: &Value| if let Value::Int(i) = v { *i } else { i64::MIN };
+        let t = Transfer { id: int(&r[0]), from: int(&r[1]), to: int(&r[2]), amount: int(&r[3]) };
+        present.insert(t.id, t);
+    }
+    for id in committed.keys() {
+        if !present.contains_key(id) {
+            return Err(format!("committed transfer {id} is missing"));
+        }
+    }
+    for id in present.keys() {
+        if !committed.contains_key(id) && in_flight.map(|t| t.id) != Some(*id) {
+            return Err(format!("transfer {id} is present but was never committed"));
+        }
+    }
+    let mut expected = vec![INITIAL_BALANCE; config.accounts as usize];
+    for t in present.values() {
+        expected[t.from as usize] -= t.amount;
+        expected[t.to as usize] += t.amount;
+    }
+    let accounts = db.scan(&tx, account, &[], &[]).map_err(err)?;
+    if accounts.len() != config.accounts as usize {
+        return Err(format!("{} accounts, expected {}", accounts.len(), config.accounts));
+    }
+    let mut sum = 0;
+    for (i, a) in accounts.iter().enumerate() {
+        let Value::Int(balance) = a[1] else { return Err(format!("account {i} has no balance")) };
+        sum += balance;
+        if balance != expected[i] {
+            return Err(format!("account {i} has balance {balance}, the transfers present give {}", expected[i]));
+        }
+    }
+    if sum != INITIAL_BALANCE * config.accounts as i64 {
+        return Err(format!("balances sum to {sum}, not {}", INITIAL_BALANCE * config.accounts as i64));
+    }
+    for src in 0..config.accounts {
+        let found = db.execute(&format!("SELECT id FROM history WHERE src = {src}")).map_err(err)?;
+        let Some(engine::QueryResult::Rows { rows, .. }) = found.into_iter().next() else {
+            return Err("index query gave no rows result".into());
+        };
+        let want = present.values().filter(|t| t.from == src as i64).count();
+        if rows.len() != want {
+            return Err(format!("index history_src has {} rows for src {src}, the table {want}", rows.len()));
+        }
+    }
+    db.commit(tx).map_err(err)
+}

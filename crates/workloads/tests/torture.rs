@@ -1,0 +1,51 @@
+//! A short torture run: power cuts spread over a bank workload, with and without IPA.
+
+use nand::{CellType, Geometry, Latencies};
+use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
+
+fn config(ipa: &str) -> BankConfig {
+    BankConfig {
+        geometry: Geometry {
+            channels: 2,
+            chips_per_channel: 2,
+            blocks_per_chip: 48,
+            pages_per_block: 16,
+            page_bytes: 4096,
+            oob_bytes: 128,
+            cell: CellType::Slc,
+            nop: 4,
+            endurance: 1_000_000,
+            latencies: Latencies::mlc_typical(),
+        },
+        accounts: 3000,
+        transfers: 400,
+        abort_share: 0.1,
+        ipa: ipa.into(),
+        ipa_mode: "slc".into(),
+        buffer_pages: 16,
+    }
+}
+
+#[test]
+fn power_cuts_lose_no_committed_transfer() {
+    for ipa in ["0x0", "2x4"] {
+        let config = config(ipa);
+        let (load_ops, run_ops) = count_operations(&config, 1).unwrap();
+        assert!(run_ops > 100, "{ipa}: the run makes {run_ops} flash operations");
+        let mut kinds = CutKinds::default();
+        let mut failures = Vec::new();
+        for k in 0..30u64 {
+            let cut_after = 1 + k * run_ops / 30;
+            let result = run_cut(&config, 1, load_ops, cut_after, &mut kinds);
+            if let Err(e) = result.outcome {
+                failures.push(format!("{ipa} cut at +{cut_after}: {e}"));
+            }
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert!(kinds.missed == 0, "{ipa}: {kinds:?}");
+        assert!(kinds.log_writes > 0 && kinds.out_of_place_writes > 0, "{ipa}: {kinds:?}");
+        if ipa != "0x0" {
+            assert!(kinds.write_deltas > 0, "{ipa}: no cut hit an append: {kinds:?}");
+        }
+    }
+}
