@@ -152,8 +152,23 @@ impl Database {
         Ok(db)
     }
 
-    /// Opens a database: rebuilds the regions by scan, reads the catalog.
+    /// Opens a database: rebuilds the regions by scan, reads the catalog, and restarts
+    /// from the log (redo, undo of unfinished transactions, a checkpoint).
     pub fn open(device: Device, options: DbOptions) -> Result<Database> {
+        Database::open_or_keep(device, options).map_err(|(e, _)| e)
+    }
+
+    /// [`Database::open`] that hands the device back when the restart fails (a power cut
+    /// during recovery), so it can be powered on and opened again.
+    pub fn open_or_keep(device: Device, options: DbOptions) -> std::result::Result<Database, (Error, Option<Device>)> {
+        let mut db = Database::open_without_restart(device, options).map_err(|e| (e, None))?;
+        match db.restart() {
+            Ok(()) => Ok(db),
+            Err(e) => Err((e, Some(db.crash()))),
+        }
+    }
+
+    fn open_without_restart(device: Device, options: DbOptions) -> Result<Database> {
         let (flash, done) = Flash::open(device, 0)?;
         let geometry_page = flash.device().geometry().page_bytes as usize;
         let mut probe = PageStore::new(flash, geometry_page.max(4096))?;
@@ -165,7 +180,6 @@ impl Database {
         let mut db = Database::assemble(store, catalog, options)?;
         db.pool.set_now(done);
         db.pool.counter_lsn = db.catalog.next_lsn;
-        db.restart()?;
         Ok(db)
     }
 

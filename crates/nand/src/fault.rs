@@ -173,4 +173,7 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn last_torn(&self) -> Option<TornOp> {
         self.torn
     }
+    fn arm_power_cut(&mut self, after_ops: u64) {
+        self.cut_at = Some(self.ops + after_ops.max(1));
+    }
 }

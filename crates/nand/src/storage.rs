@@ -87,6 +87,9 @@ pub trait Storage: Send {
     fn last_torn(&self) -> Option<crate::TornOp> {
         None
     }
+    /// Arms another power cut `after_ops` mutating operations from now, for stores that
+    /// inject cuts (a cut during recovery). A no-op elsewhere.
+    fn arm_power_cut(&mut self, _after_ops: u64) {}
 }
 
 /// The bytes of one programmed block: a pool buffer per page with data (shared with

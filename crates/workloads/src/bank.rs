@@ -43,6 +43,8 @@ pub struct CutKinds {
     pub erases: u64,
     pub log_writes: u64,
     pub missed: u64,
+    /// Restarts that a second cut interrupted.
+    pub restarts_cut: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -156,9 +158,17 @@ fn next_transfer(rng: &mut ChaCha8Rng, config: &BankConfig, i: u32) -> Transfer 
 }
 
 /// Loads (`load_ops` flash operations), runs transfers until the power cut
-/// `cut_after` operations later, then recovers and checks. Returns the check's outcome;
-/// `kinds` counts what the cut hit.
-pub fn run_cut(config: &BankConfig, seed: u64, load_ops: u64, cut_after: u64, kinds: &mut CutKinds) -> CutResult {
+/// `cut_after` operations later, then recovers — cut again `recovery_cut` operations
+/// into the restart, if given, and restarted once more — and checks. Returns the
+/// check's outcome; `kinds` counts what the first cut hit.
+pub fn run_cut(
+    config: &BankConfig,
+    seed: u64,
+    load_ops: u64,
+    cut_after: u64,
+    recovery_cut: Option<u64>,
+    kinds: &mut CutKinds,
+) -> CutResult {
     let mut committed: BTreeMap<i64, Transfer> = BTreeMap::new();
     let mut in_flight = None;
     let outcome = (|| {
@@ -186,6 +196,19 @@ pub fn run_cut(config: &BankConfig, seed: u64, load_ops: u64, cut_after: u64, ki
         let mut device = db.crash();
         classify(&device, &log_chips.unwrap_or_default(), kinds);
         device.power_on();
+        if let Some(after) = recovery_cut {
+            // Cut the restart itself, then restart again.
+            device.storage_mut().arm_power_cut(after);
+            device = match Database::open_or_keep(device, options(config)) {
+                Ok(db) => db.crash(),
+                Err((_, Some(device))) => {
+                    kinds.restarts_cut += 1;
+                    device
+                }
+                Err((e, None)) => return Err(format!("the cut restart failed before recovery: {e}")),
+            };
+            device.power_on();
+        }
         let mut db = Database::open(device, options(config)).map_err(|e| format!("recovery failed: {e}"))?;
         check(&mut db, config, &committed, in_flight)
     })();

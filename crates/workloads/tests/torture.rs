@@ -36,13 +36,15 @@ fn power_cuts_lose_no_committed_transfer() {
         let mut failures = Vec::new();
         for k in 0..30u64 {
             let cut_after = 1 + k * run_ops / 30;
-            let result = run_cut(&config, 1, load_ops, cut_after, &mut kinds);
+            // Every third cut also cuts the restart that follows it.
+            let recovery_cut = (k % 3 == 2).then_some(1 + k % 7);
+            let result = run_cut(&config, 1, load_ops, cut_after, recovery_cut, &mut kinds);
             if let Err(e) = result.outcome {
                 failures.push(format!("{ipa} cut at +{cut_after}: {e}"));
             }
         }
         assert!(failures.is_empty(), "{failures:#?}");
-        assert!(kinds.missed == 0, "{ipa}: {kinds:?}");
+        assert!(kinds.missed == 0 && kinds.restarts_cut > 0, "{ipa}: {kinds:?}");
         assert!(kinds.log_writes > 0 && kinds.out_of_place_writes > 0, "{ipa}: {kinds:?}");
         if ipa != "0x0" {
             assert!(kinds.write_deltas > 0, "{ipa}: no cut hit an append: {kinds:?}");
