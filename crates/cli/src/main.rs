@@ -9,6 +9,7 @@ mod runner;
 mod setup;
 mod sql;
 mod table;
+mod torture;
 mod trace;
 mod workload;
 
@@ -44,6 +45,9 @@ enum Command {
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.
     EngineBench(engine_bench::EngineBenchArgs),
+    /// Power-cut torture: a bank workload cut at N random flash operations, each followed
+    /// by restart recovery and consistency checks. Exits non-zero on any failure.
+    Torture(torture::TortureArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -124,6 +128,11 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay(args),
         Command::Sql(args) => sql::run(args),
         Command::EngineBench(args) => engine_bench::run(args),
+        Command::Torture(args) => match torture::run(args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

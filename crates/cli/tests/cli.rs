@@ -191,3 +191,15 @@ fn sql_creates_queries_reopens_and_shows_ipa_at_work() {
     let out = deltaflash(&["sql", "-e", "SELECT 1"]);
     assert!(stderr(&out).contains("needs --image"), "{}", stderr(&out));
 }
+
+#[test]
+fn torture_reports_every_cut_and_a_summary() {
+    let out = deltaflash(&["torture", "--cuts", "12", "--seed", "5", "--accounts", "500", "--transfers", "300"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().last(), Some("12 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("cuts hit:"), "{stdout}");
+    let bad = deltaflash(&["torture", "--cuts", "1", "--ipa", "2y4"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("2y4"), "{}", stderr(&bad));
+}

@@ -78,7 +78,9 @@ fn schema(config: &BankConfig) -> String {
 }
 
 fn options(config: &BankConfig) -> DbOptions {
-    DbOptions { buffer: BufferSize::Pages(config.buffer_pages), ..DbOptions::default() }
+    // DB pages of 4 KiB, or one flash page where those are larger.
+    let page_bytes = (config.geometry.page_bytes as usize).max(4096);
+    DbOptions { page_bytes, buffer: BufferSize::Pages(config.buffer_pages), ..DbOptions::default() }
 }
 
 fn err(e: engine::Error) -> String {

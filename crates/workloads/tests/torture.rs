@@ -51,3 +51,21 @@ fn power_cuts_lose_no_committed_transfer() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    /// Random transfer mixes (seed), abort shares and crash points never lose a committed
+    /// transfer or keep an uncommitted one.
+    #[test]
+    fn random_crash_points_never_lose_a_commit(seed in 0u64..1000, cut in 0.0f64..1.0, aborts in 0.0f64..0.5, ipa in proptest::bool::ANY) {
+        let mut config = config(if ipa { "2x3" } else { "0x0" });
+        config.accounts = 800;
+        config.transfers = 150;
+        config.abort_share = aborts;
+        let (load_ops, run_ops) = count_operations(&config, seed).unwrap();
+        let cut_after = 1 + (cut * run_ops as f64) as u64;
+        let result = run_cut(&config, seed, load_ops, cut_after, None, &mut CutKinds::default());
+        proptest::prop_assert!(result.outcome.is_ok(), "seed {seed} cut +{cut_after}: {:?}", result.outcome.err());
+    }
+}

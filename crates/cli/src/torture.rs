@@ -1,0 +1,96 @@
+//! `deltaflash torture`: the bank workload cut at N random flash operations; after each
+//! cut the database restarts and is checked (`workloads::bank`).
+
+use crate::setup::DeviceArgs;
+use clap::Args;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
+
+#[derive(Args)]
+pub struct TortureArgs {
+    /// The device; unless given, 4 chips × 32 blocks × 16 pages of the preset.
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Power cuts to run, each at a random flash operation of the workload.
+    #[arg(long, default_value_t = 200)]
+    cuts: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// IPA scheme NxM of the bank's region (0x0: none).
+    #[arg(long, default_value = "2x4")]
+    ipa: String,
+    /// IPA mode of the bank's region: slc, pslc or odd-mlc (the device's cells must fit).
+    #[arg(long, default_value = "auto")]
+    ipa_mode: String,
+    #[arg(long, default_value_t = 2000)]
+    accounts: u32,
+    /// Transfers per run (a cut ends the run sooner).
+    #[arg(long, default_value_t = 800)]
+    transfers: u32,
+    /// Buffer pool frames (small, so pages are evicted mid-transaction).
+    #[arg(long, default_value_t = 16)]
+    buffer_pages: usize,
+}
+
+pub fn run(args: TortureArgs) -> Result<bool, String> {
+    // A small device unless told otherwise, so GC and the log's wrap-around are cut too.
+    let mut device = args.device.clone();
+    device.chips = device.chips.or(Some(4));
+    device.blocks_per_chip = device.blocks_per_chip.or(Some(32));
+    device.pages_per_block = device.pages_per_block.or(Some(16));
+    let geometry = device.geometry()?;
+    if args.device.no_data || args.device.image.is_some() {
+        return Err("torture runs on in-memory devices with data; drop --no-data and --image".into());
+    }
+    let ipa_mode = match args.ipa_mode.as_str() {
+        "auto" if geometry.cell == nand::CellType::Slc => "slc".to_string(),
+        "auto" => "odd-mlc".to_string(),
+        m => m.to_string(),
+    };
+    let config = BankConfig {
+        geometry,
+        accounts: args.accounts,
+        transfers: args.transfers,
+        abort_share: 0.1,
+        ipa: args.ipa.clone(),
+        ipa_mode,
+        buffer_pages: args.buffer_pages,
+    };
+    let (load_ops, run_ops) = count_operations(&config, args.seed)?;
+    eprintln!(
+        "bank: {} accounts, {} transfers ({run_ops} flash operations after a {load_ops}-operation load), IPA [{}]; {} cuts",
+        args.accounts, args.transfers, args.ipa, args.cuts
+    );
+    let bar = crate::progress(args.cuts as u64, "cuts");
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let mut kinds = CutKinds::default();
+    let (mut passed, mut failed) = (0, 0);
+    for i in 0..args.cuts {
+        let cut_after = rng.gen_range(1..=run_ops.max(1));
+        let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
+        let result = run_cut(&config, args.seed, load_ops, cut_after, recovery_cut, &mut kinds);
+        match result.outcome {
+            Ok(()) => passed += 1,
+            Err(e) => {
+                failed += 1;
+                let again = recovery_cut.map_or(String::new(), |r| format!(", restart cut at +{r}"));
+                bar.suspend(|| println!("FAIL seed {} cut at operation +{cut_after}{again}: {e}", args.seed));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "cuts hit: {} out-of-place writes, {} write_deltas, {} GC migrations, {} erases, {} log writes, {} missed; {} restarts cut again",
+        kinds.out_of_place_writes,
+        kinds.write_deltas,
+        kinds.gc_migrations,
+        kinds.erases,
+        kinds.log_writes,
+        kinds.missed,
+        kinds.restarts_cut
+    );
+    println!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
