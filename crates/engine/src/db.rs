@@ -155,16 +155,19 @@ impl Database {
     /// Opens a database: rebuilds the regions by scan, reads the catalog, and restarts
     /// from the log (redo, undo of unfinished transactions, a checkpoint).
     pub fn open(device: Device, options: DbOptions) -> Result<Database> {
-        Database::open_or_keep(device, options).map_err(|(e, _)| e)
+        Database::open_or_keep(device, options).map_err(|failed| failed.0)
     }
 
     /// [`Database::open`] that hands the device back when the restart fails (a power cut
     /// during recovery), so it can be powered on and opened again.
-    pub fn open_or_keep(device: Device, options: DbOptions) -> std::result::Result<Database, (Error, Option<Device>)> {
-        let mut db = Database::open_without_restart(device, options).map_err(|e| (e, None))?;
+    pub fn open_or_keep(
+        device: Device,
+        options: DbOptions,
+    ) -> std::result::Result<Database, Box<(Error, Option<Device>)>> {
+        let mut db = Database::open_without_restart(device, options).map_err(|e| Box::new((e, None)))?;
         match db.restart() {
             Ok(()) => Ok(db),
-            Err(e) => Err((e, Some(db.crash()))),
+            Err(e) => Err(Box::new((e, Some(db.crash())))),
         }
     }
 

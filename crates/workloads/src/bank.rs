@@ -203,11 +203,13 @@ pub fn run_cut(
             device.storage_mut().arm_power_cut(after);
             device = match Database::open_or_keep(device, options(config)) {
                 Ok(db) => db.crash(),
-                Err((_, Some(device))) => {
-                    kinds.restarts_cut += 1;
-                    device
-                }
-                Err((e, None)) => return Err(format!("the cut restart failed before recovery: {e}")),
+                Err(failed) => match *failed {
+                    (_, Some(device)) => {
+                        kinds.restarts_cut += 1;
+                        device
+                    }
+                    (e, None) => return Err(format!("the cut restart failed before recovery: {e}")),
+                },
             };
             device.power_on();
         }
