@@ -237,9 +237,14 @@ impl Database {
         self.pool.into_store().into_flash().into_device()
     }
 
-    /// The log's counters and its durable LSN (`None` without a log).
+    /// The log's counters (`None` without a log).
     pub fn log_counters(&self) -> Option<crate::log::LogCounters> {
         self.pool.log.as_ref().map(|l| l.counters())
+    }
+
+    /// The log's truncation point and durable end (`None` without a log).
+    pub fn log_lsns(&self) -> Option<(u64, u64)> {
+        self.pool.log.as_ref().map(|l| (l.start_lsn(), l.durable_lsn()))
     }
 
     pub fn now(&self) -> SimTime {
