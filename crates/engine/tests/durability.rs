@@ -50,9 +50,8 @@ fn commits_survive_a_crash_and_the_rest_does_not() {
     }
     let tx = put(&mut db, 5, -1);
     db.abort(tx).unwrap();
-    let unfinished = put(&mut db, 6, -1);
-    let _ = put(&mut db, 1000, 1); // never committed either
-    drop(unfinished);
+    let _unfinished = put(&mut db, 6, -1);
+    let _never_committed = put(&mut db, 1000, 1);
     let mut device = db.crash();
     device.power_on();
     let mut db = Database::open(device, options()).unwrap();
