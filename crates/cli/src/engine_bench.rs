@@ -76,25 +76,25 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
     timed("load (insert)", args.rows, &mut |db, _, i| {
         let tx = db.begin();
         db.insert(&tx, t, &row(i)).map_err(e)?;
-        db.commit(tx).map_err(e)
+        db.commit(tx).map(|_| ()).map_err(e)
     })?;
     let rows = args.rows;
     timed("point lookup", args.ops, &mut |db, rng, _| {
         let tx = db.begin();
         let id = rng.gen_range(0..rows) as i64;
         db.get(&tx, t, &[Value::Int(id)]).map_err(e)?.ok_or("a loaded row is missing")?;
-        db.commit(tx).map_err(e)
+        db.commit(tx).map(|_| ()).map_err(e)
     })?;
     timed("update (balance += 1)", args.ops, &mut |db, rng, _| {
         let tx = db.begin();
         let id = rng.gen_range(0..rows) as i64;
         db.add(&tx, t, &[Value::Int(id)], 2, &Value::Int(1)).map_err(e)?;
-        db.commit(tx).map_err(e)
+        db.commit(tx).map(|_| ()).map_err(e)
     })?;
     timed("insert", args.ops, &mut |db, _, i| {
         let tx = db.begin();
         db.insert(&tx, t, &row(rows + i)).map_err(e)?;
-        db.commit(tx).map_err(e)
+        db.commit(tx).map(|_| ()).map_err(e)
     })?;
     let counters = db.object_stats().into_iter().find(|s| s.name == "account").map(|s| s.counters).unwrap_or_default();
     let eviction = eviction_cost(&args.device, scheme)?;

@@ -31,6 +31,10 @@ pub struct TortureArgs {
     /// Buffer pool frames (small, so pages are evicted mid-transaction).
     #[arg(long, default_value_t = 16)]
     buffer_pages: usize,
+    /// Group-commit window in simulated µs (transfers start 20 µs apart); 0 forces the
+    /// log at every commit.
+    #[arg(long, default_value_t = 0)]
+    group_commit_us: u64,
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
@@ -56,6 +60,7 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         ipa: args.ipa.clone(),
         ipa_mode,
         buffer_pages: args.buffer_pages,
+        group_commit_ns: args.group_commit_us * 1000,
     };
     let (load_ops, run_ops) = count_operations(&config, args.seed)?;
     eprintln!(

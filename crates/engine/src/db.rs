@@ -58,6 +58,9 @@ pub struct DbOptions {
     pub aries: bool,
     /// Take a checkpoint when this share of the log region is in use.
     pub checkpoint_log_share: f64,
+    /// Group commit: commits within this many simulated nanoseconds share one log
+    /// flush (0: every commit forces the log).
+    pub group_commit_ns: SimTime,
 }
 
 impl Default for DbOptions {
@@ -70,6 +73,7 @@ impl Default for DbOptions {
             system_extent_bytes: 128 << 10,
             aries: true,
             checkpoint_log_share: 0.3,
+            group_commit_ns: 0,
         }
     }
 }
@@ -118,6 +122,8 @@ pub struct Database {
     pub(crate) active: Active,
     /// The transaction `BEGIN` opened in statements.
     pub(crate) sql_tx: Option<Transaction>,
+    /// When the open commit group's log flush is due.
+    pub(crate) group_deadline: Option<SimTime>,
     row: Vec<u8>,
 }
 
@@ -214,6 +220,7 @@ impl Database {
             next_tx: 1,
             active: Active::new(),
             sql_tx: None,
+            group_deadline: None,
             row: Vec::new(),
         })
     }

@@ -33,10 +33,16 @@ impl Database {
         Transaction { id }
     }
 
-    /// Commits: frees the pages the transaction released, logs the commit and forces
-    /// the log (the simulated clock waits for it), then lets the page cleaner and, when
-    /// the log is filling, a checkpoint run.
-    pub fn commit(&mut self, tx: Transaction) -> Result<()> {
+    /// Commits: frees the pages the transaction released, logs the commit and makes it
+    /// durable, then lets the page cleaner and, when the log is filling, a checkpoint
+    /// run. Returns the commit record's LSN (0 without a log or without changes).
+    ///
+    /// Without a group-commit window the log is forced now and the simulated clock
+    /// waits for it. With a window W, commits share flushes: the first commit of a
+    /// group sets its deadline to its time + W; the group's log pages are written at
+    /// the deadline, as soon as a later commit, a page write, a checkpoint or
+    /// [`Database::flush_log`] needs it. Until then `durable_lsn` is below the commit.
+    pub fn commit(&mut self, tx: Transaction) -> Result<u64> {
         let state = self.active.remove(&tx.id).unwrap_or_default();
         let mut prev = state.last;
         for (object, page) in state.frees {
@@ -45,14 +51,49 @@ impl Database {
                 space.free.push(page);
             }
         }
+        let mut commit = 0;
         if self.pool.has_log() && prev > 0 {
-            let commit = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Commit })?;
-            let done = self.pool.force_log(commit)?;
-            self.pool.set_now(done.max(self.pool.now()));
+            commit = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Commit })?;
+            self.group_commit(commit)?;
             self.pool.log_record(&Record { tx: tx.id, prev: commit, body: Body::End })?;
         }
         self.pool.clean()?;
-        self.checkpoint_if_log_fills()
+        self.checkpoint_if_log_fills()?;
+        Ok(commit)
+    }
+
+    fn group_commit(&mut self, commit: u64) -> Result<()> {
+        let now = self.pool.now();
+        let window = self.options.group_commit_ns;
+        if window == 0 {
+            let done = self.pool.force_log(commit)?;
+            self.pool.set_now(done.max(now));
+            return Ok(());
+        }
+        match self.group_deadline {
+            Some(deadline) if now > deadline => {
+                // The open group's flush is due: write it at its deadline.
+                self.pool.set_now(deadline);
+                self.pool.force_log(commit)?;
+                self.pool.set_now(now);
+                self.group_deadline = None;
+            }
+            Some(_) => {}
+            None => self.group_deadline = Some(now + window),
+        }
+        Ok(())
+    }
+
+    /// Writes the log's pending group now; returns when it is durable.
+    pub fn flush_log(&mut self) -> Result<nand::SimTime> {
+        self.group_deadline = None;
+        let lsn = self.pool.log.as_ref().map_or(0, |l| l.next_lsn());
+        self.pool.force_log(lsn)
+    }
+
+    /// Everything below this LSN is in the log on flash.
+    pub fn durable_lsn(&self) -> u64 {
+        self.pool.log.as_ref().map_or(0, |l| l.durable_lsn())
     }
 
     /// Rolls back: undoes the transaction's updates newest first, logging a

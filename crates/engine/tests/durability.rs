@@ -147,3 +147,26 @@ fn the_log_wraps_around_its_region() {
     let last = k - 1;
     assert_eq!(value(&mut db, last % 300), Some(last));
 }
+
+#[test]
+fn group_commit_shares_log_flushes() {
+    let run = |window: u64| {
+        let mut db = Database::create(common::device(), DbOptions { group_commit_ns: window, ..options() }).unwrap();
+        db.execute(SCHEMA).unwrap();
+        let before = db.log_counters().unwrap().forces;
+        let mut last = 0;
+        for k in 0..40 {
+            db.set_now(db.now() + 20_000);
+            let tx = put(&mut db, k, k);
+            last = db.commit(tx).unwrap();
+        }
+        let pending = db.durable_lsn() <= last;
+        db.flush_log().unwrap();
+        assert!(db.durable_lsn() > last);
+        (db.log_counters().unwrap().forces - before, pending)
+    };
+    let (alone, alone_pending) = run(0);
+    let (grouped, grouped_pending) = run(100_000);
+    assert!(alone >= 40 && !alone_pending, "every commit forces without a window: {alone}");
+    assert!(grouped <= 10 && grouped_pending, "{grouped} forces; the last group still pending: {grouped_pending}");
+}

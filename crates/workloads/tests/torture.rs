@@ -23,13 +23,14 @@ fn config(ipa: &str) -> BankConfig {
         ipa: ipa.into(),
         ipa_mode: "slc".into(),
         buffer_pages: 16,
+        group_commit_ns: 0,
     }
 }
 
 #[test]
 fn power_cuts_lose_no_committed_transfer() {
-    for ipa in ["0x0", "2x4"] {
-        let config = config(ipa);
+    for (ipa, group_commit_ns) in [("0x0", 0), ("2x4", 0), ("2x4", 60_000)] {
+        let config = BankConfig { group_commit_ns, ..config(ipa) };
         let (load_ops, run_ops) = count_operations(&config, 1).unwrap();
         assert!(run_ops > 100, "{ipa}: the run makes {run_ops} flash operations");
         let mut kinds = CutKinds::default();
