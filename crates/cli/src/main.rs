@@ -5,6 +5,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod engine_bench;
 mod inspect;
+mod recovery_bench;
 mod runner;
 mod setup;
 mod sql;
@@ -45,6 +46,9 @@ enum Command {
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.
     EngineBench(engine_bench::EngineBenchArgs),
+    /// Log bytes and writes per transaction, and restart time against the log a
+    /// restart has to read.
+    RecoveryBench(recovery_bench::RecoveryBenchArgs),
     /// Power-cut torture: a bank workload cut at N random flash operations, each followed
     /// by restart recovery and consistency checks. Exits non-zero on any failure.
     Torture(torture::TortureArgs),
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay(args),
         Command::Sql(args) => sql::run(args),
         Command::EngineBench(args) => engine_bench::run(args),
+        Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => match torture::run(args) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,

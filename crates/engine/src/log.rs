@@ -79,15 +79,23 @@ impl Log {
     }
 
     /// Reads the log from `start` (the truncation point, a record boundary) to its last
-    /// whole record. Returns the log, ready to append after that record, and the records.
-    pub fn open(flash: &mut Flash, region: RegionId, start: u64, now: SimTime) -> Result<(Log, Vec<(u64, Record)>)> {
+    /// whole record. Returns the log, ready to append after that record, the records,
+    /// and when the last read ended.
+    pub fn open(
+        flash: &mut Flash,
+        region: RegionId,
+        start: u64,
+        now: SimTime,
+    ) -> Result<(Log, Vec<(u64, Record)>, SimTime)> {
         let mut log = Log::create(flash, region);
         let first_page = start / log.payload;
         let mut stream = Vec::new();
         let mut n = first_page;
+        let mut done = now;
         loop {
             let lpn = (n % log.capacity_pages) as u32;
             let Some(read) = flash.read(region, lpn, now)? else { break };
+            done = done.max(read.timing.end_ns);
             let p = read.data;
             let seq = u64::from_le_bytes(p[4..12].try_into().unwrap());
             let used = u32::from_le_bytes(p[12..16].try_into().unwrap()) as u64;
@@ -123,7 +131,7 @@ impl Log {
         log.start = start;
         log.tail_base = end - end % log.payload;
         log.tail = stream[(log.tail_base - base) as usize..(end - base) as usize].to_vec();
-        Ok((log, found))
+        Ok((log, found, done))
     }
 
     /// The LSN the next record gets.

@@ -18,9 +18,10 @@ impl Database {
     pub(crate) fn restart(&mut self) -> Result<()> {
         let Some(region) = self.catalog.log_region else { return Ok(()) };
         let now = self.pool.now();
-        let (log, records) =
+        let (log, records, read) =
             Log::open(self.pool.store.flash_mut(), RegionId(region as usize), self.catalog.log_start, now)?;
         self.pool.log = Some(log);
+        self.pool.set_now(read);
         let checkpoint = self.catalog.checkpoint_lsn;
 
         // Analysis: transactions still open and pages possibly dirty at the crash.
