@@ -28,6 +28,8 @@ use nand::SimTime;
 use serde::Serialize;
 
 const MAGIC: &[u8; 4] = b"DFLG";
+/// A record and its LSN.
+pub type LoggedRecord = (u64, Record);
 const PAGE_HEADER: usize = 24;
 /// The stream starts here, so LSN 0 can mean "none".
 pub const FIRST_LSN: u64 = 8;
@@ -86,7 +88,7 @@ impl Log {
         region: RegionId,
         start: u64,
         now: SimTime,
-    ) -> Result<(Log, Vec<(u64, Record)>, SimTime)> {
+    ) -> Result<(Log, Vec<LoggedRecord>, SimTime)> {
         let mut log = Log::create(flash, region);
         let first_page = start / log.payload;
         let mut stream = Vec::new();
@@ -220,7 +222,7 @@ impl Log {
 
 /// Decodes the records of `stream` (starting at stream offset `base`) from `from` on,
 /// stopping at the first torn or missing one; also returns where that one starts.
-fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<(u64, Record)>, u64)> {
+fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<LoggedRecord>, u64)> {
     let mut out = Vec::new();
     let mut at = from
         .checked_sub(base)
