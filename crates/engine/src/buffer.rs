@@ -86,6 +86,8 @@ pub struct BufferPool {
     pub(crate) map: HashMap<PageId, FrameId>,
     /// The write-ahead log, if the database keeps one.
     pub(crate) log: Option<Log>,
+    /// The device the log lives on when it is external (else a region of `store`'s).
+    pub(crate) log_flash: Option<flash::Flash>,
     /// Frames the operation in progress changed, with their bytes before it.
     pub(crate) op: Vec<(FrameId, Vec<u8>)>,
     pub(crate) spare_snapshots: Vec<Vec<u8>>,
@@ -124,6 +126,7 @@ impl BufferPool {
             now: 0,
             stats: PoolStats::default(),
             log: None,
+            log_flash: None,
             op: Vec::new(),
             spare_snapshots: Vec::new(),
             counter_lsn: 1,
@@ -339,7 +342,11 @@ impl BufferPool {
         let span = self.span(f);
         if let Some(log) = &mut self.log {
             // The write-ahead rule: the log first, up to the page's LSN.
-            now = log.force(page::lsn(&self.data[span.clone()]), self.store.flash_mut(), now)?;
+            let flash = match &mut self.log_flash {
+                Some(external) => external,
+                None => self.store.flash_mut(),
+            };
+            now = log.force(page::lsn(&self.data[span.clone()]), flash, now)?;
         }
         let mut state = self.frames[f].state;
         let written = self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;

@@ -86,8 +86,11 @@ pub struct Catalog {
     pub next_object: u32,
     /// Without a log: the next page LSN to hand out.
     pub next_lsn: u64,
-    /// The flash region of the write-ahead log (none: the database keeps no log).
+    /// The flash region of the write-ahead log (none: no log, or an external one).
     pub log_region: Option<u16>,
+    /// The log is on an external device (its only region).
+    #[serde(default)]
+    pub log_external: bool,
     /// The last checkpoint record (0: none yet).
     pub checkpoint_lsn: u64,
     /// The oldest log record a restart needs.
@@ -108,6 +111,7 @@ impl Catalog {
             next_object: 1,
             next_lsn: 1,
             log_region: None,
+            log_external: false,
             checkpoint_lsn: 0,
             log_start: crate::log::FIRST_LSN,
             regions: Vec::new(),

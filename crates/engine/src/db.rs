@@ -132,27 +132,48 @@ pub(crate) const LOG: &str = "log";
 
 impl Database {
     /// Formats `device` with a one-chip `system` region (catalog and the `system`
-    /// tablespace) and returns an empty database.
+    /// tablespace) and, with `options.aries`, a one-chip `log` region, and returns an
+    /// empty database.
     pub fn create(device: Device, options: DbOptions) -> Result<Database> {
+        Database::create_inner(device, None, options)
+    }
+
+    /// Like [`Database::create`], with the write-ahead log on a device of its own (one
+    /// region over all of it): unmetered, in that its I/O is neither timed on nor
+    /// counted with the database device.
+    pub fn create_with_external_log(device: Device, log_device: Device, options: DbOptions) -> Result<Database> {
+        Database::create_inner(device, Some(log_device), options)
+    }
+
+    fn create_inner(device: Device, log_device: Option<Device>, options: DbOptions) -> Result<Database> {
         let one_chip = |name: &str| RegionSpec { max_chips: Some(1), ..RegionSpec::new(name, IpaMode::None) };
         let mut specs = vec![one_chip(SYSTEM)];
-        if options.aries {
+        let log_region = options.aries && log_device.is_none();
+        if log_region {
             specs.push(one_chip(LOG));
         }
+        let log_flash = match log_device {
+            Some(d) => Some(Flash::format(d, vec![RegionSpec::new(LOG, IpaMode::None)])?),
+            None => None,
+        };
         let flash = Flash::format(device, specs)?;
         let store = PageStore::new(flash, options.page_bytes)?;
         let mut catalog = Catalog::new(options.page_bytes);
         catalog.regions.push(RegionEntry { name: SYSTEM.into(), scheme: IpaScheme::NONE });
-        if options.aries {
+        if log_region {
             catalog.regions.push(RegionEntry { name: LOG.into(), scheme: IpaScheme::NONE });
             catalog.log_region = Some(1);
         }
+        catalog.log_external = log_flash.is_some();
         let extent_pages = extent_pages(options.system_extent_bytes, options.page_bytes)?;
         catalog.tablespaces.push(Tablespace { name: SYSTEM.into(), region: 0, extent_pages });
         let mut db = Database::assemble(store, catalog, options)?;
         if let Some(region) = db.catalog.log_region {
-            let log = Log::create(db.pool.store().flash(), RegionId(region as usize));
-            db.pool.log = Some(log);
+            db.pool.log = Some(Log::create(db.pool.store().flash(), RegionId(region as usize)));
+        }
+        if let Some(flash) = log_flash {
+            db.pool.log = Some(Log::create(&flash, RegionId(0)));
+            db.pool.log_flash = Some(flash);
         }
         db.take_checkpoint()?;
         Ok(db)
@@ -164,6 +185,17 @@ impl Database {
         Database::open_or_keep(device, options).map_err(|failed| failed.0)
     }
 
+    /// Opens a database whose log is on an external device.
+    pub fn open_with_external_log(device: Device, log_device: Device, options: DbOptions) -> Result<Database> {
+        let mut db = Database::open_without_restart(device, options)?;
+        if !db.catalog.log_external {
+            return Err(Error::Invalid("this database keeps its log in its own log region, not externally".into()));
+        }
+        db.pool.log_flash = Some(Flash::open(log_device, db.pool.now())?.0);
+        db.restart()?;
+        Ok(db)
+    }
+
     /// [`Database::open`] that hands the device back when the restart fails (a power cut
     /// during recovery), so it can be powered on and opened again.
     pub fn open_or_keep(
@@ -171,6 +203,12 @@ impl Database {
         options: DbOptions,
     ) -> std::result::Result<Database, Box<(Error, Option<Device>)>> {
         let mut db = Database::open_without_restart(device, options).map_err(|e| Box::new((e, None)))?;
+        if db.catalog.log_external {
+            let e = Error::Invalid(
+                "this database keeps its log on an external device: open it with open_with_external_log".into(),
+            );
+            return Err(Box::new((e, Some(db.crash()))));
+        }
         match db.restart() {
             Ok(()) => Ok(db),
             Err(e) => Err(Box::new((e, Some(db.crash())))),
@@ -231,17 +269,35 @@ impl Database {
     }
 
     /// Checkpoints, makes the device durable (an image file is written) and returns it.
-    pub fn close(mut self) -> Result<Device> {
+    pub fn close(self) -> Result<Device> {
+        Ok(self.close_with_log()?.0)
+    }
+
+    /// [`Database::close`], also returning an external log device (made durable too).
+    pub fn close_with_log(mut self) -> Result<(Device, Option<Device>)> {
         self.checkpoint()?;
+        let log = match self.pool.log_flash.take() {
+            Some(mut flash) => {
+                flash.flush()?;
+                Some(flash.into_device())
+            }
+            None => None,
+        };
         let mut flash = self.pool.into_store().into_flash();
         flash.flush()?;
-        Ok(flash.into_device())
+        Ok((flash.into_device(), log))
     }
 
     /// Simulates a crash: returns the device as it is, dropping the buffer pool, the
     /// unwritten log tail and every transaction in progress.
     pub fn crash(self) -> Device {
-        self.pool.into_store().into_flash().into_device()
+        self.crash_with_log().0
+    }
+
+    /// [`Database::crash`], also returning an external log device.
+    pub fn crash_with_log(mut self) -> (Device, Option<Device>) {
+        let log = self.pool.log_flash.take().map(Flash::into_device);
+        (self.pool.into_store().into_flash().into_device(), log)
     }
 
     /// The log's counters (`None` without a log).

@@ -57,8 +57,12 @@ impl BufferPool {
     /// Makes the log durable up to `lsn`; returns when that is done.
     pub fn force_log(&mut self, lsn: u64) -> Result<nand::SimTime> {
         let now = self.now();
+        let flash = match &mut self.log_flash {
+            Some(external) => external,
+            None => self.store.flash_mut(),
+        };
         match &mut self.log {
-            Some(log) => log.force(lsn, self.store.flash_mut(), now),
+            Some(log) => log.force(lsn, flash, now),
             None => Ok(now),
         }
     }

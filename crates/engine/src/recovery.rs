@@ -16,10 +16,13 @@ use std::collections::{BTreeMap, HashMap};
 impl Database {
     /// Brings the database back to its last committed state (no-op without a log).
     pub(crate) fn restart(&mut self) -> Result<()> {
-        let Some(region) = self.catalog.log_region else { return Ok(()) };
         let now = self.pool.now();
-        let (log, records, read) =
-            Log::open(self.pool.store.flash_mut(), RegionId(region as usize), self.catalog.log_start, now)?;
+        let (flash, region) = match (&mut self.pool.log_flash, self.catalog.log_region) {
+            (Some(external), _) => (external, RegionId(0)),
+            (None, Some(region)) => (self.pool.store.flash_mut(), RegionId(region as usize)),
+            (None, None) => return Ok(()),
+        };
+        let (log, records, read) = Log::open(flash, region, self.catalog.log_start, now)?;
         self.pool.log = Some(log);
         self.pool.set_now(read);
         let checkpoint = self.catalog.checkpoint_lsn;

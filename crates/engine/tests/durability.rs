@@ -172,3 +172,29 @@ fn group_commit_shares_log_flushes() {
     assert!(alone >= 40 && !alone_pending, "every commit forces without a window: {alone}");
     assert!(grouped <= 10 && grouped_pending, "{grouped} forces; the last group still pending: {grouped_pending}");
 }
+
+#[test]
+fn an_external_log_device_keeps_the_log_off_the_database_device() {
+    let log_device = || {
+        let g = nand::Geometry { channels: 1, chips_per_channel: 1, ..common::geometry(nand::CellType::Slc) };
+        nand::Device::new(Box::new(nand::MemoryStorage::new(g, true)))
+    };
+    let mut db = Database::create_with_external_log(common::device(), log_device(), options()).unwrap();
+    db.execute(SCHEMA).unwrap();
+    assert!(db.flash().region_id("log").is_none(), "no log region on the database device");
+    let programs_before = db.flash().device().counters().page_programs;
+    for k in 0..50 {
+        let tx = put(&mut db, k, k + 1);
+        db.commit(tx).unwrap();
+    }
+    assert!(db.log_counters().unwrap().page_writes >= 50);
+    assert!(db.flash().device().counters().page_programs - programs_before < 50, "log writes went elsewhere");
+    let (mut device, log) = db.crash_with_log();
+    let mut log = log.expect("the external log device comes back");
+    device.power_on();
+    log.power_on();
+    let mut db = Database::open_with_external_log(device, log, options()).unwrap();
+    assert_eq!(value(&mut db, 49), Some(50));
+    let refused = Database::open(db.crash(), options()).err().expect("opening without the log device is refused");
+    assert!(refused.to_string().contains("external device"), "{refused}");
+}
