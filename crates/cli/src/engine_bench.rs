@@ -35,6 +35,9 @@ pub struct EngineBenchArgs {
     /// Buffer pool frames.
     #[arg(long, default_value_t = 4096)]
     buffer_pages: usize,
+    /// Run without the write-ahead log (changes durable only at checkpoints).
+    #[arg(long)]
+    no_log: bool,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Write the figures as JSON to this file.
@@ -48,7 +51,7 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
         return Err("engine-bench runs on an in-memory device with data; drop --no-data and --image".into());
     }
     let e = |e: engine::Error| e.to_string();
-    let options = DbOptions { buffer: BufferSize::Pages(args.buffer_pages), ..DbOptions::default() };
+    let options = DbOptions { buffer: BufferSize::Pages(args.buffer_pages), aries: !args.no_log, ..DbOptions::default() };
     let mut db = Database::create(args.device.create()?, options).map_err(e)?;
     let mode = if scheme.enabled() { "SLC" } else { "none" };
     let ipa = if scheme.enabled() { format!(", IPA={scheme}, V={}", scheme.v) } else { String::new() };
@@ -120,7 +123,7 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         let value = json!({
             "command": "engine-bench",
-            "config": { "rows": args.rows, "ops": args.ops, "ipa": scheme.to_string(), "buffer_pages": args.buffer_pages, "seed": args.seed, "device": args.device.device },
+            "config": { "rows": args.rows, "ops": args.ops, "ipa": scheme.to_string(), "buffer_pages": args.buffer_pages, "log": !args.no_log, "seed": args.seed, "device": args.device.device },
             "phases": phases.iter().map(|(n, ops, s)| json!({"phase": n, "operations": ops, "wall_seconds": s, "ops_per_wall_second": *ops as f64 / s})).collect::<Vec<_>>(),
             "out_of_place_writes": counters.out_of_place_writes,
             "in_place_appends": counters.in_place_appends,

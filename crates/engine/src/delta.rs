@@ -107,27 +107,30 @@ impl Changes {
     }
 }
 
+/// The first offset at or after `from` where `a` and `b` differ (over their common
+/// length), comparing eight bytes at a time.
+pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
+    let len = a.len().min(b.len());
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
+    while from + 8 <= len && word(a, from) == word(b, from) {
+        from += 8;
+    }
+    (from..len).find(|&i| a[i] != b[i])
+}
+
 /// Compares `base` and `current` over their common length. Offsets below `header_end`
 /// or at or after `slots_from` are metadata; the rest is body.
 pub fn diff(base: &[u8], current: &[u8], header_end: usize, slots_from: usize, out: &mut Changes) {
     out.body.clear();
     out.meta.clear();
-    let len = base.len().min(current.len());
     let mut at = 0;
-    while at < len {
-        let end = (at + 8).min(len);
-        if base[at..end] != current[at..end] {
-            for i in at..end {
-                if base[i] != current[i] {
-                    if i < header_end || i >= slots_from {
-                        out.meta.push(i as u16);
-                    } else {
-                        out.body.push(i as u16);
-                    }
-                }
-            }
+    while let Some(i) = first_difference(base, current, at) {
+        if i < header_end || i >= slots_from {
+            out.meta.push(i as u16);
+        } else {
+            out.body.push(i as u16);
         }
-        at = end;
+        at = i + 1;
     }
 }
 

@@ -270,15 +270,10 @@ impl<'a> Reader<'a> {
 /// Changed ranges between two page images; ranges closer than 8 bytes merge.
 pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<Range> {
     let mut out: Vec<Range> = Vec::new();
-    let mut i = 0;
     let n = before.len().min(after.len());
-    while i < n {
-        if before[i] == after[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut end = i + 1;
+    let mut i = 0;
+    while let Some(start) = crate::delta::first_difference(before, after, i) {
+        let mut end = start + 1;
         let mut j = end;
         while j < n && j < end + 8 {
             if before[j] != after[j] {
