@@ -51,7 +51,8 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
         return Err("engine-bench runs on an in-memory device with data; drop --no-data and --image".into());
     }
     let e = |e: engine::Error| e.to_string();
-    let options = DbOptions { buffer: BufferSize::Pages(args.buffer_pages), aries: !args.no_log, ..DbOptions::default() };
+    let options =
+        DbOptions { buffer: BufferSize::Pages(args.buffer_pages), aries: !args.no_log, ..DbOptions::default() };
     let mut db = Database::create(args.device.create()?, options).map_err(e)?;
     let mode = if scheme.enabled() { "SLC" } else { "none" };
     let ipa = if scheme.enabled() { format!(", IPA={scheme}, V={}", scheme.v) } else { String::new() };
