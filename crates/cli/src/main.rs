@@ -3,6 +3,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod bench;
 mod engine_bench;
 mod inspect;
 mod recovery_bench;
@@ -43,6 +44,12 @@ enum Command {
     /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
     /// commands .stats, .schema and .tables.
     Sql(sql::SqlArgs),
+    /// Run an OLTP workload (TPC-B) on the emulated device in simulated time and report
+    /// the IPA paper's metrics.
+    Bench(bench::BenchCommand),
+    /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
+    /// like the paper's Table 7.
+    Compare(bench::CompareCommand),
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.
     EngineBench(engine_bench::EngineBenchArgs),
@@ -131,21 +138,29 @@ fn main() -> ExitCode {
         Command::FtlBench(args) => ftl_bench(args),
         Command::Replay(args) => replay(args),
         Command::Sql(args) => sql::run(args),
+        Command::Bench(cmd) => exit_on(bench::bench(cmd)),
+        Command::Compare(cmd) => exit_on(bench::compare(cmd)),
         Command::EngineBench(args) => engine_bench::run(args),
         Command::RecoveryBench(args) => recovery_bench::run(args),
-        Command::Torture(args) => match torture::run(args) {
-            Ok(true) => Ok(()),
-            Ok(false) => return ExitCode::FAILURE,
-            Err(e) => Err(e),
-        },
+        Command::Torture(args) => exit_on(torture::run(args)),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_empty() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A command that reports its own failures: `Ok(false)` becomes a silent failure exit.
+fn exit_on(result: Result<bool, String>) -> Result<(), String> {
+    match result {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(String::new()),
+        Err(e) => Err(e),
     }
 }
 

@@ -57,6 +57,13 @@ pub struct PoolStats {
     pub cleaner_writes: u64,
     pub out_of_place_writes: u64,
     pub in_place_appends: u64,
+    /// Page reads from flash and the sum of their latencies (issue to data, queueing
+    /// behind other I/O on the chip included).
+    pub page_reads: u64,
+    pub read_latency_ns: u64,
+    /// Page writes (out-of-place or appends) and the sum of their latencies.
+    pub page_writes: u64,
+    pub write_latency_ns: u64,
 }
 
 pub type FrameId = usize;
@@ -240,6 +247,8 @@ impl BufferPool {
                 pid.region, pid.page
             )));
         };
+        self.stats.page_reads += 1;
+        self.stats.read_latency_ns += done.saturating_sub(self.now);
         self.now = done;
         self.base[span.clone()].copy_from_slice(&self.data[span]);
         self.install(f, pid, state);
@@ -354,6 +363,10 @@ impl BufferPool {
             Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
             Eviction::Append { .. } => self.stats.in_place_appends += 1,
             Eviction::Clean => {}
+        }
+        if written.eviction != Eviction::Clean {
+            self.stats.page_writes += 1;
+            self.stats.write_latency_ns += written.done.saturating_sub(now);
         }
         let frame = &mut self.frames[f];
         frame.state = state;

@@ -1,6 +1,9 @@
-//! workloads — transactions run against the engine's API.
+//! workloads — transactions run against the engine's API, and the driver that runs
+//! them in simulated time.
 //!
-//! [`bank`]: the power-cut torture test (transfers between accounts with a history
-//! table and an index, cut at a random flash operation, recovered and checked).
+//! [`driver`]: K closed-loop terminals, warm-up, metrics as in the IPA paper.
+//! [`tpcb`]: TPC-B. [`bank`]: the power-cut torture test.
 
 pub mod bank;
+pub mod driver;
+pub mod tpcb;

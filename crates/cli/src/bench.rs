@@ -1,0 +1,351 @@
+//! `deltaflash bench` and `deltaflash compare`: an OLTP workload on the emulated device
+//! in simulated time, with the IPA paper's metrics; `compare` runs several [N×M]
+//! schemes on the same seed and prints a table shaped like the paper's Table 7.
+
+use crate::setup::DeviceArgs;
+use crate::table::{print_table, Row};
+use clap::{Args, ValueEnum};
+use engine::buffer::CleanerPolicy;
+use engine::db::BufferSize;
+use engine::{Database, DbOptions, IpaScheme};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Instant;
+use workloads::driver::{self, DriverConfig, Metrics, Workload};
+
+#[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    Tpcb,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Eviction {
+    Eager,
+    NonEager,
+}
+
+/// Options shared by `bench` and `compare`.
+#[derive(Args, Clone)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Tpcb)]
+    workload: WorkloadKind,
+    /// TPC-B scale: branches (100,000 accounts each).
+    #[arg(long, default_value_t = 1)]
+    scale: u32,
+    /// Buffer pool size as a share of the database size after loading.
+    #[arg(long, default_value_t = 0.1)]
+    buffer: f64,
+    #[arg(long, value_enum, default_value_t = Eviction::Eager)]
+    eviction: Eviction,
+    /// IPA mode of the data region: slc, pslc, odd-mlc, or auto (by cell type).
+    #[arg(long, default_value = "auto")]
+    ipa_mode: String,
+    /// V: metadata pairs per delta-record.
+    #[arg(long, default_value_t = IpaScheme::DEFAULT_V)]
+    v: u8,
+    /// Tables (with their indexes) placed in the IPA region; the rest go to a region
+    /// without IPA on the other half of the chips. Default: all in one IPA region.
+    #[arg(long, value_delimiter = ',')]
+    ipa_objects: Vec<String>,
+    /// Simulated seconds measured after the warm-up.
+    #[arg(long, default_value_t = 60.0)]
+    sim_time: f64,
+    /// Simulated seconds of warm-up, not measured.
+    #[arg(long, default_value_t = 10.0)]
+    warmup: f64,
+    #[arg(long, default_value_t = 8)]
+    terminals: usize,
+    /// CPU cost per record operation, simulated µs.
+    #[arg(long, default_value_t = 10.0)]
+    cpu_us: f64,
+    /// Print an interval line every this many simulated seconds (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    progress: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Check the workload's consistency conditions after the run.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Args)]
+pub struct BenchCommand {
+    #[command(flatten)]
+    common: BenchArgs,
+    /// IPA scheme NxM of the data region (0x0: none).
+    #[arg(long, default_value = "2x4")]
+    ipa: String,
+    /// Write the metrics as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    Markdown,
+    Csv,
+    Json,
+}
+
+#[derive(Args)]
+pub struct CompareCommand {
+    #[command(flatten)]
+    common: BenchArgs,
+    /// Schemes to run on the same seed; the first is the baseline.
+    #[arg(long, value_delimiter = ',', default_value = "0x0,2x4")]
+    schemes: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+}
+
+fn workload(args: &BenchArgs) -> Box<dyn Workload> {
+    match args.workload {
+        WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(args.scale)),
+    }
+}
+
+/// A run's results with what it needs for the JSON file.
+struct Run {
+    metrics: Metrics,
+    scheme: IpaScheme,
+    space_overhead_pct: f64,
+    wall_seconds: f64,
+    check: Option<Result<(), String>>,
+}
+
+fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
+    let e = |e: engine::Error| e.to_string();
+    let base: IpaScheme = scheme_text.parse()?;
+    let scheme = if base.enabled() { IpaScheme::new(base.n, base.m, args.v)? } else { base };
+    let geometry = args.device.geometry()?;
+    let page_bytes = (geometry.page_bytes as usize).max(4096);
+    let cleaner = match args.eviction {
+        Eviction::Eager => CleanerPolicy::EAGER,
+        Eviction::NonEager => CleanerPolicy::NonEager,
+    };
+    let options = DbOptions { page_bytes, buffer: BufferSize::Pages(4096), cleaner, ..DbOptions::default() };
+    let wall = Instant::now();
+    let mut db = Database::create(args.device.create()?, options).map_err(e)?;
+    let mode = match args.ipa_mode.as_str() {
+        _ if !scheme.enabled() => "none".to_string(),
+        "auto" if geometry.cell == nand::CellType::Slc => "slc".to_string(),
+        "auto" => "odd-mlc".to_string(),
+        m => m.to_string(),
+    };
+    let ipa = if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
+    let mut wl = workload(args);
+    let split = !args.ipa_objects.is_empty();
+    if split {
+        for t in &args.ipa_objects {
+            if !wl.tables().contains(&t.as_str()) {
+                return Err(format!(
+                    "--ipa-objects: {} has no table {t} (tables: {})",
+                    wl.name(),
+                    wl.tables().join(", ")
+                ));
+            }
+        }
+        let free = geometry.chips() - 2;
+        db.execute(&format!(
+            "CREATE REGION data (IPA_MODE={mode}{ipa}, MAX_CHIPS={});
+             CREATE TABLESPACE ts_data (REGION=data);
+             CREATE REGION plain (IPA_MODE=none);
+             CREATE TABLESPACE ts_plain (REGION=plain);",
+            (free / 2).max(1)
+        ))
+        .map_err(e)?;
+    } else {
+        db.execute(&format!("CREATE REGION data (IPA_MODE={mode}{ipa}); CREATE TABLESPACE ts_data (REGION=data);"))
+            .map_err(e)?;
+    }
+    let ipa_objects = args.ipa_objects.clone();
+    let placement = move |table: &str| {
+        if !split || ipa_objects.iter().any(|t| t == table) {
+            "ts_data".to_string()
+        } else {
+            "ts_plain".to_string()
+        }
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    eprintln!("loading {} (scale {}) for [{scheme}]", wl.name(), args.scale);
+    wl.load(&mut db, &placement, &mut rng)?;
+    db.checkpoint().map_err(e)?;
+    db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
+    let config = DriverConfig {
+        terminals: args.terminals,
+        warmup_s: args.warmup,
+        duration_s: args.sim_time,
+        cpu_ns_per_operation: (args.cpu_us * 1000.0) as u64,
+        progress_s: args.progress,
+    };
+    let total = args.warmup + args.sim_time;
+    let bar = crate::progress((total * 1000.0) as u64, "sim ms");
+    let metrics = driver::run(
+        &mut db,
+        wl.as_mut(),
+        &config,
+        &mut rng,
+        &mut |line| {
+            bar.suspend(|| {
+                eprintln!(
+                    "[{scheme}] {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}",
+                    line.sim_seconds,
+                    line.throughput_tps,
+                    line.read_latency_ms,
+                    line.write_latency_ms,
+                    line.gc_erases_so_far
+                )
+            })
+        },
+        &mut |sim| bar.set_position((sim * 1000.0) as u64),
+    )?;
+    bar.finish_and_clear();
+    let check = args.check.then(|| wl.check(&mut db));
+    Ok(Run {
+        metrics,
+        scheme,
+        space_overhead_pct: scheme.area_bytes() as f64 * 100.0 / page_bytes as f64,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        check,
+    })
+}
+
+fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
+    let mut v = serde_json::to_value(&run.metrics).expect("metrics serialize");
+    let o = v.as_object_mut().expect("object");
+    o.insert("ipa".into(), json!(run.scheme.to_string()));
+    o.insert("v".into(), json!(run.scheme.v));
+    o.insert("space_overhead_pct".into(), json!(run.space_overhead_pct));
+    o.insert("wall_seconds".into(), json!(run.wall_seconds));
+    o.insert(
+        "config".into(),
+        json!({
+            "workload": args.workload, "scale": args.scale, "device": args.device.device,
+            "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
+            "ipa_objects": args.ipa_objects, "sim_time": args.sim_time, "warmup": args.warmup,
+            "terminals": args.terminals, "cpu_us": args.cpu_us, "seed": args.seed,
+        }),
+    );
+    v
+}
+
+/// Table rows: (label, value).
+fn rows(run: &Run) -> Vec<(&'static str, f64)> {
+    let m = &run.metrics;
+    vec![
+        ("Host reads", m.host_reads as f64),
+        ("Host writes", m.host_writes as f64),
+        ("  out-of-place writes", m.out_of_place_writes as f64),
+        ("  in-place appends", m.in_place_appends as f64),
+        ("GC page migrations", m.gc_page_migrations as f64),
+        ("GC erases", m.gc_erases as f64),
+        ("Migrations per host write", m.gc_migrations_per_host_write),
+        ("Erases per host write", m.gc_erases_per_host_write),
+        ("READ I/O latency [ms]", m.read_latency_ms),
+        ("WRITE I/O latency [ms]", m.write_latency_ms),
+        ("Throughput [tps]", m.throughput_tps),
+        ("DBMS write amplification", m.dbms_write_amplification),
+        ("Space overhead [%]", run.space_overhead_pct),
+    ]
+}
+
+fn show(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
+    let run = run_one(&cmd.common, &cmd.ipa)?;
+    let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.scheme)])];
+    table.extend(rows(&run).into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
+    print_table(&table);
+    println!(
+        "{} transactions in {:.1} simulated s ({:.1} wall s)",
+        run.metrics.transactions, run.metrics.sim_seconds, run.wall_seconds
+    );
+    if let Some(path) = &cmd.json {
+        let text = serde_json::to_string_pretty(&run_json(&cmd.common, &run)).expect("json") + "\n";
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    report_check(&run)
+}
+
+fn report_check(run: &Run) -> Result<bool, String> {
+    match &run.check {
+        Some(Err(e)) => {
+            println!("consistency check FAILED: {e}");
+            Ok(false)
+        }
+        Some(Ok(())) => {
+            println!("consistency check passed");
+            Ok(true)
+        }
+        None => Ok(true),
+    }
+}
+
+pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
+    let runs: Vec<Run> = cmd.schemes.iter().map(|s| run_one(&cmd.common, s)).collect::<Result<_, _>>()?;
+    let mut ok = true;
+    for r in &runs {
+        ok &= report_check(r)?;
+    }
+    let base = rows(&runs[0]);
+    let header: Vec<String> = std::iter::once("metric".to_string())
+        .chain(runs.iter().enumerate().map(|(i, r)| {
+            if i == 0 {
+                format!("[{}]", r.scheme)
+            } else {
+                format!("[{}] %", r.scheme)
+            }
+        }))
+        .collect();
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for (k, (label, v0)) in base.iter().enumerate() {
+        let mut line = vec![label.to_string(), show(*v0)];
+        for r in &runs[1..] {
+            let v = rows(r)[k].1;
+            line.push(if *v0 == 0.0 { "–".into() } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
+        }
+        lines.push(line);
+    }
+    let mut ratio = vec!["Out-of-place : IPA".to_string(), "–".into()];
+    ratio.extend(runs[1..].iter().map(|r| {
+        let m = &r.metrics;
+        if m.in_place_appends == 0 {
+            "–".into()
+        } else {
+            format!("{:.2} : 1", m.out_of_place_writes as f64 / m.in_place_appends as f64)
+        }
+    }));
+    lines.push(ratio);
+    match cmd.format {
+        Format::Markdown => {
+            println!("| {} |", header.join(" | "));
+            println!("|{}", "---|".repeat(header.len()));
+            for l in &lines {
+                println!("| {} |", l.join(" | "));
+            }
+        }
+        Format::Csv => {
+            println!("{}", header.join(","));
+            for l in &lines {
+                println!("{}", l.join(","));
+            }
+        }
+        Format::Json => {
+            let all: Vec<_> = runs.iter().map(|r| run_json(&cmd.common, r)).collect();
+            println!("{}", serde_json::to_string_pretty(&all).expect("json"));
+        }
+    }
+    Ok(ok)
+}

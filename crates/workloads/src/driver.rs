@@ -1,0 +1,243 @@
+//! The simulated-time driver: K closed-loop terminals, each with its own clock. The
+//! terminal whose clock is earliest runs its next transaction with the engine's clock
+//! set to its own; the transaction's I/O is timed by the device model (queueing behind
+//! other terminals' I/O, the page cleaner, log writes and GC on the same chips), and a
+//! configured CPU cost per record operation is added. Transactions run one at a time in
+//! the engine; terminals interleave in simulated time.
+//!
+//! Metrics are the differences between a snapshot at the end of the warm-up and one at
+//! the end of the run, named as in the IPA paper's tables (§8.4, appendix B).
+
+use engine::buffer::PoolStats;
+use engine::store::ObjectCounters;
+use engine::Database;
+use flash::RegionCounters;
+use nand::SimTime;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What one transaction did.
+pub struct TxOutcome {
+    pub committed: bool,
+    /// Record operations (reads, updates, inserts, deletes), for the CPU cost.
+    pub operations: u32,
+}
+
+/// A workload: its schema and load, its transactions, its consistency check.
+pub trait Workload {
+    fn name(&self) -> &'static str;
+    /// Creates the schema (in the tablespaces `placement` names per table) and loads.
+    fn load(
+        &mut self,
+        db: &mut Database,
+        placement: &dyn Fn(&str) -> String,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(), String>;
+    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String>;
+    /// The workload's consistency conditions; `Err` names the first that fails.
+    fn check(&mut self, db: &mut Database) -> Result<(), String>;
+    /// Table names (for `--ipa-objects`).
+    fn tables(&self) -> Vec<&'static str>;
+}
+
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    pub terminals: usize,
+    /// Simulated seconds of warm-up (not measured) and of measurement.
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    /// CPU time per record operation, simulated nanoseconds.
+    pub cpu_ns_per_operation: SimTime,
+    /// Simulated seconds between interval lines (0: none).
+    pub progress_s: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    time: SimTime,
+    transactions: u64,
+    committed: u64,
+    objects: BTreeMap<String, ObjectCounters>,
+    regions: BTreeMap<String, RegionCounters>,
+    pool: PoolStats,
+}
+
+fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> Snapshot {
+    let objects = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
+    let regions = db.flash().regions().iter().map(|r| (r.name().to_string(), r.counters())).collect();
+    Snapshot { time, transactions, committed, objects, regions, pool: db.pool_stats() }
+}
+
+/// One line of the time series.
+#[derive(Clone, Debug, Serialize)]
+pub struct Interval {
+    pub sim_seconds: f64,
+    pub throughput_tps: f64,
+    pub read_latency_ms: f64,
+    pub write_latency_ms: f64,
+    pub gc_erases_so_far: u64,
+}
+
+/// Per-object results.
+#[derive(Clone, Debug, Serialize)]
+pub struct ObjectResult {
+    pub name: String,
+    #[serde(flatten)]
+    pub counters: ObjectCounters,
+    pub dbms_write_amplification: f64,
+}
+
+/// The measured part of a run, named as in the paper.
+#[derive(Clone, Debug, Serialize)]
+pub struct Metrics {
+    pub transactions: u64,
+    pub committed_transactions: u64,
+    pub sim_seconds: f64,
+    pub throughput_tps: f64,
+    pub host_reads: u64,
+    pub host_writes: u64,
+    pub out_of_place_writes: u64,
+    pub in_place_appends: u64,
+    pub gc_page_migrations: u64,
+    pub gc_erases: u64,
+    pub gc_migrations_per_host_write: f64,
+    pub gc_erases_per_host_write: f64,
+    pub read_latency_ms: f64,
+    pub write_latency_ms: f64,
+    pub net_changed_bytes: u64,
+    pub gross_written_bytes: u64,
+    pub dbms_write_amplification: f64,
+    pub log_page_writes: u64,
+    pub objects: Vec<ObjectResult>,
+    pub intervals: Vec<Interval>,
+}
+
+fn data_regions(s: &Snapshot) -> impl Iterator<Item = (&String, &RegionCounters)> {
+    s.regions.iter().filter(|(name, _)| name.as_str() != "log" && name.as_str() != "system")
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn metrics(a: &Snapshot, b: &Snapshot, intervals: Vec<Interval>) -> Metrics {
+    let mut objects = Vec::new();
+    let mut total = ObjectCounters::default();
+    for (name, end) in &b.objects {
+        let start = a.objects.get(name).copied().unwrap_or_default();
+        let c = ObjectCounters {
+            reads: end.reads - start.reads,
+            out_of_place_writes: end.out_of_place_writes - start.out_of_place_writes,
+            in_place_appends: end.in_place_appends - start.in_place_appends,
+            delta_records: end.delta_records - start.delta_records,
+            delta_refusals: end.delta_refusals - start.delta_refusals,
+            net_changed_bytes: end.net_changed_bytes - start.net_changed_bytes,
+            gross_written_bytes: end.gross_written_bytes - start.gross_written_bytes,
+        };
+        total.add(&c);
+        objects.push(ObjectResult {
+            name: name.clone(),
+            counters: c,
+            dbms_write_amplification: c.write_amplification(),
+        });
+    }
+    let region_delta = |f: fn(&RegionCounters) -> u64| -> u64 {
+        data_regions(b).map(|(n, c)| f(c) - a.regions.get(n).map_or(0, f)).sum()
+    };
+    let gc_page_migrations = region_delta(|c| c.gc_page_migrations);
+    let gc_erases = region_delta(|c| c.gc_erases);
+    let host_writes = total.host_writes();
+    let sim_seconds = (b.time - a.time) as f64 / 1e9;
+    let log = |s: &Snapshot| s.regions.get("log").map_or(0, |c| c.host_writes);
+    Metrics {
+        transactions: b.transactions - a.transactions,
+        committed_transactions: b.committed - a.committed,
+        sim_seconds,
+        throughput_tps: (b.committed - a.committed) as f64 / sim_seconds.max(1e-9),
+        host_reads: total.reads,
+        host_writes,
+        out_of_place_writes: total.out_of_place_writes,
+        in_place_appends: total.in_place_appends,
+        gc_page_migrations,
+        gc_erases,
+        gc_migrations_per_host_write: ratio(gc_page_migrations, host_writes),
+        gc_erases_per_host_write: ratio(gc_erases, host_writes),
+        read_latency_ms: ratio(b.pool.read_latency_ns - a.pool.read_latency_ns, b.pool.page_reads - a.pool.page_reads)
+            / 1e6,
+        write_latency_ms: ratio(
+            b.pool.write_latency_ns - a.pool.write_latency_ns,
+            b.pool.page_writes - a.pool.page_writes,
+        ) / 1e6,
+        net_changed_bytes: total.net_changed_bytes,
+        gross_written_bytes: total.gross_written_bytes,
+        dbms_write_amplification: total.write_amplification(),
+        log_page_writes: log(b) - log(a),
+        objects,
+        intervals,
+    }
+}
+
+/// Runs the workload's terminals for the warm-up and the measured time; `on_interval`
+/// sees each interval line as it completes, `on_progress` the simulated time reached.
+pub fn run(
+    db: &mut Database,
+    workload: &mut dyn Workload,
+    config: &DriverConfig,
+    rng: &mut ChaCha8Rng,
+    on_interval: &mut dyn FnMut(&Interval),
+    on_progress: &mut dyn FnMut(f64),
+) -> Result<Metrics, String> {
+    let start = db.now();
+    let warm_end = start + (config.warmup_s * 1e9) as SimTime;
+    let end = warm_end + (config.duration_s * 1e9) as SimTime;
+    let step = (config.progress_s * 1e9) as SimTime;
+    let mut clocks = vec![start; config.terminals.max(1)];
+    let (mut transactions, mut committed) = (0u64, 0u64);
+    let mut warm: Option<Snapshot> = None;
+    let mut last_interval: Option<Snapshot> = None;
+    let mut next_interval = warm_end + step;
+    let mut intervals = Vec::new();
+    loop {
+        let (terminal, &now) = clocks.iter().enumerate().min_by_key(|(_, &c)| c).expect("terminals");
+        if warm.is_none() && now >= warm_end {
+            let s = snapshot(db, now, transactions, committed);
+            last_interval = Some(s.clone());
+            warm = Some(s);
+        }
+        if step > 0 && warm.is_some() && now >= next_interval {
+            let s = snapshot(db, now, transactions, committed);
+            if let Some(prev) = &last_interval {
+                let m = metrics(prev, &s, Vec::new());
+                let line = Interval {
+                    sim_seconds: (now - warm_end) as f64 / 1e9,
+                    throughput_tps: m.throughput_tps,
+                    read_latency_ms: m.read_latency_ms,
+                    write_latency_ms: m.write_latency_ms,
+                    gc_erases_so_far: data_regions(&s).map(|(_, c)| c.gc_erases).sum(),
+                };
+                on_interval(&line);
+                intervals.push(line);
+            }
+            last_interval = Some(s);
+            next_interval += step;
+        }
+        if now >= end {
+            break;
+        }
+        db.set_now(now);
+        let outcome = workload.transaction(db, terminal, rng)?;
+        transactions += 1;
+        committed += u64::from(outcome.committed);
+        clocks[terminal] = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
+        if transactions % 256 == 0 {
+            on_progress((now - start) as f64 / 1e9);
+        }
+    }
+    let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
+    Ok(metrics(&warm, &snapshot(db, end.max(warm.time + 1), transactions, committed), intervals))
+}

@@ -1,0 +1,151 @@
+//! TPC-B: branches : tellers : accounts = 1 : 10 : 100,000 per scale unit, and a history
+//! table. The transaction adds a random delta to an account (of the teller's branch 85%
+//! of the time), its teller and its branch, reads the account's balance, and logs a
+//! history row. Consistency: the balances of accounts, tellers and branches each sum to
+//! the sum of the history deltas.
+
+use crate::driver::{TxOutcome, Workload};
+use engine::types::Value;
+use engine::Database;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+pub const ACCOUNTS_PER_BRANCH: u32 = 100_000;
+pub const TELLERS_PER_BRANCH: u32 = 10;
+
+pub struct Tpcb {
+    pub scale: u32,
+    next_history: i64,
+}
+
+impl Tpcb {
+    pub fn new(scale: u32) -> Tpcb {
+        Tpcb { scale: scale.max(1), next_history: 1 }
+    }
+}
+
+fn e(err: engine::Error) -> String {
+    err.to_string()
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+impl Workload for Tpcb {
+    fn name(&self) -> &'static str {
+        "tpcb"
+    }
+
+    fn tables(&self) -> Vec<&'static str> {
+        vec!["branch", "teller", "account", "history"]
+    }
+
+    fn load(
+        &mut self,
+        db: &mut Database,
+        placement: &dyn Fn(&str) -> String,
+        _rng: &mut ChaCha8Rng,
+    ) -> Result<(), String> {
+        db.execute(&format!(
+            "CREATE TABLE branch (b_id INT PRIMARY KEY, b_balance BIGINT NOT NULL, b_filler CHAR(88)) TABLESPACE {};
+             CREATE TABLE teller (t_id INT PRIMARY KEY, t_b_id INT NOT NULL, t_balance BIGINT NOT NULL, t_filler CHAR(84)) TABLESPACE {};
+             CREATE TABLE account (a_id INT PRIMARY KEY, a_b_id INT NOT NULL, a_balance BIGINT NOT NULL, a_filler CHAR(84)) TABLESPACE {};
+             CREATE TABLE history (h_t_id INT NOT NULL, h_b_id INT NOT NULL, h_a_id INT NOT NULL, h_delta BIGINT NOT NULL, h_time BIGINT NOT NULL, h_filler CHAR(22)) TABLESPACE {};",
+            placement("branch"),
+            placement("teller"),
+            placement("account"),
+            placement("history"),
+        ))
+        .map_err(e)?;
+        let (b, t, a) =
+            (db.table_id("branch").map_err(e)?, db.table_id("teller").map_err(e)?, db.table_id("account").map_err(e)?);
+        let filler = Value::Text(String::new());
+        let mut tx = db.begin();
+        for branch in 0..self.scale as i64 {
+            db.insert(&tx, b, &[Value::Int(branch), Value::Int(0), filler.clone()]).map_err(e)?;
+            for k in 0..TELLERS_PER_BRANCH as i64 {
+                let id = branch * TELLERS_PER_BRANCH as i64 + k;
+                db.insert(&tx, t, &[Value::Int(id), Value::Int(branch), Value::Int(0), filler.clone()]).map_err(e)?;
+            }
+            for k in 0..ACCOUNTS_PER_BRANCH as i64 {
+                let id = branch * ACCOUNTS_PER_BRANCH as i64 + k;
+                db.insert(&tx, a, &[Value::Int(id), Value::Int(branch), Value::Int(0), filler.clone()]).map_err(e)?;
+                if k % 1000 == 999 {
+                    db.commit(tx).map_err(e)?;
+                    tx = db.begin();
+                }
+            }
+        }
+        db.commit(tx).map_err(e)?;
+        Ok(())
+    }
+
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+        let (b, t, a, h) = (
+            db.table_id("branch").map_err(e)?,
+            db.table_id("teller").map_err(e)?,
+            db.table_id("account").map_err(e)?,
+            db.table_id("history").map_err(e)?,
+        );
+        let tellers = self.scale * TELLERS_PER_BRANCH;
+        let teller = rng.gen_range(0..tellers) as i64;
+        let branch = teller / TELLERS_PER_BRANCH as i64;
+        // 85% of accounts come from the teller's branch (TPC-B 5.3.5).
+        let account_branch = if self.scale == 1 || rng.gen_bool(0.85) {
+            branch
+        } else {
+            let other = rng.gen_range(0..self.scale as i64 - 1);
+            if other >= branch {
+                other + 1
+            } else {
+                other
+            }
+        };
+        let account = account_branch * ACCOUNTS_PER_BRANCH as i64 + rng.gen_range(0..ACCOUNTS_PER_BRANCH) as i64;
+        let delta = Value::Int(rng.gen_range(-999_999..=999_999));
+        let tx = db.begin();
+        db.add(&tx, a, &[Value::Int(account)], 2, &delta).map_err(e)?;
+        db.get(&tx, a, &[Value::Int(account)]).map_err(e)?.ok_or("TPC-B: account vanished")?;
+        db.add(&tx, t, &[Value::Int(teller)], 2, &delta).map_err(e)?;
+        db.add(&tx, b, &[Value::Int(branch)], 1, &delta).map_err(e)?;
+        let now = db.now() as i64;
+        let row = [
+            Value::Int(teller),
+            Value::Int(branch),
+            Value::Int(account),
+            delta,
+            Value::Int(now),
+            Value::Text(String::new()),
+        ];
+        db.insert(&tx, h, &row).map_err(e)?;
+        self.next_history += 1;
+        db.commit(tx).map_err(e)?;
+        Ok(TxOutcome { committed: true, operations: 5 })
+    }
+
+    fn check(&mut self, db: &mut Database) -> Result<(), String> {
+        let sum = |db: &mut Database, q: &str, col: usize| -> Result<i64, String> {
+            let r = db.execute(q).map_err(e)?;
+            let Some(engine::QueryResult::Rows { rows, .. }) = r.into_iter().next() else {
+                return Err("no rows".into());
+            };
+            Ok(rows.iter().map(|r| int(&r[col])).sum())
+        };
+        let history = sum(db, "SELECT h_delta FROM history", 0)?;
+        for (table, q) in [
+            ("account", "SELECT a_balance FROM account"),
+            ("teller", "SELECT t_balance FROM teller"),
+            ("branch", "SELECT b_balance FROM branch"),
+        ] {
+            let s = sum(db, q, 0)?;
+            if s != history {
+                return Err(format!("TPC-B consistency: {table} balances sum to {s}, history deltas to {history}"));
+            }
+        }
+        Ok(())
+    }
+}
