@@ -41,10 +41,8 @@ build:
 
 run: build
 	@mkdir -p out
-	@echo "== no IPA: every update is an out-of-place page write =="
-	$(BIN) ftl-bench --writes 1000000 --json out/no-ipa.json
-	@echo "== IPA: half of the updates are 16-byte in-place appends (write_delta) =="
-	$(BIN) ftl-bench --writes 1000000 --delta-share 0.5 --delta-bytes 16 --json out/ipa.json
+	$(BIN) compare --workload tpcb --scale 2 --schemes 0x0,2x4 --sim-time 60 --warmup 10 \
+		--blocks-per-chip 32 --check | tee out/compare.md
 
 bench: build
 	scripts/bench.sh

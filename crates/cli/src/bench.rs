@@ -314,7 +314,8 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
         let mut line = vec![label.to_string(), show(*v0)];
         for r in &runs[1..] {
             let v = rows(r)[k].1;
-            line.push(if *v0 == 0.0 { "–".into() } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
+            // Against a zero baseline a percentage says nothing: show the value itself.
+            line.push(if *v0 == 0.0 { show(v) } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
         }
         lines.push(line);
     }

@@ -203,3 +203,57 @@ fn torture_reports_every_cut_and_a_summary() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("2y4"), "{}", stderr(&bad));
 }
+
+/// Room for TPC-B at scale 1 (about 15 MiB) in a two-chip data region.
+const TPCB_DEVICE: &[&str] = &["--chips", "4", "--blocks-per-chip", "96", "--pages-per-block", "64"];
+
+#[test]
+fn bench_same_seed_same_json_and_compare_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let path = dir.path().join(name);
+        let p = path.to_str().unwrap().to_string();
+        let mut args = vec!["bench", "--sim-time", "2", "--warmup", "1", "--check", "--json", &p];
+        args.extend_from_slice(TPCB_DEVICE);
+        let out = deltaflash(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("consistency check passed"));
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("wall_seconds").expect("wall_seconds");
+        v
+    };
+    let a = run("a.json");
+    for key in [
+        "host_reads",
+        "host_writes",
+        "out_of_place_writes",
+        "in_place_appends",
+        "gc_page_migrations",
+        "gc_erases",
+        "gc_migrations_per_host_write",
+        "gc_erases_per_host_write",
+        "read_latency_ms",
+        "write_latency_ms",
+        "throughput_tps",
+        "dbms_write_amplification",
+        "space_overhead_pct",
+        "sim_seconds",
+        "transactions",
+        "objects",
+        "intervals",
+    ] {
+        assert!(a.get(key).is_some(), "{key} missing from the bench JSON");
+    }
+    assert!(a["transactions"].as_u64().unwrap() > 0);
+    assert_eq!(a, run("b.json"), "same seed, same metrics");
+
+    let mut args = vec!["compare", "--schemes", "0x0,2x4", "--sim-time", "1", "--warmup", "0.5"];
+    args.extend_from_slice(TPCB_DEVICE);
+    let out = deltaflash(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("| metric | [0x0] | [2x4] % |"), "{table}");
+    assert!(table.contains("| Out-of-place : IPA | – |"), "{table}");
+    let bad = deltaflash(&["bench", "--ipa-objects", "nosuch", "--sim-time", "1"]);
+    assert!(stderr(&bad).contains("has no table nosuch"), "{}", stderr(&bad));
+}
