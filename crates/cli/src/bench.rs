@@ -19,6 +19,7 @@ use workloads::driver::{self, DriverConfig, Metrics, Workload};
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
     Tpcb,
+    Tpcc,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
@@ -38,6 +39,12 @@ pub struct BenchArgs {
     /// TPC-B scale: branches (100,000 accounts each).
     #[arg(long, default_value_t = 1)]
     scale: u32,
+    /// TPC-C warehouses.
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// TPC-C mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel.
+    #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4")]
+    mix: Vec<u32>,
     /// Buffer pool size as a share of the database size after loading.
     #[arg(long, default_value_t = 0.1)]
     buffer: f64,
@@ -104,9 +111,28 @@ pub struct CompareCommand {
     format: Format,
 }
 
-fn workload(args: &BenchArgs) -> Box<dyn Workload> {
-    match args.workload {
+fn workload(args: &BenchArgs, rng: &mut ChaCha8Rng) -> Result<Box<dyn Workload>, String> {
+    Ok(match args.workload {
         WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(args.scale)),
+        WorkloadKind::Tpcc => {
+            let mix: [u32; 5] = args.mix.clone().try_into().map_err(|_| {
+                format!(
+                    "--mix takes five percentages (NewOrder, Payment, OrderStatus, Delivery, StockLevel), got {}",
+                    args.mix.len()
+                )
+            })?;
+            if mix.iter().sum::<u32>() == 0 {
+                return Err("--mix: the percentages sum to 0".into());
+            }
+            Box::new(workloads::tpcc::Tpcc::new(args.warehouses as i64, workloads::tpcc::Mix(mix), rng))
+        }
+    })
+}
+
+fn size_label(args: &BenchArgs) -> String {
+    match args.workload {
+        WorkloadKind::Tpcb => format!("scale {}", args.scale),
+        WorkloadKind::Tpcc => format!("{} warehouses", args.warehouses),
     }
 }
 
@@ -139,7 +165,8 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         m => m.to_string(),
     };
     let ipa = if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
-    let mut wl = workload(args);
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let mut wl = workload(args, &mut rng)?;
     let split = !args.ipa_objects.is_empty();
     if split {
         for t in &args.ipa_objects {
@@ -172,8 +199,7 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
             "ts_plain".to_string()
         }
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    eprintln!("loading {} (scale {}) for [{scheme}]", wl.name(), args.scale);
+    eprintln!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args));
     wl.load(&mut db, &placement, &mut rng)?;
     db.checkpoint().map_err(e)?;
     db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
@@ -226,7 +252,7 @@ fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
     o.insert(
         "config".into(),
         json!({
-            "workload": args.workload, "scale": args.scale, "device": args.device.device,
+            "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "mix": args.mix, "device": args.device.device,
             "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
             "ipa_objects": args.ipa_objects, "sim_time": args.sim_time, "warmup": args.warmup,
             "terminals": args.terminals, "cpu_us": args.cpu_us, "seed": args.seed,

@@ -422,13 +422,43 @@ impl Database {
     /// all rows starting with it), in key order.
     pub fn scan(&mut self, _tx: &Transaction, t: TableId, lo: &[Value], hi: &[Value]) -> Result<Vec<Vec<Value>>> {
         let index = self.pk_index(t.0)?;
-        let types = self.catalog.indexes[index].key_types(&self.catalog.tables[t.0]);
+        self.scan_rows(t.0, index, lo, hi, usize::MAX)
+    }
+
+    /// Rows of table `t` whose key in its index `index` lies in [`lo`, `hi`] (bounds are
+    /// prefixes of the index columns, as in [`Database::scan`]), in key order, at most
+    /// `limit` of them.
+    pub fn scan_index(
+        &mut self,
+        _tx: &Transaction,
+        t: TableId,
+        index: &str,
+        lo: &[Value],
+        hi: &[Value],
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        let i = self.catalog.index(index)?;
+        if !self.catalog.indexes[i].table.eq_ignore_ascii_case(&self.catalog.tables[t.0].name) {
+            return Err(Error::Invalid(format!("index {index} is not on table {}", self.catalog.tables[t.0].name)));
+        }
+        self.scan_rows(t.0, i, lo, hi, limit)
+    }
+
+    fn scan_rows(
+        &mut self,
+        t: usize,
+        index: usize,
+        lo: &[Value],
+        hi: &[Value],
+        limit: usize,
+    ) -> Result<Vec<Vec<Value>>> {
+        let types = self.catalog.indexes[index].key_types(&self.catalog.tables[t]);
         let lo = self.coerce_key(&types, lo)?;
         let hi = self.coerce_key(&types, hi)?;
-        let rids = self.index_range(index, &lo, &hi)?;
+        let rids = self.index_range(index, &lo, &hi, limit)?;
         let mut out = Vec::with_capacity(rids.len());
         for rid in rids {
-            out.extend(self.read_row(t.0, rid)?);
+            out.extend(self.read_row(t, rid)?);
         }
         Ok(out)
     }
@@ -596,11 +626,11 @@ impl Database {
 
     /// RIDs of entries whose key lies between `lo` and `hi`, where `hi` bounds every
     /// key it is a prefix of.
-    pub(crate) fn index_range(&mut self, index: usize, lo: &[u8], hi: &[u8]) -> Result<Vec<Rid>> {
+    pub(crate) fn index_range(&mut self, index: usize, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<Rid>> {
         let def = &self.catalog.indexes[index];
         let mut out = Vec::new();
         btree::scan(&mut self.pool, &def.space, def.root, lo, |key, value| {
-            if key > hi && !key.starts_with(hi) {
+            if out.len() >= limit || (key > hi && !key.starts_with(hi)) {
                 return false;
             }
             out.extend(Rid::decode(value));

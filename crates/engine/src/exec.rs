@@ -409,7 +409,7 @@ impl Database {
             }
         }
         let candidates: Vec<Rid> = match best {
-            Some((i, lo, hi, _)) => self.index_range(i, &lo, &hi)?,
+            Some((i, lo, hi, _)) => self.index_range(i, &lo, &hi, usize::MAX)?,
             None => {
                 let mut rids = Vec::new();
                 heap::scan(&mut self.pool, &self.catalog.tables[t].space, |rid, _| {

@@ -2,8 +2,9 @@
 //! them in simulated time.
 //!
 //! [`driver`]: K closed-loop terminals, warm-up, metrics as in the IPA paper.
-//! [`tpcb`]: TPC-B. [`bank`]: the power-cut torture test.
+//! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`bank`]: the power-cut torture test.
 
 pub mod bank;
 pub mod driver;
 pub mod tpcb;
+pub mod tpcc;
