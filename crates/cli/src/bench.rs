@@ -233,6 +233,9 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
     )?;
     bar.finish_and_clear();
     let check = args.check.then(|| wl.check(&mut db));
+    if args.device.image.is_some() {
+        db.close().map_err(e)?;
+    }
     Ok(Run {
         metrics,
         scheme,
@@ -375,4 +378,36 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
         }
     }
     Ok(ok)
+}
+
+#[derive(Args)]
+pub struct CheckCommand {
+    /// Database image written by `bench --image`.
+    #[arg(long)]
+    image: PathBuf,
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Tpcc)]
+    workload: WorkloadKind,
+}
+
+/// Opens a database image (restart recovery included) and checks the workload's
+/// consistency conditions.
+pub fn check(cmd: CheckCommand) -> Result<bool, String> {
+    let storage = nand::MemoryStorage::open_image(&cmd.image).map_err(|e| e.to_string())?;
+    let mut db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default())
+        .map_err(|e| format!("{}: {e}", cmd.image.display()))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut wl: Box<dyn Workload> = match cmd.workload {
+        WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(1)),
+        WorkloadKind::Tpcc => Box::new(workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng)),
+    };
+    match wl.check(&mut db) {
+        Ok(()) => {
+            println!("{}: {} consistency conditions hold", cmd.image.display(), wl.name());
+            Ok(true)
+        }
+        Err(e) => {
+            println!("{}: {e}", cmd.image.display());
+            Ok(false)
+        }
+    }
 }

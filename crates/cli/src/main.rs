@@ -50,6 +50,9 @@ enum Command {
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7.
     Compare(bench::CompareCommand),
+    /// Check a workload's consistency conditions (TPC-C 1–4, TPC-B balances) on a
+    /// database image written by `bench --image`.
+    Check(bench::CheckCommand),
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.
     EngineBench(engine_bench::EngineBenchArgs),
@@ -140,6 +143,7 @@ fn main() -> ExitCode {
         Command::Sql(args) => sql::run(args),
         Command::Bench(cmd) => exit_on(bench::bench(cmd)),
         Command::Compare(cmd) => exit_on(bench::compare(cmd)),
+        Command::Check(cmd) => exit_on(bench::check(cmd)),
         Command::EngineBench(args) => engine_bench::run(args),
         Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => exit_on(torture::run(args)),
