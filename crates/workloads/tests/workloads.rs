@@ -1,0 +1,70 @@
+//! Each workload keeps its consistency conditions through a short run, with IPA on and
+//! off, and the same seed gives the same metrics.
+
+use engine::db::BufferSize;
+use engine::{Database, DbOptions};
+use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use workloads::driver::{self, DriverConfig, Workload};
+
+fn device() -> Device {
+    let g = Geometry {
+        channels: 2,
+        chips_per_channel: 2,
+        blocks_per_chip: 512,
+        pages_per_block: 64,
+        page_bytes: 4096,
+        oob_bytes: 128,
+        cell: CellType::Slc,
+        nop: 4,
+        endurance: 1_000_000,
+        latencies: Latencies::mlc_typical(),
+    };
+    Device::new(Box::new(MemoryStorage::new(g, true)))
+}
+
+fn run(workload: &mut dyn Workload, ipa: &str, seconds: f64) -> (driver::Metrics, Result<(), String>) {
+    let mut db =
+        Database::create(device(), DbOptions { buffer: BufferSize::Pages(2048), ..DbOptions::default() }).unwrap();
+    let region = if ipa == "0x0" { "IPA_MODE=none".to_string() } else { format!("IPA_MODE=slc, IPA={ipa}") };
+    db.execute(&format!("CREATE REGION data ({region}); CREATE TABLESPACE ts (REGION=data);")).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    workload.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
+    db.set_buffer(BufferSize::Share(0.1)).unwrap();
+    let config = DriverConfig {
+        terminals: 4,
+        warmup_s: 0.2,
+        duration_s: seconds,
+        cpu_ns_per_operation: 10_000,
+        progress_s: 0.5,
+    };
+    let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| {}, &mut |_| {}).unwrap();
+    let check = workload.check(&mut db);
+    (metrics, check)
+}
+
+#[test]
+fn tpcb_stays_consistent_and_is_deterministic() {
+    for ipa in ["0x0", "2x4"] {
+        let (m, check) = run(&mut workloads::tpcb::Tpcb::new(1), ipa, 2.0);
+        assert_eq!(check, Ok(()), "{ipa}");
+        assert!(m.committed_transactions > 100, "{ipa}: {} transactions", m.committed_transactions);
+        assert_eq!(m.in_place_appends > 0, ipa != "0x0", "{ipa}: {} appends", m.in_place_appends);
+        assert!(!m.intervals.is_empty());
+    }
+    let a = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0).0;
+    let b = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0).0;
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+}
+
+#[test]
+fn tpcc_stays_consistent_with_ipa_on_and_off() {
+    for ipa in ["0x0", "2x3"] {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut tpcc = workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng);
+        let (m, check) = run(&mut tpcc, ipa, 1.0);
+        assert_eq!(check, Ok(()), "{ipa}");
+        assert!(m.committed_transactions > 20, "{ipa}: {} transactions", m.committed_transactions);
+    }
+}
