@@ -20,6 +20,7 @@ use workloads::driver::{self, DriverConfig, Metrics, Workload};
 pub enum WorkloadKind {
     Tpcb,
     Tpcc,
+    Tatp,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
@@ -42,6 +43,9 @@ pub struct BenchArgs {
     /// TPC-C warehouses.
     #[arg(long, default_value_t = 1)]
     warehouses: u32,
+    /// TATP subscribers.
+    #[arg(long, default_value_t = 100_000)]
+    subscribers: u32,
     /// TPC-C mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel.
     #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4")]
     mix: Vec<u32>,
@@ -126,6 +130,7 @@ fn workload(args: &BenchArgs, rng: &mut ChaCha8Rng) -> Result<Box<dyn Workload>,
             }
             Box::new(workloads::tpcc::Tpcc::new(args.warehouses as i64, workloads::tpcc::Mix(mix), rng))
         }
+        WorkloadKind::Tatp => Box::new(workloads::tatp::Tatp::new(args.subscribers as i64)),
     })
 }
 
@@ -133,6 +138,7 @@ fn size_label(args: &BenchArgs) -> String {
     match args.workload {
         WorkloadKind::Tpcb => format!("scale {}", args.scale),
         WorkloadKind::Tpcc => format!("{} warehouses", args.warehouses),
+        WorkloadKind::Tatp => format!("{} subscribers", args.subscribers),
     }
 }
 
@@ -255,7 +261,7 @@ fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
     o.insert(
         "config".into(),
         json!({
-            "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "mix": args.mix, "device": args.device.device,
+            "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "subscribers": args.subscribers, "mix": args.mix, "device": args.device.device,
             "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
             "ipa_objects": args.ipa_objects, "sim_time": args.sim_time, "warmup": args.warmup,
             "terminals": args.terminals, "cpu_us": args.cpu_us, "seed": args.seed,
@@ -399,6 +405,9 @@ pub fn check(cmd: CheckCommand) -> Result<bool, String> {
     let mut wl: Box<dyn Workload> = match cmd.workload {
         WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(1)),
         WorkloadKind::Tpcc => Box::new(workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng)),
+        WorkloadKind::Tatp => {
+            return Err("check --workload tatp needs the subscriber count; run bench --workload tatp --check".into())
+        }
     };
     match wl.check(&mut db) {
         Ok(()) => {

@@ -2,9 +2,10 @@
 //! them in simulated time.
 //!
 //! [`driver`]: K closed-loop terminals, warm-up, metrics as in the IPA paper.
-//! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`bank`]: the power-cut torture test.
+//! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`bank`]: the power-cut torture test.
 
 pub mod bank;
 pub mod driver;
+pub mod tatp;
 pub mod tpcb;
 pub mod tpcc;

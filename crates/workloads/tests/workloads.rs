@@ -68,3 +68,12 @@ fn tpcc_stays_consistent_with_ipa_on_and_off() {
         assert!(m.committed_transactions > 20, "{ipa}: {} transactions", m.committed_transactions);
     }
 }
+
+#[test]
+fn tatp_stays_consistent_with_ipa_on_and_off() {
+    for ipa in ["0x0", "2x4"] {
+        let (m, check) = run(&mut workloads::tatp::Tatp::new(20_000), ipa, 1.0);
+        assert_eq!(check, Ok(()), "{ipa}");
+        assert!(m.committed_transactions > 1000, "{ipa}: {} transactions", m.committed_transactions);
+    }
+}
