@@ -36,6 +36,19 @@ pub struct ObjectCounters {
     pub net_changed_bytes: u64,
     /// Out-of-place writes × page size + delta-records × record size (paper §8).
     pub gross_written_bytes: u64,
+    /// Writes of pages already on flash by their changed body bytes, header and slot
+    /// directory excluded (the IPA paper's "net data" update sizes, Table 1 and
+    /// appendix A): bucket 0 counts writes of 0 or 1 byte, bucket k of [2^k, 2^(k+1))
+    /// bytes, the last one of 8 KiB or more.
+    pub update_size_writes: [u64; UPDATE_SIZE_BUCKETS],
+}
+
+/// Buckets of [`ObjectCounters::update_size_writes`].
+pub const UPDATE_SIZE_BUCKETS: usize = 14;
+
+/// The update-size bucket of a write that changed `bytes` bytes.
+pub fn update_size_bucket(bytes: u64) -> usize {
+    (63 - bytes.max(1).leading_zeros() as usize).min(UPDATE_SIZE_BUCKETS - 1)
 }
 
 impl ObjectCounters {
@@ -50,13 +63,27 @@ impl ObjectCounters {
     }
 
     pub fn add(&mut self, o: &ObjectCounters) {
-        self.reads += o.reads;
-        self.out_of_place_writes += o.out_of_place_writes;
-        self.in_place_appends += o.in_place_appends;
-        self.delta_records += o.delta_records;
-        self.delta_refusals += o.delta_refusals;
-        self.net_changed_bytes += o.net_changed_bytes;
-        self.gross_written_bytes += o.gross_written_bytes;
+        self.combine(o, |a, b| a + b);
+    }
+
+    /// The counts since `earlier`.
+    pub fn since(&self, earlier: &ObjectCounters) -> ObjectCounters {
+        let mut out = *self;
+        out.combine(earlier, |a, b| a - b);
+        out
+    }
+
+    fn combine(&mut self, o: &ObjectCounters, f: impl Fn(u64, u64) -> u64) {
+        self.reads = f(self.reads, o.reads);
+        self.out_of_place_writes = f(self.out_of_place_writes, o.out_of_place_writes);
+        self.in_place_appends = f(self.in_place_appends, o.in_place_appends);
+        self.delta_records = f(self.delta_records, o.delta_records);
+        self.delta_refusals = f(self.delta_refusals, o.delta_refusals);
+        self.net_changed_bytes = f(self.net_changed_bytes, o.net_changed_bytes);
+        self.gross_written_bytes = f(self.gross_written_bytes, o.gross_written_bytes);
+        for (a, b) in self.update_size_writes.iter_mut().zip(o.update_size_writes) {
+            *a = f(*a, b);
+        }
     }
 }
 
@@ -229,6 +256,10 @@ impl PageStore {
         let net = self.changes.bytes() as u64;
         let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
         let object = page::object(page);
+        if state.on_flash && net > 0 {
+            let body = self.changes.body.len() as u64;
+            self.counters.entry(object).or_default().update_size_writes[update_size_bucket(body)] += 1;
+        }
         let mut done = now;
         if let Eviction::Append { records } = eviction {
             match self.append(pid, page, scheme, body_end, state.records as usize, records, now) {
@@ -303,5 +334,23 @@ impl PageStore {
             self.flash.trim(RegionId(pid.region as usize), lpn, now)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_size_buckets_are_powers_of_two() {
+        let b = update_size_bucket;
+        assert_eq!((b(0), b(1), b(2), b(3), b(4), b(7), b(8)), (0, 0, 1, 1, 2, 2, 3));
+        assert_eq!((b(4095), b(4096), b(8191), b(8192), b(1 << 30)), (11, 12, 12, 13, 13));
+        let mut c = ObjectCounters::default();
+        c.update_size_writes[3] = 5;
+        c.reads = 7;
+        let mut later = c;
+        later.add(&c);
+        assert_eq!(later.since(&c), c);
     }
 }

@@ -109,6 +109,9 @@ pub struct Metrics {
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
     pub log_page_writes: u64,
+    /// Page updates by net changed bytes, all objects (buckets as in
+    /// `engine::store::ObjectCounters::update_size_writes`).
+    pub update_size_writes: [u64; engine::store::UPDATE_SIZE_BUCKETS],
     pub objects: Vec<ObjectResult>,
     pub intervals: Vec<Interval>,
 }
@@ -129,16 +132,7 @@ fn metrics(a: &Snapshot, b: &Snapshot, intervals: Vec<Interval>) -> Metrics {
     let mut objects = Vec::new();
     let mut total = ObjectCounters::default();
     for (name, end) in &b.objects {
-        let start = a.objects.get(name).copied().unwrap_or_default();
-        let c = ObjectCounters {
-            reads: end.reads - start.reads,
-            out_of_place_writes: end.out_of_place_writes - start.out_of_place_writes,
-            in_place_appends: end.in_place_appends - start.in_place_appends,
-            delta_records: end.delta_records - start.delta_records,
-            delta_refusals: end.delta_refusals - start.delta_refusals,
-            net_changed_bytes: end.net_changed_bytes - start.net_changed_bytes,
-            gross_written_bytes: end.gross_written_bytes - start.gross_written_bytes,
-        };
+        let c = end.since(&a.objects.get(name).copied().unwrap_or_default());
         total.add(&c);
         objects.push(ObjectResult {
             name: name.clone(),
@@ -177,6 +171,7 @@ fn metrics(a: &Snapshot, b: &Snapshot, intervals: Vec<Interval>) -> Metrics {
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),
         log_page_writes: log(b) - log(a),
+        update_size_writes: total.update_size_writes,
         objects,
         intervals,
     }
