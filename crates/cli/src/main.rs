@@ -10,6 +10,7 @@ mod recovery_bench;
 mod runner;
 mod setup;
 mod sql;
+mod sqlite_compare;
 mod table;
 mod torture;
 mod trace;
@@ -53,6 +54,9 @@ enum Command {
     /// Check a workload's consistency conditions (TPC-C 1–4, TPC-B balances) on a
     /// database image written by `bench --image`.
     Check(bench::CheckCommand),
+    /// The TPC-B transaction on SQLite (WAL, tmpfs) and on DeltaFlash: transactions per
+    /// wall-second for both.
+    SqliteCompare(sqlite_compare::SqliteCompareArgs),
     /// Engine CPU speed: point lookups, updates and inserts per wall-second, and the
     /// cost of a page write with and without IPA bookkeeping.
     EngineBench(engine_bench::EngineBenchArgs),
@@ -145,6 +149,7 @@ fn main() -> ExitCode {
         Command::Compare(cmd) => exit_on(bench::compare(cmd)),
         Command::Check(cmd) => exit_on(bench::check(cmd)),
         Command::EngineBench(args) => engine_bench::run(args),
+        Command::SqliteCompare(args) => sqlite_compare::run(args),
         Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => exit_on(torture::run(args)),
         Command::Inspect { image } => inspect::run(&image),

@@ -1,0 +1,128 @@
+//! `deltaflash sqlite-compare`: the TPC-B transaction on SQLite (WAL mode,
+//! synchronous=NORMAL, a database file on tmpfs) and on DeltaFlash (the `aries` log on,
+//! device latency costing no wall time), with the same data size and buffer share;
+//! transactions per wall-second for both.
+
+use crate::setup::DeviceArgs;
+use crate::table::{print_table, Row};
+use clap::Args;
+use engine::db::BufferSize;
+use engine::{Database, DbOptions};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::PathBuf;
+use std::time::Instant;
+use workloads::driver::Workload;
+use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
+
+#[derive(Args)]
+pub struct SqliteCompareArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// TPC-B scale (branches of 100,000 accounts).
+    #[arg(long, default_value_t = 1)]
+    scale: u32,
+    /// Transactions measured on each system.
+    #[arg(long, default_value_t = 100_000)]
+    transactions: u64,
+    /// Cache (SQLite) and buffer pool (DeltaFlash) as a share of the loaded database.
+    #[arg(long, default_value_t = 0.1)]
+    buffer: f64,
+    /// SQLite database file; put it on tmpfs.
+    #[arg(long, default_value = "/dev/shm/deltaflash-tpcb.sqlite")]
+    sqlite_path: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn sqlite_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
+    let e = |e: rusqlite::Error| format!("sqlite: {e}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", args.sqlite_path.display()));
+    }
+    let conn = rusqlite::Connection::open(&args.sqlite_path).map_err(e)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
+         CREATE TABLE branch (b_id INTEGER PRIMARY KEY, b_balance INTEGER NOT NULL, b_filler CHAR(88));
+         CREATE TABLE teller (t_id INTEGER PRIMARY KEY, t_b_id INTEGER NOT NULL, t_balance INTEGER NOT NULL, t_filler CHAR(84));
+         CREATE TABLE account (a_id INTEGER PRIMARY KEY, a_b_id INTEGER NOT NULL, a_balance INTEGER NOT NULL, a_filler CHAR(84));
+         CREATE TABLE history (h_t_id INTEGER, h_b_id INTEGER, h_a_id INTEGER, h_delta INTEGER, h_time INTEGER, h_filler CHAR(22));",
+    )
+    .map_err(e)?;
+    conn.execute_batch("BEGIN").map_err(e)?;
+    for b in 0..args.scale as i64 {
+        conn.execute("INSERT INTO branch VALUES (?1, 0, '')", [b]).map_err(e)?;
+        for k in 0..TELLERS_PER_BRANCH as i64 {
+            conn.execute("INSERT INTO teller VALUES (?1, ?2, 0, '')", [b * TELLERS_PER_BRANCH as i64 + k, b])
+                .map_err(e)?;
+        }
+        let mut insert = conn.prepare("INSERT INTO account VALUES (?1, ?2, 0, '')").map_err(e)?;
+        for k in 0..ACCOUNTS_PER_BRANCH as i64 {
+            insert.execute([b * ACCOUNTS_PER_BRANCH as i64 + k, b]).map_err(e)?;
+        }
+    }
+    conn.execute_batch("COMMIT; PRAGMA wal_checkpoint(TRUNCATE);").map_err(e)?;
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(e)?;
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(e)?;
+    let cache_kib = ((pages * page_size) as f64 * args.buffer / 1024.0).max(64.0) as i64;
+    conn.execute_batch(&format!("PRAGMA cache_size=-{cache_kib}")).map_err(e)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let tellers = (args.scale * TELLERS_PER_BRANCH) as i64;
+    let mut account = conn.prepare("UPDATE account SET a_balance = a_balance + ?1 WHERE a_id = ?2").map_err(e)?;
+    let mut read = conn.prepare("SELECT a_balance FROM account WHERE a_id = ?1").map_err(e)?;
+    let mut teller = conn.prepare("UPDATE teller SET t_balance = t_balance + ?1 WHERE t_id = ?2").map_err(e)?;
+    let mut branch = conn.prepare("UPDATE branch SET b_balance = b_balance + ?1 WHERE b_id = ?2").map_err(e)?;
+    let mut history = conn.prepare("INSERT INTO history VALUES (?1, ?2, ?3, ?4, ?5, '')").map_err(e)?;
+    let start = Instant::now();
+    for i in 0..args.transactions as i64 {
+        let t = rng.gen_range(0..tellers);
+        let b = t / TELLERS_PER_BRANCH as i64;
+        let a = b * ACCOUNTS_PER_BRANCH as i64 + rng.gen_range(0..ACCOUNTS_PER_BRANCH as i64);
+        let delta: i64 = rng.gen_range(-999_999..=999_999);
+        conn.execute_batch("BEGIN").map_err(e)?;
+        account.execute([delta, a]).map_err(e)?;
+        let _: i64 = read.query_row([a], |r| r.get(0)).map_err(e)?;
+        teller.execute([delta, t]).map_err(e)?;
+        branch.execute([delta, b]).map_err(e)?;
+        history.execute([t, b, a, delta, i]).map_err(e)?;
+        conn.execute_batch("COMMIT").map_err(e)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok((args.transactions as f64 / secs, secs))
+}
+
+fn deltaflash_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
+    let e = |e: engine::Error| e.to_string();
+    let mut db = Database::create(args.device.create()?, DbOptions::default()).map_err(e)?;
+    db.execute("CREATE REGION data (IPA_MODE=none); CREATE TABLESPACE ts (REGION=data);").map_err(e)?;
+    let mut tpcb = Tpcb::new(args.scale);
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    tpcb.load(&mut db, &|_| "ts".to_string(), &mut rng)?;
+    db.checkpoint().map_err(e)?;
+    db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
+    let start = Instant::now();
+    for _ in 0..args.transactions {
+        tpcb.transaction(&mut db, 0, &mut rng)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok((args.transactions as f64 / secs, secs))
+}
+
+pub fn run(args: SqliteCompareArgs) -> Result<(), String> {
+    eprintln!("SQLite: loading scale {} and running {} TPC-B transactions", args.scale, args.transactions);
+    let (sqlite, sqlite_s) = sqlite_tps(&args)?;
+    eprintln!("DeltaFlash: the same");
+    let (ours, ours_s) = deltaflash_tps(&args)?;
+    let rows = vec![
+        Row::new(["system", "transactions per wall-second", "wall s"].map(String::from).to_vec()),
+        Row::new(vec![
+            "SQLite (WAL, synchronous=NORMAL, tmpfs)".into(),
+            format!("{sqlite:.0}"),
+            format!("{sqlite_s:.2}"),
+        ]),
+        Row::new(vec!["DeltaFlash (aries log, [0x0])".into(), format!("{ours:.0}"), format!("{ours_s:.2}")]),
+    ];
+    print_table(&rows);
+    println!("DeltaFlash / SQLite: {:.2}", ours / sqlite);
+    Ok(())
+}
