@@ -207,8 +207,12 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
             "ts_plain".to_string()
         }
     };
-    eprintln!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args));
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_message(format!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args)));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     wl.load(&mut db, &placement, &mut rng)?;
+    spinner.finish_and_clear();
+    eprintln!("loaded {} ({}) for [{scheme}] in {:.1} s", wl.name(), size_label(args), wall.elapsed().as_secs_f64());
     db.checkpoint().map_err(e)?;
     db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
     let config = DriverConfig {
