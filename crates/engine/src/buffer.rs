@@ -232,27 +232,30 @@ impl BufferPool {
 
     /// Pins the page, reading it on a miss.
     pub fn fetch(&mut self, pid: PageId) -> Result<FrameId> {
+        self.fetch_if_written(pid)?.ok_or_else(|| never_written(pid))
+    }
+
+    /// Pins the page if it is cached or on flash (read on a miss); `None` if flash
+    /// never had it.
+    pub fn fetch_if_written(&mut self, pid: PageId) -> Result<Option<FrameId>> {
         if let Some(&f) = self.map.get(&pid) {
             self.stats.hits += 1;
             self.frames[f].pins += 1;
             self.touch(f);
-            return Ok(f);
+            return Ok(Some(f));
         }
         self.stats.misses += 1;
         let f = self.free_frame()?;
         let span = self.span(f);
         let Some((state, done)) = self.store.fetch(pid, &mut self.data[span.clone()], self.now)? else {
-            return Err(Error::Corrupt(format!(
-                "region {} page {} is referenced but was never written",
-                pid.region, pid.page
-            )));
+            return Ok(None);
         };
         self.stats.page_reads += 1;
         self.stats.read_latency_ns += done.saturating_sub(self.now);
         self.now = done;
         self.base[span.clone()].copy_from_slice(&self.data[span]);
         self.install(f, pid, state);
-        Ok(f)
+        Ok(Some(f))
     }
 
     /// Pins a frame for a page that is new on flash; the caller formats its bytes.
@@ -477,4 +480,9 @@ impl BufferPool {
         (self.hand, self.dirty) = (0, 0);
         Ok(())
     }
+}
+
+/// A page referenced (by an index, a heap scan or the log) that flash never had.
+pub(crate) fn never_written(pid: PageId) -> Error {
+    Error::Corrupt(format!("region {} page {} is referenced but was never written", pid.region, pid.page))
 }

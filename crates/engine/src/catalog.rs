@@ -19,9 +19,8 @@
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::space::ObjectSpace;
-use crate::store::PageStore;
 use crate::types::{Column, ColumnType};
-use flash::RegionId;
+use flash::{Flash, RegionId};
 use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 8] = b"DFCATLG1";
@@ -148,9 +147,15 @@ impl Catalog {
     }
 
     /// Indexes of a table, primary key first.
-    pub fn indexes_of(&self, table: &str) -> impl Iterator<Item = usize> + '_ {
-        let table = table.to_string();
-        self.indexes.iter().enumerate().filter(move |(_, i)| i.table.eq_ignore_ascii_case(&table)).map(|(n, _)| n)
+    pub fn indexes_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.indexes.iter().enumerate().filter(move |(_, i)| i.table.eq_ignore_ascii_case(table)).map(|(n, _)| n)
+    }
+
+    /// The pages of the table or index with object id `object`.
+    pub(crate) fn space_of(&mut self, object: u32) -> Option<&mut ObjectSpace> {
+        let tables = self.tables.iter_mut().map(|t| (t.id, &mut t.space));
+        let mut all = tables.chain(self.indexes.iter_mut().map(|i| (i.id, &mut i.space)));
+        all.find(|(id, _)| *id == object).map(|(_, s)| s)
     }
 
     /// DB pages held by tables and indexes.
@@ -164,12 +169,12 @@ impl Catalog {
     }
 
     /// Flash pages of region 0 the two catalog copies occupy.
-    pub fn reserved_flash_pages(store: &PageStore) -> u32 {
-        2 * (CATALOG_BYTES / store.flash().device().geometry().page_bytes as usize) as u32
+    pub fn reserved_flash_pages(flash: &Flash) -> u32 {
+        2 * (CATALOG_BYTES / flash.device().geometry().page_bytes as usize) as u32
     }
 
     /// Writes the catalog to the copy the last write did not use.
-    pub fn save(&mut self, store: &mut PageStore, now: nand::SimTime) -> Result<()> {
+    pub fn save(&mut self, flash: &mut Flash, now: nand::SimTime) -> Result<()> {
         let json = serde_json::to_vec(self).expect("catalog serializes");
         if json.len() + HEADER > CATALOG_BYTES {
             return Err(Error::Full(format!(
@@ -184,21 +189,21 @@ impl Catalog {
         bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
         bytes.extend_from_slice(&json);
-        let page = store.flash().device().geometry().page_bytes as usize;
+        let page = flash.device().geometry().page_bytes as usize;
         bytes.resize(bytes.len().div_ceil(page) * page, 0);
-        let first = (self.generation % 2) as u32 * Self::reserved_flash_pages(store) / 2;
+        let first = (self.generation % 2) as u32 * Self::reserved_flash_pages(flash) / 2;
         for (i, chunk) in bytes.chunks(page).enumerate() {
-            store.flash_mut().write(RegionId(0), first + i as u32, chunk, now)?;
+            flash.write(RegionId(0), first + i as u32, chunk, now)?;
         }
         Ok(())
     }
 
     /// Reads the newer valid copy.
-    pub fn load(store: &mut PageStore) -> Result<Catalog> {
+    pub fn load(flash: &mut Flash) -> Result<Catalog> {
         let mut best: Option<Catalog> = None;
         let mut problems = Vec::new();
         for copy in 0..2 {
-            match Self::load_copy(store, copy) {
+            match Self::load_copy(flash, copy) {
                 Ok(Some(c)) if best.as_ref().map(|b| b.generation) < Some(c.generation) => best = Some(c),
                 Ok(_) => {}
                 Err(m) => problems.push(format!("copy {copy}: {m}")),
@@ -213,11 +218,11 @@ impl Catalog {
         })
     }
 
-    fn load_copy(store: &mut PageStore, copy: u32) -> std::result::Result<Option<Catalog>, String> {
-        let page = store.flash().device().geometry().page_bytes as usize;
-        let first = copy * Self::reserved_flash_pages(store) / 2;
+    fn load_copy(flash: &mut Flash, copy: u32) -> std::result::Result<Option<Catalog>, String> {
+        let page = flash.device().geometry().page_bytes as usize;
+        let first = copy * Self::reserved_flash_pages(flash) / 2;
         let mut read = |lpn: u32| -> std::result::Result<Option<Vec<u8>>, String> {
-            match store.flash_mut().read(RegionId(0), lpn, 0) {
+            match flash.read(RegionId(0), lpn, 0) {
                 Ok(r) => Ok(r.map(|r| r.data.to_vec())),
                 Err(e) => Err(e.to_string()),
             }

@@ -216,11 +216,10 @@ impl Database {
     }
 
     fn open_without_restart(device: Device, options: DbOptions) -> Result<Database> {
-        let (flash, done) = Flash::open(device, 0)?;
-        let geometry_page = flash.device().geometry().page_bytes as usize;
-        let mut probe = PageStore::new(flash, geometry_page.max(4096))?;
-        let catalog = Catalog::load(&mut probe)?;
-        let mut store = PageStore::new(probe.into_flash(), catalog.page_bytes)?;
+        let (mut flash, done) = Flash::open(device, 0)?;
+        PageStore::check_keeps_data(&flash)?;
+        let catalog = Catalog::load(&mut flash)?;
+        let mut store = PageStore::new(flash, catalog.page_bytes)?;
         for (i, r) in catalog.regions.iter().enumerate() {
             store.set_scheme(RegionId(i), r.scheme)?;
         }
@@ -237,7 +236,7 @@ impl Database {
             regions.push(RegionPages::new(i as u16, pages));
         }
         let per_db_page = (catalog.page_bytes / store.flash().device().geometry().page_bytes as usize) as u32;
-        let reserved = Catalog::reserved_flash_pages(&store).div_ceil(per_db_page);
+        let reserved = Catalog::reserved_flash_pages(store.flash()).div_ceil(per_db_page);
         regions[0].claim(0, reserved)?;
         let spaces = catalog.tables.iter().map(|t| &t.space).chain(catalog.indexes.iter().map(|i| &i.space));
         for space in spaces {
@@ -265,7 +264,7 @@ impl Database {
 
     pub(crate) fn save_catalog(&mut self) -> Result<()> {
         let now = self.pool.now();
-        self.catalog.save(self.pool.store_mut(), now)
+        self.catalog.save(self.pool.store_mut().flash_mut(), now)
     }
 
     /// Checkpoints, makes the device durable (an image file is written) and returns it.
@@ -534,7 +533,7 @@ impl Database {
     }
 
     pub(crate) fn insert_row(&mut self, tx: u64, t: usize, values: &[Value]) -> Result<Rid> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
+        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
         for &i in &indexes {
             if self.unique_conflict(i, t, values, None)? {
                 return Err(self.duplicate(i, values));
@@ -558,7 +557,7 @@ impl Database {
     }
 
     pub(crate) fn replace_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value], new: &[Value]) -> Result<()> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
+        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
         for &i in &indexes {
             if self.unique_conflict(i, t, new, Some(rid))? {
                 return Err(self.duplicate(i, new));
@@ -580,7 +579,7 @@ impl Database {
     }
 
     pub(crate) fn delete_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value]) -> Result<()> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name.clone()).collect();
+        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
         for i in indexes {
             self.index_delete(tx, i, t, rid, old)?;
         }

@@ -392,7 +392,7 @@ impl Database {
         }
         // The best index: the most leading columns bound by `=`, then one range.
         let mut best: Option<(usize, Vec<u8>, Vec<u8>, usize)> = None;
-        for i in self.catalog.indexes_of(&def.name.clone()) {
+        for i in self.catalog.indexes_of(&def.name) {
             let (mut lo, mut hi, mut score) = (Vec::new(), Vec::new(), 0);
             for &c in &self.catalog.indexes[i].columns {
                 let Some((_, l, h)) = conds.iter().find(|(col, _, _)| *col == c) else { break };

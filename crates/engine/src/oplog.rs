@@ -10,7 +10,7 @@
 //!
 //! Without a log the same path stamps page LSNs from a counter and logs nothing.
 
-use crate::buffer::{BufferPool, FrameId};
+use crate::buffer::{never_written, BufferPool, FrameId};
 use crate::error::{Error, Result};
 use crate::logrec::{self, Body, Range, Record};
 use crate::page;
@@ -158,17 +158,15 @@ impl BufferPool {
     /// already has them (its LSN is at least `lsn`). A format starts from a zero page,
     /// creating the page if flash never had it.
     pub fn redo(&mut self, pid: PageId, lsn: u64, ranges: &[Range], format: bool) -> Result<()> {
-        let f = match self.fetch(pid) {
-            Ok(f) => f,
-            Err(Error::Corrupt(m)) if format && m.contains("never written") => self.create(pid)?,
-            Err(e) => return Err(e),
+        let f = match (format, self.fetch_if_written(pid)?) {
+            (_, Some(f)) => f,
+            (true, None) => self.create(pid)?,
+            (false, None) => return Err(never_written(pid)),
         };
         let span = self.span(f);
-        if !format && page::lsn(&self.data[span.clone()]) >= lsn {
-            self.unpin(f);
-            return Ok(());
-        }
-        if format && page::lsn(&self.data[span.clone()]) >= lsn && page::kind(&self.data[span.clone()]) != 0 {
+        // The page already has the change (a format also needs the page formatted).
+        let p = &self.data[span.clone()];
+        if page::lsn(p) >= lsn && (!format || page::kind(p) != 0) {
             self.unpin(f);
             return Ok(());
         }

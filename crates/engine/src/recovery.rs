@@ -72,15 +72,11 @@ impl Database {
                 }
                 Body::Format { page, ranges } => self.pool.redo(*page, *lsn, ranges, true)?,
                 Body::Alloc { object, page, how } if *lsn > checkpoint => {
-                    let Some(space) = self.space_of(*object) else { continue };
-                    let region = space.region as usize;
-                    let mut space = std::mem::take(space);
-                    let result = space.redo_allocate(&mut self.regions[region], *page, *how);
-                    *self.space_of(*object).expect("found above") = space;
-                    result?;
+                    let Some(space) = self.catalog.space_of(*object) else { continue };
+                    space.redo_allocate(&mut self.regions[space.region as usize], *page, *how)?;
                 }
                 Body::Free { object, page } if *lsn > checkpoint => {
-                    if let Some(space) = self.space_of(*object) {
+                    if let Some(space) = self.catalog.space_of(*object) {
                         if !space.free.contains(page) {
                             space.free.push(*page);
                         }

@@ -110,9 +110,7 @@ impl PageStore {
     /// `page_bytes` must be a multiple of the device's page size.
     pub fn new(flash: Flash, page_bytes: usize) -> Result<PageStore> {
         let flash_page_bytes = flash.device().geometry().page_bytes as usize;
-        if !flash.device().storage().keeps_data() {
-            return Err(Error::Invalid("the engine needs a device that keeps page data".into()));
-        }
+        PageStore::check_keeps_data(&flash)?;
         if !matches!(page_bytes, 4096 | 8192 | 16384) || !page_bytes.is_multiple_of(flash_page_bytes) {
             return Err(Error::Invalid(format!(
                 "DB page size {page_bytes} must be 4, 8 or 16 KiB and a multiple of the {flash_page_bytes}-byte flash page"
@@ -128,6 +126,14 @@ impl PageStore {
             changes: Changes::default(),
             records: Vec::new(),
         })
+    }
+
+    /// The engine reads page bytes back: a metadata-only device will not do.
+    pub fn check_keeps_data(flash: &Flash) -> Result<()> {
+        if !flash.device().storage().keeps_data() {
+            return Err(Error::Invalid("the engine needs a device that keeps page data".into()));
+        }
+        Ok(())
     }
 
     pub fn flash(&self) -> &Flash {

@@ -47,7 +47,7 @@ impl Database {
         let mut prev = state.last;
         for (object, page) in state.frees {
             prev = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Free { object, page } })?.max(prev);
-            if let Some(space) = self.space_of(object) {
+            if let Some(space) = self.catalog.space_of(object) {
                 space.free.push(page);
             }
         }
@@ -199,11 +199,5 @@ impl Database {
             log.truncate(start);
         }
         Ok(())
-    }
-
-    pub(crate) fn space_of(&mut self, object: u32) -> Option<&mut crate::space::ObjectSpace> {
-        let tables = self.catalog.tables.iter_mut().map(|t| (t.id, &mut t.space));
-        let mut all = tables.chain(self.catalog.indexes.iter_mut().map(|i| (i.id, &mut i.space)));
-        all.find(|(id, _)| *id == object).map(|(_, s)| s)
     }
 }

@@ -9,6 +9,7 @@
 //! unchanged, each balance is the initial one plus the transfers present, and the
 //! history index holds exactly the history table's rows.
 
+use crate::err;
 use engine::db::BufferSize;
 use engine::types::Value;
 use engine::{Database, DbOptions};
@@ -89,10 +90,6 @@ fn options(config: &BankConfig) -> DbOptions {
         group_commit_ns: config.group_commit_ns,
         ..DbOptions::default()
     }
-}
-
-fn err(e: engine::Error) -> String {
-    e.to_string()
 }
 
 /// Creates the database and loads the accounts (durable before any cut can matter).

@@ -9,3 +9,19 @@ pub mod driver;
 pub mod tatp;
 pub mod tpcb;
 pub mod tpcc;
+
+use engine::types::Value;
+
+/// An engine error as the driver's error text.
+pub(crate) fn err(e: engine::Error) -> String {
+    e.to_string()
+}
+
+/// An integer column's value (a DECIMAL's scaled integer); 0 for anything else.
+pub(crate) fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::Decimal { scaled, .. } => *scaled,
+        _ => 0,
+    }
+}

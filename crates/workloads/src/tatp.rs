@@ -7,6 +7,7 @@
 //! as the specification expects; those transactions roll back.
 
 use crate::driver::{TxOutcome, Workload};
+use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
 use engine::Database;
@@ -22,17 +23,6 @@ const SUBSCRIBER: usize = 0;
 const ACCESS_INFO: usize = 1;
 const SPECIAL_FACILITY: usize = 2;
 const CALL_FORWARDING: usize = 3;
-
-fn e(err: engine::Error) -> String {
-    err.to_string()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        _ => 0,
-    }
-}
 
 fn sub_nbr(s_id: i64) -> Value {
     Value::Text(format!("{s_id:015}"))

@@ -5,6 +5,7 @@
 //! the sum of the history deltas.
 
 use crate::driver::{TxOutcome, Workload};
+use crate::{err as e, int};
 use engine::types::Value;
 use engine::Database;
 use rand::Rng;
@@ -21,17 +22,6 @@ pub struct Tpcb {
 impl Tpcb {
     pub fn new(scale: u32) -> Tpcb {
         Tpcb { scale: scale.max(1), next_history: 1 }
-    }
-}
-
-fn e(err: engine::Error) -> String {
-    err.to_string()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        _ => 0,
     }
 }
 

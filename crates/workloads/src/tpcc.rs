@@ -8,6 +8,7 @@
 //! keying and think times are not modelled (the driver's terminals are closed loops).
 
 use crate::driver::{TxOutcome, Workload};
+use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
 use engine::Database;
@@ -54,18 +55,6 @@ struct Tables {
     order_line: TableId,
     item: TableId,
     stock: TableId,
-}
-
-fn e(err: engine::Error) -> String {
-    err.to_string()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::Decimal { scaled, .. } => *scaled,
-        _ => 0,
-    }
 }
 
 fn text(v: &Value) -> &str {

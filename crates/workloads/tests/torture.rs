@@ -1,22 +1,12 @@
 //! A short torture run: power cuts spread over a bank workload, with and without IPA.
 
-use nand::{CellType, Geometry, Latencies};
+mod common;
+
 use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
 
 fn config(ipa: &str) -> BankConfig {
     BankConfig {
-        geometry: Geometry {
-            channels: 2,
-            chips_per_channel: 2,
-            blocks_per_chip: 48,
-            pages_per_block: 16,
-            page_bytes: 4096,
-            oob_bytes: 128,
-            cell: CellType::Slc,
-            nop: 4,
-            endurance: 1_000_000,
-            latencies: Latencies::mlc_typical(),
-        },
+        geometry: common::geometry(48, 16),
         accounts: 3000,
         transfers: 400,
         abort_share: 0.1,

@@ -3,25 +3,15 @@
 
 use engine::db::BufferSize;
 use engine::{Database, DbOptions};
-use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
+mod common;
+
+use nand::{Device, MemoryStorage};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use workloads::driver::{self, DriverConfig, Workload};
 
 fn device() -> Device {
-    let g = Geometry {
-        channels: 2,
-        chips_per_channel: 2,
-        blocks_per_chip: 512,
-        pages_per_block: 64,
-        page_bytes: 4096,
-        oob_bytes: 128,
-        cell: CellType::Slc,
-        nop: 4,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
-    };
-    Device::new(Box::new(MemoryStorage::new(g, true)))
+    Device::new(Box::new(MemoryStorage::new(common::geometry(512, 64), true)))
 }
 
 fn run(workload: &mut dyn Workload, ipa: &str, seconds: f64) -> (driver::Metrics, Result<(), String>) {
