@@ -62,8 +62,18 @@ pub struct BenchArgs {
     v: u8,
     /// Tables (with their indexes) placed in the IPA region; the rest go to a region
     /// without IPA on the other half of the chips. Default: all in one IPA region.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', conflicts_with = "schema")]
     ipa_objects: Vec<String>,
+    /// SQL file that creates the regions and tablespaces instead of the default single
+    /// IPA region. `${IPA}` in it stands for the run's region options (IPA_MODE, IPA, V),
+    /// so `compare` can vary the scheme. A table goes to tablespace `ts_<table>` if the
+    /// file creates one, else to `ts_data`.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// Checkpoint when the log is this full (a share of its region). The paper's
+    /// non-eager runs turn eager log-space reclamation off; 0.9 comes close.
+    #[arg(long, default_value_t = DbOptions::default().checkpoint_log_share)]
+    checkpoint_log_share: f64,
     /// Simulated seconds measured after the warm-up.
     #[arg(long, default_value_t = 60.0)]
     sim_time: f64,
@@ -151,6 +161,55 @@ struct Run {
     /// Wall time of the warm-up and measured run (the load excluded).
     run_wall_seconds: f64,
     check: Option<Result<(), String>>,
+    fill: Fill,
+}
+
+/// How much of the data regions' logical space the loaded database takes: the knob
+/// that sets how hard GC works.
+#[derive(Clone, Copy, serde::Serialize)]
+struct Fill {
+    database_mib: f64,
+    data_regions_mib: f64,
+}
+
+impl Fill {
+    fn of(db: &Database) -> Fill {
+        const MIB: f64 = 1024.0 * 1024.0;
+        let catalog = db.catalog();
+        let data = db.flash().regions().iter().filter(|r| !["system", "log"].contains(&r.name()));
+        Fill {
+            database_mib: (catalog.pages_in_use() * catalog.page_bytes) as f64 / MIB,
+            data_regions_mib: data.map(|r| r.logical_pages() as f64 * r.page_bytes() as f64).sum::<f64>() / MIB,
+        }
+    }
+
+    fn share(&self) -> f64 {
+        self.database_mib / self.data_regions_mib.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Where each table goes: `--schema` names tablespaces `ts_<table>` or `ts_data`;
+/// `--ipa-objects` splits tables between `ts_data` (IPA) and `ts_plain`.
+fn placement(args: &BenchArgs, db: &Database, wl: &dyn Workload) -> Result<impl Fn(&str) -> String, String> {
+    let catalog = db.catalog();
+    let own: Vec<String> =
+        wl.tables().iter().filter(|t| catalog.tablespace(&format!("ts_{t}")).is_ok()).map(|t| t.to_string()).collect();
+    if args.schema.is_some() && own.len() < wl.tables().len() && catalog.tablespace("ts_data").is_err() {
+        return Err(format!(
+            "--schema: tables without a ts_<table> tablespace need one named ts_data (tables: {})",
+            wl.tables().join(", ")
+        ));
+    }
+    let split = args.ipa_objects.clone();
+    Ok(move |table: &str| {
+        if own.iter().any(|t| t == table) {
+            format!("ts_{table}")
+        } else if split.is_empty() || split.iter().any(|t| t == table) {
+            "ts_data".to_string()
+        } else {
+            "ts_plain".to_string()
+        }
+    })
 }
 
 fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
@@ -163,7 +222,16 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         Eviction::Eager => CleanerPolicy::EAGER,
         Eviction::NonEager => CleanerPolicy::NonEager,
     };
-    let options = DbOptions { page_bytes, buffer: BufferSize::Pages(4096), cleaner, ..DbOptions::default() };
+    if !(args.checkpoint_log_share > 0.0 && args.checkpoint_log_share < 1.0) {
+        return Err(format!("--checkpoint-log-share must be above 0 and below 1, got {}", args.checkpoint_log_share));
+    }
+    let options = DbOptions {
+        page_bytes,
+        buffer: BufferSize::Pages(4096),
+        cleaner,
+        checkpoint_log_share: args.checkpoint_log_share,
+        ..DbOptions::default()
+    };
     let wall = Instant::now();
     let mut db = Database::create(args.device.create()?, options).map_err(e)?;
     let mode = match args.ipa_mode.as_str() {
@@ -173,10 +241,15 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         m => m.to_string(),
     };
     let ipa = if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
+    let region_options = format!("IPA_MODE={mode}{ipa}");
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let mut wl = workload(args, &mut rng)?;
     let split = !args.ipa_objects.is_empty();
-    if split {
+    if let Some(path) = &args.schema {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--schema {}: {e}", path.display()))?;
+        db.execute(&text.replace("${IPA}", &region_options))
+            .map_err(|e| format!("--schema {}: {e}", path.display()))?;
+    } else if split {
         for t in &args.ipa_objects {
             if !wl.tables().contains(&t.as_str()) {
                 return Err(format!(
@@ -188,7 +261,7 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         }
         let free = geometry.chips() - 2;
         db.execute(&format!(
-            "CREATE REGION data (IPA_MODE={mode}{ipa}, MAX_CHIPS={});
+            "CREATE REGION data ({region_options}, MAX_CHIPS={});
              CREATE TABLESPACE ts_data (REGION=data);
              CREATE REGION plain (IPA_MODE=none);
              CREATE TABLESPACE ts_plain (REGION=plain);",
@@ -196,23 +269,23 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         ))
         .map_err(e)?;
     } else {
-        db.execute(&format!("CREATE REGION data (IPA_MODE={mode}{ipa}); CREATE TABLESPACE ts_data (REGION=data);"))
+        db.execute(&format!("CREATE REGION data ({region_options}); CREATE TABLESPACE ts_data (REGION=data);"))
             .map_err(e)?;
     }
-    let ipa_objects = args.ipa_objects.clone();
-    let placement = move |table: &str| {
-        if !split || ipa_objects.iter().any(|t| t == table) {
-            "ts_data".to_string()
-        } else {
-            "ts_plain".to_string()
-        }
-    };
+    let placement = placement(args, &db, wl.as_ref())?;
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_message(format!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args)));
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     wl.load(&mut db, &placement, &mut rng)?;
     spinner.finish_and_clear();
     eprintln!("loaded {} ({}) for [{scheme}] in {:.1} s", wl.name(), size_label(args), wall.elapsed().as_secs_f64());
+    let fill = Fill::of(&db);
+    eprintln!(
+        "database {:.1} MiB in data regions of {:.1} MiB ({:.0}% full)",
+        fill.database_mib,
+        fill.data_regions_mib,
+        fill.share() * 100.0
+    );
     db.checkpoint().map_err(e)?;
     db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
     let config = DriverConfig {
@@ -257,6 +330,7 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         wall_seconds: wall.elapsed().as_secs_f64(),
         run_wall_seconds,
         check,
+        fill,
     })
 }
 
@@ -268,6 +342,8 @@ fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
     o.insert("space_overhead_pct".into(), json!(run.space_overhead_pct));
     o.insert("wall_seconds".into(), json!(run.wall_seconds));
     o.insert("run_wall_seconds".into(), json!(run.run_wall_seconds));
+    o.insert("database_mib".into(), json!(run.fill.database_mib));
+    o.insert("data_regions_mib".into(), json!(run.fill.data_regions_mib));
     let simulated = run.metrics.sim_seconds + args.warmup;
     o.insert("simulated_seconds_per_wall_second".into(), json!(simulated / run.run_wall_seconds.max(1e-9)));
     o.insert(
@@ -275,7 +351,7 @@ fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
         json!({
             "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "subscribers": args.subscribers, "mix": args.mix, "device": args.device.device,
             "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
-            "ipa_objects": args.ipa_objects, "sim_time": args.sim_time, "warmup": args.warmup,
+            "ipa_objects": args.ipa_objects, "schema": args.schema, "checkpoint_log_share": args.checkpoint_log_share, "sim_time": args.sim_time, "warmup": args.warmup,
             "terminals": args.terminals, "cpu_us": args.cpu_us, "seed": args.seed,
         }),
     );

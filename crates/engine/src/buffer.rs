@@ -64,6 +64,11 @@ pub struct PoolStats {
     /// Page writes (out-of-place or appends) and the sum of their latencies.
     pub page_writes: u64,
     pub write_latency_ns: u64,
+    /// Simulated time callers waited: for a dirty victim's write before a read, for
+    /// the log at commit, and for checkpoints (where the time of a transaction goes).
+    pub eviction_wait_ns: u64,
+    pub commit_wait_ns: u64,
+    pub checkpoint_wait_ns: u64,
 }
 
 pub type FrameId = usize;
@@ -109,7 +114,7 @@ pub struct BufferPool {
     lru: BTreeSet<(u64, FrameId)>,
     dirty: usize,
     now: SimTime,
-    stats: PoolStats,
+    pub(crate) stats: PoolStats,
 }
 
 impl BufferPool {
@@ -316,7 +321,9 @@ impl BufferPool {
             .ok_or_else(|| Error::Full(format!("buffer pool: all {} frames are pinned", self.frames.len())))?;
         if self.frames[f].dirty {
             self.stats.dirty_evictions += 1;
-            self.now = self.write_frame(f, self.now)?;
+            let done = self.write_frame(f, self.now)?;
+            self.stats.eviction_wait_ns += done.saturating_sub(self.now);
+            self.now = done;
         }
         self.stats.evictions += 1;
         let frame = &mut self.frames[f];

@@ -110,10 +110,17 @@ impl Changes {
 /// The first offset at or after `from` where `a` and `b` differ (over their common
 /// length), comparing eight bytes at a time.
 pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
+    // Pages mostly agree: skip equal 64-byte blocks (eight word compares the compiler
+    // vectorises, with no call per block), then find the differing byte in the block.
+    const BLOCK: usize = 64;
     let len = a.len().min(b.len());
-    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
-    while from + 8 <= len && word(a, from) == word(b, from) {
-        from += 8;
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    while from + BLOCK <= len {
+        let (x, y) = (&a[from..from + BLOCK], &b[from..from + BLOCK]);
+        if (0..BLOCK).step_by(8).fold(0, |acc, k| acc | (word(x, k) ^ word(y, k))) != 0 {
+            break;
+        }
+        from += BLOCK;
     }
     (from..len).find(|&i| a[i] != b[i])
 }

@@ -43,6 +43,12 @@ pub struct LogCounters {
     pub page_writes: u64,
 }
 
+/// Share of the log region's logical pages the log ring uses. A ring over all of them
+/// would leave the region no unmapped pages (the log never trims), so its GC would find
+/// only nearly full victims and migrate almost every page it erases; with half the
+/// pages unmapped, the region has room and its GC stays cheap.
+const RING_SHARE: f64 = 0.5;
+
 pub struct Log {
     region: RegionId,
     payload: u64,
@@ -68,7 +74,7 @@ impl Log {
         Log {
             region,
             payload: (page_bytes - PAGE_HEADER) as u64,
-            capacity_pages: flash.region(region).logical_pages() as u64,
+            capacity_pages: (flash.region(region).logical_pages() as f64 * RING_SHARE) as u64,
             tail,
             tail_base: 0,
             end: FIRST_LSN,

@@ -66,8 +66,9 @@ impl Database {
         let now = self.pool.now();
         let window = self.options.group_commit_ns;
         if window == 0 {
-            let done = self.pool.force_log(commit)?;
-            self.pool.set_now(done.max(now));
+            let done = self.pool.force_log(commit)?.max(now);
+            self.pool.stats.commit_wait_ns += done - now;
+            self.pool.set_now(done);
             return Ok(());
         }
         match self.group_deadline {
@@ -176,6 +177,14 @@ impl Database {
     /// dirty-page table, forces the log, stores the catalog pointing at the checkpoint,
     /// and cuts the log at the oldest LSN a restart still needs.
     pub(crate) fn take_checkpoint(&mut self) -> Result<()> {
+        let start = self.pool.now();
+        let result = self.write_checkpoint();
+        let waited = self.pool.now().saturating_sub(start);
+        self.pool.stats.checkpoint_wait_ns += waited;
+        result
+    }
+
+    fn write_checkpoint(&mut self) -> Result<()> {
         if !self.pool.has_log() {
             self.catalog.next_lsn = self.pool.counter_lsn;
             return self.save_catalog();

@@ -13,7 +13,8 @@ pub(crate) const NO_BUFFER: u32 = u32::MAX;
 
 pub(crate) struct PagePool {
     page_bytes: usize,
-    chunks: Vec<Box<[u8]>>,
+    /// Each chunk holds up to `CHUNK_PAGES` buffers and grows as buffers are added.
+    chunks: Vec<Vec<u8>>,
     refs: Vec<u32>,
     free: Vec<u32>,
 }
@@ -25,21 +26,33 @@ impl PagePool {
 
     /// A buffer holding `bytes` (which must be one page long).
     pub(crate) fn alloc_with(&mut self, bytes: &[u8]) -> u32 {
-        let id = self.alloc();
-        self.get_mut(id).copy_from_slice(bytes);
-        id
+        self.alloc(|page| page.copy_from_slice(bytes), |chunk| chunk.extend_from_slice(bytes))
     }
 
-    /// A buffer with unspecified content and one reference.
-    fn alloc(&mut self) -> u32 {
+    /// A buffer of erased (0xFF) bytes.
+    fn alloc_erased(&mut self) -> u32 {
+        let n = self.page_bytes;
+        self.alloc(|page| page.fill(0xFF), |chunk| chunk.resize(chunk.len() + n, 0xFF))
+    }
+
+    /// A buffer with one reference, filled by `reuse` (a freed buffer) or by `append`
+    /// (a new buffer at the end of the last chunk). New buffers are appended rather than
+    /// zeroed first: on a fresh device nearly every program takes a new buffer.
+    fn alloc(&mut self, reuse: impl FnOnce(&mut [u8]), append: impl FnOnce(&mut Vec<u8>)) -> u32 {
         let id = match self.free.pop() {
-            Some(id) => id,
+            Some(id) => {
+                reuse(self.get_mut(id));
+                id
+            }
             None => {
                 let id = self.refs.len() as u32;
                 assert!(id < NO_BUFFER, "page pool exhausted");
                 if self.refs.len().is_multiple_of(CHUNK_PAGES) {
-                    self.chunks.push(vec![0; CHUNK_PAGES * self.page_bytes].into_boxed_slice());
+                    self.chunks.push(Vec::with_capacity(CHUNK_PAGES * self.page_bytes));
                 }
+                let chunk = self.chunks.last_mut().expect("a chunk with room");
+                append(chunk);
+                debug_assert_eq!(chunk.len(), (id as usize % CHUNK_PAGES + 1) * self.page_bytes);
                 self.refs.push(0);
                 id
             }
@@ -82,9 +95,7 @@ impl PagePool {
     /// an erased page (`NO_BUFFER`) becomes a buffer of 0xFF bytes.
     pub(crate) fn make_unique(&mut self, id: u32) -> u32 {
         if id == NO_BUFFER {
-            let new = self.alloc();
-            self.get_mut(new).fill(0xFF);
-            return new;
+            return self.alloc_erased();
         }
         if self.refs[id as usize] == 1 {
             return id;

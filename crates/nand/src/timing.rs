@@ -15,6 +15,7 @@
 
 use crate::geometry::PageType;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 /// Simulated nanoseconds.
 pub type SimTime = u64;
@@ -94,42 +95,128 @@ impl OpTiming {
     }
 }
 
-/// Busy-until times of every chip and channel.
+/// Busy intervals of one chip or channel, in start order and never overlapping.
+///
+/// Terminals of a closed-loop driver each run on their own clock, so operations arrive
+/// out of time order: a terminal at 3 ms may issue a read after another terminal has
+/// reserved the chip at 9 ms. A single busy-until time would make the read wait behind
+/// work that lies in its future; the calendar lets it use the idle gap before it.
+/// Only the newest [`CALENDAR_INTERVALS`] intervals are kept; the time before them
+/// counts as busy (`floor`), which bounds the cost of a lookup.
+#[derive(Clone, Debug, Default)]
+struct Calendar {
+    floor: SimTime,
+    busy: VecDeque<(SimTime, SimTime)>,
+}
+
+/// Busy intervals kept per chip or channel: enough to cover the spread of the
+/// driver's terminal clocks at any realistic load.
+const CALENDAR_INTERVALS: usize = 256;
+
+impl Calendar {
+    /// The earliest start at or after `at` with `len` free nanoseconds.
+    fn earliest(&self, at: SimTime, len: u64) -> SimTime {
+        let mut t = at.max(self.floor);
+        // Intervals do not overlap, so their ends are in order too.
+        let first = self.busy.partition_point(|&(_, end)| end <= t);
+        for &(start, end) in self.busy.range(first..) {
+            if t + len <= start {
+                break;
+            }
+            t = t.max(end);
+        }
+        t
+    }
+
+    /// Marks `[start, end)` busy; the caller found it free with [`Calendar::earliest`].
+    fn reserve(&mut self, start: SimTime, end: SimTime) {
+        if end <= start {
+            return;
+        }
+        let i = self.busy.partition_point(|&(s, _)| s < start);
+        let joins_prev = i > 0 && self.busy[i - 1].1 == start;
+        let joins_next = i < self.busy.len() && self.busy[i].0 == end;
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                self.busy[i - 1].1 = self.busy[i].1;
+                self.busy.remove(i);
+            }
+            (true, false) => self.busy[i - 1].1 = end,
+            (false, true) => self.busy[i].0 = start,
+            (false, false) => self.busy.insert(i, (start, end)),
+        }
+        if self.busy.len() > CALENDAR_INTERVALS {
+            let (_, end) = self.busy.pop_front().expect("over the limit");
+            self.floor = self.floor.max(end);
+        }
+    }
+
+    /// When the last reserved work ends.
+    fn free_at(&self) -> SimTime {
+        self.busy.back().map_or(self.floor, |&(_, end)| end.max(self.floor))
+    }
+}
+
+/// Busy calendars of every chip and channel.
 #[derive(Clone, Debug)]
 pub struct Timelines {
-    chip_free_ns: Vec<SimTime>,
-    channel_free_ns: Vec<SimTime>,
+    chips: Vec<Calendar>,
+    channels: Vec<Calendar>,
 }
 
 impl Timelines {
     pub fn new(chips: u32, channels: u32) -> Self {
-        Timelines { chip_free_ns: vec![0; chips as usize], channel_free_ns: vec![0; channels as usize] }
+        Timelines {
+            chips: vec![Calendar::default(); chips as usize],
+            channels: vec![Calendar::default(); channels as usize],
+        }
     }
 
     /// When `chip` finishes its queued work.
     pub fn chip_free_at(&self, chip: u32) -> SimTime {
-        self.chip_free_ns[chip as usize]
+        self.chips[chip as usize].free_at()
     }
 
-    /// Array read, then transfer out.
+    /// Books an operation that holds the chip for `chip_ns` from its start and the
+    /// channel for `transfer_ns` from `channel_offset` after its start, at the earliest
+    /// start at or after `now` where both are free.
+    fn book(
+        &mut self,
+        chip: u32,
+        channel: u32,
+        now: SimTime,
+        chip_ns: u64,
+        channel_offset: u64,
+        transfer_ns: u64,
+    ) -> OpTiming {
+        let (chip, channel) = (chip as usize, channel as usize);
+        let mut t = now;
+        loop {
+            let start = self.chips[chip].earliest(t, chip_ns);
+            let bus = if transfer_ns == 0 {
+                start + channel_offset
+            } else {
+                self.channels[channel].earliest(start + channel_offset, transfer_ns)
+            };
+            if bus == start + channel_offset {
+                self.chips[chip].reserve(start, start + chip_ns);
+                self.channels[channel].reserve(bus, bus + transfer_ns);
+                return OpTiming { start_ns: start, end_ns: start + chip_ns };
+            }
+            // The channel is busy then: try the chip again from when the transfer could go.
+            t = bus - channel_offset;
+        }
+    }
+
+    /// Array read, then transfer out; the chip is busy until the transfer ends (the
+    /// data sits in its page register).
     pub fn read(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
-        let start = now.max(self.chip_free_ns[chip as usize]);
-        let array_done = start + array_ns;
-        let transfer_start = array_done.max(self.channel_free_ns[channel as usize]);
-        let end = transfer_start + transfer_ns;
-        self.channel_free_ns[channel as usize] = end;
-        self.chip_free_ns[chip as usize] = end;
-        OpTiming { start_ns: start, end_ns: end }
+        self.book(chip, channel, now, array_ns + transfer_ns, array_ns, transfer_ns)
     }
 
     /// Transfer in, then array program.
     pub fn program(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
-        let start = now.max(self.chip_free_ns[chip as usize]).max(self.channel_free_ns[channel as usize]);
-        let transfer_done = start + transfer_ns;
-        self.channel_free_ns[channel as usize] = transfer_done;
-        let end = transfer_done + array_ns;
-        self.chip_free_ns[chip as usize] = end;
-        OpTiming { start_ns: start, end_ns: end }
+        self.book(chip, channel, now, transfer_ns + array_ns, 0, transfer_ns)
     }
 
     /// Array read, a small transfer in (changed register bytes), array program.
@@ -142,24 +229,12 @@ impl Timelines {
         program_ns: u64,
         transfer_ns: u64,
     ) -> OpTiming {
-        let start = now.max(self.chip_free_ns[chip as usize]);
-        let read_done = start + read_ns;
-        let transfer_start = read_done.max(self.channel_free_ns[channel as usize]);
-        let transfer_done = transfer_start + transfer_ns;
-        if transfer_ns > 0 {
-            self.channel_free_ns[channel as usize] = transfer_done;
-        }
-        let end = transfer_done + program_ns;
-        self.chip_free_ns[chip as usize] = end;
-        OpTiming { start_ns: start, end_ns: end }
+        self.book(chip, channel, now, read_ns + transfer_ns + program_ns, read_ns, transfer_ns)
     }
 
     /// Chip-only operation (erase).
     pub fn chip_only(&mut self, chip: u32, now: SimTime, array_ns: u64) -> OpTiming {
-        let start = now.max(self.chip_free_ns[chip as usize]);
-        let end = start + array_ns;
-        self.chip_free_ns[chip as usize] = end;
-        OpTiming { start_ns: start, end_ns: end }
+        self.book(chip, 0, now, array_ns, 0, 0)
     }
 }
 
@@ -182,14 +257,42 @@ mod tests {
         let mut t = Timelines::new(2, 1);
         let a = t.read(0, 0, 100, 25_000, 10_000);
         assert_eq!(a, OpTiming { start_ns: 100, end_ns: 35_100 });
-        // Second chip on the same channel: array in parallel, transfer waits for the bus.
+        // Second chip on the same channel: its array read is timed to end when the bus
+        // is free, so the transfer follows at once.
         let b = t.read(1, 0, 100, 25_000, 10_000);
-        assert_eq!(b.start_ns, 100);
+        assert_eq!(b.start_ns, 10_100);
         assert_eq!(b.end_ns, 35_100 + 10_000);
         // Same chip again: waits for the chip.
         let c = t.read(0, 0, 0, 25_000, 10_000);
         assert_eq!(c.start_ns, 35_100);
         assert_eq!(c.end_ns, 35_100 + 25_000 + 10_000);
+    }
+
+    #[test]
+    fn an_earlier_operation_uses_the_idle_gap_before_later_work() {
+        let mut t = Timelines::new(1, 1);
+        // One terminal has booked the chip at 9 ms.
+        let late = t.read(0, 0, 9_000_000, 25_000, 10_000);
+        assert_eq!(late.start_ns, 9_000_000);
+        // Another terminal, still at 3 ms, reads at once instead of after 9 ms.
+        let early = t.read(0, 0, 3_000_000, 25_000, 10_000);
+        assert_eq!(early, OpTiming { start_ns: 3_000_000, end_ns: 3_035_000 });
+        // A gap too short for the work is skipped: an erase issued at 8.99 ms waits.
+        let erase = t.chip_only(0, 8_990_000, 1_500_000);
+        assert_eq!(erase.start_ns, 9_035_000);
+        assert_eq!(t.chip_free_at(0), 10_535_000);
+    }
+
+    #[test]
+    fn old_intervals_fold_into_a_busy_floor() {
+        let mut t = Timelines::new(1, 1);
+        for i in 0..(CALENDAR_INTERVALS as u64 + 10) {
+            t.chip_only(0, i * 100, 10);
+        }
+        // The oldest intervals were dropped; the time before the kept ones counts as busy.
+        let at_zero = t.chip_only(0, 0, 10);
+        assert_eq!(at_zero.start_ns, 9 * 100 + 10, "{at_zero:?}");
+        assert_eq!(t.chips[0].busy.len(), CALENDAR_INTERVALS);
     }
 
     #[test]

@@ -69,6 +69,19 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
     Snapshot { time, transactions, committed, objects, regions, pool: db.pool_stats() }
 }
 
+/// Where a transaction's simulated time goes, in mean milliseconds per transaction.
+/// `response` is the whole (closed loop: terminals × time / transactions); `other` is
+/// what the named waits leave: mostly the simulated CPU cost per record operation.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimeBreakdown {
+    pub response: f64,
+    pub reads: f64,
+    pub evictions: f64,
+    pub commits: f64,
+    pub checkpoints: f64,
+    pub other: f64,
+}
+
 /// One line of the time series.
 #[derive(Clone, Debug, Serialize)]
 pub struct Interval {
@@ -109,6 +122,7 @@ pub struct Metrics {
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
     pub log_page_writes: u64,
+    pub time_per_transaction_ms: TimeBreakdown,
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
     pub update_size_writes: [u64; engine::store::UPDATE_SIZE_BUCKETS],
@@ -128,7 +142,23 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-fn metrics(a: &Snapshot, b: &Snapshot, intervals: Vec<Interval>) -> Metrics {
+fn breakdown(a: &Snapshot, b: &Snapshot, terminals: usize) -> TimeBreakdown {
+    let n = (b.transactions - a.transactions).max(1) as f64;
+    let per_txn = |x: u64, y: u64| (y - x) as f64 / 1e6 / n;
+    let (pa, pb) = (&a.pool, &b.pool);
+    let mut t = TimeBreakdown {
+        response: per_txn(a.time, b.time) * terminals as f64,
+        reads: per_txn(pa.read_latency_ns, pb.read_latency_ns),
+        evictions: per_txn(pa.eviction_wait_ns, pb.eviction_wait_ns),
+        commits: per_txn(pa.commit_wait_ns, pb.commit_wait_ns),
+        checkpoints: per_txn(pa.checkpoint_wait_ns, pb.checkpoint_wait_ns),
+        other: 0.0,
+    };
+    t.other = t.response - t.reads - t.evictions - t.commits - t.checkpoints;
+    t
+}
+
+fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval>) -> Metrics {
     let mut objects = Vec::new();
     let mut total = ObjectCounters::default();
     for (name, end) in &b.objects {
@@ -171,6 +201,7 @@ fn metrics(a: &Snapshot, b: &Snapshot, intervals: Vec<Interval>) -> Metrics {
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),
         log_page_writes: log(b) - log(a),
+        time_per_transaction_ms: breakdown(a, b, terminals),
         update_size_writes: total.update_size_writes,
         objects,
         intervals,
@@ -207,7 +238,7 @@ pub fn run(
         if step > 0 && warm.is_some() && now >= next_interval {
             let s = snapshot(db, now, transactions, committed);
             if let Some(prev) = &last_interval {
-                let m = metrics(prev, &s, Vec::new());
+                let m = metrics(prev, &s, config.terminals, Vec::new());
                 let line = Interval {
                     sim_seconds: (now - warm_end) as f64 / 1e9,
                     throughput_tps: m.throughput_tps,
@@ -234,5 +265,6 @@ pub fn run(
         }
     }
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
-    Ok(metrics(&warm, &snapshot(db, end.max(warm.time + 1), transactions, committed), intervals))
+    let last = snapshot(db, end.max(warm.time + 1), transactions, committed);
+    Ok(metrics(&warm, &last, config.terminals, intervals))
 }
