@@ -1,6 +1,6 @@
 # DeltaFlash — one entry point for building, testing and benchmarking.
 #
-#   make run     the main job: flash-level comparison of no IPA vs IPA on the default device
+#   make run     the main job: TPC-C with no IPA vs IPA [2x3] on the paper-emulator device
 #   make test    everything CI runs: format check, clippy (warnings denied), all tests, fuzz pass
 #   make bench   the speed benchmarks recorded in docs/benchmarks.md
 
@@ -41,8 +41,8 @@ build:
 
 run: build
 	@mkdir -p out
-	$(BIN) compare --workload tpcb --scale 2 --schemes 0x0,2x4 --sim-time 60 --warmup 10 \
-		--blocks-per-chip 32 --check | tee out/compare.md
+	$(BIN) compare --workload tpcc --warehouses 1 --schemes 0x0,2x3 --sim-time 60 --warmup 10 \
+		--blocks-per-chip 96 --check | tee out/compare.md
 
 bench: build
 	scripts/bench.sh

@@ -259,3 +259,40 @@ fn bench_same_seed_same_json_and_compare_renders() {
     let bad = deltaflash(&["bench", "--ipa-objects", "nosuch", "--sim-time", "1"]);
     assert!(stderr(&bad).contains("has no table nosuch"), "{}", stderr(&bad));
 }
+
+#[test]
+fn bench_schema_places_tables_and_reports_where_time_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.sql");
+    std::fs::write(
+        &schema,
+        "CREATE REGION hot (${IPA}, MAX_CHIPS=1);\nCREATE TABLESPACE ts_data (REGION=hot);\n\
+         CREATE REGION cold (IPA_MODE=none);\nCREATE TABLESPACE ts_history (REGION=cold);\n",
+    )
+    .unwrap();
+    let json = dir.path().join("run.json");
+    let mut args = vec!["bench", "--sim-time", "2", "--warmup", "1", "--ipa", "2x4", "--log-chips", "1"];
+    args.extend_from_slice(&["--schema", schema.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    args.extend_from_slice(TPCB_DEVICE);
+    let out = deltaflash(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("% full)"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let object = |name: &str| v["objects"].as_array().unwrap().iter().find(|o| o["name"] == name).unwrap().clone();
+    // History sits in the region without IPA; the account table appends in place.
+    assert_eq!(object("history")["in_place_appends"], 0);
+    assert!(object("account")["in_place_appends"].as_u64().unwrap() > 0);
+    let t = &v["time_per_transaction_ms"];
+    let part = |k: &str| t[k].as_f64().unwrap();
+    assert!(part("commits") > 0.0 && part("reads") > 0.0, "{t}");
+    let named = part("reads") + part("evictions") + part("commits") + part("checkpoints");
+    assert!(named <= part("response") + 1e-9, "{t}");
+    assert!(v["database_mib"].as_f64().unwrap() > 0.0);
+
+    std::fs::write(&schema, "CREATE REGION hot (${IPA};\n").unwrap();
+    let mut args = vec!["compare", "--sim-time", "1", "--schema", schema.to_str().unwrap()];
+    args.extend_from_slice(TPCB_DEVICE);
+    let bad = deltaflash(&args);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("schema.sql: line 1"), "{}", stderr(&bad));
+}

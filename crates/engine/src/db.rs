@@ -53,9 +53,13 @@ pub struct DbOptions {
     pub cleaner: CleanerPolicy,
     /// Extent size of the `system` tablespace, in bytes.
     pub system_extent_bytes: u64,
-    /// Keep an ARIES write-ahead log (in its own one-chip flash region) for a new
-    /// database; without it changes are durable only at `checkpoint`/`close`.
+    /// Keep an ARIES write-ahead log (in its own flash region) for a new database;
+    /// without it changes are durable only at `checkpoint`/`close`.
     pub aries: bool,
+    /// Chips of a new database's log region. Every commit programs a log page, so
+    /// one chip caps commits at about one per page-program time; more chips let
+    /// commits of different terminals program in parallel.
+    pub log_chips: u32,
     /// Take a checkpoint when this share of the log region is in use.
     pub checkpoint_log_share: f64,
     /// Group commit: commits within this many simulated nanoseconds share one log
@@ -72,6 +76,7 @@ impl Default for DbOptions {
             cleaner: CleanerPolicy::EAGER,
             system_extent_bytes: 128 << 10,
             aries: true,
+            log_chips: 1,
             checkpoint_log_share: 0.3,
             group_commit_ns: 0,
         }
@@ -146,11 +151,11 @@ impl Database {
     }
 
     fn create_inner(device: Device, log_device: Option<Device>, options: DbOptions) -> Result<Database> {
-        let one_chip = |name: &str| RegionSpec { max_chips: Some(1), ..RegionSpec::new(name, IpaMode::None) };
-        let mut specs = vec![one_chip(SYSTEM)];
+        let chips = |name: &str, n: u32| RegionSpec { max_chips: Some(n), ..RegionSpec::new(name, IpaMode::None) };
+        let mut specs = vec![chips(SYSTEM, 1)];
         let log_region = options.aries && log_device.is_none();
         if log_region {
-            specs.push(one_chip(LOG));
+            specs.push(chips(LOG, options.log_chips.max(1)));
         }
         let log_flash = match log_device {
             Some(d) => Some(Flash::format(d, vec![RegionSpec::new(LOG, IpaMode::None)])?),
