@@ -25,7 +25,7 @@ fi
 # Tables 6 and 8: TPC-B and TPC-C on the MLC preset, IPA in pSLC and odd-MLC mode.
 if want t6; then
     for mode in pslc odd-mlc; do
-        run "t6-$mode" --workload tpcb --scale 2 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 16 --ipa-mode $mode $COMMON
+        run "t6-$mode" --workload tpcb --scale 4 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 --ipa-mode $mode $COMMON
     done
 fi
 if want t8; then
