@@ -1,57 +1,53 @@
 #!/usr/bin/env bash
 # Runs every experiment behind docs/results.md and writes its JSON to out/results/.
 # `scripts/results_tables.py` turns those files into the tables of docs/results.md.
-# About 30 minutes on one core. Usage: scripts/results.sh [BIN] [EXPERIMENT...]
-set -euo pipefail
+# About 30 minutes on one core. Usage: scripts/results.sh [BIN] [PREFIX...]: only the
+# runs whose names start with one of the prefixes (t4, t9-buffer0.5, ...).
+set -uo pipefail
 BIN=${1:-target/release/deltaflash}
 shift || true
 OUT=out/results
 mkdir -p "$OUT"
-ONLY=" $* "
-want() { [[ "$ONLY" == "  " || "$ONLY" == *" $1 "* ]]; }
+PREFIXES=("$@")
 run() { # name, then compare arguments
     local name=$1; shift
+    if [[ ${#PREFIXES[@]} -gt 0 ]]; then
+        local p wanted=""
+        for p in "${PREFIXES[@]}"; do [[ "$name" == "$p"* ]] && wanted=1; done
+        [[ -n "$wanted" ]] || return 0
+    fi
     echo "== $name: $BIN compare $* --format json" >&2
-    "$BIN" compare "$@" --format json > "$OUT/$name.json"
+    if ! "$BIN" compare "$@" --format json > "$OUT/$name.json"; then
+        echo "FAILED: $name" >&2
+        rm -f "$OUT/$name.json"
+    fi
 }
 COMMON="--log-chips 4 --sim-time 60 --warmup 10"
 
 # Table 7: TPC-B on the SLC emulator preset, 10% and 20% buffer.
-if want t7; then
-    for b in 0.1 0.2; do
-        run "t7-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
-    done
-fi
+for b in 0.1 0.2; do
+    run "t7-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
+done
 # Tables 6 and 8: TPC-B and TPC-C on the MLC preset, IPA in pSLC and odd-MLC mode.
-if want t6; then
-    for mode in pslc odd-mlc; do
-        run "t6-$mode" --workload tpcb --scale 4 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 --ipa-mode $mode $COMMON
-    done
-fi
-if want t8; then
-    for mode in pslc odd-mlc; do
-        run "t8-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 64 --ipa-mode $mode $COMMON
-    done
-fi
+for mode in pslc odd-mlc; do
+    run "t6-$mode" --workload tpcb --scale 4 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 --ipa-mode $mode $COMMON
+done
+for mode in pslc odd-mlc; do
+    run "t8-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 64 --ipa-mode $mode $COMMON
+done
 # Table 4: DBMS write amplification at 75% and 90% buffers.
-if want t4; then
-    for b in 0.75 0.9; do
-        run "t4-tpcb-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
-        run "t4-tpcc-buffer$b" --workload tpcc --warehouses 1 --schemes 0x0,2x3,3x3 --buffer $b --blocks-per-chip 96 $COMMON
-    done
-fi
-# Table 9: TPC-C, 10 warehouses, eager eviction, buffers 10-90%.
-if want t9; then
-    for b in 0.1 0.2 0.5 0.75 0.9; do
-        run "t9-buffer$b" --workload tpcc --warehouses 10 --schemes 0x0,2x3 --buffer $b --blocks-per-chip 768 \
-            --log-chips 4 --sim-time 30 --warmup 10
-    done
-fi
+for b in 0.75 0.9; do
+    run "t4-tpcb-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
+    run "t4-tpcc-buffer$b" --workload tpcc --warehouses 1 --schemes 0x0,2x3,3x3 --buffer $b --blocks-per-chip 400 $COMMON
+done
+# Table 9: TPC-C, 10 warehouses on the default device, eager eviction, buffers 10-90%.
+for b in 0.1 0.2 0.5 0.75 0.9; do
+    run "t9-buffer$b" --workload tpcc --warehouses 10 --schemes 0x0,2x3 --buffer $b \
+        --log-chips 4 --sim-time 30 --warmup 10
+done
 # Table 10: as Table 9 with non-eager eviction and late checkpoints, M grown with the buffer.
-if want t10; then
-    for spec in 0.1:2x10 0.2:2x10 0.5:2x30 0.75:2x40 0.9:2x40; do
-        b=${spec%%:*}; scheme=${spec##*:}
-        run "t10-buffer$b" --workload tpcc --warehouses 10 --schemes 0x0,$scheme --buffer $b --blocks-per-chip 768 \
-            --eviction non-eager --checkpoint-log-share 0.9 --log-chips 4 --sim-time 30 --warmup 10
-    done
-fi
+for spec in 0.1:2x10 0.2:2x10 0.5:2x30 0.75:2x40 0.9:2x40; do
+    b=${spec%%:*}; scheme=${spec##*:}
+    run "t10-buffer$b" --workload tpcc --warehouses 10 --schemes 0x0,$scheme --buffer $b \
+        --eviction non-eager --checkpoint-log-share 0.9 --log-chips 4 --sim-time 30 --warmup 10
+done
