@@ -99,7 +99,7 @@ def main():
             cols = []
             for b, r in runs:
                 cols += [(f"[0×0] {float(b):.0%}", r[0], None), (f"[{r[1]['ipa']}] %", r[0], r[1])]
-            compare_table(f"{table} (TPC-C, 10 warehouses)", cols)
+            compare_table(f"{table} (TPC-C, 1 warehouse)", cols)
             buckets_table(f"{table} update sizes ([0×0] runs)", [(f"{float(b):.0%}", r[0]) for b, r in runs])
     b = load("t4-tpcb-buffer0.75")
     c = load("t4-tpcc-buffer0.75")
