@@ -4,6 +4,7 @@
 # About 30 minutes on one core. Usage: scripts/results.sh [BIN] [PREFIX...]: only the
 # runs whose names start with one of the prefixes (t4, t9-buffer0.5, ...).
 set -uo pipefail
+cd "$(dirname "$0")/.."
 BIN=${1:-target/release/deltaflash}
 shift || true
 OUT=out/results

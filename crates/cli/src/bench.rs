@@ -183,7 +183,7 @@ impl Fill {
     fn of(db: &Database) -> Fill {
         const MIB: f64 = 1024.0 * 1024.0;
         let catalog = db.catalog();
-        let data = db.flash().regions().iter().filter(|r| !["system", "log"].contains(&r.name()));
+        let data = db.flash().regions().iter().filter(|r| engine::db::is_data_region(r.name()));
         Fill {
             database_mib: (catalog.pages_in_use() * catalog.page_bytes) as f64 / MIB,
             data_regions_mib: data.map(|r| r.logical_pages() as f64 * r.page_bytes() as f64).sum::<f64>() / MIB,

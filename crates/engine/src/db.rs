@@ -132,8 +132,14 @@ pub struct Database {
     row: Vec<u8>,
 }
 
-pub(crate) const SYSTEM: &str = "system";
-pub(crate) const LOG: &str = "log";
+/// Names of the regions every database has: the catalog's and the log's.
+pub const SYSTEM: &str = "system";
+pub const LOG: &str = "log";
+
+/// Whether a region holds tables and indexes (not the `system` or `log` region).
+pub fn is_data_region(name: &str) -> bool {
+    name != SYSTEM && name != LOG
+}
 
 impl Database {
     /// Formats `device` with a one-chip `system` region (catalog and the `system`

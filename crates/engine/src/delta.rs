@@ -108,7 +108,7 @@ impl Changes {
 }
 
 /// The first offset at or after `from` where `a` and `b` differ (over their common
-/// length), comparing eight bytes at a time.
+/// length), skipping equal 64-byte blocks first.
 pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
     // Pages mostly agree: skip equal 64-byte blocks (eight word compares the compiler
     // vectorises, with no call per block), then find the differing byte in the block.

@@ -201,7 +201,7 @@ pub fn run_cut(
                 }
             }
         }
-        let log_chips = db.flash().regions().iter().find(|r| r.name() == "log").map(|r| r.chips().to_vec());
+        let log_chips = db.flash().regions().iter().find(|r| r.name() == engine::db::LOG).map(|r| r.chips().to_vec());
         durable = db.durable_lsn();
         let mut device = db.crash();
         classify(&device, &log_chips.unwrap_or_default(), kinds);

@@ -131,7 +131,7 @@ pub struct Metrics {
 }
 
 fn data_regions(s: &Snapshot) -> impl Iterator<Item = (&String, &RegionCounters)> {
-    s.regions.iter().filter(|(name, _)| name.as_str() != "log" && name.as_str() != "system")
+    s.regions.iter().filter(|(name, _)| engine::db::is_data_region(name))
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -177,7 +177,7 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
     let gc_erases = region_delta(|c| c.gc_erases);
     let host_writes = total.host_writes();
     let sim_seconds = (b.time - a.time) as f64 / 1e9;
-    let log = |s: &Snapshot| s.regions.get("log").map_or(0, |c| c.host_writes);
+    let log = |s: &Snapshot| s.regions.get(engine::db::LOG).map_or(0, |c| c.host_writes);
     Metrics {
         transactions: b.transactions - a.transactions,
         committed_transactions: b.committed - a.committed,
