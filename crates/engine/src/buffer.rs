@@ -20,8 +20,9 @@ use crate::log::Log;
 use crate::page;
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Which unpinned frame gives way on a miss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -95,7 +96,8 @@ pub struct BufferPool {
     pub(crate) frames: Vec<Frame>,
     pub(crate) data: Vec<u8>,
     base: Vec<u8>,
-    pub(crate) map: HashMap<PageId, FrameId>,
+    /// Cached pages (a fast non-keyed hash: page ids are not attacker-chosen).
+    pub(crate) map: FxHashMap<PageId, FrameId>,
     /// The write-ahead log, if the database keeps one.
     pub(crate) log: Option<Log>,
     /// The device the log lives on when it is external (else a region of `store`'s).
@@ -103,6 +105,8 @@ pub struct BufferPool {
     /// Frames the operation in progress changed, with their bytes before it.
     pub(crate) op: Vec<(FrameId, Vec<u8>)>,
     pub(crate) spare_snapshots: Vec<Vec<u8>>,
+    /// The changed spans of the page being logged (reused across operations).
+    pub(crate) spans: Vec<(u16, u16)>,
     /// Page LSNs when there is no log: a counter.
     pub(crate) counter_lsn: u64,
     replacement: Replacement,
@@ -127,7 +131,7 @@ impl BufferPool {
             frames: vec![Frame::default(); frames],
             data: vec![0; frames * bytes],
             base: vec![0; frames * bytes],
-            map: HashMap::with_capacity(frames),
+            map: FxHashMap::with_capacity_and_hasher(frames, Default::default()),
             replacement,
             cleaner,
             hand: 0,
@@ -141,6 +145,7 @@ impl BufferPool {
             log_flash: None,
             op: Vec::new(),
             spare_snapshots: Vec::new(),
+            spans: Vec::new(),
             counter_lsn: 1,
         }
     }

@@ -61,7 +61,6 @@ pub struct Log {
     /// The truncation point: older bytes may be overwritten.
     start: u64,
     counters: LogCounters,
-    scratch: Vec<u8>,
     page: Vec<u8>,
 }
 
@@ -81,7 +80,6 @@ impl Log {
             durable: 0,
             start: FIRST_LSN,
             counters: LogCounters::default(),
-            scratch: Vec::new(),
             page: vec![0; page_bytes],
         }
     }
@@ -167,20 +165,26 @@ impl Log {
 
     /// Appends a record; returns its LSN.
     pub fn append(&mut self, record: &Record) -> Result<u64> {
-        self.scratch.clear();
-        record.encode(&mut self.scratch);
+        self.append_encoded(|out| record.encode(out))
+    }
+
+    /// Appends the record `encode` writes to the end of the stream; returns its LSN.
+    pub fn append_encoded(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         let lsn = self.end;
-        let new_end = self.end + self.scratch.len() as u64;
+        let at = self.tail.len();
+        encode(&mut self.tail);
+        let len = (self.tail.len() - at) as u64;
+        let new_end = self.end + len;
         if new_end / self.payload - self.start / self.payload + 1 >= self.capacity_pages {
+            self.tail.truncate(at);
             return Err(Error::Full(format!(
                 "the log region is full ({} pages) back to LSN {}; checkpoint more often",
                 self.capacity_pages, self.start
             )));
         }
-        self.tail.extend_from_slice(&self.scratch);
         self.end = new_end;
         self.counters.records += 1;
-        self.counters.bytes += self.scratch.len() as u64;
+        self.counters.bytes += len;
         Ok(lsn)
     }
 

@@ -88,26 +88,93 @@ fn put_page(out: &mut Vec<u8>, p: PageId) {
     out.extend_from_slice(&p.page.to_le_bytes());
 }
 
-fn put_ranges(out: &mut Vec<u8>, ranges: &[Range], before: bool, after: bool) {
-    out.extend_from_slice(&(ranges.len() as u16).to_le_bytes());
-    for r in ranges {
-        let len = if after { r.after.len() } else { r.before.len() };
-        out.extend_from_slice(&r.offset.to_le_bytes());
+/// Writes `n` ranges given as (offset, before image, after image); the images not
+/// asked for may be empty.
+fn put_ranges<'a>(
+    out: &mut Vec<u8>,
+    n: usize,
+    ranges: impl Iterator<Item = (u16, &'a [u8], &'a [u8])>,
+    before: bool,
+    after: bool,
+) {
+    out.extend_from_slice(&(n as u16).to_le_bytes());
+    for (offset, b, a) in ranges {
+        let len = if after { a.len() } else { b.len() };
+        out.extend_from_slice(&offset.to_le_bytes());
         out.extend_from_slice(&(len as u16).to_le_bytes());
         if before {
-            out.extend_from_slice(&r.before);
+            out.extend_from_slice(b);
         }
         if after {
-            out.extend_from_slice(&r.after);
+            out.extend_from_slice(a);
         }
+    }
+}
+
+fn put_owned_ranges(out: &mut Vec<u8>, ranges: &[Range], before: bool, after: bool) {
+    let iter = ranges.iter().map(|r| (r.offset, &r.before[..], &r.after[..]));
+    put_ranges(out, ranges.len(), iter, before, after);
+}
+
+/// Frames a record: header (length and CRC filled in last), then the payload.
+fn framed(out: &mut Vec<u8>, kind: u8, tx: u64, prev: u64, payload: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 8]);
+    out.push(kind);
+    out.extend_from_slice(&tx.to_le_bytes());
+    out.extend_from_slice(&prev.to_le_bytes());
+    payload(out);
+    let len = (out.len() - start) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&out[start + 8..]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// What kind of page-change record [`Change::encode`] writes.
+#[derive(Clone, Copy, Debug)]
+pub enum ChangeKind {
+    Update,
+    Clr { undo_next: u64 },
+    Format,
+}
+
+/// A page change as spans over the page's images, encoded without copying the ranges
+/// out first (the logging hot path). It encodes exactly as the [`Record`] with the same
+/// ranges would.
+pub struct Change<'a> {
+    pub kind: ChangeKind,
+    pub page: PageId,
+    pub before: &'a [u8],
+    pub after: &'a [u8],
+    /// (offset, length) of each changed range.
+    pub spans: &'a [(u16, u16)],
+}
+
+impl Change<'_> {
+    pub fn encode(&self, tx: u64, prev: u64, out: &mut Vec<u8>) {
+        let kind = match self.kind {
+            ChangeKind::Update => 1,
+            ChangeKind::Clr { .. } => 2,
+            ChangeKind::Format => 3,
+        };
+        framed(out, kind, tx, prev, |out| {
+            put_page(out, self.page);
+            if let ChangeKind::Clr { undo_next } = self.kind {
+                out.extend_from_slice(&undo_next.to_le_bytes());
+            }
+            let ranges = self.spans.iter().map(|&(at, len)| {
+                let span = at as usize..at as usize + len as usize;
+                (at, &self.before[span.clone()], &self.after[span])
+            });
+            let with_before = matches!(self.kind, ChangeKind::Update);
+            put_ranges(out, self.spans.len(), ranges, with_before, true);
+        });
     }
 }
 
 impl Record {
     /// Appends the encoded record to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; 8]);
         let kind = match &self.body {
             Body::Update { .. } => 1,
             Body::Clr { .. } => 2,
@@ -118,22 +185,23 @@ impl Record {
             Body::End => 7,
             Body::Checkpoint { .. } => 8,
         };
-        out.push(kind);
-        out.extend_from_slice(&self.tx.to_le_bytes());
-        out.extend_from_slice(&self.prev.to_le_bytes());
+        framed(out, kind, self.tx, self.prev, |out| self.encode_payload(out));
+    }
+
+    fn encode_payload(&self, out: &mut Vec<u8>) {
         match &self.body {
             Body::Update { page, ranges } => {
                 put_page(out, *page);
-                put_ranges(out, ranges, true, true);
+                put_owned_ranges(out, ranges, true, true);
             }
             Body::Clr { page, undo_next, ranges } => {
                 put_page(out, *page);
                 out.extend_from_slice(&undo_next.to_le_bytes());
-                put_ranges(out, ranges, false, true);
+                put_owned_ranges(out, ranges, false, true);
             }
             Body::Format { page, ranges } => {
                 put_page(out, *page);
-                put_ranges(out, ranges, false, true);
+                put_owned_ranges(out, ranges, false, true);
             }
             Body::Alloc { object, page, how } => {
                 out.extend_from_slice(&object.to_le_bytes());
@@ -159,10 +227,6 @@ impl Record {
                 }
             }
         }
-        let len = (out.len() - start) as u32;
-        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-        let crc = crc32fast::hash(&out[start + 8..]);
-        out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// Decodes the record at the start of `bytes`; returns it and its length. `None`
@@ -267,9 +331,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Changed ranges between two page images; ranges closer than 8 bytes merge.
-pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<Range> {
-    let mut out: Vec<Range> = Vec::new();
+/// Changed ranges between two page images as (offset, length) into `out` (cleared
+/// first); ranges closer than 8 bytes merge.
+pub fn diff_spans(before: &[u8], after: &[u8], out: &mut Vec<(u16, u16)>) {
+    out.clear();
     let n = before.len().min(after.len());
     let mut i = 0;
     while let Some(start) = crate::delta::first_difference(before, after, i) {
@@ -281,14 +346,9 @@ pub fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<Range> {
             }
             j += 1;
         }
-        out.push(Range {
-            offset: start as u16,
-            before: before[start..end].to_vec(),
-            after: after[start..end].to_vec(),
-        });
+        out.push((start as u16, (end - start) as u16));
         i = end;
     }
-    out
 }
 
 #[cfg(test)]
@@ -327,15 +387,31 @@ mod tests {
 
     proptest! {
         #[test]
-        fn diff_ranges_rebuild_the_page(before in proptest::collection::vec(any::<u8>(), 64), edits in proptest::collection::vec((0usize..64, any::<u8>()), 0..12)) {
+        fn diff_spans_rebuild_the_page_and_encode_like_records(before in proptest::collection::vec(any::<u8>(), 150), edits in proptest::collection::vec((0usize..150, any::<u8>()), 0..12), kind in 0u8..3) {
             let mut after = before.clone();
             for (i, v) in edits { after[i] = v; }
+            let mut spans = Vec::new();
+            diff_spans(&before, &after, &mut spans);
             let mut rebuilt = before.clone();
-            for r in diff_ranges(&before, &after) {
-                prop_assert_eq!(&before[r.offset as usize..r.offset as usize + r.before.len()], &r.before[..]);
-                rebuilt[r.offset as usize..r.offset as usize + r.after.len()].copy_from_slice(&r.after);
+            let mut ranges = Vec::new();
+            for &(at, len) in &spans {
+                let span = at as usize..at as usize + len as usize;
+                rebuilt[span.clone()].copy_from_slice(&after[span.clone()]);
+                let b = if kind == 0 { before[span.clone()].to_vec() } else { Vec::new() };
+                ranges.push(Range { offset: at, before: b, after: after[span].to_vec() });
             }
-            prop_assert_eq!(rebuilt, after);
+            prop_assert_eq!(&rebuilt, &after);
+            // The span encoding is byte-for-byte the record encoding.
+            let page = PageId { region: 1, page: 3 };
+            let (change_kind, body) = match kind {
+                0 => (ChangeKind::Update, Body::Update { page, ranges }),
+                1 => (ChangeKind::Clr { undo_next: 40 }, Body::Clr { page, undo_next: 40, ranges }),
+                _ => (ChangeKind::Format, Body::Format { page, ranges }),
+            };
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            Change { kind: change_kind, page, before: &before, after: &after, spans: &spans }.encode(7, 9, &mut fast);
+            Record { tx: 7, prev: 9, body }.encode(&mut slow);
+            prop_assert_eq!(fast, slow);
         }
 
         /// Fuzz pass over the log record decoder: arbitrary bytes (and valid records

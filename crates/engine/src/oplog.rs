@@ -12,17 +12,73 @@
 
 use crate::buffer::{never_written, BufferPool, FrameId};
 use crate::error::{Error, Result};
-use crate::logrec::{self, Body, Range, Record};
+use crate::logrec::{self, Change, ChangeKind, Range, Record};
 use crate::page;
 use crate::store::PageId;
 
-/// What an undo needs of a logged update.
-#[derive(Clone, Debug)]
-pub struct UndoEntry {
-    pub lsn: u64,
+/// What an undo needs of a transaction's logged updates: per update its page, the
+/// LSN before it and the before images of its ranges. The images of all updates share
+/// two buffers, so logging an update allocates nothing once they have grown.
+#[derive(Debug, Default)]
+pub struct UndoLog {
+    entries: Vec<UndoEntry>,
+    spans: Vec<(u16, u16)>,
+    images: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct UndoEntry {
+    prev: u64,
+    page: PageId,
+    /// Where the entry's spans and before images start in the shared buffers.
+    spans_from: usize,
+    images_from: usize,
+}
+
+/// One update to undo: its page, the LSN before it, and its before images.
+pub struct Undo<'a> {
     pub prev: u64,
     pub page: PageId,
-    pub ranges: Vec<Range>,
+    spans: &'a [(u16, u16)],
+    images: &'a [u8],
+}
+
+impl Undo<'_> {
+    /// (offset, before image) of each changed range.
+    pub fn ranges(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        let mut at = 0;
+        self.spans.iter().map(move |&(offset, len)| {
+            at += len as usize;
+            (offset as usize, &self.images[at - len as usize..at])
+        })
+    }
+}
+
+impl UndoLog {
+    fn push(&mut self, prev: u64, page: PageId, before: &[u8], spans: &[(u16, u16)]) {
+        self.entries.push(UndoEntry { prev, page, spans_from: self.spans.len(), images_from: self.images.len() });
+        self.spans.extend_from_slice(spans);
+        for &(offset, len) in spans {
+            self.images.extend_from_slice(&before[offset as usize..offset as usize + len as usize]);
+        }
+    }
+
+    /// The updates, newest first.
+    pub fn newest_first(&self) -> impl Iterator<Item = Undo<'_>> {
+        (0..self.entries.len()).rev().map(move |i| {
+            let e = &self.entries[i];
+            let (spans_to, images_to) = match self.entries.get(i + 1) {
+                Some(next) => (next.spans_from, next.images_from),
+                None => (self.spans.len(), self.images.len()),
+            };
+            Undo {
+                prev: e.prev,
+                page: e.page,
+                spans: &self.spans[e.spans_from..spans_to],
+                images: &self.images[e.images_from..images_to],
+            }
+        })
+    }
 }
 
 /// How `end_op` logs the changes.
@@ -52,6 +108,17 @@ impl BufferPool {
             Some(log) => log.append(record),
             None => Ok(0),
         }
+    }
+
+    /// Logs the change of frame `f`'s bytes `body` from `before` over the spans in
+    /// `self.spans`; returns its LSN.
+    fn log_change(&mut self, f: FrameId, kind: ChangeKind, before: &[u8], tx: u64, prev: u64) -> Result<u64> {
+        let pid = self.frames[f].page.expect("a changed frame holds a page");
+        let body_end = self.store.body_end(pid.region);
+        let start = self.span(f).start;
+        let change = Change { kind, page: pid, before, after: &self.data[start..start + body_end], spans: &self.spans };
+        let log = self.log.as_mut().expect("changes are logged only with a log");
+        log.append_encoded(|out| change.encode(tx, prev, out))
     }
 
     /// Makes the log durable up to `lsn`; returns when that is done.
@@ -85,8 +152,8 @@ impl BufferPool {
         };
         if self.log.is_some() {
             let zeros = vec![0u8; body_end];
-            let ranges = logrec::diff_ranges(&zeros, &self.data[span.start..span.start + body_end]);
-            let got = self.log_record(&Record { tx, prev, body: Body::Format { page: pid, ranges } })?;
+            logrec::diff_spans(&zeros, &self.data[span.start..span.start + body_end], &mut self.spans);
+            let got = self.log_change(f, ChangeKind::Format, &zeros, tx, prev)?;
             debug_assert_eq!(got, lsn);
             self.note_logged(f, lsn);
         }
@@ -103,20 +170,19 @@ impl BufferPool {
     }
 
     /// Ends the operation: logs each changed page (chained from `prev`), unpins them,
-    /// and returns the last LSN and what an undo of the updates needs.
-    pub fn end_op(&mut self, tx: u64, mut prev: u64, kind: OpKind) -> Result<(u64, Vec<UndoEntry>)> {
-        let mut undo = Vec::new();
+    /// and returns the last LSN. An update's before images go to `undo` when given.
+    pub fn end_op(&mut self, tx: u64, mut prev: u64, kind: OpKind, mut undo: Option<&mut UndoLog>) -> Result<u64> {
         let touched = std::mem::take(&mut self.op);
         let mut result = Ok(());
         for (f, snapshot) in touched {
             if result.is_ok() {
-                result = self.log_page(f, &snapshot, tx, &mut prev, kind, &mut undo);
+                result = self.log_page(f, &snapshot, tx, &mut prev, kind, undo.as_deref_mut());
             }
             self.frames[f].in_op = false;
             self.unpin(f);
             self.spare_snapshots.push(snapshot);
         }
-        result.map(|()| (prev, undo))
+        result.map(|()| prev)
     }
 
     fn log_page(
@@ -126,12 +192,13 @@ impl BufferPool {
         tx: u64,
         prev: &mut u64,
         kind: OpKind,
-        undo: &mut Vec<UndoEntry>,
+        undo: Option<&mut UndoLog>,
     ) -> Result<()> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
         let body_end = self.store.body_end(pid.region);
         let span = self.span(f);
-        if before[..body_end] == self.data[span.start..span.start + body_end] {
+        let before = &before[..body_end];
+        if crate::delta::first_difference(before, &self.data[span.start..span.start + body_end], 0).is_none() {
             return Ok(());
         }
         let lsn = self.take_page_lsn();
@@ -139,15 +206,15 @@ impl BufferPool {
         if self.log.is_none() {
             return Ok(());
         }
-        let ranges = logrec::diff_ranges(&before[..body_end], &self.data[span.start..span.start + body_end]);
-        let body = match kind {
-            OpKind::Update => Body::Update { page: pid, ranges: ranges.clone() },
-            OpKind::Compensation { undo_next } => Body::Clr { page: pid, undo_next, ranges: ranges.clone() },
+        logrec::diff_spans(before, &self.data[span.start..span.start + body_end], &mut self.spans);
+        let change_kind = match kind {
+            OpKind::Update => ChangeKind::Update,
+            OpKind::Compensation { undo_next } => ChangeKind::Clr { undo_next },
         };
-        let got = self.log_record(&Record { tx, prev: *prev, body })?;
+        let got = self.log_change(f, change_kind, before, tx, *prev)?;
         debug_assert_eq!(got, lsn);
-        if let OpKind::Update = kind {
-            undo.push(UndoEntry { lsn, prev: *prev, page: pid, ranges });
+        if let (OpKind::Update, Some(undo)) = (kind, undo) {
+            undo.push(*prev, pid, before, &self.spans);
         }
         *prev = lsn;
         self.note_logged(f, lsn);

@@ -105,7 +105,7 @@ impl Database {
                         p[r.offset as usize..r.offset as usize + r.before.len()].copy_from_slice(&r.before);
                     }
                     self.pool.unpin(f);
-                    let (clr, _) = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: record.prev })?;
+                    let clr = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: record.prev }, None)?;
                     (record.prev, clr)
                 }
                 Body::Clr { undo_next, .. } => (*undo_next, last),

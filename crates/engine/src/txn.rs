@@ -9,7 +9,7 @@
 use crate::db::{Database, Object, Transaction};
 use crate::error::Result;
 use crate::logrec::{Body, Record};
-use crate::oplog::{OpKind, UndoEntry};
+use crate::oplog::{OpKind, UndoLog};
 use crate::space::ObjectAccess;
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 pub(crate) struct TxState {
     pub first: u64,
     pub last: u64,
-    pub undo: Vec<UndoEntry>,
+    pub undo: UndoLog,
     /// Pages freed by the transaction: (object, page), returned to the free list at commit.
     pub frees: Vec<(u32, u32)>,
 }
@@ -109,16 +109,15 @@ impl Database {
     }
 
     /// Applies the before images of `entries` in reverse; returns the last LSN logged.
-    pub(crate) fn undo(&mut self, tx: u64, mut last: u64, entries: Vec<UndoEntry>) -> Result<u64> {
-        for e in entries.into_iter().rev() {
+    pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: UndoLog) -> Result<u64> {
+        for e in undo.newest_first() {
             let f = self.pool.fetch(e.page)?;
             let p = self.pool.page_mut(f);
-            for r in &e.ranges {
-                p[r.offset as usize..r.offset as usize + r.before.len()].copy_from_slice(&r.before);
+            for (offset, before) in e.ranges() {
+                p[offset..offset + before.len()].copy_from_slice(before);
             }
             self.pool.unpin(f);
-            let (lsn, _) = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: e.prev })?;
-            last = lsn;
+            last = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: e.prev }, None)?;
         }
         Ok(last)
     }
@@ -147,13 +146,12 @@ impl Database {
         let mut a = ObjectAccess { pool: &mut self.pool, space, regions, object: id, tx, prev, freed: Vec::new() };
         let result = call(&mut a);
         let (prev, freed) = (a.prev, std::mem::take(&mut a.freed));
-        let (last, undo) = self.pool.end_op(tx, prev, OpKind::Update)?;
         let state = self.active.entry(tx).or_default();
+        let last = self.pool.end_op(tx, prev, OpKind::Update, Some(&mut state.undo))?;
         if state.first == 0 && last > state.last {
             state.first = first_candidate;
         }
         state.last = last;
-        state.undo.extend(undo);
         state.frees.extend(freed.into_iter().map(|p| (id, p)));
         result
     }

@@ -22,7 +22,7 @@ fn create(pool: &mut BufferPool, no: u32) {
     page::init(pool.page_mut(f), body_end, no, 1, Kind::Heap, 0);
     pool.unpin(f);
     // A changed page stays pinned until its operation ends (and would be logged).
-    pool.end_op(0, 0, OpKind::Update).unwrap();
+    pool.end_op(0, 0, OpKind::Update, None).unwrap();
 }
 
 #[test]
