@@ -337,14 +337,22 @@ pub fn diff_spans(before: &[u8], after: &[u8], out: &mut Vec<(u16, u16)>) {
     out.clear();
     let n = before.len().min(after.len());
     let mut i = 0;
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
     while let Some(start) = crate::delta::first_difference(before, after, i) {
+        // The range ends before the first 8 equal bytes (or the end of the page). A
+        // word compare finds the last differing byte of the next 8 at once.
         let mut end = start + 1;
-        let mut j = end;
-        while j < n && j < end + 8 {
-            if before[j] != after[j] {
-                end = j + 1;
+        while end + 8 <= n {
+            let x = word(before, end) ^ word(after, end);
+            if x == 0 {
+                break;
             }
-            j += 1;
+            end += 8 - x.leading_zeros() as usize / 8;
+        }
+        if end + 8 > n {
+            if let Some(last) = (end..n).rev().find(|&j| before[j] != after[j]) {
+                end = last + 1;
+            }
         }
         out.push((start as u16, (end - start) as u16));
         i = end;
@@ -401,6 +409,15 @@ mod tests {
                 ranges.push(Range { offset: at, before: b, after: after[span].to_vec() });
             }
             prop_assert_eq!(&rebuilt, &after);
+            // Each range starts and ends with a changed byte; ranges are 8 or more equal
+            // bytes apart (closer ones merge).
+            for &(at, len) in &spans {
+                let (first, last) = (at as usize, at as usize + len as usize - 1);
+                prop_assert!(before[first] != after[first] && before[last] != after[last]);
+            }
+            for w in spans.windows(2) {
+                prop_assert!(w[1].0 as usize >= (w[0].0 + w[0].1) as usize + 8);
+            }
             // The span encoding is byte-for-byte the record encoding.
             let page = PageId { region: 1, page: 3 };
             let (change_kind, body) = match kind {
