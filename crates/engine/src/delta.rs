@@ -130,14 +130,36 @@ pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
 pub fn diff(base: &[u8], current: &[u8], header_end: usize, slots_from: usize, out: &mut Changes) {
     out.body.clear();
     out.meta.clear();
-    let mut at = 0;
-    while let Some(i) = first_difference(base, current, at) {
+    let mut record = |i: usize| {
         if i < header_end || i >= slots_from {
             out.meta.push(i as u16);
         } else {
             out.body.push(i as u16);
         }
-        at = i + 1;
+    };
+    // Skip to the next difference, then take the differing bytes of each 8-byte word
+    // from its XOR until a word is equal again. `at` stays a multiple of 8.
+    let len = base.len().min(current.len());
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let mut at = 0;
+    while let Some(i) = first_difference(base, current, at) {
+        at = i - i % 8;
+        while at + 8 <= len {
+            let mut x = word(base, at) ^ word(current, at);
+            if x == 0 {
+                break;
+            }
+            while x != 0 {
+                let byte = x.trailing_zeros() as usize / 8;
+                record(at + byte);
+                x &= !(0xFF << (8 * byte));
+            }
+            at += 8;
+        }
+        if at + 8 > len {
+            (at..len).filter(|&j| base[j] != current[j]).for_each(&mut record);
+            return;
+        }
     }
 }
 
@@ -380,6 +402,24 @@ mod tests {
             } else {
                 prop_assert!(c.bytes() == 0 || c.body.len() > 12 || c.meta.len() > 9);
             }
+        }
+
+        /// The diff lists exactly the differing bytes, in order, split at the metadata
+        /// bounds.
+        #[test]
+        fn diff_lists_every_changed_byte(len in 0usize..300, edits in proptest::collection::vec((0usize..300, any::<u8>()), 0..40), bounds in (0usize..300, 0usize..300)) {
+            let base: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut current = base.clone();
+            for (i, v) in edits {
+                if i < len { current[i] = v; }
+            }
+            let (header_end, slots_from) = (bounds.0.min(bounds.1), bounds.0.max(bounds.1));
+            let mut c = Changes::default();
+            diff(&base, &current, header_end, slots_from, &mut c);
+            let changed = (0..len).filter(|&i| base[i] != current[i]);
+            let (meta, body): (Vec<usize>, Vec<usize>) = changed.partition(|&i| i < header_end || i >= slots_from);
+            prop_assert_eq!(c.meta.iter().map(|&i| i as usize).collect::<Vec<_>>(), meta);
+            prop_assert_eq!(c.body.iter().map(|&i| i as usize).collect::<Vec<_>>(), body);
         }
 
         /// Fuzz pass over the delta-record decoder: arbitrary bytes never panic, and what
