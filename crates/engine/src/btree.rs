@@ -83,9 +83,12 @@ fn check_node(p: &[u8], no: u32) -> Result<bool> {
     }
 }
 
-/// Walks from the root to the leaf for `key`; returns the path of (inner page, child
-/// position taken) and the leaf's page number.
-fn descend(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<(Vec<(u32, usize)>, u32)> {
+/// The way down to a leaf: (inner page, child position taken) from the root, and the
+/// leaf's page number and frame (pinned; the caller unpins it).
+type Descent = (Vec<(u32, usize)>, u32, FrameId);
+
+/// Walks from the root to the leaf for `key`.
+fn descend(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
     let body_end = pool.store().body_end(space.region);
     let mut path = Vec::new();
     let mut no = root;
@@ -104,14 +107,17 @@ fn descend(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) ->
             Ok(true) => Err(None),
             Err(e) => Err(Some(e)),
         };
-        pool.unpin(f);
         match next {
             Ok((pos, child)) => {
+                pool.unpin(f);
                 path.push((no, pos));
                 no = child;
             }
-            Err(None) => return Ok((path, no)),
-            Err(Some(e)) => return Err(e),
+            Err(None) => return Ok((path, no, f)),
+            Err(Some(e)) => {
+                pool.unpin(f);
+                return Err(e);
+            }
         }
     }
 }
@@ -126,8 +132,7 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
 /// The value stored under `key`.
 pub fn get(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
     let body_end = pool.store().body_end(space.region);
-    let (_, leaf) = descend(pool, space, root, key)?;
-    let f = pool.fetch(PageId { region: space.region, page: leaf })?;
+    let (_, _, f) = descend(pool, space, root, key)?;
     let p = pool.page(f);
     let out = search(p, body_end, key).ok().map(|i| value_of(page::get(p, body_end, i).unwrap()).to_vec());
     pool.unpin(f);
@@ -143,11 +148,11 @@ pub fn scan(
     mut visit: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<()> {
     let body_end = pool.store().body_end(space.region);
-    let (_, mut no) = descend(pool, space, root, from)?;
+    let (_, mut no, leaf) = descend(pool, space, root, from)?;
     let mut first = true;
     let mut hops = 0u64;
     while no != NO_PAGE {
-        let f = pool.fetch(PageId { region: space.region, page: no })?;
+        let f = if first { leaf } else { pool.fetch(PageId { region: space.region, page: no })? };
         let p = pool.page(f);
         if let Err(e) = check_node(p, no) {
             pool.unpin(f);
@@ -183,8 +188,7 @@ pub fn insert(a: &mut ObjectAccess, root: u32, key: &[u8], value: &[u8]) -> Resu
             max_entry_bytes(body_end) - 2
         )));
     }
-    let (mut path, leaf) = descend(a.pool, a.space, root, key)?;
-    let f = a.fetch(leaf)?;
+    let (mut path, leaf, f) = descend(a.pool, a.space, root, key)?;
     let Err(pos) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -310,8 +314,7 @@ fn insert_into(
 /// Removes `key`; `false` if it was not there.
 pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
     let body_end = a.body_end();
-    let (mut path, leaf) = descend(a.pool, a.space, root, key)?;
-    let f = a.fetch(leaf)?;
+    let (mut path, _, f) = descend(a.pool, a.space, root, key)?;
     let Ok(i) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
