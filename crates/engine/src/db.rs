@@ -400,14 +400,14 @@ impl Database {
     /// Sets columns of the row with primary key `key`; `false` if there is none.
     pub fn update(&mut self, tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
-        let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
-        let mut new = old.clone();
+        let Some(mut row) = self.read_row(t.0, rid)? else { return Ok(false) };
+        let mut replaced = Vec::with_capacity(sets.len());
         for (c, v) in sets {
             let col =
                 self.catalog.tables[t.0].columns.get(*c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
-            new[*c] = coerce(col, v)?;
+            replaced.push((*c, std::mem::replace(&mut row[*c], coerce(col, v)?)));
         }
-        self.replace_row(tx.id, t.0, rid, &old, &new)?;
+        self.replace_row(tx.id, t.0, rid, &replaced, &row)?;
         Ok(true)
     }
 
@@ -567,10 +567,24 @@ impl Database {
         row.transpose().map_err(|m| Error::Corrupt(format!("table {} row {rid}: {m}", def.name)))
     }
 
-    pub(crate) fn replace_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value], new: &[Value]) -> Result<()> {
+    /// Replaces row `rid` by `new`; `replaced` holds the old values of the columns that
+    /// were set (the row is otherwise as `new`).
+    pub(crate) fn replace_row(
+        &mut self,
+        tx: u64,
+        t: usize,
+        rid: Rid,
+        replaced: &[(usize, Value)],
+        new: &[Value],
+    ) -> Result<()> {
         let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
+        let key_changed = |db: &Self, i: usize| {
+            let index_columns = &db.catalog.indexes[i].columns;
+            replaced.iter().any(|(c, v)| index_columns.contains(c) && *v != new[*c])
+        };
         for &i in &indexes {
-            if self.unique_conflict(i, t, new, Some(rid))? {
+            // An unchanged key keeps the row's own entry, so it cannot collide.
+            if key_changed(self, i) && self.unique_conflict(i, t, new, Some(rid))? {
                 return Err(self.duplicate(i, new));
             }
         }
@@ -580,9 +594,13 @@ impl Database {
         self.row = row;
         let new_rid = moved?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
         for i in indexes {
-            let changed = self.catalog.indexes[i].columns.iter().any(|&c| old[c] != new[c]);
-            if changed || new_rid != rid {
-                self.index_delete(tx, i, t, rid, old)?;
+            if key_changed(self, i) || new_rid != rid {
+                // In reverse, so a column set twice gets its first, original value.
+                let mut old = new.to_vec();
+                for (c, v) in replaced.iter().rev() {
+                    old[*c] = v.clone();
+                }
+                self.index_delete(tx, i, t, rid, &old)?;
                 self.index_insert(tx, i, t, new_rid, new)?;
             }
         }

@@ -146,7 +146,9 @@ impl Database {
                 let rows = self.find(t, &filter)?;
                 for (rid, old) in &rows {
                     let new = self.apply_sets(t, old, &sets)?;
-                    self.replace_row(tx, t, *rid, old, &new)?;
+                    let replaced: Vec<(usize, Value)> =
+                        (0..new.len()).filter(|&c| old[c] != new[c]).map(|c| (c, old[c].clone())).collect();
+                    self.replace_row(tx, t, *rid, &replaced, &new)?;
                 }
                 Ok(QueryResult::Count { verb: "updated", rows: rows.len() })
             }
