@@ -99,7 +99,8 @@ def main():
             cols = []
             for b, r in runs:
                 cols += [(f"[0×0] {float(b):.0%}", r[0], None), (f"[{r[1]['ipa']}] %", r[0], r[1])]
-            compare_table(f"{table} (TPC-C, 1 warehouse)", cols)
+            warehouses = runs[0][1][0]["config"]["warehouses"]
+            compare_table(f"{table} (TPC-C, {warehouses} warehouses)", cols)
             buckets_table(f"{table} update sizes ([0×0] runs)", [(f"{float(b):.0%}", r[0]) for b, r in runs])
     b = load("t4-tpcb-buffer0.75")
     c = load("t4-tpcc-buffer0.75")

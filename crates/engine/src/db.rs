@@ -399,25 +399,39 @@ impl Database {
 
     /// Sets columns of the row with primary key `key`; `false` if there is none.
     pub fn update(&mut self, tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
-        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
-        let Some(mut row) = self.read_row(t.0, rid)? else { return Ok(false) };
+        Ok(self.update_with(tx, t, key, |_| Ok(sets.to_vec()))?.is_some())
+    }
+
+    /// Reads the row with primary key `key` and sets the columns `change` computes from
+    /// it (one lookup for a read-modify-write); returns the updated row, or `None` if
+    /// there is none.
+    pub fn update_with(
+        &mut self,
+        tx: &Transaction,
+        t: TableId,
+        key: &[Value],
+        change: impl FnOnce(&[Value]) -> Result<Vec<(usize, Value)>>,
+    ) -> Result<Option<Vec<Value>>> {
+        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
+        let Some(mut row) = self.read_row(t.0, rid)? else { return Ok(None) };
+        let sets = change(&row)?;
         let mut replaced = Vec::with_capacity(sets.len());
         for (c, v) in sets {
             let col =
-                self.catalog.tables[t.0].columns.get(*c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
-            replaced.push((*c, std::mem::replace(&mut row[*c], coerce(col, v)?)));
+                self.catalog.tables[t.0].columns.get(c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
+            replaced.push((c, std::mem::replace(&mut row[c], coerce(col, &v)?)));
         }
         self.replace_row(tx.id, t.0, rid, &replaced, &row)?;
-        Ok(true)
+        Ok(Some(row))
     }
 
     /// Adds `delta` to a numeric column of the row with primary key `key`.
     pub fn add(&mut self, tx: &Transaction, t: TableId, key: &[Value], column: usize, delta: &Value) -> Result<bool> {
-        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
-        let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
-        let sum =
-            old[column].add(delta).ok_or_else(|| Error::Invalid(format!("cannot add {delta} to {}", old[column])))?;
-        self.update(tx, t, key, &[(column, sum)])
+        let sum = |row: &[Value]| {
+            let old = row.get(column).ok_or_else(|| Error::Invalid(format!("no column {column}")))?;
+            old.add(delta).ok_or_else(|| Error::Invalid(format!("cannot add {delta} to {old}")))
+        };
+        Ok(self.update_with(tx, t, key, |row| Ok(vec![(column, sum(row)?)]))?.is_some())
     }
 
     /// Deletes the row with primary key `key`; `false` if there is none.

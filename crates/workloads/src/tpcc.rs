@@ -208,10 +208,13 @@ impl Tpcc {
         let tx = db.begin();
         let mut ops = 3;
         db.get(&tx, t.warehouse, &[Value::Int(w)]).map_err(e)?.ok_or("warehouse missing")?;
-        let district =
-            db.get(&tx, t.district, &[Value::Int(w), Value::Int(d)]).map_err(e)?.ok_or("district missing")?;
-        let o_id = int(&district[10]);
-        db.update(&tx, t.district, &[Value::Int(w), Value::Int(d)], &[(10, Value::Int(o_id + 1))]).map_err(e)?;
+        let mut o_id = 0;
+        db.update_with(&tx, t.district, &[Value::Int(w), Value::Int(d)], |district| {
+            o_id = int(&district[10]);
+            Ok(vec![(10, Value::Int(o_id + 1))])
+        })
+        .map_err(e)?
+        .ok_or("district missing")?;
         db.get(&tx, t.customer, &[Value::Int(w), Value::Int(d), Value::Int(c)])
             .map_err(e)?
             .ok_or("customer missing")?;
@@ -255,25 +258,22 @@ impl Tpcc {
                 return Ok(TxOutcome { committed: false, operations: ops + 1 });
             };
             let price = int(&row[3]);
-            let stock =
-                db.get(&tx, t.stock, &[Value::Int(supply), Value::Int(item)]).map_err(e)?.ok_or("stock missing")?;
-            let s_quantity = int(&stock[2]);
-            let new_quantity =
-                if s_quantity >= quantity + 10 { s_quantity - quantity } else { s_quantity - quantity + 91 };
-            let dist_info = stock[2 + d as usize].clone();
             let remote = i64::from(supply != w);
-            db.update(
-                &tx,
-                t.stock,
-                &[Value::Int(supply), Value::Int(item)],
-                &[
-                    (2, Value::Int(new_quantity)),
-                    (13, Value::Int(int(&stock[13]) + quantity)),
-                    (14, Value::Int(int(&stock[14]) + 1)),
-                    (15, Value::Int(int(&stock[15]) + remote)),
-                ],
-            )
-            .map_err(e)?;
+            let stock = db
+                .update_with(&tx, t.stock, &[Value::Int(supply), Value::Int(item)], |stock| {
+                    let s_quantity = int(&stock[2]);
+                    let new_quantity =
+                        if s_quantity >= quantity + 10 { s_quantity - quantity } else { s_quantity - quantity + 91 };
+                    Ok(vec![
+                        (2, Value::Int(new_quantity)),
+                        (13, Value::Int(int(&stock[13]) + quantity)),
+                        (14, Value::Int(int(&stock[14]) + 1)),
+                        (15, Value::Int(int(&stock[15]) + remote)),
+                    ])
+                })
+                .map_err(e)?
+                .ok_or("stock missing")?;
+            let dist_info = stock[2 + d as usize].clone();
             let line = [
                 Value::Int(o_id),
                 Value::Int(d),
@@ -304,10 +304,17 @@ impl Tpcc {
         };
         let amount = rng.gen_range(100..=500_000i64); // cents: 1.00 .. 5000.00
         let tx = db.begin();
-        let wh = db.get(&tx, t.warehouse, &[Value::Int(w)]).map_err(e)?.ok_or("warehouse missing")?;
-        db.update(&tx, t.warehouse, &[Value::Int(w)], &[(8, dec(int(&wh[8]) + amount, 2))]).map_err(e)?;
-        let di = db.get(&tx, t.district, &[Value::Int(w), Value::Int(d)]).map_err(e)?.ok_or("district missing")?;
-        db.update(&tx, t.district, &[Value::Int(w), Value::Int(d)], &[(9, dec(int(&di[9]) + amount, 2))]).map_err(e)?;
+        // Year-to-date sums grow by the amount; the names stay for the history row.
+        let wh = db
+            .update_with(&tx, t.warehouse, &[Value::Int(w)], |wh| Ok(vec![(8, dec(int(&wh[8]) + amount, 2))]))
+            .map_err(e)?
+            .ok_or("warehouse missing")?;
+        let di = db
+            .update_with(&tx, t.district, &[Value::Int(w), Value::Int(d)], |di| {
+                Ok(vec![(9, dec(int(&di[9]) + amount, 2))])
+            })
+            .map_err(e)?
+            .ok_or("district missing")?;
         let Some(cust) = self.find_customer(db, &tx, &t, c_w, c_d, rng)? else {
             db.abort(tx).map_err(e)?;
             return Ok(TxOutcome { committed: false, operations: 4 });
