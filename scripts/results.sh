@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every experiment behind docs/results.md and writes its JSON to out/results/.
 # `scripts/results_tables.py` turns those files into the tables of docs/results.md.
-# About 30 minutes on one core. Usage: scripts/results.sh [BIN] [PREFIX...]: only the
+# About 50 minutes on one core. Usage: scripts/results.sh [BIN] [PREFIX...]: only the
 # runs whose names start with one of the prefixes (t4, t9-buffer0.5, ...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
