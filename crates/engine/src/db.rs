@@ -130,6 +130,8 @@ pub struct Database {
     /// When the open commit group's log flush is due.
     pub(crate) group_deadline: Option<SimTime>,
     row: Vec<u8>,
+    /// A finished transaction's undo buffers, kept for the next one (no regrowth).
+    pub(crate) spare_undo: crate::oplog::UndoLog,
 }
 
 /// Names of the regions every database has: the catalog's and the log's.
@@ -270,6 +272,7 @@ impl Database {
             sql_tx: None,
             group_deadline: None,
             row: Vec::new(),
+            spare_undo: Default::default(),
         })
     }
 
@@ -631,12 +634,13 @@ impl Database {
     }
 
     fn pk_index(&self, t: usize) -> Result<usize> {
-        let name = format!("{}_pkey", self.catalog.tables[t].name);
+        let table = &self.catalog.tables[t].name;
+        let is_pk = |name: &str| name.strip_prefix(table.as_str()) == Some("_pkey");
         self.catalog
             .indexes
             .iter()
-            .position(|i| i.name == name)
-            .ok_or_else(|| Error::Invalid(format!("table {} has no primary key", self.catalog.tables[t].name)))
+            .position(|i| is_pk(&i.name))
+            .ok_or_else(|| Error::Invalid(format!("table {table} has no primary key")))
     }
 
     fn coerce_key(&self, types: &[ColumnType], values: &[Value]) -> Result<Vec<u8>> {

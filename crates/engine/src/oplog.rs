@@ -63,6 +63,12 @@ impl UndoLog {
         }
     }
 
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.spans.clear();
+        self.images.clear();
+    }
+
     /// The updates, newest first.
     pub fn newest_first(&self) -> impl Iterator<Item = Undo<'_>> {
         (0..self.entries.len()).rev().map(move |i| {

@@ -29,7 +29,8 @@ impl Database {
     pub fn begin(&mut self) -> Transaction {
         self.next_tx += 1;
         let id = self.next_tx - 1;
-        self.active.insert(id, TxState::default());
+        let undo = std::mem::take(&mut self.spare_undo);
+        self.active.insert(id, TxState { undo, ..TxState::default() });
         Transaction { id }
     }
 
@@ -43,7 +44,9 @@ impl Database {
     /// the deadline, as soon as a later commit, a page write, a checkpoint or
     /// [`Database::flush_log`] needs it. Until then `durable_lsn` is below the commit.
     pub fn commit(&mut self, tx: Transaction) -> Result<u64> {
-        let state = self.active.remove(&tx.id).unwrap_or_default();
+        let mut state = self.active.remove(&tx.id).unwrap_or_default();
+        state.undo.clear();
+        self.spare_undo = state.undo;
         let mut prev = state.last;
         for (object, page) in state.frees {
             prev = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Free { object, page } })?.max(prev);

@@ -108,11 +108,17 @@ impl BlockCells {
         })
     }
 
-    /// The block holding `ppn` (allocated on first use) and the page's index in it.
-    fn of<'a>(blocks: &'a mut [Option<Box<BlockCells>>], g: &Geometry, ppn: Ppn) -> (&'a mut BlockCells, usize) {
+    /// The block holding `ppn` (on first use an erased one from `spare`, else a new
+    /// one) and the page's index in it.
+    fn of<'a>(
+        blocks: &'a mut [Option<Box<BlockCells>>],
+        spare: &mut Vec<Box<BlockCells>>,
+        g: &Geometry,
+        ppn: Ppn,
+    ) -> (&'a mut BlockCells, usize) {
         let block = g.block_of(ppn).0 as usize;
         let page = g.page_in_block(ppn) as usize;
-        (blocks[block].get_or_insert_with(|| BlockCells::erased(g)), page)
+        (blocks[block].get_or_insert_with(|| spare.pop().unwrap_or_else(|| BlockCells::erased(g))), page)
     }
 }
 
@@ -130,6 +136,8 @@ pub struct MemoryStorage {
     pub(crate) image_path: Option<PathBuf>,
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
+    /// Cells of erased blocks, reused by the next block programmed.
+    spare_blocks: Vec<Box<BlockCells>>,
 }
 
 impl MemoryStorage {
@@ -144,6 +152,7 @@ impl MemoryStorage {
             config_area: Vec::new(),
             image_path: None,
             register: Vec::new(),
+            spare_blocks: Vec::new(),
             pool: PagePool::new(geometry.page_bytes as usize),
             keep_data,
             geometry,
@@ -240,7 +249,7 @@ impl Storage for MemoryStorage {
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
         if self.keep_data {
             let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
-            let (block, page) = BlockCells::of(&mut self.blocks, &self.geometry, ppn);
+            let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
             let oob = &mut block.oob[page * ob..(page + 1) * ob];
             and_spans(&mut self.pool, &mut block.data[page], oob, page_bytes, spans);
         }
@@ -268,7 +277,7 @@ impl Storage for MemoryStorage {
                     register[at..at + src.len()].copy_from_slice(src);
                 }
             }
-            let (block, page) = BlockCells::of(&mut self.blocks, &self.geometry, dst);
+            let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, dst);
             block.oob[page * ob..(page + 1) * ob].copy_from_slice(&register);
             let old = std::mem::replace(&mut block.data[page], data);
             self.pool.release(old);
@@ -297,7 +306,10 @@ impl Storage for MemoryStorage {
             cells.oob[..erased_pages as usize * ob].fill(0xFF);
         }
         if erased_pages == ppb {
-            self.blocks[block.0 as usize] = None;
+            // Now all erased: the cells go back for reuse.
+            if let Some(cells) = self.blocks[block.0 as usize].take() {
+                self.spare_blocks.push(cells);
+            }
         }
         self.erase_counts[block.0 as usize] += 1;
         self.write_pointers[block.0 as usize] = ppb as u16;
