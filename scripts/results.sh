@@ -36,6 +36,13 @@ done
 for mode in pslc odd-mlc; do
     run "t8-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 64 --ipa-mode $mode $COMMON
 done
+# The same with the board's 1.5% buffer (the paper's appendix D), on fuller regions.
+for mode in pslc odd-mlc; do
+    run "t6-buffer0.015-$mode" --workload tpcb --scale 8 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 \
+        --buffer 0.015 --ipa-mode $mode $COMMON
+    run "t8-buffer0.015-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 48 \
+        --buffer 0.015 --ipa-mode $mode $COMMON
+done
 # Table 4: DBMS write amplification at 75% and 90% buffers.
 for b in 0.75 0.9; do
     run "t4-tpcb-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
