@@ -206,3 +206,58 @@ fn runs_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+/// A transaction's updates are undone newest first on abort, also when it changes a row
+/// several times and moves it between index keys, and again with the undo buffers a
+/// committed transaction left for reuse.
+#[test]
+fn abort_undoes_read_modify_writes_and_index_moves() {
+    let options = DbOptions { buffer: BufferSize::Pages(16), ..DbOptions::default() };
+    let mut db = Database::create(common::device(), options).unwrap();
+    db.execute(SCHEMA).unwrap();
+    let t = db.table_id("account").unwrap();
+    let tx = db.begin();
+    for id in 0..300 {
+        let name = Value::Text(format!("n{id}"));
+        db.insert(&tx, t, &[Value::Int(id), Value::Int(id % 3), Value::Int(0), name]).unwrap();
+    }
+    db.commit(tx).unwrap();
+    let by_branch = |db: &mut Database, b: i64| {
+        let tx = db.begin();
+        let rows = db.scan_index(&tx, t, "account_branch", &[Value::Int(b)], &[Value::Int(b)], usize::MAX).unwrap();
+        db.commit(tx).unwrap();
+        let mut ids: Vec<i64> = rows.iter().map(|r| if let Value::Int(i) = r[0] { i } else { -1 }).collect();
+        ids.sort();
+        ids
+    };
+    let before: Vec<Vec<i64>> = (0..3).map(|b| by_branch(&mut db, b)).collect();
+    for round in 0..3 {
+        let tx = db.begin();
+        for id in (0..300).step_by(7) {
+            for _ in 0..3 {
+                let row = db
+                    .update_with(&tx, t, &[Value::Int(id)], |row| {
+                        let Value::Decimal { scaled, .. } = row[2] else { panic!("balance is a decimal") };
+                        Ok(vec![(2, Value::Int(scaled / 100 + 1)), (1, Value::Int(7))])
+                    })
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(row[1], Value::Int(7));
+            }
+        }
+        assert_eq!(by_branch(&mut db, 7).len(), 43, "round {round}: moved rows are under their new key");
+        db.abort(tx).unwrap();
+        for (b, ids) in before.iter().enumerate() {
+            assert_eq!(&by_branch(&mut db, b as i64), ids, "round {round}: branch {b} restored");
+        }
+        assert!(by_branch(&mut db, 7).is_empty());
+        let tx = db.begin();
+        for id in (0..300).step_by(7) {
+            let row = db.get(&tx, t, &[Value::Int(id)]).unwrap().unwrap();
+            assert_eq!(row[2], Value::Decimal { scaled: 0, scale: 2 }, "round {round}: balance of {id} restored");
+        }
+        // A committed change in between leaves its undo buffers to the next round.
+        assert!(db.update(&tx, t, &[Value::Int(1)], &[(3, Value::Text(format!("r{round}")))]).unwrap());
+        db.commit(tx).unwrap();
+    }
+}
