@@ -112,13 +112,14 @@ impl BlockCells {
     /// one) and the page's index in it.
     fn of<'a>(
         blocks: &'a mut [Option<Box<BlockCells>>],
-        spare: &mut Vec<Box<BlockCells>>,
+        spare: &mut Vec<BlockCells>,
         g: &Geometry,
         ppn: Ppn,
     ) -> (&'a mut BlockCells, usize) {
         let block = g.block_of(ppn).0 as usize;
         let page = g.page_in_block(ppn) as usize;
-        (blocks[block].get_or_insert_with(|| spare.pop().unwrap_or_else(|| BlockCells::erased(g))), page)
+        let fresh = || spare.pop().map(Box::new).unwrap_or_else(|| BlockCells::erased(g));
+        (blocks[block].get_or_insert_with(fresh), page)
     }
 }
 
@@ -137,7 +138,7 @@ pub struct MemoryStorage {
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
     /// Cells of erased blocks, reused by the next block programmed.
-    spare_blocks: Vec<Box<BlockCells>>,
+    spare_blocks: Vec<BlockCells>,
 }
 
 impl MemoryStorage {
@@ -308,7 +309,7 @@ impl Storage for MemoryStorage {
         if erased_pages == ppb {
             // Now all erased: the cells go back for reuse.
             if let Some(cells) = self.blocks[block.0 as usize].take() {
-                self.spare_blocks.push(cells);
+                self.spare_blocks.push(*cells);
             }
         }
         self.erase_counts[block.0 as usize] += 1;
