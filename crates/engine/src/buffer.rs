@@ -102,8 +102,10 @@ pub struct BufferPool {
     pub(crate) log: Option<Log>,
     /// The device the log lives on when it is external (else a region of `store`'s).
     pub(crate) log_flash: Option<flash::Flash>,
-    /// Frames the operation in progress changed, with their bytes before it.
-    pub(crate) op: Vec<(FrameId, Vec<u8>)>,
+    /// Frames the operation in progress changed, with their bytes before it: a copy, or
+    /// `None` when the frame was clean, so its `base` holds those bytes (a clean frame
+    /// is its base, and a pinned frame is not written before `end_op`).
+    pub(crate) op: Vec<(FrameId, Option<Vec<u8>>)>,
     pub(crate) spare_snapshots: Vec<Vec<u8>>,
     /// The changed spans of the page being logged (reused across operations).
     pub(crate) spans: Vec<(u16, u16)>,
@@ -191,19 +193,35 @@ impl BufferPool {
     /// The frame's bytes for modification; marks it dirty. The first change in an
     /// operation keeps a copy of the page and a pin, for the log (see `oplog`).
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
-        if !self.frames[f].dirty {
-            self.mark_dirty(f);
-        }
         let span = self.span(f);
+        let clean = !self.frames[f].dirty;
         if !self.frames[f].in_op {
-            let mut snapshot = self.spare_snapshots.pop().unwrap_or_default();
-            snapshot.clear();
-            snapshot.extend_from_slice(&self.data[span.clone()]);
+            let snapshot = if clean {
+                debug_assert!(self.base[span.clone()] == self.data[span.clone()], "a clean frame is its base");
+                None
+            } else {
+                let mut copy = self.spare_snapshots.pop().unwrap_or_default();
+                copy.clear();
+                copy.extend_from_slice(&self.data[span.clone()]);
+                Some(copy)
+            };
             self.op.push((f, snapshot));
             self.frames[f].in_op = true;
             self.frames[f].pins += 1;
         }
+        if clean {
+            self.mark_dirty(f);
+        }
         &mut self.data[span]
+    }
+
+    /// The base images of all frames, taken out while an operation's changes are
+    /// logged against them (see `oplog::end_op`).
+    pub(crate) fn take_base(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.base)
+    }
+    pub(crate) fn put_base(&mut self, base: Vec<u8>) {
+        self.base = base;
     }
 
     /// Marks a frame dirty without an operation snapshot (restart redo is not logged).
@@ -457,7 +475,7 @@ impl BufferPool {
         if let Some(f) = self.map.remove(&pid) {
             if let Some(i) = self.op.iter().position(|(g, _)| *g == f) {
                 let (_, snapshot) = self.op.swap_remove(i);
-                self.spare_snapshots.push(snapshot);
+                self.spare_snapshots.extend(snapshot);
                 self.frames[f].pins -= 1;
             }
             let frame = &mut self.frames[f];

@@ -163,7 +163,7 @@ impl BufferPool {
             debug_assert_eq!(got, lsn);
             self.note_logged(f, lsn);
         }
-        let snapshot = &mut self.op[slot].1;
+        let snapshot = self.op[slot].1.get_or_insert_with(Vec::new);
         snapshot.clear();
         snapshot.extend_from_slice(&self.data[span]);
         Ok(lsn)
@@ -179,15 +179,21 @@ impl BufferPool {
     /// and returns the last LSN. An update's before images go to `undo` when given.
     pub fn end_op(&mut self, tx: u64, mut prev: u64, kind: OpKind, mut undo: Option<&mut UndoLog>) -> Result<u64> {
         let touched = std::mem::take(&mut self.op);
+        let base = self.take_base();
         let mut result = Ok(());
         for (f, snapshot) in touched {
             if result.is_ok() {
-                result = self.log_page(f, &snapshot, tx, &mut prev, kind, undo.as_deref_mut());
+                let before = match &snapshot {
+                    Some(copy) => &copy[..],
+                    None => &base[self.span(f)],
+                };
+                result = self.log_page(f, before, tx, &mut prev, kind, undo.as_deref_mut());
             }
             self.frames[f].in_op = false;
             self.unpin(f);
-            self.spare_snapshots.push(snapshot);
+            self.spare_snapshots.extend(snapshot);
         }
+        self.put_base(base);
         result.map(|()| prev)
     }
 
