@@ -400,6 +400,24 @@ impl Database {
         }
     }
 
+    /// Columns `columns` (in that order) of the row with primary key `key`; only they are
+    /// decoded.
+    pub fn get_columns(
+        &mut self,
+        _tx: &Transaction,
+        t: TableId,
+        key: &[Value],
+        columns: &[usize],
+    ) -> Result<Option<Vec<Value>>> {
+        let def = &self.catalog.tables[t.0];
+        if let Some(&c) = columns.iter().find(|&&c| c >= def.columns.len()) {
+            return Err(Error::Invalid(format!("table {} has no column {c}", def.name)));
+        }
+        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
+        let row = self.read_columns(t.0, rid, |i| columns.contains(&i))?;
+        Ok(row.map(|row| columns.iter().map(|&c| row[c].clone()).collect()))
+    }
+
     /// Sets columns of the row with primary key `key`; `false` if there is none.
     pub fn update(&mut self, tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
         Ok(self.update_with(tx, t, key, |_| Ok(sets.to_vec()))?.is_some())
@@ -579,8 +597,13 @@ impl Database {
     }
 
     pub(crate) fn read_row(&mut self, t: usize, rid: Rid) -> Result<Option<Vec<Value>>> {
+        self.read_columns(t, rid, |_| true)
+    }
+
+    /// Row `rid` with the columns `wanted` turns down left NULL.
+    fn read_columns(&mut self, t: usize, rid: Rid, wanted: impl Fn(usize) -> bool) -> Result<Option<Vec<Value>>> {
         let def = &self.catalog.tables[t];
-        let row = heap::get(&mut self.pool, &def.space, rid, |b| types::decode_row(&def.columns, b))?;
+        let row = heap::get(&mut self.pool, &def.space, rid, |b| types::decode_some(&def.columns, b, &wanted))?;
         row.transpose().map_err(|m| Error::Corrupt(format!("table {} row {rid}: {m}", def.name)))
     }
 

@@ -212,6 +212,12 @@ pub fn encode_row(columns: &[Column], values: &[Value], out: &mut Vec<u8>) {
 
 /// Decodes a row; bytes that do not fit the columns are an error naming the problem.
 pub fn decode_row(columns: &[Column], bytes: &[u8]) -> Result<Vec<Value>, String> {
+    decode_some(columns, bytes, |_| true)
+}
+
+/// As [`decode_row`], but the columns `wanted` turns down stay NULL: their bytes are
+/// walked over, not decoded (a text column is then not checked for UTF-8).
+pub fn decode_some(columns: &[Column], bytes: &[u8], wanted: impl Fn(usize) -> bool) -> Result<Vec<Value>, String> {
     let bitmap = columns.len().div_ceil(8);
     let mut at = bitmap;
     let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
@@ -226,7 +232,7 @@ pub fn decode_row(columns: &[Column], bytes: &[u8]) -> Result<Vec<Value>, String
     for (i, c) in columns.iter().enumerate() {
         let Some(n) = c.ty.fixed_bytes() else { continue };
         let raw = take(&mut at, n)?;
-        if bytes[i / 8] & (1 << (i % 8)) != 0 {
+        if bytes[i / 8] & (1 << (i % 8)) != 0 || !wanted(i) {
             continue;
         }
         values[i] = match c.ty {
@@ -244,7 +250,7 @@ pub fn decode_row(columns: &[Column], bytes: &[u8]) -> Result<Vec<Value>, String
             let len = take(&mut at, 2)?;
             let len = u16::from_le_bytes([len[0], len[1]]) as usize;
             let raw = take(&mut at, len)?;
-            if bytes[i / 8] & (1 << (i % 8)) == 0 {
+            if bytes[i / 8] & (1 << (i % 8)) == 0 && wanted(i) {
                 values[i] = Value::Text(text(raw)?.to_string());
             }
         }

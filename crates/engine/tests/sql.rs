@@ -260,4 +260,12 @@ fn abort_undoes_read_modify_writes_and_index_moves() {
         assert!(db.update(&tx, t, &[Value::Int(1)], &[(3, Value::Text(format!("r{round}")))]).unwrap());
         db.commit(tx).unwrap();
     }
+    // A projection decodes the asked columns, in the order asked.
+    let tx = db.begin();
+    let got = db.get_columns(&tx, t, &[Value::Int(1)], &[3, 0, 1]).unwrap().unwrap();
+    assert_eq!(got, vec![Value::Text("r2".into()), Value::Int(1), Value::Int(1)]);
+    assert_eq!(db.get_columns(&tx, t, &[Value::Int(999)], &[0]).unwrap(), None);
+    let err = db.get_columns(&tx, t, &[Value::Int(1)], &[4]).unwrap_err().to_string();
+    assert!(err.contains("no column 4"), "{err}");
+    db.commit(tx).unwrap();
 }

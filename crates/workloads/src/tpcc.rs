@@ -207,7 +207,8 @@ impl Tpcc {
         let rollback = rng.gen_range(1..=100) == 1;
         let tx = db.begin();
         let mut ops = 3;
-        db.get(&tx, t.warehouse, &[Value::Int(w)]).map_err(e)?.ok_or("warehouse missing")?;
+        // w_tax; c_last, c_credit, c_discount: the columns NewOrder reads.
+        db.get_columns(&tx, t.warehouse, &[Value::Int(w)], &[7]).map_err(e)?.ok_or("warehouse missing")?;
         let mut o_id = 0;
         db.update_with(&tx, t.district, &[Value::Int(w), Value::Int(d)], |district| {
             o_id = int(&district[10]);
@@ -215,7 +216,7 @@ impl Tpcc {
         })
         .map_err(e)?
         .ok_or("district missing")?;
-        db.get(&tx, t.customer, &[Value::Int(w), Value::Int(d), Value::Int(c)])
+        db.get_columns(&tx, t.customer, &[Value::Int(w), Value::Int(d), Value::Int(c)], &[5, 13, 15])
             .map_err(e)?
             .ok_or("customer missing")?;
         let mut all_local = 1;
@@ -253,11 +254,12 @@ impl Tpcc {
         db.insert(&tx, t.new_order, &[Value::Int(o_id), Value::Int(d), Value::Int(w)]).map_err(e)?;
         ops += 2;
         for (n, (item, supply, quantity)) in items.into_iter().enumerate() {
-            let Some(row) = db.get(&tx, t.item, &[Value::Int(item)]).map_err(e)? else {
+            // i_price, i_name, i_data.
+            let Some(row) = db.get_columns(&tx, t.item, &[Value::Int(item)], &[3, 2, 4]).map_err(e)? else {
                 db.abort(tx).map_err(e)?;
                 return Ok(TxOutcome { committed: false, operations: ops + 1 });
             };
-            let price = int(&row[3]);
+            let price = int(&row[0]);
             let remote = i64::from(supply != w);
             let stock = db
                 .update_with(&tx, t.stock, &[Value::Int(supply), Value::Int(item)], |stock| {
@@ -379,8 +381,10 @@ impl Tpcc {
             let o_id = no[0].clone();
             db.delete(&tx, t.new_order, &[Value::Int(w), Value::Int(d), o_id.clone()]).map_err(e)?;
             let okey = [Value::Int(w), Value::Int(d), o_id.clone()];
-            let order = db.get(&tx, t.orders, &okey).map_err(e)?.ok_or("order missing")?;
-            db.update(&tx, t.orders, &okey, &[(5, Value::Int(carrier))]).map_err(e)?;
+            let order = db
+                .update_with(&tx, t.orders, &okey, |_| Ok(vec![(5, Value::Int(carrier))]))
+                .map_err(e)?
+                .ok_or("order missing")?;
             let lines = db.scan(&tx, t.order_line, &okey, &okey).map_err(e)?;
             let now = db.now() as i64;
             let mut total = 0;
@@ -390,14 +394,11 @@ impl Tpcc {
                 db.update(&tx, t.order_line, &lkey, &[(6, Value::Int(now))]).map_err(e)?;
             }
             let ckey = [Value::Int(w), Value::Int(d), order[3].clone()];
-            let cust = db.get(&tx, t.customer, &ckey).map_err(e)?.ok_or("customer missing")?;
-            db.update(
-                &tx,
-                t.customer,
-                &ckey,
-                &[(16, dec(int(&cust[16]) + total, 2)), (19, Value::Int(int(&cust[19]) + 1))],
-            )
-            .map_err(e)?;
+            db.update_with(&tx, t.customer, &ckey, |cust| {
+                Ok(vec![(16, dec(int(&cust[16]) + total, 2)), (19, Value::Int(int(&cust[19]) + 1))])
+            })
+            .map_err(e)?
+            .ok_or("customer missing")?;
             ops += 6 + 2 * lines.len() as u32;
         }
         db.commit(tx).map_err(e)?;
@@ -426,8 +427,8 @@ impl Tpcc {
         items.dedup();
         // The count of items below the threshold is the transaction's output.
         for &i in &items {
-            let stock = db.get(&tx, t.stock, &[Value::Int(w), Value::Int(i)]).map_err(e)?;
-            std::hint::black_box(stock.is_some_and(|s| int(&s[2]) < threshold));
+            let stock = db.get_columns(&tx, t.stock, &[Value::Int(w), Value::Int(i)], &[2]).map_err(e)?;
+            std::hint::black_box(stock.is_some_and(|s| int(&s[0]) < threshold));
         }
         db.commit(tx).map_err(e)?;
         Ok(TxOutcome { committed: true, operations: 1 + lines.len() as u32 + items.len() as u32 })
