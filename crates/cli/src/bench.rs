@@ -179,6 +179,22 @@ struct Fill {
     data_regions_mib: f64,
 }
 
+/// `err`, with what to do about it when the data regions ran out of space: more flash
+/// or, `instead`, something smaller.
+fn full_hint(db: &Database, err: &str, args: &BenchArgs, instead: &str) -> String {
+    let mut message = err.to_string();
+    if err.contains("no free extent") || err.contains("full") {
+        let fill = Fill::of(db);
+        let blocks = args.device.blocks_per_chip.map_or("the preset's".to_string(), |b| b.to_string());
+        message += &format!(
+            "\n  the database has grown to {:.1} MiB in data regions of {:.1} MiB; give the device more \
+             flash (--blocks-per-chip, now {blocks}) or {instead}",
+            fill.database_mib, fill.data_regions_mib
+        );
+    }
+    message
+}
+
 impl Fill {
     fn of(db: &Database) -> Fill {
         const MIB: f64 = 1024.0 * 1024.0;
@@ -292,8 +308,9 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_message(format!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args)));
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    wl.load(&mut db, &placement, &mut rng)?;
+    let loaded = wl.load(&mut db, &placement, &mut rng);
     spinner.finish_and_clear();
+    loaded.map_err(|err| format!("loading stopped: {}", full_hint(&db, &err, args, "load a smaller database")))?;
     eprintln!("loaded {} ({}) for [{scheme}] in {:.1} s", wl.name(), size_label(args), wall.elapsed().as_secs_f64());
     let fill = Fill::of(&db);
     eprintln!(
@@ -312,6 +329,7 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         progress_s: args.progress,
     };
     let total = args.warmup + args.sim_time;
+    let run_start = db.now();
     let run_wall = Instant::now();
     let bar = crate::progress((total * 1000.0) as u64, "sim ms");
     let metrics = driver::run(
@@ -332,8 +350,13 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
             })
         },
         &mut |sim| bar.set_position((sim * 1000.0) as u64),
-    )?;
+    );
     bar.finish_and_clear();
+    let metrics = metrics.map_err(|err| {
+        let at = db.now().saturating_sub(run_start) as f64 / 1e9;
+        let instead = "run for less simulated time (inserts grow the database as it runs)";
+        format!("the run stopped after {at:.1} simulated seconds: {}", full_hint(&db, &err, args, instead))
+    })?;
     let run_wall_seconds = run_wall.elapsed().as_secs_f64();
     let check = args.check.then(|| wl.check(&mut db));
     if args.device.image.is_some() {

@@ -296,3 +296,20 @@ fn bench_schema_places_tables_and_reports_where_time_goes() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("schema.sql: line 1"), "{}", stderr(&bad));
 }
+
+/// A device too small for the database stops the bench with what ran out and what to
+/// change, during loading and during the run.
+#[test]
+fn bench_on_a_full_device_says_how_far_it_got_and_what_to_change() {
+    let tpcc = ["bench", "--workload", "tpcc", "--warehouses", "1", "--buffer", "0.1", "--warmup", "0"];
+    let out = deltaflash(&[&tpcc[..], &["--blocks-per-chip", "48", "--sim-time", "1"]].concat());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("loading stopped") && err.contains("--blocks-per-chip, now 48"), "{err}");
+    assert!(err.contains("load a smaller database"), "{err}");
+    let out = deltaflash(&[&tpcc[..], &["--blocks-per-chip", "64", "--sim-time", "300"]].concat());
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("the run stopped after") && err.contains("no free extent"), "{err}");
+    assert!(err.contains("run for less simulated time"), "{err}");
+}
