@@ -183,7 +183,7 @@ struct Fill {
 /// or, `instead`, something smaller.
 fn full_hint(db: &Database, err: &str, args: &BenchArgs, instead: &str) -> String {
     let mut message = err.to_string();
-    if err.contains("no free extent") || err.contains("full") {
+    if err.contains("no free extent") {
         let fill = Fill::of(db);
         let blocks = args.device.blocks_per_chip.map_or("the preset's".to_string(), |b| b.to_string());
         message += &format!(

@@ -95,7 +95,7 @@ pub struct BufferPool {
     pub(crate) store: PageStore,
     pub(crate) frames: Vec<Frame>,
     pub(crate) data: Vec<u8>,
-    base: Vec<u8>,
+    pub(crate) base: Vec<u8>,
     /// Cached pages (a fast non-keyed hash: page ids are not attacker-chosen).
     pub(crate) map: FxHashMap<PageId, FrameId>,
     /// The write-ahead log, if the database keeps one.
@@ -191,7 +191,8 @@ impl BufferPool {
     }
 
     /// The frame's bytes for modification; marks it dirty. The first change in an
-    /// operation keeps a copy of the page and a pin, for the log (see `oplog`).
+    /// operation keeps the page's bytes before it (a copy, or the base of a clean frame)
+    /// and a pin, for the log (see `oplog`).
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
         let span = self.span(f);
         let clean = !self.frames[f].dirty;
@@ -213,15 +214,6 @@ impl BufferPool {
             self.mark_dirty(f);
         }
         &mut self.data[span]
-    }
-
-    /// The base images of all frames, taken out while an operation's changes are
-    /// logged against them (see `oplog::end_op`).
-    pub(crate) fn take_base(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.base)
-    }
-    pub(crate) fn put_base(&mut self, base: Vec<u8>) {
-        self.base = base;
     }
 
     /// Marks a frame dirty without an operation snapshot (restart redo is not logged).

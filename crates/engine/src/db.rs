@@ -633,14 +633,18 @@ impl Database {
         let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, &row));
         self.row = row;
         let new_rid = moved?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
+        let mut old: Option<Vec<Value>> = None;
         for i in indexes {
             if key_changed(self, i) || new_rid != rid {
-                // In reverse, so a column set twice gets its first, original value.
-                let mut old = new.to_vec();
-                for (c, v) in replaced.iter().rev() {
-                    old[*c] = v.clone();
-                }
-                self.index_delete(tx, i, t, rid, &old)?;
+                let old = old.get_or_insert_with(|| {
+                    // In reverse, so a column set twice gets its first, original value.
+                    let mut old = new.to_vec();
+                    for (c, v) in replaced.iter().rev() {
+                        old[*c] = v.clone();
+                    }
+                    old
+                });
+                self.index_delete(tx, i, t, rid, old)?;
                 self.index_insert(tx, i, t, new_rid, new)?;
             }
         }

@@ -107,6 +107,15 @@ impl Changes {
     }
 }
 
+/// The XOR of the 8-byte words of `a` and `b` at `at`, little-endian: byte `k` of the
+/// word is bits 8k..8k+8, so zero means the 8 bytes agree and the set bytes are the
+/// differing ones.
+#[inline]
+pub(crate) fn xor_word(a: &[u8], b: &[u8], at: usize) -> u64 {
+    let word = |s: &[u8]| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    word(a) ^ word(b)
+}
+
 /// The first offset at or after `from` where `a` and `b` differ (over their common
 /// length), skipping equal 64-byte blocks first.
 pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
@@ -114,10 +123,9 @@ pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
     // vectorises, with no call per block), then find the differing byte in the block.
     const BLOCK: usize = 64;
     let len = a.len().min(b.len());
-    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
     while from + BLOCK <= len {
         let (x, y) = (&a[from..from + BLOCK], &b[from..from + BLOCK]);
-        if (0..BLOCK).step_by(8).fold(0, |acc, k| acc | (word(x, k) ^ word(y, k))) != 0 {
+        if (0..BLOCK).step_by(8).fold(0, |acc, k| acc | xor_word(x, y, k)) != 0 {
             break;
         }
         from += BLOCK;
@@ -140,12 +148,11 @@ pub fn diff(base: &[u8], current: &[u8], header_end: usize, slots_from: usize, o
     // Skip to the next difference, then take the differing bytes of each 8-byte word
     // from its XOR until a word is equal again. `at` stays a multiple of 8.
     let len = base.len().min(current.len());
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
     let mut at = 0;
     while let Some(i) = first_difference(base, current, at) {
         at = i - i % 8;
         while at + 8 <= len {
-            let mut x = word(base, at) ^ word(current, at);
+            let mut x = xor_word(base, current, at);
             if x == 0 {
                 break;
             }

@@ -88,32 +88,28 @@ fn put_page(out: &mut Vec<u8>, p: PageId) {
     out.extend_from_slice(&p.page.to_le_bytes());
 }
 
-/// Writes `n` ranges given as (offset, before image, after image); the images not
-/// asked for may be empty.
+/// Writes `n` ranges given as (offset, before image, after image); the before images
+/// only `with_before` (they may be empty otherwise).
 fn put_ranges<'a>(
     out: &mut Vec<u8>,
     n: usize,
     ranges: impl Iterator<Item = (u16, &'a [u8], &'a [u8])>,
-    before: bool,
-    after: bool,
+    with_before: bool,
 ) {
     out.extend_from_slice(&(n as u16).to_le_bytes());
-    for (offset, b, a) in ranges {
-        let len = if after { a.len() } else { b.len() };
+    for (offset, before, after) in ranges {
         out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&(len as u16).to_le_bytes());
-        if before {
-            out.extend_from_slice(b);
+        out.extend_from_slice(&(after.len() as u16).to_le_bytes());
+        if with_before {
+            out.extend_from_slice(before);
         }
-        if after {
-            out.extend_from_slice(a);
-        }
+        out.extend_from_slice(after);
     }
 }
 
-fn put_owned_ranges(out: &mut Vec<u8>, ranges: &[Range], before: bool, after: bool) {
+fn put_owned_ranges(out: &mut Vec<u8>, ranges: &[Range], with_before: bool) {
     let iter = ranges.iter().map(|r| (r.offset, &r.before[..], &r.after[..]));
-    put_ranges(out, ranges.len(), iter, before, after);
+    put_ranges(out, ranges.len(), iter, with_before);
 }
 
 /// Frames a record: header (length and CRC filled in last), then the payload.
@@ -167,7 +163,7 @@ impl Change<'_> {
                 (at, &self.before[span.clone()], &self.after[span])
             });
             let with_before = matches!(self.kind, ChangeKind::Update);
-            put_ranges(out, self.spans.len(), ranges, with_before, true);
+            put_ranges(out, self.spans.len(), ranges, with_before);
         });
     }
 }
@@ -192,16 +188,16 @@ impl Record {
         match &self.body {
             Body::Update { page, ranges } => {
                 put_page(out, *page);
-                put_owned_ranges(out, ranges, true, true);
+                put_owned_ranges(out, ranges, true);
             }
             Body::Clr { page, undo_next, ranges } => {
                 put_page(out, *page);
                 out.extend_from_slice(&undo_next.to_le_bytes());
-                put_owned_ranges(out, ranges, false, true);
+                put_owned_ranges(out, ranges, false);
             }
             Body::Format { page, ranges } => {
                 put_page(out, *page);
-                put_owned_ranges(out, ranges, false, true);
+                put_owned_ranges(out, ranges, false);
             }
             Body::Alloc { object, page, how } => {
                 out.extend_from_slice(&object.to_le_bytes());
@@ -248,13 +244,13 @@ impl Record {
         let tx = u64::from_le_bytes(bytes[9..17].try_into().unwrap());
         let prev = u64::from_le_bytes(bytes[17..25].try_into().unwrap());
         let body = match kind {
-            1 => Body::Update { page: r.page()?, ranges: r.ranges(true, true)? },
+            1 => Body::Update { page: r.page()?, ranges: r.ranges(true)? },
             2 => {
                 let page = r.page()?;
                 let undo_next = r.u64()?;
-                Body::Clr { page, undo_next, ranges: r.ranges(false, true)? }
+                Body::Clr { page, undo_next, ranges: r.ranges(false)? }
             }
-            3 => Body::Format { page: r.page()?, ranges: r.ranges(false, true)? },
+            3 => Body::Format { page: r.page()?, ranges: r.ranges(false)? },
             4 => {
                 let (object, page) = (r.u32()?, r.u32()?);
                 let how = match r.take(1)?[0] {
@@ -317,15 +313,15 @@ impl<'a> Reader<'a> {
         let region = u16::from_le_bytes(self.take(2)?.try_into().unwrap());
         Ok(PageId { region, page: self.u32()? })
     }
-    fn ranges(&mut self, before: bool, after: bool) -> Result<Vec<Range>> {
+    /// Ranges with their after images, and their before images `with_before`.
+    fn ranges(&mut self, with_before: bool) -> Result<Vec<Range>> {
         let n = u16::from_le_bytes(self.take(2)?.try_into().unwrap()) as usize;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let offset = u16::from_le_bytes(self.take(2)?.try_into().unwrap());
             let len = u16::from_le_bytes(self.take(2)?.try_into().unwrap()) as usize;
-            let b = if before { self.take(len)?.to_vec() } else { Vec::new() };
-            let a = if after { self.take(len)?.to_vec() } else { Vec::new() };
-            out.push(Range { offset, before: b, after: a });
+            let before = if with_before { self.take(len)?.to_vec() } else { Vec::new() };
+            out.push(Range { offset, before, after: self.take(len)?.to_vec() });
         }
         Ok(out)
     }
@@ -337,13 +333,12 @@ pub fn diff_spans(before: &[u8], after: &[u8], out: &mut Vec<(u16, u16)>) {
     out.clear();
     let n = before.len().min(after.len());
     let mut i = 0;
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
     while let Some(start) = crate::delta::first_difference(before, after, i) {
         // The range ends before the first 8 equal bytes (or the end of the page). A
         // word compare finds the last differing byte of the next 8 at once.
         let mut end = start + 1;
         while end + 8 <= n {
-            let x = word(before, end) ^ word(after, end);
+            let x = crate::delta::xor_word(before, after, end);
             if x == 0 {
                 break;
             }

@@ -116,7 +116,7 @@ impl BufferPool {
         }
     }
 
-    /// Logs the change of frame `f`'s bytes `body` from `before` over the spans in
+    /// Logs the change of frame `f`'s page body from `before`, over the spans in
     /// `self.spans`; returns its LSN.
     fn log_change(&mut self, f: FrameId, kind: ChangeKind, before: &[u8], tx: u64, prev: u64) -> Result<u64> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
@@ -179,7 +179,8 @@ impl BufferPool {
     /// and returns the last LSN. An update's before images go to `undo` when given.
     pub fn end_op(&mut self, tx: u64, mut prev: u64, kind: OpKind, mut undo: Option<&mut UndoLog>) -> Result<u64> {
         let touched = std::mem::take(&mut self.op);
-        let base = self.take_base();
+        // Taken out while the changes are logged against it (nothing writes a frame here).
+        let base = std::mem::take(&mut self.base);
         let mut result = Ok(());
         for (f, snapshot) in touched {
             if result.is_ok() {
@@ -193,7 +194,7 @@ impl BufferPool {
             self.unpin(f);
             self.spare_snapshots.extend(snapshot);
         }
-        self.put_base(base);
+        self.base = base;
         result.map(|()| prev)
     }
 

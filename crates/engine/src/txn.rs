@@ -111,7 +111,8 @@ impl Database {
         self.pool.clean()
     }
 
-    /// Applies the before images of `entries` in reverse; returns the last LSN logged.
+    /// Applies the before images in `undo`, newest first, each logged as a compensation;
+    /// returns the last LSN logged.
     pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: UndoLog) -> Result<u64> {
         for e in undo.newest_first() {
             let f = self.pool.fetch(e.page)?;
