@@ -29,19 +29,22 @@ COMMON="--log-chips 4 --sim-time 60 --warmup 10"
 for b in 0.1 0.2; do
     run "t7-buffer$b" --workload tpcb --scale 2 --schemes 0x0,2x4,3x4 --buffer $b --blocks-per-chip 32 $COMMON
 done
-# Tables 6 and 8: TPC-B and TPC-C on the MLC preset, IPA in pSLC and odd-MLC mode.
-for mode in pslc odd-mlc; do
-    run "t6-$mode" --workload tpcb --scale 4 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 --ipa-mode $mode $COMMON
-done
-for mode in pslc odd-mlc; do
-    run "t8-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 64 --ipa-mode $mode $COMMON
-done
-# The same with the board's 1.5% buffer (the paper's appendix D), on fuller regions.
-for mode in pslc odd-mlc; do
-    run "t6-buffer0.015-$mode" --workload tpcb --scale 8 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 \
-        --buffer 0.015 --ipa-mode $mode $COMMON
-    run "t8-buffer0.015-$mode" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 48 \
-        --buffer 0.015 --ipa-mode $mode $COMMON
+# Tables 6 and 8: TPC-B and TPC-C on the MLC preset, IPA in pSLC and odd-MLC mode; the
+# preset serves one host I/O at a time as the board did, and the `-qd0` runs lift that.
+for qd in "" "-qd0"; do
+    QD=()
+    [[ -n "$qd" ]] && QD=(--host-queue-depth 0)
+    for mode in pslc odd-mlc; do
+        run "t6-$mode$qd" --workload tpcb --scale 4 --schemes 0x0,2x4 --device openssd-mlc --blocks-per-chip 32 \
+            --ipa-mode $mode "${QD[@]}" $COMMON
+        run "t8-$mode$qd" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc --blocks-per-chip 64 \
+            --ipa-mode $mode "${QD[@]}" $COMMON
+        # The same with the board's 1.5% buffer (the paper's appendix D), on fuller regions.
+        run "t6-buffer0.015-$mode$qd" --workload tpcb --scale 8 --schemes 0x0,2x4 --device openssd-mlc \
+            --blocks-per-chip 32 --buffer 0.015 --ipa-mode $mode "${QD[@]}" $COMMON
+        run "t8-buffer0.015-$mode$qd" --workload tpcc --warehouses 1 --schemes 0x0,2x3 --device openssd-mlc \
+            --blocks-per-chip 48 --buffer 0.015 --ipa-mode $mode "${QD[@]}" $COMMON
+    done
 done
 # Table 4: DBMS write amplification at 75% and 90% buffers.
 for b in 0.75 0.9; do

@@ -81,11 +81,12 @@ def main():
             cols += [(f"[0×0] {b}", runs[0], None), (f"[2×4] %", runs[0], runs[1]), (f"[3×4] %", runs[0], runs[2])]
         compare_table("Table 7 (TPC-B, SLC emulator preset)", cols)
     for table, workload in (("t6", "TPC-B [2×4]"), ("t8", "TPC-C [2×3]")):
-        for buffer, name in (("10%", table), ("1.5%", f"{table}-buffer0.015")):
-            p, o = load(f"{name}-pslc"), load(f"{name}-odd-mlc")
-            if p and o:
-                compare_table(f"{table} ({workload}, MLC preset, {buffer} buffer)",
-                              [("[0×0]", p[0], None), ("pSLC %", p[0], p[1]), ("odd-MLC %", o[0], o[1])])
+        for qd, interface in (("", "one host I/O at a time"), ("-qd0", "no host queue limit")):
+            for buffer, name in (("10%", table), ("1.5%", f"{table}-buffer0.015")):
+                p, o = load(f"{name}-pslc{qd}"), load(f"{name}-odd-mlc{qd}")
+                if p and o:
+                    compare_table(f"{table} ({workload}, MLC preset, {interface}, {buffer} buffer)",
+                                  [("[0×0]", p[0], None), ("pSLC %", p[0], p[1]), ("odd-MLC %", o[0], o[1])])
     for wl in ("tpcb", "tpcc"):
         for b in ("0.75", "0.9"):
             runs = load(f"t4-{wl}-buffer{b}")

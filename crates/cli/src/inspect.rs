@@ -17,6 +17,13 @@ pub fn run(path: &Path) -> Result<(), String> {
         Row::kv("pages per block", g.pages_per_block),
         Row::kv("page + OOB bytes", format!("{} + {}", g.page_bytes, g.oob_bytes)),
         Row::kv("NOP (LSB pages) / endurance", format!("{} / {}", g.nop, g.endurance)),
+        Row::kv(
+            "host queue depth",
+            match g.latencies.host_queue_depth {
+                0 => "no limit".to_string(),
+                n => n.to_string(),
+            },
+        ),
         Row::kv("raw capacity", format!("{:.1} MiB", g.capacity_bytes() as f64 / (1 << 20) as f64)),
         Row::kv("keeps page bytes", device.storage().keeps_data()),
     ]);

@@ -21,6 +21,10 @@ pub struct DeviceArgs {
     /// Flash page data bytes.
     #[arg(long)]
     pub page_bytes: Option<u32>,
+    /// Commands the host interface serves at once; 0 = no limit (the default, except
+    /// openssd-mlc, whose board served 1).
+    #[arg(long)]
+    pub host_queue_depth: Option<u32>,
     /// Keep no page bytes (metadata only): a fast write-amplification-only mode. The
     /// bit rule cannot be checked without bytes, and the device cannot be reopened.
     #[arg(long)]
@@ -61,6 +65,7 @@ impl DeviceArgs {
             blocks_per_chip: self.blocks_per_chip,
             pages_per_block: self.pages_per_block,
             page_bytes: self.page_bytes,
+            host_queue_depth: self.host_queue_depth,
             ..Default::default()
         };
         if let Some(chips) = self.chips {

@@ -313,3 +313,43 @@ fn bench_on_a_full_device_says_how_far_it_got_and_what_to_change() {
     assert!(err.contains("the run stopped after") && err.contains("no free extent"), "{err}");
     assert!(err.contains("run for less simulated time"), "{err}");
 }
+
+#[test]
+fn a_host_queue_depth_of_one_serialises_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_latency = |depth: &str| {
+        let path = dir.path().join(format!("qd{depth}.json"));
+        let args = [
+            "bench",
+            "--device",
+            "openssd-mlc",
+            "--blocks-per-chip",
+            "32",
+            "--host-queue-depth",
+            depth,
+            "--sim-time",
+            "1",
+            "--warmup",
+            "0.5",
+            "--json",
+            path.to_str().unwrap(),
+        ];
+        let out = deltaflash(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["read_latency_ms"].as_f64().unwrap()
+    };
+    // Eight terminals' reads queue behind each other when only one is served at a time.
+    let (serial, parallel) = (read_latency("1"), read_latency("0"));
+    assert!(serial > 1.5 * parallel, "one at a time {serial} ms, no limit {parallel} ms");
+
+    let image = dir.path().join("board.img");
+    let mut args = vec!["ftl-bench", "--device", "openssd-mlc", "--writes", "100", "--warmup", "0"];
+    args.extend_from_slice(&["--blocks-per-chip", "32", "--image", image.to_str().unwrap()]);
+    let out = deltaflash(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = deltaflash(&["inspect", image.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text.lines().find(|l| l.contains("host queue depth")).unwrap_or_else(|| panic!("no depth in:\n{text}"));
+    assert_eq!(row.split_whitespace().last(), Some("1"), "{row}");
+}

@@ -54,7 +54,7 @@ impl Device {
     pub fn new(storage: Box<dyn Storage>) -> Self {
         let geometry = storage.geometry().clone();
         Device {
-            timelines: Timelines::new(geometry.chips(), geometry.channels),
+            timelines: Timelines::new(geometry.chips(), geometry.channels, geometry.latencies.host_queue_depth),
             counters: DeviceCounters::default(),
             erased_data: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
             erased_oob: vec![0xFF; geometry.oob_bytes as usize].into_boxed_slice(),

@@ -168,8 +168,8 @@ impl Geometry {
     /// OpenSSD Jasmine as described in the IPA paper's appendix D: MLC, 64 GB, 8
     /// dual-die packages (16 dies). Page and block sizes (8 KiB, 128 pages) and the MLC
     /// LSB/MSB latencies are typical of its 3x-nm MLC generation, not measured. The
-    /// board's host interface ran one I/O at a time; a driver that wants that effect must
-    /// issue I/Os serially.
+    /// board's host interface served one I/O at a time (no NCQ; its write cache lets
+    /// programs run on in the background), hence a host queue depth of 1.
     pub fn openssd_mlc() -> Geometry {
         Geometry {
             channels: 4,
@@ -181,7 +181,7 @@ impl Geometry {
             cell: CellType::Mlc,
             nop: CellType::Mlc.default_nop(),
             endurance: CellType::Mlc.default_endurance(),
-            latencies: Latencies::mlc_typical(),
+            latencies: Latencies { host_queue_depth: 1, ..Latencies::mlc_typical() },
         }
     }
 
@@ -351,6 +351,8 @@ pub struct GeometryOverrides {
     pub cell: Option<CellType>,
     pub nop: Option<u8>,
     pub endurance: Option<u32>,
+    /// Commands the host interface serves at once (0: no limit).
+    pub host_queue_depth: Option<u32>,
 }
 
 impl GeometryOverrides {
@@ -374,6 +376,9 @@ impl GeometryOverrides {
             ($($field:ident),*) => { $( if let Some(v) = self.$field { g.$field = v; } )* };
         }
         set!(channels, chips_per_channel, blocks_per_chip, pages_per_block, page_bytes, oob_bytes, nop, endurance);
+        if let Some(depth) = self.host_queue_depth {
+            g.latencies.host_queue_depth = depth;
+        }
         g.validate()?;
         Ok(g)
     }

@@ -3,7 +3,7 @@
 //! Layout (all integers little-endian; byte diagram in `docs/format.md`):
 //!
 //! ```text
-//! magic "DFIMAGE\0" | u32 version=1 | geometry | u8 keep_data | u32 config_len | config
+//! magic "DFIMAGE\0" | u32 version=2 | geometry | u8 keep_data | u32 config_len | config
 //! per block: u32 erase_count | u16 write_pointer | u8 program_count × pages_per_block
 //!            | u8 resident | if resident, per page: u8 flags (1 data, 2 oob) [data] [oob]
 //! u32 crc32 of everything before it
@@ -23,7 +23,9 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"DFIMAGE\0";
-const VERSION: u32 = 1;
+/// Version 2 added the host queue depth to the geometry; version 1 images (no limit)
+/// are still read.
+const VERSION: u32 = 2;
 const MAX_CONFIG_BYTES: u32 = 16 << 20;
 
 /// Why an image could not be written or read.
@@ -49,7 +51,7 @@ impl fmt::Display for ImageError {
             }
             ImageError::UnsupportedVersion { path, version } => write!(
                 f,
-                "{}: image format version {version} is not supported (this build reads {VERSION})",
+                "{}: image format version {version} is not supported (this build reads 1 to {VERSION})",
                 path.display()
             ),
             ImageError::Corrupt { path, offset, what } => {
@@ -143,6 +145,7 @@ impl<W: Write> ImageWriter<W> {
         for v in l.read_ns.iter().chain(&l.program_ns).chain([&l.erase_ns, &l.transfer_ps_per_byte]) {
             self.u64(*v)?;
         }
+        self.u32(l.host_queue_depth)?;
         self.u8(s.keep_data as u8)?;
         self.u32(s.config_area.len() as u32)?;
         self.bytes(&s.config_area)?;
@@ -229,7 +232,7 @@ impl<R: Read> ImageReader<R> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    fn read_geometry(&mut self) -> Result<Geometry, ImageError> {
+    fn read_geometry(&mut self, version: u32) -> Result<Geometry, ImageError> {
         let mut dims = [0u32; 6];
         for d in &mut dims {
             *d = self.u32("geometry")?;
@@ -246,6 +249,7 @@ impl<R: Read> ImageReader<R> {
         for v in &mut lat {
             *v = self.u64("latencies")?;
         }
+        let host_queue_depth = if version >= 2 { self.u32("host queue depth")? } else { 0 };
         let g = Geometry {
             channels: dims[0],
             chips_per_channel: dims[1],
@@ -261,6 +265,7 @@ impl<R: Read> ImageReader<R> {
                 program_ns: [lat[3], lat[4], lat[5]],
                 erase_ns: lat[6],
                 transfer_ps_per_byte: lat[7],
+                host_queue_depth,
             },
         };
         g.validate().map_err(|e| self.corrupt(e))?;
@@ -273,10 +278,10 @@ impl<R: Read> ImageReader<R> {
             return Err(ImageError::BadMagic { path: self.path.clone() });
         }
         let version = self.u32("version")?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(ImageError::UnsupportedVersion { path: self.path.clone(), version });
         }
-        let geometry = self.read_geometry()?;
+        let geometry = self.read_geometry(version)?;
         let per_block = 4 + 2 + 1 + geometry.pages_per_block as u64;
         let needed = self.offset + 1 + 4 + geometry.total_blocks() as u64 * per_block + 4;
         if needed > self.file_bytes {

@@ -12,6 +12,13 @@
 //! - copyback: array read and program on the chip; only the bytes the controller changes
 //!   in the page register (for us: OOB fields) cross the channel.
 //! - erase: the chip alone.
+//!
+//! A device may also limit how many commands its host interface serves at once
+//! (`host_queue_depth`; 0 = no limit). The OpenSSD board of the IPA paper served one
+//! (no NCQ, its appendix D): a read holds an interface slot from issue until its data
+//! is back, so reads never overlap; a program or copyback holds one only while its
+//! bytes cross (the board's write cache lets the array work go on in the background);
+//! an erase carries no data and holds none.
 
 use crate::geometry::PageType;
 use serde::{Deserialize, Serialize};
@@ -30,12 +37,22 @@ pub struct Latencies {
     pub erase_ns: u64,
     /// Channel transfer time per byte, in picoseconds (2500 ps/B = 400 MB/s).
     pub transfer_ps_per_byte: u64,
+    /// Commands the host interface serves at once (0: no limit beyond the chips and
+    /// channels). See the module comment.
+    #[serde(default)]
+    pub host_queue_depth: u32,
 }
 
 impl Latencies {
     /// Same array times for every page type.
     pub fn uniform(read_ns: u64, program_ns: u64, erase_ns: u64, transfer_ps_per_byte: u64) -> Self {
-        Latencies { read_ns: [read_ns; 3], program_ns: [program_ns; 3], erase_ns, transfer_ps_per_byte }
+        Latencies {
+            read_ns: [read_ns; 3],
+            program_ns: [program_ns; 3],
+            erase_ns,
+            transfer_ps_per_byte,
+            host_queue_depth: 0,
+        }
     }
 
     /// Typical SLC datasheet values: read 25 µs, program 200 µs, erase 1.5 ms, 400 MB/s bus.
@@ -52,6 +69,7 @@ impl Latencies {
             program_ns: [500_000, 1_000_000, 1_500_000],
             erase_ns: 3_000_000,
             transfer_ps_per_byte: 2_500,
+            host_queue_depth: 0,
         }
     }
 
@@ -63,6 +81,7 @@ impl Latencies {
             program_ns: [700_000, 1_500_000, 3_000_000],
             erase_ns: 5_000_000,
             transfer_ps_per_byte: 2_500,
+            host_queue_depth: 0,
         }
     }
 
@@ -157,19 +176,49 @@ impl Calendar {
     }
 }
 
-/// Busy calendars of every chip and channel.
+/// How long an operation holds a host-interface slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostHold {
+    /// From issue until the operation ends (a read: the host waits for the data).
+    Whole,
+    /// While its bytes cross the channel (a program or copyback).
+    Transfer,
+    /// Not at all (an erase).
+    Free,
+}
+
+/// Busy calendars of every chip, channel and host-interface slot.
 #[derive(Clone, Debug)]
 pub struct Timelines {
     chips: Vec<Calendar>,
     channels: Vec<Calendar>,
+    /// One calendar per command the host interface serves at once; empty: no limit.
+    host: Vec<Calendar>,
 }
 
 impl Timelines {
-    pub fn new(chips: u32, channels: u32) -> Self {
+    /// Timelines of `chips` chips on `channels` channels; `host_queue_depth` limits
+    /// the commands in flight at once (0: no limit).
+    pub fn new(chips: u32, channels: u32, host_queue_depth: u32) -> Self {
         Timelines {
             chips: vec![Calendar::default(); chips as usize],
             channels: vec![Calendar::default(); channels as usize],
+            host: vec![Calendar::default(); host_queue_depth as usize],
         }
+    }
+
+    /// A host slot free over `[from, to)`, or else the earliest time after `from` at
+    /// which one could start such a window.
+    fn host_slot(&self, from: SimTime, to: SimTime) -> Result<usize, SimTime> {
+        let mut later = SimTime::MAX;
+        for (i, slot) in self.host.iter().enumerate() {
+            let at = slot.earliest(from, to - from);
+            if at == from {
+                return Ok(i);
+            }
+            later = later.min(at);
+        }
+        Err(later)
     }
 
     /// When `chip` finishes its queued work.
@@ -177,9 +226,10 @@ impl Timelines {
         self.chips[chip as usize].free_at()
     }
 
-    /// Books an operation that holds the chip for `chip_ns` from its start and the
-    /// channel for `transfer_ns` from `channel_offset` after its start, at the earliest
-    /// start at or after `now` where both are free.
+    /// Books an operation that holds the chip for `chip_ns` from its start, the
+    /// channel for `transfer_ns` from `channel_offset` after its start, and a host slot
+    /// as `hold` says, at the earliest issue time at or after `now` where all are free.
+    #[allow(clippy::too_many_arguments)]
     fn book(
         &mut self,
         chip: u32,
@@ -188,9 +238,17 @@ impl Timelines {
         chip_ns: u64,
         channel_offset: u64,
         transfer_ns: u64,
+        hold: HostHold,
     ) -> OpTiming {
         let (chip, channel) = (chip as usize, channel as usize);
-        let mut t = now;
+        let hold = if self.host.is_empty() || (hold == HostHold::Transfer && transfer_ns == 0) {
+            HostHold::Free
+        } else {
+            hold
+        };
+        // Every retry moves `t` strictly later, past a busy interval. A read holds its
+        // host slot from `issue`, while it waits for the chip too.
+        let (mut t, mut issue) = (now, now);
         loop {
             let start = self.chips[chip].earliest(t, chip_ns);
             let bus = if transfer_ns == 0 {
@@ -198,25 +256,46 @@ impl Timelines {
             } else {
                 self.channels[channel].earliest(start + channel_offset, transfer_ns)
             };
-            if bus == start + channel_offset {
-                self.chips[chip].reserve(start, start + chip_ns);
-                self.channels[channel].reserve(bus, bus + transfer_ns);
-                return OpTiming { start_ns: start, end_ns: start + chip_ns };
+            if bus != start + channel_offset {
+                // The channel is busy then: try the chip again from when the transfer could go.
+                t = bus - channel_offset;
+                continue;
             }
-            // The channel is busy then: try the chip again from when the transfer could go.
-            t = bus - channel_offset;
+            let window = match hold {
+                HostHold::Whole => Some((issue, start + chip_ns)),
+                HostHold::Transfer => Some((bus, bus + transfer_ns)),
+                HostHold::Free => None,
+            };
+            let slot = match window.map(|(from, to)| self.host_slot(from, to)) {
+                Some(Err(later)) => {
+                    if hold == HostHold::Whole {
+                        (t, issue) = (later, later);
+                    } else {
+                        t = later - channel_offset;
+                    }
+                    continue;
+                }
+                Some(Ok(slot)) => Some(slot),
+                None => None,
+            };
+            self.chips[chip].reserve(start, start + chip_ns);
+            self.channels[channel].reserve(bus, bus + transfer_ns);
+            if let (Some(slot), Some((from, to))) = (slot, window) {
+                self.host[slot].reserve(from, to);
+            }
+            return OpTiming { start_ns: start, end_ns: start + chip_ns };
         }
     }
 
     /// Array read, then transfer out; the chip is busy until the transfer ends (the
     /// data sits in its page register).
     pub fn read(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
-        self.book(chip, channel, now, array_ns + transfer_ns, array_ns, transfer_ns)
+        self.book(chip, channel, now, array_ns + transfer_ns, array_ns, transfer_ns, HostHold::Whole)
     }
 
     /// Transfer in, then array program.
     pub fn program(&mut self, chip: u32, channel: u32, now: SimTime, array_ns: u64, transfer_ns: u64) -> OpTiming {
-        self.book(chip, channel, now, transfer_ns + array_ns, 0, transfer_ns)
+        self.book(chip, channel, now, transfer_ns + array_ns, 0, transfer_ns, HostHold::Transfer)
     }
 
     /// Array read, a small transfer in (changed register bytes), array program.
@@ -229,12 +308,12 @@ impl Timelines {
         program_ns: u64,
         transfer_ns: u64,
     ) -> OpTiming {
-        self.book(chip, channel, now, read_ns + transfer_ns + program_ns, read_ns, transfer_ns)
+        self.book(chip, channel, now, read_ns + transfer_ns + program_ns, read_ns, transfer_ns, HostHold::Transfer)
     }
 
     /// Chip-only operation (erase).
     pub fn chip_only(&mut self, chip: u32, now: SimTime, array_ns: u64) -> OpTiming {
-        self.book(chip, 0, now, array_ns, 0, 0)
+        self.book(chip, 0, now, array_ns, 0, 0, HostHold::Free)
     }
 }
 
@@ -254,7 +333,7 @@ mod tests {
 
     #[test]
     fn read_queues_on_chip_then_channel() {
-        let mut t = Timelines::new(2, 1);
+        let mut t = Timelines::new(2, 1, 0);
         let a = t.read(0, 0, 100, 25_000, 10_000);
         assert_eq!(a, OpTiming { start_ns: 100, end_ns: 35_100 });
         // Second chip on the same channel: its array read is timed to end when the bus
@@ -270,7 +349,7 @@ mod tests {
 
     #[test]
     fn an_earlier_operation_uses_the_idle_gap_before_later_work() {
-        let mut t = Timelines::new(1, 1);
+        let mut t = Timelines::new(1, 1, 0);
         // One terminal has booked the chip at 9 ms.
         let late = t.read(0, 0, 9_000_000, 25_000, 10_000);
         assert_eq!(late.start_ns, 9_000_000);
@@ -285,7 +364,7 @@ mod tests {
 
     #[test]
     fn old_intervals_fold_into_a_busy_floor() {
-        let mut t = Timelines::new(1, 1);
+        let mut t = Timelines::new(1, 1, 0);
         for i in 0..(CALENDAR_INTERVALS as u64 + 10) {
             t.chip_only(0, i * 100, 10);
         }
@@ -296,8 +375,44 @@ mod tests {
     }
 
     #[test]
+    fn a_host_queue_depth_of_one_serialises_reads_but_not_array_work() {
+        // Two chips on two channels: without a limit, two reads overlap.
+        let mut free = Timelines::new(2, 2, 0);
+        free.read(0, 0, 0, 50_000, 10_000);
+        assert_eq!(free.read(1, 1, 0, 50_000, 10_000).start_ns, 0);
+
+        let mut qd1 = Timelines::new(2, 2, 1);
+        let a = qd1.read(0, 0, 0, 50_000, 10_000);
+        assert_eq!(a, OpTiming { start_ns: 0, end_ns: 60_000 });
+        // The second read is issued only when the first has returned its data.
+        let b = qd1.read(1, 1, 0, 50_000, 10_000);
+        assert_eq!(b, OpTiming { start_ns: 60_000, end_ns: 120_000 });
+        // A program holds the interface only while its bytes cross; its array time
+        // overlaps the next read on the other chip.
+        let p = qd1.program(0, 0, 120_000, 500_000, 10_000);
+        assert_eq!(p, OpTiming { start_ns: 120_000, end_ns: 630_000 });
+        let c = qd1.read(1, 1, 120_000, 50_000, 10_000);
+        assert_eq!(c.start_ns, 130_000);
+        // A read of the busy chip holds the interface while it waits, so a read of the
+        // idle chip issued just after it waits for both.
+        let d = qd1.read(0, 0, 190_000, 50_000, 10_000);
+        assert_eq!(d, OpTiming { start_ns: 630_000, end_ns: 690_000 });
+        let e = qd1.read(1, 1, 190_000, 50_000, 10_000);
+        assert_eq!(e.start_ns, 690_000);
+        // An erase holds no slot: a read of the other chip goes at once beside it.
+        assert_eq!(qd1.chip_only(1, 800_000, 3_000_000).start_ns, 800_000);
+        assert_eq!(qd1.read(0, 0, 800_000, 50_000, 10_000).start_ns, 800_000);
+
+        // Depth 2: two reads in flight, the third waits for the first to return.
+        let mut qd2 = Timelines::new(3, 3, 2);
+        qd2.read(0, 0, 0, 50_000, 10_000);
+        assert_eq!(qd2.read(1, 1, 0, 50_000, 10_000).start_ns, 0);
+        assert_eq!(qd2.read(2, 2, 0, 50_000, 10_000).start_ns, 60_000);
+    }
+
+    #[test]
     fn program_frees_channel_after_transfer() {
-        let mut t = Timelines::new(2, 1);
+        let mut t = Timelines::new(2, 1, 0);
         let a = t.program(0, 0, 0, 200_000, 10_000);
         assert_eq!(a, OpTiming { start_ns: 0, end_ns: 210_000 });
         // Other chip on the same channel can transfer right after.
@@ -308,14 +423,14 @@ mod tests {
 
     #[test]
     fn copyback_and_erase_leave_channel_alone() {
-        let mut t = Timelines::new(1, 1);
+        let mut t = Timelines::new(1, 1, 0);
         let cb = t.copyback(0, 0, 5, 25_000, 200_000, 0);
         assert_eq!(cb, OpTiming { start_ns: 5, end_ns: 225_005 });
         let e = t.chip_only(0, 0, 1_500_000);
         assert_eq!(e, OpTiming { start_ns: 225_005, end_ns: 1_725_005 });
         assert_eq!(e.latency_from(0), 1_725_005);
         // Channel was never occupied: a read on it transfers immediately after its array time.
-        let mut t2 = Timelines::new(2, 1);
+        let mut t2 = Timelines::new(2, 1, 0);
         t2.chip_only(0, 0, 1_000_000);
         let r = t2.read(1, 0, 0, 10, 10);
         assert_eq!(r.end_ns, 20);

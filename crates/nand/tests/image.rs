@@ -61,6 +61,37 @@ fn image_round_trip_keeps_every_byte_and_count() {
 }
 
 #[test]
+fn host_queue_depth_round_trips_and_version_1_images_have_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qd.img");
+    let mut g = geometry();
+    g.latencies.host_queue_depth = 3;
+    let mut storage = MemoryStorage::create_image(&path, g, true).unwrap();
+    storage.flush().unwrap();
+    assert_eq!(MemoryStorage::open_image(&path).unwrap().geometry().latencies.host_queue_depth, 3);
+
+    // The same image as version 1 wrote it: no depth field after the latencies.
+    let v2 = std::fs::read(&path).unwrap();
+    let depth_at = 8 + 4 + 6 * 4 + 1 + 1 + 4 + 8 * 8;
+    assert_eq!(v2[depth_at..depth_at + 4], 3u32.to_le_bytes());
+    let mut v1 = [&v2[..depth_at], &v2[depth_at + 4..v2.len() - 4]].concat();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32fast::hash(&v1);
+    v1.extend_from_slice(&crc.to_le_bytes());
+    let old = dir.path().join("v1.img");
+    std::fs::write(&old, &v1).unwrap();
+    let reopened = MemoryStorage::open_image(&old).unwrap();
+    assert_eq!(reopened.geometry().latencies.host_queue_depth, 0);
+    assert_eq!(reopened.geometry().blocks_per_chip, geometry().blocks_per_chip);
+
+    let mut v3 = v2.clone();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    std::fs::write(&old, &v3).unwrap();
+    let err = MemoryStorage::open_image(&old).err().unwrap().to_string();
+    assert!(err.contains("version 3 is not supported") && err.contains("1 to 2"), "{err}");
+}
+
+#[test]
 fn truncated_and_corrupt_images_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dev.img");
