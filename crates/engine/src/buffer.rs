@@ -10,7 +10,8 @@
 //! pin parent → pin child → pin right sibling.
 //!
 //! Each frame keeps the page as last read or written (`base`) beside the working copy;
-//! at write time their difference is the change set the IPA rule looks at. Reads on a
+//! at write time their difference is the change set the IPA rule looks at. A clean
+//! frame is its own base, so `base` is filled only at a page's first change. Reads on a
 //! miss and writes of evicted dirty pages are on the caller's critical path and advance
 //! the pool's clock; cleaner writes are timed on the device but do not.
 
@@ -88,6 +89,9 @@ pub(crate) struct Frame {
     referenced: bool,
     last_use: u64,
     state: FlashState,
+    /// The frame's `base` does not hold its page yet: a page read from flash is its own
+    /// base until its first change, so a page only read never copies it.
+    base_stale: bool,
 }
 
 /// Frames over a [`PageStore`].
@@ -196,6 +200,9 @@ impl BufferPool {
     pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
         let span = self.span(f);
         let clean = !self.frames[f].dirty;
+        if clean {
+            self.fill_base(f);
+        }
         if !self.frames[f].in_op {
             let snapshot = if clean {
                 debug_assert!(self.base[span.clone()] == self.data[span.clone()], "a clean frame is its base");
@@ -219,7 +226,17 @@ impl BufferPool {
     /// Marks a frame dirty without an operation snapshot (restart redo is not logged).
     pub(crate) fn mark_dirty_for_redo(&mut self, f: FrameId) {
         if !self.frames[f].dirty {
+            self.fill_base(f);
             self.mark_dirty(f);
+        }
+    }
+
+    /// Copies a clean frame's page to its base before the page first changes.
+    fn fill_base(&mut self, f: FrameId) {
+        if self.frames[f].base_stale {
+            let span = self.span(f);
+            self.base[span.clone()].copy_from_slice(&self.data[span]);
+            self.frames[f].base_stale = false;
         }
     }
 
@@ -273,8 +290,8 @@ impl BufferPool {
         self.stats.page_reads += 1;
         self.stats.read_latency_ns += done.saturating_sub(self.now);
         self.now = done;
-        self.base[span.clone()].copy_from_slice(&self.data[span]);
         self.install(f, pid, state);
+        self.frames[f].base_stale = true;
         Ok(Some(f))
     }
 
@@ -292,6 +309,7 @@ impl BufferPool {
             self.frames[f].pins = 1;
             self.touch(f);
             if !self.frames[f].dirty {
+                self.fill_base(f);
                 self.mark_dirty(f);
             }
             let span = self.span(f);
