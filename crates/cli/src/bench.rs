@@ -91,6 +91,11 @@ pub struct BenchArgs {
     /// CPU cost per record operation, simulated µs.
     #[arg(long, default_value_t = 10.0)]
     cpu_us: f64,
+    /// Group commit during the run: commits within this many simulated µs share one
+    /// log flush, and each terminal waits for its group's (0: every commit forces the
+    /// log at once).
+    #[arg(long, default_value_t = 0.0)]
+    group_commit_us: f64,
     /// Print an interval line every this many simulated seconds (0: none).
     #[arg(long, default_value_t = 0.0)]
     progress: f64,
@@ -245,6 +250,9 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
         Eviction::Eager => CleanerPolicy::EAGER,
         Eviction::NonEager => CleanerPolicy::NonEager,
     };
+    if !(args.group_commit_us >= 0.0 && args.group_commit_us.is_finite()) {
+        return Err(format!("--group-commit-us must be 0 or more simulated µs, got {}", args.group_commit_us));
+    }
     if !(args.checkpoint_log_share > 0.0 && args.checkpoint_log_share < 1.0) {
         return Err(format!("--checkpoint-log-share must be above 0 and below 1, got {}", args.checkpoint_log_share));
     }
@@ -321,6 +329,7 @@ fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
     );
     db.checkpoint().map_err(e)?;
     db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
+    db.set_group_commit((args.group_commit_us * 1000.0) as u64);
     let config = DriverConfig {
         terminals: args.terminals,
         warmup_s: args.warmup,
@@ -392,7 +401,7 @@ fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
             "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "subscribers": args.subscribers, "mix": args.mix, "device": args.device.device,
             "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
             "ipa_objects": args.ipa_objects, "schema": args.schema, "checkpoint_log_share": args.checkpoint_log_share, "log_chips": run.log_chips, "sim_time": args.sim_time, "warmup": args.warmup,
-            "terminals": args.terminals, "cpu_us": args.cpu_us, "seed": args.seed,
+            "terminals": args.terminals, "cpu_us": args.cpu_us, "group_commit_us": args.group_commit_us, "seed": args.seed,
         }),
     );
     v

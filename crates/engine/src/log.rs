@@ -60,6 +60,8 @@ pub struct Log {
     durable: u64,
     /// The truncation point: older bytes may be overwritten.
     start: u64,
+    /// When the last force's page writes ended.
+    durable_at: SimTime,
     counters: LogCounters,
     page: Vec<u8>,
 }
@@ -79,6 +81,7 @@ impl Log {
             end: FIRST_LSN,
             durable: 0,
             start: FIRST_LSN,
+            durable_at: 0,
             counters: LogCounters::default(),
             page: vec![0; page_bytes],
         }
@@ -146,6 +149,10 @@ impl Log {
     }
     pub fn durable_lsn(&self) -> u64 {
         self.durable
+    }
+    /// When the log last became durable up to `durable_lsn`.
+    pub fn durable_at(&self) -> SimTime {
+        self.durable_at
     }
     pub fn start_lsn(&self) -> u64 {
         self.start
@@ -218,6 +225,7 @@ impl Log {
             self.counters.page_writes += 1;
         }
         self.durable = self.end;
+        self.durable_at = done;
         let keep_from = self.end - self.end % self.payload;
         self.tail.drain(..(keep_from - self.tail_base) as usize);
         self.tail_base = keep_from;

@@ -75,17 +75,33 @@ impl Database {
             return Ok(());
         }
         match self.group_deadline {
-            Some(deadline) if now > deadline => {
-                // The open group's flush is due: write it at its deadline.
-                self.pool.set_now(deadline);
-                self.pool.force_log(commit)?;
-                self.pool.set_now(now);
-                self.group_deadline = None;
-            }
+            Some(deadline) if now > deadline => self.flush_group()?,
             Some(_) => {}
             None => self.group_deadline = Some(now + window),
         }
         Ok(())
+    }
+
+    /// When the open commit group's log flush is due (`None`: no group is open).
+    pub fn group_deadline(&self) -> Option<nand::SimTime> {
+        self.group_deadline
+    }
+
+    /// Writes the open commit group's log pages at its deadline (the clock is left as
+    /// it was); `durable_at` then tells when they were durable.
+    pub fn flush_group(&mut self) -> Result<()> {
+        let Some(deadline) = self.group_deadline.take() else { return Ok(()) };
+        let now = self.pool.now();
+        self.pool.set_now(deadline);
+        let forced = self.pool.force_log(self.log_end_lsn());
+        self.pool.set_now(now);
+        forced.map(|_| ())
+    }
+
+    /// Counts simulated time a caller waited for its commit to become durable (a
+    /// closed-loop driver waiting for its group's flush).
+    pub fn add_commit_wait(&mut self, ns: u64) {
+        self.pool.stats.commit_wait_ns += ns;
     }
 
     /// Writes the log's pending group now; returns when it is durable.
@@ -98,6 +114,22 @@ impl Database {
     /// Everything below this LSN is in the log on flash.
     pub fn durable_lsn(&self) -> u64 {
         self.pool.log.as_ref().map_or(0, |l| l.durable_lsn())
+    }
+
+    /// When the log last became durable up to `durable_lsn`.
+    pub fn durable_at(&self) -> nand::SimTime {
+        self.pool.log.as_ref().map_or(0, |l| l.durable_at())
+    }
+
+    /// The LSN the next log record gets (0 without a log).
+    pub fn log_end_lsn(&self) -> u64 {
+        self.pool.log.as_ref().map_or(0, |l| l.next_lsn())
+    }
+
+    /// Sets the group-commit window (0: every commit forces the log); a group open
+    /// under the old window keeps its deadline.
+    pub fn set_group_commit(&mut self, window_ns: nand::SimTime) {
+        self.options.group_commit_ns = window_ns;
     }
 
     /// Rolls back: undoes the transaction's updates newest first, logging a

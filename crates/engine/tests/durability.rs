@@ -174,6 +174,28 @@ fn group_commit_shares_log_flushes() {
 }
 
 #[test]
+fn a_group_is_flushed_at_its_deadline_and_says_when_it_was_durable() {
+    let options = DbOptions { group_commit_ns: 100_000, buffer: BufferSize::Pages(512), ..options() };
+    let mut db = Database::create(common::device(), options).unwrap();
+    db.execute(SCHEMA).unwrap();
+    db.flush_log().unwrap();
+    db.set_now(1_000_000);
+    let tx = put(&mut db, 1, 1);
+    let commit = db.commit(tx).unwrap();
+    let deadline = db.group_deadline().expect("the commit opened a group");
+    assert!(deadline > 1_000_000 && deadline <= db.now() + 100_000, "deadline {deadline}");
+    assert!(db.durable_lsn() <= commit);
+    let now = db.now();
+    db.flush_group().unwrap();
+    assert_eq!(db.group_deadline(), None);
+    assert_eq!(db.now(), now, "flushing the group leaves the clock alone");
+    assert!(db.durable_lsn() > commit && db.durable_lsn() == db.log_end_lsn());
+    // The log pages were written at the deadline, so they were durable after it.
+    assert!(db.durable_at() > deadline, "durable at {} for a deadline {deadline}", db.durable_at());
+    db.flush_group().unwrap();
+}
+
+#[test]
 fn an_external_log_device_keeps_the_log_off_the_database_device() {
     let log_device = || {
         let g = nand::Geometry { channels: 1, chips_per_channel: 1, ..common::geometry(nand::CellType::Slc) };

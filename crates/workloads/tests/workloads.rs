@@ -15,6 +15,15 @@ fn device() -> Device {
 }
 
 fn run(workload: &mut dyn Workload, ipa: &str, seconds: f64) -> (driver::Metrics, Result<(), String>) {
+    run_with_group_commit(workload, ipa, seconds, 0)
+}
+
+fn run_with_group_commit(
+    workload: &mut dyn Workload,
+    ipa: &str,
+    seconds: f64,
+    group_commit_ns: u64,
+) -> (driver::Metrics, Result<(), String>) {
     let mut db =
         Database::create(device(), DbOptions { buffer: BufferSize::Pages(2048), ..DbOptions::default() }).unwrap();
     let region = if ipa == "0x0" { "IPA_MODE=none".to_string() } else { format!("IPA_MODE=slc, IPA={ipa}") };
@@ -22,6 +31,7 @@ fn run(workload: &mut dyn Workload, ipa: &str, seconds: f64) -> (driver::Metrics
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     workload.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
     db.set_buffer(BufferSize::Share(0.1)).unwrap();
+    db.set_group_commit(group_commit_ns);
     let config = DriverConfig {
         terminals: 4,
         warmup_s: 0.2,
@@ -45,6 +55,28 @@ fn tpcb_stays_consistent_and_is_deterministic() {
     }
     let a = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0).0;
     let b = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0).0;
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+}
+
+#[test]
+fn group_commit_shares_log_pages_and_terminals_wait_for_their_group() {
+    let (alone, check) = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0);
+    assert_eq!(check, Ok(()));
+    let (grouped, check) = run_with_group_commit(&mut workloads::tpcb::Tpcb::new(1), "2x4", 1.0, 200_000);
+    assert_eq!(check, Ok(()));
+    let per_commit = |m: &driver::Metrics| m.log_page_writes as f64 / m.committed_transactions as f64;
+    assert!(
+        per_commit(&grouped) < 0.6 * per_commit(&alone),
+        "log pages per commit: {} grouped, {} alone",
+        per_commit(&grouped),
+        per_commit(&alone)
+    );
+    // Closed loop: a terminal waits for its group's flush, so a commit costs at least
+    // part of the window, and no terminal runs ahead of its commit being durable.
+    let commits = grouped.time_per_transaction_ms.commits;
+    assert!(commits > 0.05, "commit wait {commits} ms per transaction with a 0.2 ms window");
+    let a = run_with_group_commit(&mut workloads::tpcb::Tpcb::new(1), "2x4", 0.5, 200_000).0;
+    let b = run_with_group_commit(&mut workloads::tpcb::Tpcb::new(1), "2x4", 0.5, 200_000).0;
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
 }
 
