@@ -113,6 +113,8 @@ pub struct BufferPool {
     pub(crate) spare_snapshots: Vec<Vec<u8>>,
     /// The changed spans of the page being logged (reused across operations).
     pub(crate) spans: Vec<(u16, u16)>,
+    /// A page body of zeros: the before image of a freshly formatted page.
+    pub(crate) zeros: Vec<u8>,
     /// Page LSNs when there is no log: a counter.
     pub(crate) counter_lsn: u64,
     replacement: Replacement,
@@ -152,6 +154,7 @@ impl BufferPool {
             op: Vec::new(),
             spare_snapshots: Vec::new(),
             spans: Vec::new(),
+            zeros: Vec::new(),
             counter_lsn: 1,
         }
     }

@@ -157,10 +157,14 @@ impl BufferPool {
             return Err(Error::Corrupt(format!("page {} formatted outside an operation", pid.page)));
         };
         if self.log.is_some() {
-            let zeros = vec![0u8; body_end];
+            // Taken out while the page is logged against it.
+            let mut zeros = std::mem::take(&mut self.zeros);
+            zeros.resize(body_end, 0);
             logrec::diff_spans(&zeros, &self.data[span.start..span.start + body_end], &mut self.spans);
-            let got = self.log_change(f, ChangeKind::Format, &zeros, tx, prev)?;
-            debug_assert_eq!(got, lsn);
+            let logged = self.log_change(f, ChangeKind::Format, &zeros, tx, prev);
+            self.zeros = zeros;
+            debug_assert_eq!(logged.as_ref().ok(), Some(&lsn));
+            logged?;
             self.note_logged(f, lsn);
         }
         let snapshot = self.op[slot].1.get_or_insert_with(Vec::new);
