@@ -104,6 +104,9 @@ def main():
             warehouses = runs[0][1][0]["config"]["warehouses"]
             compare_table(f"{table} (TPC-C, {warehouses} warehouses)", cols)
             buckets_table(f"{table} update sizes ([0×0] runs)", [(f"{float(b):.0%}", r[0]) for b, r in runs])
+    long = load("t9-long-buffer0.1")
+    if long:
+        compare_table("t9 at a 10% buffer, 300 simulated seconds", [("[0×0]", long[0], None), ("[2×3] %", long[0], long[1])])
     b = load("t4-tpcb-buffer0.75")
     c = load("t4-tpcc-buffer0.75")
     if b and c:
