@@ -124,7 +124,8 @@ impl BlockCells {
 }
 
 /// Sparse in-memory storage: a block costs memory only once it has been programmed, and
-/// an erase frees its page buffers (its cells wait for the next block programmed). With a path attached, [`Storage::flush`] writes an image file.
+/// an erase frees its page buffers (its cells wait for the next block programmed). With
+/// a path attached, [`Storage::flush`] writes an image file.
 pub struct MemoryStorage {
     pub(crate) geometry: Geometry,
     pub(crate) keep_data: bool,

@@ -266,21 +266,23 @@ impl Timelines {
                 HostHold::Transfer => Some((bus, bus + transfer_ns)),
                 HostHold::Free => None,
             };
-            let slot = match window.map(|(from, to)| self.host_slot(from, to)) {
-                Some(Err(later)) => {
-                    if hold == HostHold::Whole {
+            let mut held = None;
+            if let Some((from, to)) = window {
+                match self.host_slot(from, to) {
+                    Ok(slot) => held = Some((slot, from, to)),
+                    Err(later) if hold == HostHold::Whole => {
                         (t, issue) = (later, later);
-                    } else {
-                        t = later - channel_offset;
+                        continue;
                     }
-                    continue;
+                    Err(later) => {
+                        t = later - channel_offset;
+                        continue;
+                    }
                 }
-                Some(Ok(slot)) => Some(slot),
-                None => None,
-            };
+            }
             self.chips[chip].reserve(start, start + chip_ns);
             self.channels[channel].reserve(bus, bus + transfer_ns);
-            if let (Some(slot), Some((from, to))) = (slot, window) {
+            if let Some((slot, from, to)) = held {
                 self.host[slot].reserve(from, to);
             }
             return OpTiming { start_ns: start, end_ns: start + chip_ns };
