@@ -11,6 +11,7 @@
 //! [`layout`] (chip assignment and the stored layout), [`error`].
 
 pub mod error;
+pub mod ftl;
 pub mod layout;
 pub mod oob;
 pub mod policy;

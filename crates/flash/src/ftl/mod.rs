@@ -1,0 +1,120 @@
+//! Conventional FTLs: a block device of logical pages over the whole NAND device, the
+//! baselines the seed papers measure IPA, In-Page Logging and NoLgn-FTL against.
+//!
+//! Every FTL runs on the same [`nand::Device`] as the NoFTL regions (same program
+//! rules, timing, OOB bytes and power cuts), keeps its mapping state in controller RAM
+//! and rebuilds it after a power cut by scanning OOB bytes. An FTL offers no in-place
+//! append: IPA on top of one is refused and the engine writes out of place.
+//!
+//! Kinds (one module each): [`FtlKind::Page`] page-level mapping with GC,
+//! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
+//! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
+
+use crate::error::Error;
+use nand::{Device, OpTiming, SimTime};
+use serde::{Deserialize, Serialize};
+
+/// Which FTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FtlKind {
+    Page,
+    Dftl,
+    Block,
+    Bast,
+    Fast,
+}
+
+impl FtlKind {
+    pub const ALL: [FtlKind; 5] = [FtlKind::Page, FtlKind::Dftl, FtlKind::Block, FtlKind::Bast, FtlKind::Fast];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FtlKind::Page => "page",
+            FtlKind::Dftl => "dftl",
+            FtlKind::Block => "block",
+            FtlKind::Bast => "bast",
+            FtlKind::Fast => "fast",
+        }
+    }
+
+    /// Parses `page`, `dftl`, `block`, `bast` or `fast`.
+    pub fn parse(s: &str) -> Option<FtlKind> {
+        FtlKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(s))
+    }
+}
+
+/// How an FTL is asked to be built. Unused fields are ignored by kinds that do not
+/// need them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FtlConfig {
+    pub kind: FtlKind,
+    /// (physical − logical) / physical, as for regions.
+    pub over_provisioning: f64,
+    /// DFTL: mapping entries the cached mapping table (CMT) holds.
+    pub cmt_entries: u32,
+    /// BAST and FAST: log blocks (FAST: one sequential log block plus the rest shared
+    /// random log blocks).
+    pub log_blocks: u32,
+}
+
+impl FtlConfig {
+    pub fn new(kind: FtlKind) -> FtlConfig {
+        FtlConfig { kind, over_provisioning: 0.10, cmt_entries: 4096, log_blocks: 32 }
+    }
+}
+
+/// Counters of an FTL, in the vocabulary every storage manager uses (documented once in
+/// `docs/benchmarks.md`). Counts that a kind does not have stay 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FtlCounters {
+    pub host_reads: u64,
+    /// Logical page writes by the host.
+    pub host_writes: u64,
+    pub host_trims: u64,
+    /// Every page program on flash: host data, GC and merge copies, translation pages.
+    pub flash_programs: u64,
+    /// Every page read on flash, host reads included.
+    pub flash_reads: u64,
+    /// Valid pages copied by GC (page, DFTL) or by merges (block, BAST, FAST).
+    pub gc_page_migrations: u64,
+    pub gc_erases: u64,
+    pub merges_switch: u64,
+    pub merges_partial: u64,
+    pub merges_full: u64,
+    /// DFTL: translation page reads and writes caused by CMT misses and evictions.
+    pub translation_reads: u64,
+    pub translation_writes: u64,
+}
+
+impl FtlCounters {
+    /// Flash programs per host write (1.0 when nothing is copied).
+    pub fn write_amplification(&self) -> f64 {
+        self.flash_programs as f64 / self.host_writes.max(1) as f64
+    }
+}
+
+/// A logical page as read through an FTL.
+pub struct FtlRead<'d> {
+    pub timing: OpTiming,
+    /// The page bytes (0xFF for a metadata-only device).
+    pub data: &'d [u8],
+}
+
+/// A block device of logical pages (each one flash page of data) over a NAND device.
+pub trait Ftl: Send {
+    fn kind(&self) -> FtlKind;
+    fn logical_pages(&self) -> u32;
+    /// Bytes of one logical page: the device's flash page size.
+    fn page_bytes(&self) -> usize;
+    fn device(&self) -> &Device;
+    fn device_mut(&mut self) -> &mut Device;
+    fn into_device(self: Box<Self>) -> Device;
+    /// The page, or `None` if it was never written or was trimmed.
+    fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error>;
+    /// Writes a whole page (`data.len() == page_bytes()`).
+    fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error>;
+    /// Forgets a page; `None` when nothing had to be written to make that durable.
+    fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
+    fn counters(&self) -> FtlCounters;
+}
