@@ -44,7 +44,7 @@ impl Flash {
         for (spec, chips) in specs.into_iter().zip(assigned) {
             regions.push(region::Region::format(spec, chips, &mut device, 0)?);
         }
-        device.storage_mut().set_config_area(layout::encode(&regions));
+        device.storage_mut().set_config_area(layout::encode(&regions))?;
         Ok(Flash { device, regions })
     }
 
@@ -68,7 +68,7 @@ impl Flash {
         let chips = layout::assign(self.device.geometry(), &self.regions, std::slice::from_ref(&spec))?.remove(0);
         let region = region::Region::format(spec, chips, &mut self.device, now)?;
         self.regions.push(region);
-        self.device.storage_mut().set_config_area(layout::encode(&self.regions));
+        self.device.storage_mut().set_config_area(layout::encode(&self.regions))?;
         Ok(RegionId(self.regions.len() - 1))
     }
 

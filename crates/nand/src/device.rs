@@ -14,7 +14,7 @@
 
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, PageType, Ppn};
-use crate::storage::{PowerCut, Span, Storage};
+use crate::storage::{Span, Storage};
 use crate::timing::{OpTiming, SimTime, Timelines};
 use serde::{Deserialize, Serialize};
 
@@ -170,9 +170,6 @@ impl Device {
         Ok(())
     }
 
-    fn lost(_: PowerCut) -> Error {
-        Error::PowerLost
-    }
 
     /// Reads a whole page (data and OOB cross the channel).
     pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
@@ -210,6 +207,7 @@ impl Device {
     /// the channel.
     pub fn program(&mut self, ppn: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
         self.check_powered()?;
+        self.storage.writable("program")?;
         self.check_ppn(ppn)?;
         let bytes = self.check_spans(spans)?;
         let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
@@ -233,7 +231,7 @@ impl Device {
             self.counters.reprograms += 1;
         }
         self.counters.bytes_to_device += bytes as u64;
-        self.storage.program(ppn, spans).map_err(Self::lost)?;
+        self.storage.program(ppn, spans)?;
         Ok(timing)
     }
 
@@ -243,6 +241,7 @@ impl Device {
     /// and the span bytes cross the channel.
     pub fn copyback(&mut self, src: Ppn, dst: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
         self.check_powered()?;
+        self.storage.writable("copyback")?;
         self.check_ppn(src)?;
         self.check_ppn(dst)?;
         let bytes = self.check_spans(spans)?;
@@ -270,13 +269,14 @@ impl Device {
         self.counters.copybacks += 1;
         self.counters.bytes_to_device += bytes as u64;
         self.counters.bytes_from_device += self.geometry.oob_bytes as u64;
-        self.storage.copy_program(src, dst, spans).map_err(Self::lost)?;
+        self.storage.copy_program(src, dst, spans)?;
         Ok(timing)
     }
 
     /// Erases a block.
     pub fn erase(&mut self, block: BlockId, now: SimTime) -> Result<OpTiming, Error> {
         self.check_powered()?;
+        self.storage.writable("erase")?;
         self.check_block(block)?;
         let erases = self.storage.erase_count(block);
         if erases >= self.geometry.endurance {
@@ -291,7 +291,7 @@ impl Device {
         let chip = self.geometry.chip_of_block(block);
         let timing = self.timelines.chip_only(chip, now, self.geometry.latencies.erase_ns);
         self.counters.erases += 1;
-        self.storage.erase(block).map_err(Self::lost)?;
+        self.storage.erase(block)?;
         Ok(timing)
     }
 }

@@ -22,6 +22,11 @@ pub enum Error {
     CopybackAcrossChips { src_chip: u32, dst_chip: u32 },
     /// Power failed; nothing more until the device is powered on again.
     PowerLost,
+    /// A mutating operation on a device opened read-only.
+    ReadOnly { path: String, operation: &'static str },
+    /// Writing an operation through to the image file failed (disk full, I/O error):
+    /// the file may lag the device from this operation on. Not corruption.
+    Io { path: String, offset: u64, message: String },
 }
 
 impl fmt::Display for Error {
@@ -54,6 +59,12 @@ impl fmt::Display for Error {
                 write!(f, "copyback from chip {src_chip} to chip {dst_chip}: copyback stays on one chip")
             }
             Error::PowerLost => f.write_str("power lost: the device is off until powered on again"),
+            Error::ReadOnly { path, operation } => {
+                write!(f, "{operation} refused: image {path} is open read-only")
+            }
+            Error::Io { path, offset, message } => {
+                write!(f, "writing image {path} at byte {offset} failed: {message}")
+            }
         }
     }
 }

@@ -13,7 +13,9 @@
 //! cache). All randomness comes from the seed, so a cut replays exactly.
 
 use crate::geometry::{BlockId, Geometry, Ppn};
-use crate::storage::{PowerCut, Span, Storage};
+use crate::error::Error;
+use crate::image::ImageError;
+use crate::storage::{Span, Storage, SyncPoint};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -43,9 +45,9 @@ impl<S: Storage> FaultyStorage<S> {
     }
 
     /// Counts an operation; true when power fails at this one.
-    fn cuts_now(&mut self) -> Result<bool, PowerCut> {
+    fn cuts_now(&mut self) -> Result<bool, Error> {
         if !self.powered {
-            return Err(PowerCut);
+            return Err(Error::PowerLost);
         }
         self.ops += 1;
         Ok(self.cut_at == Some(self.ops))
@@ -105,7 +107,7 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         self.inner.write_pointer(block)
     }
 
-    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error> {
         if !self.cuts_now()? {
             return self.inner.program(ppn, spans);
         }
@@ -121,10 +123,10 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         self.inner.program(ppn, &torn_spans)?;
         self.powered = false;
         self.torn = Some(TornOp::Program { ppn });
-        Err(PowerCut)
+        Err(Error::PowerLost)
     }
 
-    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), Error> {
         if !self.cuts_now()? {
             return self.inner.copy_program(src, dst, spans);
         }
@@ -137,31 +139,34 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         self.inner.program(dst, &[Span::new(0, &torn)])?;
         self.powered = false;
         self.torn = Some(TornOp::CopyProgram { src, dst });
-        Err(PowerCut)
+        Err(Error::PowerLost)
     }
 
-    fn erase(&mut self, block: BlockId) -> Result<(), PowerCut> {
+    fn erase(&mut self, block: BlockId) -> Result<(), Error> {
         if !self.cuts_now()? {
             return self.inner.erase(block);
         }
         let erased_pages = self.rng.gen_range(0..=self.inner.geometry().pages_per_block);
-        self.inner.tear_erase(block, erased_pages);
+        self.inner.tear_erase(block, erased_pages)?;
         self.powered = false;
         self.torn = Some(TornOp::Erase { block, erased_pages });
-        Err(PowerCut)
+        Err(Error::PowerLost)
     }
 
-    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) {
+    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), Error> {
         self.inner.tear_erase(block, erased_pages)
     }
     fn config_area(&self) -> &[u8] {
         self.inner.config_area()
     }
-    fn set_config_area(&mut self, bytes: Vec<u8>) {
+    fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         self.inner.set_config_area(bytes)
     }
-    fn flush(&mut self) -> Result<(), crate::ImageError> {
-        self.inner.flush()
+    fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+        self.inner.sync(point)
+    }
+    fn writable(&self, operation: &'static str) -> Result<(), Error> {
+        self.inner.writable(operation)
     }
     fn powered(&self) -> bool {
         self.powered

@@ -1,37 +1,98 @@
-//! Device image files: a [`MemoryStorage`] written to disk and read back.
+//! Device image files: the file is the device, written through.
 //!
-//! Layout (all integers little-endian; byte diagram in `docs/format.md`):
+//! Format version 3 has a fixed layout, so every operation reaches the file at its own
+//! offset with a few `pwrite`s, in device order, and nothing is ever rewritten whole
+//! (byte diagram in `docs/format.md`; all integers little-endian):
 //!
 //! ```text
-//! magic "DFIMAGE\0" | u32 version=2 | geometry | u8 keep_data | u32 config_len | config
-//! per block: u32 erase_count | u16 write_pointer | u8 program_count × pages_per_block
-//!            | u8 resident | if resident, per page: u8 flags (1 data, 2 oob) [data] [oob]
-//! u32 crc32 of everything before it
+//! 0                      header: magic "DFIMAGE\0" | u32 version=3 | geometry
+//!                        | u8 keep_data | u32 crc32 of the header bytes before it
+//! 4096                   config slot 0 ┐ u64 generation | u32 length | u32 crc32
+//! 4096 + 1 MiB           config slot 1 ┘ (of generation, length, bytes) | bytes
+//! blocks_at = 4096 + 2 MiB   per block: u32 erase count | u8 needs_erase | 3 × 0
+//! counts_at              per page: u8 program count (0 = erased)
+//! data_at (4 KiB aligned)    per page: data then OOB, at data_at + ppn × raw page bytes
 //! ```
 //!
-//! Writing goes to `PATH.tmp` and is renamed over `PATH`, so a crash while flushing
-//! leaves the previous image intact. Reading checks every length, range and the final
-//! checksum and refuses a truncated or corrupt file with an [`ImageError`] naming the
-//! file and the byte offset — never a panic.
+//! The file is sparse: a page never programmed is a hole. On-disk order of each
+//! operation (so that a process killed between two `pwrite`s leaves a state the NAND
+//! model can have been in):
+//! - first program of an erased page: the whole raw page (new bytes, 0xFF elsewhere,
+//!   so stale bytes from before an erase never count), then its program count;
+//! - re-program (append): the program count, then the AND-ed bytes of each span — a
+//!   cut between them is a torn program that landed no bits yet;
+//! - erase: the block record with `needs_erase = 1` and the new erase count, the
+//!   block's program counts zeroed, the record with `needs_erase = 0`; a torn erase
+//!   stops after the zeroed prefix, so it reads back as [`Storage::tear_erase`] left it;
+//! - configuration: written whole into the slot holding the older generation; the
+//!   newer valid slot wins on open, so a torn configuration write keeps the old one.
+//!
+//! Durability ([`SyncMode`], SQLite's meaning): every write is a completed `pwrite`
+//! before the operation returns, so `kill -9` loses nothing; `fdatasync` runs at
+//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`.
+//!
+//! One writer: an open image holds an OS advisory lock (`flock`): exclusive for
+//! read-write, shared for read-only, taken without waiting. A read-only open refuses
+//! every mutation with [`Error::ReadOnly`] and never writes the file.
+//!
+//! Versions 1 and 2 (whole-file images, see [`crate::legacy`]) still open: read-only
+//! they are just read; read-write they are converted once to version 3 in a temporary
+//! file in the image's own directory (`tempfile`), then renamed over the image. That is
+//! the only temporary file; no other file is ever created, replaced or deleted.
+//!
+//! Reading checks every length and offset: a truncated or corrupt image gives an
+//! [`ImageError`] naming the file and the byte offset, never a panic.
 
-use crate::geometry::{CellType, Geometry};
-use crate::storage::{BlockCells, MemoryStorage};
-use crate::timing::Latencies;
+use crate::error::Error;
+use crate::geometry::{BlockId, Geometry, Ppn};
+use crate::legacy::{encode_geometry, read_legacy, ImageReader};
+use crate::storage::{MemoryStorage, Span, SyncPoint};
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, Seek};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"DFIMAGE\0";
-/// Version 2 added the host queue depth to the geometry; version 1 images (no limit)
-/// are still read.
-const VERSION: u32 = 2;
-const MAX_CONFIG_BYTES: u32 = 16 << 20;
+pub(crate) const MAGIC: &[u8; 8] = b"DFIMAGE\0";
+const VERSION: u32 = 3;
+/// Bytes reserved for the header (it uses about 120).
+const HEADER_BYTES: u64 = 4096;
+/// Bytes of one configuration slot, its 16-byte header included.
+const CONFIG_SLOT_BYTES: u64 = 1 << 20;
+const SLOT_HEADER_BYTES: usize = 16;
+/// The largest configuration area an image holds.
+pub(crate) const MAX_CONFIG_BYTES: u32 = (CONFIG_SLOT_BYTES as usize - SLOT_HEADER_BYTES) as u32;
+const BLOCK_RECORD_BYTES: u64 = 8;
 
-/// Why an image could not be written or read.
+/// When an image-backed device `fdatasync`s (SQLite's `synchronous` meanings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Never: a power loss may lose any write since the file was opened, and may keep
+    /// some later writes while losing earlier ones. Process death loses nothing.
+    Off,
+    /// At [`SyncPoint::Checkpoint`]s only (and configuration writes).
+    Normal,
+    /// At every [`SyncPoint`], so every commit that returned survives a power loss.
+    #[default]
+    Full,
+}
+
+/// How to open an image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImageOptions {
+    /// Shared lock, no writes: every mutation is refused with [`Error::ReadOnly`].
+    pub read_only: bool,
+    pub sync: SyncMode,
+}
+
+/// Why an image could not be created, opened or synced.
 #[derive(Debug)]
 pub enum ImageError {
     Io { path: PathBuf, source: io::Error },
+    /// Another process holds the image's lock (a writer, or readers when opening to write).
+    Locked { path: PathBuf },
+    /// `create_image` on a path that already exists: it is never overwritten.
+    Exists { path: PathBuf },
     Truncated { path: PathBuf, offset: u64, what: String },
     BadMagic { path: PathBuf },
     UnsupportedVersion { path: PathBuf, version: u32 },
@@ -43,6 +104,10 @@ impl fmt::Display for ImageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ImageError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ImageError::Locked { path } => write!(f, "image {} is locked by another process", path.display()),
+            ImageError::Exists { path } => {
+                write!(f, "image {} already exists (open it, or choose a new path)", path.display())
+            }
             ImageError::Truncated { path, offset, what } => {
                 write!(f, "{}: truncated image: file ends at byte {offset} while reading {what}", path.display())
             }
@@ -68,300 +133,493 @@ impl fmt::Display for ImageError {
 
 impl std::error::Error for ImageError {}
 
-impl MemoryStorage {
-    /// Creates a fresh device backed by an image file at `path` (written now).
-    pub fn create_image(path: &Path, geometry: Geometry, keep_data: bool) -> Result<Self, ImageError> {
-        let mut storage = MemoryStorage::new(geometry, keep_data);
-        storage.image_path = Some(path.to_path_buf());
-        write_image(&storage, path)?;
-        Ok(storage)
-    }
-
-    /// Opens an existing image; later flushes write back to it.
-    pub fn open_image(path: &Path) -> Result<Self, ImageError> {
-        let file = File::open(path).map_err(|source| ImageError::Io { path: path.into(), source })?;
-        let file_bytes = file.metadata().map_err(|source| ImageError::Io { path: path.into(), source })?.len();
-        let mut reader = ImageReader {
-            file_bytes,
-            inner: BufReader::with_capacity(1 << 20, file),
-            hasher: crc32fast::Hasher::new(),
-            offset: 0,
-            path: path.to_path_buf(),
-        };
-        let mut storage = reader.read_storage()?;
-        storage.image_path = Some(path.to_path_buf());
-        Ok(storage)
-    }
-}
-
-/// Writes `storage` to `path` atomically (temp file, then rename).
-pub(crate) fn write_image(storage: &MemoryStorage, path: &Path) -> Result<(), ImageError> {
-    let io_err = |source| ImageError::Io { path: path.into(), source };
-    let tmp = path.with_extension("tmp");
-    let file = File::create(&tmp).map_err(io_err)?;
-    let mut w = ImageWriter { inner: BufWriter::with_capacity(1 << 20, file), hasher: crc32fast::Hasher::new() };
-    w.write_storage(storage).map_err(io_err)?;
-    let crc = w.hasher.clone().finalize();
-    w.inner.write_all(&crc.to_le_bytes()).map_err(io_err)?;
-    let file = w.inner.into_inner().map_err(|e| io_err(e.into_error()))?;
-    file.sync_all().map_err(io_err)?;
-    std::fs::rename(&tmp, path).map_err(io_err)
-}
-
-struct ImageWriter<W: Write> {
-    inner: W,
-    hasher: crc32fast::Hasher,
-}
-
-impl<W: Write> ImageWriter<W> {
-    fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
-        self.hasher.update(b);
-        self.inner.write_all(b)
-    }
-    fn u8(&mut self, v: u8) -> io::Result<()> {
-        self.bytes(&[v])
-    }
-    fn u16(&mut self, v: u16) -> io::Result<()> {
-        self.bytes(&v.to_le_bytes())
-    }
-    fn u32(&mut self, v: u32) -> io::Result<()> {
-        self.bytes(&v.to_le_bytes())
-    }
-    fn u64(&mut self, v: u64) -> io::Result<()> {
-        self.bytes(&v.to_le_bytes())
-    }
-
-    fn write_storage(&mut self, s: &MemoryStorage) -> io::Result<()> {
-        self.bytes(MAGIC)?;
-        self.u32(VERSION)?;
-        let g = &s.geometry;
-        for v in [g.channels, g.chips_per_channel, g.blocks_per_chip, g.pages_per_block, g.page_bytes, g.oob_bytes] {
-            self.u32(v)?;
-        }
-        self.u8(g.cell.bits_per_cell() as u8)?;
-        self.u8(g.nop)?;
-        self.u32(g.endurance)?;
-        let l = &g.latencies;
-        for v in l.read_ns.iter().chain(&l.program_ns).chain([&l.erase_ns, &l.transfer_ps_per_byte]) {
-            self.u64(*v)?;
-        }
-        self.u32(l.host_queue_depth)?;
-        self.u8(s.keep_data as u8)?;
-        self.u32(s.config_area.len() as u32)?;
-        self.bytes(&s.config_area)?;
-        let ppb = g.pages_per_block as usize;
-        for (b, cells) in s.blocks.iter().enumerate() {
-            self.u32(s.erase_counts[b])?;
-            self.u16(s.write_pointers[b])?;
-            self.bytes(&s.program_counts[b * ppb..(b + 1) * ppb])?;
-            self.u8(cells.is_some() as u8)?;
-            if let Some(cells) = cells {
-                let ob = g.oob_bytes as usize;
-                for (page, &data) in cells.data.iter().enumerate() {
-                    let programmed = s.program_counts[b * ppb + page] > 0;
-                    let has_data = data != crate::pool::NO_BUFFER;
-                    self.u8(has_data as u8 | (programmed as u8) << 1)?;
-                    if has_data {
-                        self.bytes(s.pool.get(data))?;
-                    }
-                    if programmed {
-                        self.bytes(&cells.oob[page * ob..(page + 1) * ob])?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-struct ImageReader<R: Read> {
-    /// Length of the file, to refuse a geometry it cannot hold before allocating for it.
+/// Where each part of a version 3 image lives, derived from the geometry alone.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    blocks_at: u64,
+    counts_at: u64,
+    data_at: u64,
+    raw_page_bytes: u64,
+    pages_per_block: u64,
+    /// Length of the whole (sparse) file.
     file_bytes: u64,
-    inner: R,
-    hasher: crc32fast::Hasher,
-    offset: u64,
-    path: PathBuf,
 }
 
-impl<R: Read> ImageReader<R> {
-    fn corrupt(&self, what: impl Into<String>) -> ImageError {
-        ImageError::Corrupt { path: self.path.clone(), offset: self.offset, what: what.into() }
+impl Layout {
+    /// `None` when the device would not fit in a 64-bit file.
+    fn of(g: &Geometry) -> Option<Layout> {
+        let blocks = g.total_blocks() as u64;
+        let pages = blocks.checked_mul(g.pages_per_block as u64)?;
+        let raw_page_bytes = g.raw_page_bytes() as u64;
+        let blocks_at = HEADER_BYTES + 2 * CONFIG_SLOT_BYTES;
+        let counts_at = blocks_at.checked_add(blocks.checked_mul(BLOCK_RECORD_BYTES)?)?;
+        let data_at = counts_at.checked_add(pages)?.checked_next_multiple_of(4096)?;
+        let file_bytes = data_at.checked_add(pages.checked_mul(raw_page_bytes)?)?;
+        Some(Layout { blocks_at, counts_at, data_at, raw_page_bytes, pages_per_block: g.pages_per_block as u64, file_bytes })
     }
 
-    fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<(), ImageError> {
-        let mut read = 0;
-        while read < buf.len() {
-            match self.inner.read(&mut buf[read..]) {
-                Ok(0) => {
-                    return Err(ImageError::Truncated {
-                        path: self.path.clone(),
-                        offset: self.offset + read as u64,
-                        what: what.into(),
-                    })
-                }
-                Ok(n) => read += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => return Err(ImageError::Io { path: self.path.clone(), source }),
+    fn slot_at(slot: usize) -> u64 {
+        HEADER_BYTES + slot as u64 * CONFIG_SLOT_BYTES
+    }
+
+    fn block_at(&self, block: BlockId) -> u64 {
+        self.blocks_at + block.0 as u64 * BLOCK_RECORD_BYTES
+    }
+
+    fn page_at(&self, ppn: Ppn) -> u64 {
+        self.data_at + ppn.0 as u64 * self.raw_page_bytes
+    }
+}
+
+fn block_record(erase_count: u32, needs_erase: bool) -> [u8; 8] {
+    let mut record = [0u8; 8];
+    record[..4].copy_from_slice(&erase_count.to_le_bytes());
+    record[4] = needs_erase as u8;
+    record
+}
+
+/// A configuration slot's bytes: header (generation, length, crc32) then the area.
+fn config_slot(generation: u64, bytes: &[u8]) -> Vec<u8> {
+    let mut slot = Vec::with_capacity(SLOT_HEADER_BYTES + bytes.len());
+    slot.extend_from_slice(&generation.to_le_bytes());
+    slot.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&slot);
+    hasher.update(bytes);
+    slot.extend_from_slice(&hasher.finalize().to_le_bytes());
+    slot.extend_from_slice(bytes);
+    slot
+}
+
+/// The open image file behind a [`MemoryStorage`]: it writes each mutation through at
+/// its offset and syncs as the mode says. Holds the file's lock while open.
+pub(crate) struct ImageFile {
+    file: File,
+    path: PathBuf,
+    read_only: bool,
+    sync: SyncMode,
+    layout: Layout,
+    /// Generation of the newest valid configuration, and the slot holding it.
+    config_generation: u64,
+    config_slot: usize,
+    /// The first failed write-through: the file lags memory from there on, so every
+    /// later mutation is refused with it.
+    failed: Option<Error>,
+    /// Writes since the last `fdatasync`.
+    dirty: bool,
+}
+
+impl ImageFile {
+    pub(crate) fn writable(&self, operation: &'static str) -> Result<(), Error> {
+        if self.read_only {
+            return Err(Error::ReadOnly { path: self.path.display().to_string(), operation });
+        }
+        self.failed.clone().map_or(Ok(()), Err)
+    }
+
+    fn pwrite(&mut self, at: u64, bytes: &[u8]) -> Result<(), Error> {
+        self.dirty = true;
+        self.file.write_all_at(bytes, at).map_err(|e| {
+            let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
+            self.failed = Some(error.clone());
+            error
+        })
+    }
+
+    /// Writes a program through: `raw` is the page's raw bytes after it (empty for a
+    /// metadata-only device), `count` its new program count.
+    pub(crate) fn write_program(
+        &mut self,
+        ppn: Ppn,
+        count: u8,
+        raw: &[u8],
+        spans: &[Span],
+        first: bool,
+    ) -> Result<(), Error> {
+        let page_at = self.layout.page_at(ppn);
+        let count_at = self.layout.counts_at + ppn.0 as u64;
+        if first {
+            if !raw.is_empty() {
+                self.pwrite(page_at, raw)?;
+            }
+            return self.pwrite(count_at, &[count]);
+        }
+        self.pwrite(count_at, &[count])?;
+        if !raw.is_empty() {
+            for span in spans {
+                let range = span.offset..span.offset + span.bytes.len();
+                self.pwrite(page_at + span.offset as u64, &raw[range])?;
             }
         }
-        self.offset += buf.len() as u64;
         Ok(())
     }
 
-    fn bytes(&mut self, buf: &mut [u8], what: &str) -> Result<(), ImageError> {
-        self.fill(buf, what)?;
-        self.hasher.update(buf);
+    /// Writes an erase through: the first `erased_pages` pages of `block` are erased
+    /// and it has `erase_count` cycles; `complete` clears its needs-erase mark.
+    pub(crate) fn write_erase(
+        &mut self,
+        block: BlockId,
+        erase_count: u32,
+        erased_pages: u32,
+        complete: bool,
+    ) -> Result<(), Error> {
+        let record_at = self.layout.block_at(block);
+        self.pwrite(record_at, &block_record(erase_count, true))?;
+        let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
+        self.pwrite(counts_at, &vec![0; erased_pages as usize])?;
+        if complete {
+            self.pwrite(record_at, &block_record(erase_count, false))?;
+        }
         Ok(())
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], ImageError> {
-        let mut b = [0u8; N];
-        self.bytes(&mut b, what)?;
-        Ok(b)
-    }
-    fn u8(&mut self, what: &str) -> Result<u8, ImageError> {
-        Ok(self.array::<1>(what)?[0])
-    }
-    fn u16(&mut self, what: &str) -> Result<u16, ImageError> {
-        Ok(u16::from_le_bytes(self.array(what)?))
-    }
-    fn u32(&mut self, what: &str) -> Result<u32, ImageError> {
-        Ok(u32::from_le_bytes(self.array(what)?))
-    }
-    fn u64(&mut self, what: &str) -> Result<u64, ImageError> {
-        Ok(u64::from_le_bytes(self.array(what)?))
-    }
-
-    fn read_geometry(&mut self, version: u32) -> Result<Geometry, ImageError> {
-        let mut dims = [0u32; 6];
-        for d in &mut dims {
-            *d = self.u32("geometry")?;
-        }
-        let cell = match self.u8("geometry cell type")? {
-            1 => CellType::Slc,
-            2 => CellType::Mlc,
-            3 => CellType::Tlc,
-            other => return Err(self.corrupt(format!("unknown cell type {other}"))),
-        };
-        let nop = self.u8("geometry nop")?;
-        let endurance = self.u32("geometry endurance")?;
-        let mut lat = [0u64; 8];
-        for v in &mut lat {
-            *v = self.u64("latencies")?;
-        }
-        let host_queue_depth = if version >= 2 { self.u32("host queue depth")? } else { 0 };
-        let g = Geometry {
-            channels: dims[0],
-            chips_per_channel: dims[1],
-            blocks_per_chip: dims[2],
-            pages_per_block: dims[3],
-            page_bytes: dims[4],
-            oob_bytes: dims[5],
-            cell,
-            nop,
-            endurance,
-            latencies: Latencies {
-                read_ns: [lat[0], lat[1], lat[2]],
-                program_ns: [lat[3], lat[4], lat[5]],
-                erase_ns: lat[6],
-                transfer_ps_per_byte: lat[7],
-                host_queue_depth,
-            },
-        };
-        g.validate().map_err(|e| self.corrupt(e))?;
-        Ok(g)
-    }
-
-    fn read_storage(&mut self) -> Result<MemoryStorage, ImageError> {
-        let magic: [u8; 8] = self.array("magic")?;
-        if &magic != MAGIC {
-            return Err(ImageError::BadMagic { path: self.path.clone() });
-        }
-        let version = self.u32("version")?;
-        if !(1..=VERSION).contains(&version) {
-            return Err(ImageError::UnsupportedVersion { path: self.path.clone(), version });
-        }
-        let geometry = self.read_geometry(version)?;
-        let per_block = 4 + 2 + 1 + geometry.pages_per_block as u64;
-        let needed = self.offset + 1 + 4 + geometry.total_blocks() as u64 * per_block + 4;
-        if needed > self.file_bytes {
-            return Err(ImageError::Truncated {
-                path: self.path.clone(),
-                offset: self.file_bytes,
-                what: format!("a device of {} blocks (needs at least {needed} bytes)", geometry.total_blocks()),
+    /// Writes a new configuration into the older slot and syncs it (unless `Off`).
+    pub(crate) fn write_config(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if bytes.len() > MAX_CONFIG_BYTES as usize {
+            return Err(Error::OutOfRange {
+                what: "configuration area bytes",
+                value: bytes.len() as u64,
+                limit: MAX_CONFIG_BYTES as u64,
             });
         }
-        let keep_data = match self.u8("keep_data flag")? {
-            0 => false,
-            1 => true,
-            other => return Err(self.corrupt(format!("keep_data flag is {other}, not 0 or 1"))),
-        };
-        let mut s = MemoryStorage::new(geometry, keep_data);
-        let config_len = self.u32("config area length")?;
-        if config_len > MAX_CONFIG_BYTES {
-            return Err(
-                self.corrupt(format!("config area of {config_len} bytes is over the {MAX_CONFIG_BYTES}-byte limit"))
-            );
+        let slot = 1 - self.config_slot;
+        self.pwrite(Layout::slot_at(slot), &config_slot(self.config_generation + 1, bytes))?;
+        if self.sync != SyncMode::Off {
+            self.file.sync_data().map_err(|e| {
+                let error = Error::Io { path: self.path.display().to_string(), offset: 0, message: e.to_string() };
+                self.failed = Some(error.clone());
+                error
+            })?;
+            self.dirty = false;
         }
-        let mut config = vec![0; config_len as usize];
-        self.bytes(&mut config, "config area")?;
-        s.config_area = config;
-        let g = s.geometry.clone();
-        let ppb = g.pages_per_block as usize;
-        for b in 0..g.total_blocks() as usize {
-            s.erase_counts[b] = self.u32("block erase count")?;
-            let wp = self.u16("block write pointer")?;
-            if wp as usize > ppb {
-                return Err(self.corrupt(format!("block {b}: write pointer {wp} beyond {ppb} pages")));
-            }
-            s.write_pointers[b] = wp;
-            let mut counts = std::mem::take(&mut s.program_counts);
-            self.bytes(&mut counts[b * ppb..(b + 1) * ppb], "program counts")?;
-            s.program_counts = counts;
-            match self.u8("block resident flag")? {
-                0 => {}
-                1 => s.blocks[b] = Some(self.read_cells(&mut s, b)?),
-                other => return Err(self.corrupt(format!("block {b}: resident flag is {other}"))),
-            }
-        }
-        let computed = self.hasher.clone().finalize();
-        let mut stored = [0u8; 4];
-        self.fill(&mut stored, "checksum")?;
-        let stored = u32::from_le_bytes(stored);
-        if stored != computed {
-            return Err(ImageError::ChecksumMismatch { path: self.path.clone(), stored, computed });
-        }
-        let mut extra = [0u8; 1];
-        if self.inner.read(&mut extra).map_err(|source| ImageError::Io { path: self.path.clone(), source })? != 0 {
-            return Err(self.corrupt("trailing bytes after the checksum"));
-        }
-        Ok(s)
+        self.config_generation += 1;
+        self.config_slot = slot;
+        Ok(())
     }
 
-    fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<Box<BlockCells>, ImageError> {
-        let g = &s.geometry;
-        let ppb = g.pages_per_block as usize;
-        let ob = g.oob_bytes as usize;
-        let mut cells = s.empty_block();
-        for page in 0..ppb {
-            let flags = self.u8("page flags")?;
-            if flags > 3 {
-                return Err(self.corrupt(format!("block {block} page {page}: flags {flags:#x}")));
+    pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+        let wanted = match self.sync {
+            SyncMode::Off => false,
+            SyncMode::Normal => point == SyncPoint::Checkpoint,
+            SyncMode::Full => true,
+        };
+        if wanted && self.dirty {
+            self.file.sync_data().map_err(|source| ImageError::Io { path: self.path.clone(), source })?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+}
+
+impl MemoryStorage {
+    /// Creates a fresh device in a new version 3 image at `path` (never over an existing
+    /// file), locked for writing, with [`SyncMode::Full`].
+    pub fn create_image(path: &Path, geometry: Geometry, keep_data: bool) -> Result<Self, ImageError> {
+        Self::create_image_with(path, geometry, keep_data, SyncMode::Full)
+    }
+
+    /// [`MemoryStorage::create_image`] with a sync mode.
+    pub fn create_image_with(
+        path: &Path,
+        geometry: Geometry,
+        keep_data: bool,
+        sync: SyncMode,
+    ) -> Result<Self, ImageError> {
+        let io_err = |source| ImageError::Io { path: path.into(), source };
+        let layout = layout_of(&geometry, path, 0)?;
+        let file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(ImageError::Exists { path: path.into() })
             }
-            if flags != 0 && (!s.keep_data || s.program_counts[block * ppb + page] == 0) {
-                return Err(self.corrupt(format!(
-                    "block {block} page {page}: bytes stored for a page that is erased or in a metadata-only image"
-                )));
+            Err(source) => return Err(io_err(source)),
+        };
+        lock(&file, path, false)?;
+        let mut storage = MemoryStorage::new(geometry, keep_data);
+        write_whole(&file, &storage, &layout).map_err(io_err)?;
+        file.sync_all().map_err(io_err)?;
+        sync_directory(path)?;
+        storage.image = Some(ImageFile {
+            file,
+            path: path.into(),
+            read_only: false,
+            sync,
+            layout,
+            config_generation: 0,
+            config_slot: 1,
+            failed: None,
+            dirty: false,
+        });
+        Ok(storage)
+    }
+
+    /// Opens an existing image read-write with [`SyncMode::Full`].
+    pub fn open_image(path: &Path) -> Result<Self, ImageError> {
+        Self::open_image_with(path, ImageOptions::default())
+    }
+
+    /// Opens an existing image. A version 1 or 2 image opened read-write is converted
+    /// to version 3 first (a temporary file in its directory, renamed over it).
+    pub fn open_image_with(path: &Path, options: ImageOptions) -> Result<Self, ImageError> {
+        let io_err = |source| ImageError::Io { path: path.into(), source };
+        let file = OpenOptions::new().read(true).write(!options.read_only).open(path).map_err(io_err)?;
+        lock(&file, path, options.read_only)?;
+        let file_bytes = file.metadata().map_err(io_err)?.len();
+        let mut start = [0u8; 12];
+        let got = file.read_at(&mut start, 0).map_err(io_err)?;
+        if got < 8 || &start[..8] != MAGIC {
+            return Err(if got < 8 && MAGIC.starts_with(&start[..got]) {
+                ImageError::Truncated { path: path.into(), offset: got as u64, what: "magic".into() }
+            } else {
+                ImageError::BadMagic { path: path.into() }
+            });
+        }
+        if got < 12 {
+            return Err(ImageError::Truncated { path: path.into(), offset: got as u64, what: "version".into() });
+        }
+        let version = u32::from_le_bytes([start[8], start[9], start[10], start[11]]);
+        let (mut storage, file, config_generation, config_slot) = match version {
+            VERSION => {
+                let (storage, generation, slot) = read_v3(&file, path, file_bytes)?;
+                (storage, file, generation, slot)
             }
-            if flags & 1 != 0 {
-                let mut data = vec![0; g.page_bytes as usize];
-                self.bytes(&mut data, "page data")?;
-                cells.data[page] = s.pool.alloc_with(&data);
+            1 | 2 => {
+                let mut reader = BufReader::with_capacity(1 << 20, &file);
+                reader.seek(io::SeekFrom::Start(12)).map_err(io_err)?;
+                let storage = read_legacy(reader, path, file_bytes, version)?;
+                if options.read_only {
+                    (storage, file, 0, 1)
+                } else {
+                    let file = convert(&file, path, &storage)?;
+                    let generation = u64::from(!storage.config_area.is_empty());
+                    (storage, file, generation, 0)
+                }
             }
-            if flags & 2 != 0 {
-                self.bytes(&mut cells.oob[page * ob..(page + 1) * ob], "page OOB")?;
+            version => return Err(ImageError::UnsupportedVersion { path: path.into(), version }),
+        };
+        let layout = layout_of(&storage.geometry, path, 12)?;
+        storage.image = Some(ImageFile {
+            file,
+            path: path.into(),
+            read_only: options.read_only,
+            sync: options.sync,
+            layout,
+            config_generation,
+            config_slot,
+            failed: None,
+            dirty: false,
+        });
+        Ok(storage)
+    }
+}
+
+fn layout_of(g: &Geometry, path: &Path, offset: u64) -> Result<Layout, ImageError> {
+    Layout::of(g).ok_or_else(|| ImageError::Corrupt {
+        path: path.into(),
+        offset,
+        what: format!("a device of {} blocks does not fit in a 64-bit file", g.total_blocks()),
+    })
+}
+
+/// Takes the image's advisory lock without waiting.
+fn lock(file: &File, path: &Path, shared: bool) -> Result<(), ImageError> {
+    use rustix::fs::{flock, FlockOperation};
+    let op = if shared { FlockOperation::NonBlockingLockShared } else { FlockOperation::NonBlockingLockExclusive };
+    match flock(file, op) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(ImageError::Locked { path: path.into() }),
+        Err(e) => Err(ImageError::Io { path: path.into(), source: e.into() }),
+    }
+}
+
+/// Makes a new or renamed directory entry durable.
+fn sync_directory(path: &Path) -> Result<(), ImageError> {
+    let dir = directory_of(path);
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|source| ImageError::Io { path: dir.into(), source })
+}
+
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Converts a version 1 or 2 image to version 3: written to a temporary file in the
+/// image's directory (locked, same permissions), synced, then renamed over the image.
+/// A crash leaves either the old image or the new one (and at worst the temporary
+/// file, which `tempfile` names uniquely: it never collides with a user's file).
+fn convert(old: &File, path: &Path, storage: &MemoryStorage) -> Result<File, ImageError> {
+    let dir = directory_of(path);
+    let io_err = |source| ImageError::Io { path: path.into(), source };
+    let layout = layout_of(&storage.geometry, path, 12)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|source| ImageError::Io { path: dir.into(), source })?;
+    lock(tmp.as_file(), tmp.path(), false)?;
+    tmp.as_file().set_permissions(old.metadata().map_err(io_err)?.permissions()).map_err(io_err)?;
+    write_whole(tmp.as_file(), storage, &layout).map_err(io_err)?;
+    tmp.as_file().sync_all().map_err(io_err)?;
+    let file = tmp.persist(path).map_err(|e| io_err(e.error))?;
+    sync_directory(path)?;
+    Ok(file)
+}
+
+/// Writes `storage` as a whole version 3 image into an empty file: the header, the
+/// configuration (slot 0, generation 1) if any, the non-zero metadata and the
+/// programmed pages; everything else stays a hole.
+fn write_whole(file: &File, s: &MemoryStorage, layout: &Layout) -> io::Result<()> {
+    let mut header = Vec::with_capacity(128);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&VERSION.to_le_bytes());
+    encode_geometry(&s.geometry, &mut header);
+    header.push(s.keep_data as u8);
+    let crc = crc32fast::hash(&header);
+    header.extend_from_slice(&crc.to_le_bytes());
+    file.set_len(layout.file_bytes)?;
+    file.write_all_at(&header, 0)?;
+    if !s.config_area.is_empty() {
+        file.write_all_at(&config_slot(1, &s.config_area), Layout::slot_at(0))?;
+    }
+    let ppb = s.geometry.pages_per_block as usize;
+    let mut raw = Vec::with_capacity(s.geometry.raw_page_bytes());
+    for b in 0..s.geometry.total_blocks() {
+        let block = BlockId(b);
+        let counts = &s.program_counts[b as usize * ppb..(b as usize + 1) * ppb];
+        let last_programmed = counts.iter().rposition(|&c| c > 0);
+        let derived_wp = last_programmed.map_or(0, |p| p + 1);
+        let needs_erase = s.write_pointers[b as usize] as usize != derived_wp;
+        if s.erase_counts[b as usize] != 0 || needs_erase {
+            file.write_all_at(&block_record(s.erase_counts[b as usize], needs_erase), layout.block_at(block))?;
+        }
+        if last_programmed.is_none() {
+            continue;
+        }
+        file.write_all_at(counts, layout.counts_at + b as u64 * ppb as u64)?;
+        if s.keep_data {
+            for (page, _) in counts.iter().enumerate().filter(|(_, &c)| c > 0) {
+                let ppn = Ppn(b * ppb as u32 + page as u32);
+                raw.clear();
+                s.raw_page_into(ppn, &mut raw);
+                file.write_all_at(&raw, layout.page_at(ppn))?;
             }
         }
-        Ok(cells)
     }
+    Ok(())
+}
+
+/// Reads `len` bytes at `at`, or says what the file ends in the middle of.
+fn read_exact(file: &File, path: &Path, at: u64, len: usize, what: &str) -> Result<Vec<u8>, ImageError> {
+    let mut buf = vec![0; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => {
+                return Err(ImageError::Truncated { path: path.into(), offset: at + done as u64, what: what.into() })
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(ImageError::Io { path: path.into(), source }),
+        }
+    }
+    Ok(buf)
+}
+
+/// Reads a version 3 image into memory: the device, the newest configuration's
+/// generation and its slot.
+fn read_v3(file: &File, path: &Path, file_bytes: u64) -> Result<(MemoryStorage, u64, usize), ImageError> {
+    let corrupt = |offset: u64, what: String| ImageError::Corrupt { path: path.into(), offset, what };
+    let head = read_exact(file, path, 0, HEADER_BYTES.min(file_bytes) as usize, "header")?;
+    let mut reader = ImageReader::after_version(&head[12..], path, file_bytes, VERSION);
+    let geometry = reader.read_geometry(VERSION)?;
+    let keep_data = reader.keep_data()?;
+    let computed = reader.crc();
+    let stored = u32::from_le_bytes(reader.array("header checksum")?);
+    if stored != computed {
+        return Err(ImageError::ChecksumMismatch { path: path.into(), stored, computed });
+    }
+    let layout = layout_of(&geometry, path, 12)?;
+    if file_bytes < layout.file_bytes {
+        return Err(ImageError::Truncated {
+            path: path.into(),
+            offset: file_bytes,
+            what: format!("a device of {} pages (needs {} bytes)", geometry.total_pages(), layout.file_bytes),
+        });
+    }
+    let mut s = MemoryStorage::new(geometry, keep_data);
+    let (generation, slot) = read_config(file, path, &mut s)?;
+
+    let g = s.geometry.clone();
+    let blocks = g.total_blocks() as usize;
+    let ppb = g.pages_per_block as usize;
+    let records = read_exact(file, path, layout.blocks_at, blocks * BLOCK_RECORD_BYTES as usize, "block records")?;
+    s.program_counts = read_exact(file, path, layout.counts_at, blocks * ppb, "program counts")?;
+    if let Some(p) = s.program_counts.iter().position(|&c| c > g.nop) {
+        let c = s.program_counts[p];
+        return Err(corrupt(layout.counts_at + p as u64, format!("page {p}: program count {c} over the NOP of {}", g.nop)));
+    }
+    for (b, record) in records.chunks_exact(BLOCK_RECORD_BYTES as usize).enumerate() {
+        let at = layout.blocks_at + b as u64 * BLOCK_RECORD_BYTES;
+        if record[4] > 1 || record[5..] != [0, 0, 0] {
+            return Err(corrupt(at, format!("block {b}: record flags {:02x?} (needs-erase must be 0 or 1)", &record[4..])));
+        }
+        s.erase_counts[b] = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
+        let counts = &s.program_counts[b * ppb..(b + 1) * ppb];
+        let last_programmed = counts.iter().rposition(|&c| c > 0);
+        s.write_pointers[b] = if record[4] == 1 { ppb } else { last_programmed.map_or(0, |p| p + 1) } as u16;
+        let (Some(last), true) = (last_programmed, keep_data) else { continue };
+        let raw = g.raw_page_bytes();
+        let first_ppn = Ppn((b * ppb) as u32);
+        let raw_block = read_exact(file, path, layout.page_at(first_ppn), (last + 1) * raw, "page data")?;
+        for page in 0..=last {
+            if s.program_counts[b * ppb + page] > 0 {
+                s.load_page(Ppn(first_ppn.0 + page as u32), &raw_block[page * raw..(page + 1) * raw]);
+            }
+        }
+    }
+    Ok((s, generation, slot))
+}
+
+/// Loads the newest valid configuration slot into `s`. A slot whose checksum fails is
+/// a torn write and is ignored; an all-zero slot was never written.
+fn read_config(file: &File, path: &Path, s: &mut MemoryStorage) -> Result<(u64, usize), ImageError> {
+    let mut best: Option<(u64, usize, Vec<u8>)> = None;
+    let mut torn = 0;
+    for slot in 0..2 {
+        let at = Layout::slot_at(slot);
+        let head = read_exact(file, path, at, SLOT_HEADER_BYTES, "configuration slot")?;
+        let generation = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
+        let len = u32::from_le_bytes(head[8..12].try_into().unwrap_or_default());
+        let stored = u32::from_le_bytes(head[12..16].try_into().unwrap_or_default());
+        if head.iter().all(|&b| b == 0) {
+            continue;
+        }
+        if len > MAX_CONFIG_BYTES {
+            torn += 1;
+            continue;
+        }
+        let bytes = read_exact(file, path, at + SLOT_HEADER_BYTES as u64, len as usize, "configuration area")?;
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&head[..12]);
+        hasher.update(&bytes);
+        if hasher.finalize() != stored {
+            torn += 1;
+            continue;
+        }
+        if best.as_ref().map_or(true, |(g, _, _)| generation > *g) {
+            best = Some((generation, slot, bytes));
+        }
+    }
+    if torn == 2 {
+        return Err(ImageError::Corrupt {
+            path: path.into(),
+            offset: HEADER_BYTES,
+            what: "both configuration slots fail their checksum".into(),
+        });
+    }
+    Ok(match best {
+        Some((generation, slot, bytes)) => {
+            s.config_area = bytes;
+            (generation, slot)
+        }
+        None => (0, 1),
+    })
 }

@@ -9,13 +9,15 @@
 //!
 //! Layout: [`geometry`] (shape and presets), [`timing`] (latencies, timelines),
 //! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
-//! files), [`fault`] (power cuts), [`device`] (rules and timing).
+//! files, written through; `legacy` reads the old whole-file versions), [`fault`]
+//! (power cuts), [`device`] (rules and timing).
 
 pub mod device;
 pub mod error;
 pub mod fault;
 pub mod geometry;
 pub mod image;
+mod legacy;
 mod pool;
 pub mod storage;
 pub mod timing;
@@ -24,6 +26,6 @@ pub use device::{Device, DeviceCounters, PageRead};
 pub use error::Error;
 pub use fault::{FaultyStorage, TornOp};
 pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};
-pub use image::ImageError;
-pub use storage::{MemoryStorage, PowerCut, Span, Storage};
+pub use image::{ImageError, ImageOptions, SyncMode};
+pub use storage::{MemoryStorage, Span, Storage, SyncPoint};
 pub use timing::{Latencies, OpTiming, SimTime, Timelines};

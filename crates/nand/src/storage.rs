@@ -5,14 +5,19 @@
 //! controller's small configuration area. It applies programs as NAND does — stored =
 //! old AND new, so bits only ever go 1→0 — but it does not judge legality: the
 //! [`Device`](crate::Device) checks the rules before it calls in. Implementations:
-//! [`MemoryStorage`] (sparse in memory, optionally persisted to an image file) and
+//! [`MemoryStorage`] (sparse in memory; with an image file attached every mutation is
+//! written through to the file, see [`crate::image`]) and
 //! [`FaultyStorage`](crate::FaultyStorage) (a power-cut wrapper).
 //!
-//! Invariant: a page whose program count is 0 is erased (reads as all 0xFF).
+//! Invariant: a page whose program count is 0 is erased (reads as all 0xFF). With an
+//! image attached, memory is the read cache of the file (write-through): every
+//! mutation that returns `Ok` has reached the file (a completed `pwrite`), so process
+//! death loses nothing; [`Storage::sync`] decides what also survives a power loss.
 
+use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
+use crate::image::{ImageError, ImageFile};
 use crate::pool::{PagePool, NO_BUFFER};
-use std::path::PathBuf;
 
 /// Bytes to program at `offset` of the raw page (data area first, then OOB).
 #[derive(Clone, Copy, Debug)]
@@ -40,10 +45,15 @@ impl<'a> Span<'a> {
     }
 }
 
-/// The power failed during or before this operation; nothing more can be done until
-/// the storage is powered on again.
+/// A point where an upper layer wants its writes durable; what happens there depends on
+/// the store's sync mode (see [`crate::image::SyncMode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PowerCut;
+pub enum SyncPoint {
+    /// A transaction commit returned to its caller.
+    Commit,
+    /// An explicit durability point (checkpoint, clean close, `flush`).
+    Checkpoint,
+}
 
 /// Persistent state of a NAND device.
 pub trait Storage: Send {
@@ -60,23 +70,36 @@ pub trait Storage: Send {
     /// Lowest page index a first program may still target in this block
     /// (`pages_per_block` when the block must be erased first).
     fn write_pointer(&self, block: BlockId) -> u32;
-    /// Programs the spans (stored = old AND new) and counts one program.
-    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut>;
+    /// Programs the spans (stored = old AND new) and counts one program. Errors:
+    /// [`Error::PowerLost`] (a cut), [`Error::ReadOnly`], [`Error::Io`] (write-through).
+    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error>;
     /// Programs erased `dst` with the content of `src` in which `spans` replace bytes
     /// (copyback with data input); counts one program on `dst`.
-    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut>;
+    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), Error>;
     /// Erases a block and counts a P/E cycle.
-    fn erase(&mut self, block: BlockId) -> Result<(), PowerCut>;
+    fn erase(&mut self, block: BlockId) -> Result<(), Error>;
     /// An erase interrupted by a power cut: pages `[0, erased_pages)` are erased, the
     /// rest keep their bytes, the block counts the cycle and must be erased again before
     /// any first program.
-    fn tear_erase(&mut self, block: BlockId, erased_pages: u32);
+    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), Error>;
     /// Bytes the flash manager keeps in the controller's configuration area (its region
     /// layout). Persisted with the device, not timed.
     fn config_area(&self) -> &[u8];
-    fn set_config_area(&mut self, bytes: Vec<u8>);
-    /// Makes the state durable where the store has a durable form (an image file).
-    fn flush(&mut self) -> Result<(), crate::ImageError>;
+    fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), Error>;
+    /// A durability point: an image-backed store `fdatasync`s here as its sync mode
+    /// says. A no-op for stores without a durable form.
+    fn sync(&mut self, _point: SyncPoint) -> Result<(), ImageError> {
+        Ok(())
+    }
+    /// Makes the state durable: a [`SyncPoint::Checkpoint`].
+    fn flush(&mut self) -> Result<(), ImageError> {
+        self.sync(SyncPoint::Checkpoint)
+    }
+    /// Refuses a mutation before anything changes: [`Error::ReadOnly`] for a read-only
+    /// image, [`Error::Io`] once a write-through has failed.
+    fn writable(&self, _operation: &'static str) -> Result<(), Error> {
+        Ok(())
+    }
     /// False after a power cut, until [`Storage::power_on`].
     fn powered(&self) -> bool {
         true
@@ -125,7 +148,8 @@ impl BlockCells {
 
 /// Sparse in-memory storage: a block costs memory only once it has been programmed, and
 /// an erase frees its page buffers (its cells wait for the next block programmed). With
-/// a path attached, [`Storage::flush`] writes an image file.
+/// an image file attached (`create_image`, `open_image`), every mutation is written
+/// through to it.
 pub struct MemoryStorage {
     pub(crate) geometry: Geometry,
     pub(crate) keep_data: bool,
@@ -135,7 +159,7 @@ pub struct MemoryStorage {
     pub(crate) blocks: Vec<Option<Box<BlockCells>>>,
     pub(crate) pool: PagePool,
     pub(crate) config_area: Vec<u8>,
-    pub(crate) image_path: Option<PathBuf>,
+    pub(crate) image: Option<ImageFile>,
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
     /// Cells of erased blocks, reused by the next block programmed.
@@ -152,7 +176,7 @@ impl MemoryStorage {
             write_pointers: vec![0; blocks],
             blocks: (0..blocks).map(|_| None).collect(),
             config_area: Vec::new(),
-            image_path: None,
+            image: None,
             register: Vec::new(),
             spare_blocks: Vec::new(),
             pool: PagePool::new(geometry.page_bytes as usize),
@@ -177,13 +201,79 @@ impl MemoryStorage {
         BlockCells::erased(&self.geometry)
     }
 
-    fn note_program(&mut self, ppn: Ppn) {
+    /// Counts a program in memory and writes it through: `first` when the page was
+    /// erased before it, `spans` the ranges it changed.
+    fn note_program(&mut self, ppn: Ppn, first: bool, spans: &[Span]) -> Result<(), Error> {
         let count = &mut self.program_counts[ppn.0 as usize];
         *count = count.saturating_add(1);
+        let count = *count;
         let block = self.geometry.block_of(ppn);
         let page = self.geometry.page_in_block(ppn);
         let wp = &mut self.write_pointers[block.0 as usize];
         *wp = (*wp).max(page as u16 + 1);
+        let Some(mut image) = self.image.take() else { return Ok(()) };
+        let mut raw = std::mem::take(&mut self.register);
+        raw.clear();
+        if self.keep_data {
+            self.raw_page_into(ppn, &mut raw);
+        }
+        let written = image.write_program(ppn, count, &raw, spans, first);
+        self.register = raw;
+        self.image = Some(image);
+        written
+    }
+
+    /// Data then OOB bytes of a page, erased parts as 0xFF.
+    pub(crate) fn raw_page_into(&self, ppn: Ppn, raw: &mut Vec<u8>) {
+        let g = &self.geometry;
+        match self.data(ppn) {
+            Some(d) => raw.extend_from_slice(d),
+            None => raw.resize(raw.len() + g.page_bytes as usize, 0xFF),
+        }
+        match self.oob(ppn) {
+            Some(o) => raw.extend_from_slice(o),
+            None => raw.resize(raw.len() + g.oob_bytes as usize, 0xFF),
+        }
+    }
+
+    /// Places a programmed page's stored bytes (data then OOB) while loading an image.
+    pub(crate) fn load_page(&mut self, ppn: Ppn, raw: &[u8]) {
+        let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+        let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
+        let old = std::mem::replace(&mut block.data[page], self.pool.alloc_with(&raw[..page_bytes]));
+        block.oob[page * ob..(page + 1) * ob].copy_from_slice(&raw[page_bytes..]);
+        self.pool.release(old);
+    }
+
+    /// Erases pages `[0, erased_pages)` of a block in memory and counts the cycle; the
+    /// block then needs another erase before a first program.
+    fn erase_prefix(&mut self, block: BlockId, erased_pages: u32) {
+        let ppb = self.geometry.pages_per_block;
+        let first = (block.0 * ppb) as usize;
+        self.program_counts[first..first + erased_pages as usize].fill(0);
+        if let Some(cells) = &mut self.blocks[block.0 as usize] {
+            for id in &mut cells.data[..erased_pages as usize] {
+                self.pool.release(std::mem::replace(id, NO_BUFFER));
+            }
+            let ob = self.geometry.oob_bytes as usize;
+            cells.oob[..erased_pages as usize * ob].fill(0xFF);
+        }
+        if erased_pages == ppb {
+            // Now all erased: the cells go back for reuse.
+            if let Some(cells) = self.blocks[block.0 as usize].take() {
+                self.spare_blocks.push(*cells);
+            }
+        }
+        self.erase_counts[block.0 as usize] += 1;
+        self.write_pointers[block.0 as usize] = ppb as u16;
+    }
+
+    fn write_erase(&mut self, block: BlockId, erased_pages: u32, complete: bool) -> Result<(), Error> {
+        let count = self.erase_counts[block.0 as usize];
+        match &mut self.image {
+            Some(image) => image.write_erase(block, count, erased_pages, complete),
+            None => Ok(()),
+        }
     }
 }
 
@@ -248,18 +338,20 @@ impl Storage for MemoryStorage {
         self.write_pointers[block.0 as usize] as u32
     }
 
-    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error> {
+        self.writable("program")?;
+        let first = self.program_counts[ppn.0 as usize] == 0;
         if self.keep_data {
             let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
             let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
             let oob = &mut block.oob[page * ob..(page + 1) * ob];
             and_spans(&mut self.pool, &mut block.data[page], oob, page_bytes, spans);
         }
-        self.note_program(ppn);
-        Ok(())
+        self.note_program(ppn, first, spans)
     }
 
-    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), Error> {
+        self.writable("copyback")?;
         if self.keep_data {
             let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
             // Share the source's data buffer rather than copying it.
@@ -285,49 +377,45 @@ impl Storage for MemoryStorage {
             self.pool.release(old);
             self.register = register;
         }
-        self.note_program(dst);
-        Ok(())
+        // The destination was erased: the whole raw page is written through.
+        self.note_program(dst, true, &[])
     }
 
-    fn erase(&mut self, block: BlockId) -> Result<(), PowerCut> {
-        self.tear_erase(block, self.geometry.pages_per_block);
-        self.write_pointers[block.0 as usize] = 0;
-        Ok(())
-    }
-
-    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) {
+    fn erase(&mut self, block: BlockId) -> Result<(), Error> {
+        self.writable("erase")?;
         let ppb = self.geometry.pages_per_block;
-        let erased_pages = erased_pages.min(ppb);
-        let first = (block.0 * ppb) as usize;
-        self.program_counts[first..first + erased_pages as usize].fill(0);
-        if let Some(cells) = &mut self.blocks[block.0 as usize] {
-            for id in &mut cells.data[..erased_pages as usize] {
-                self.pool.release(std::mem::replace(id, NO_BUFFER));
-            }
-            let ob = self.geometry.oob_bytes as usize;
-            cells.oob[..erased_pages as usize * ob].fill(0xFF);
-        }
-        if erased_pages == ppb {
-            // Now all erased: the cells go back for reuse.
-            if let Some(cells) = self.blocks[block.0 as usize].take() {
-                self.spare_blocks.push(*cells);
-            }
-        }
-        self.erase_counts[block.0 as usize] += 1;
-        self.write_pointers[block.0 as usize] = ppb as u16;
+        self.erase_prefix(block, ppb);
+        self.write_pointers[block.0 as usize] = 0;
+        self.write_erase(block, ppb, true)
+    }
+
+    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), Error> {
+        self.writable("erase")?;
+        let erased_pages = erased_pages.min(self.geometry.pages_per_block);
+        self.erase_prefix(block, erased_pages);
+        self.write_erase(block, erased_pages, false)
     }
 
     fn config_area(&self) -> &[u8] {
         &self.config_area
     }
 
-    fn set_config_area(&mut self, bytes: Vec<u8>) {
-        self.config_area = bytes;
+    fn writable(&self, operation: &'static str) -> Result<(), Error> {
+        self.image.as_ref().map_or(Ok(()), |image| image.writable(operation))
     }
 
-    fn flush(&mut self) -> Result<(), crate::ImageError> {
-        match self.image_path.clone() {
-            Some(path) => crate::image::write_image(self, &path),
+    fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
+        self.writable("configuration write")?;
+        if let Some(image) = &mut self.image {
+            image.write_config(&bytes)?;
+        }
+        self.config_area = bytes;
+        Ok(())
+    }
+
+    fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+        match &mut self.image {
+            Some(image) => image.sync(point),
             None => Ok(()),
         }
     }
@@ -394,7 +482,7 @@ mod tests {
         for p in 0..4 {
             s.program(Ppn(p), &[Span::new(0, &[0])]).unwrap();
         }
-        s.tear_erase(BlockId(0), 2);
+        s.tear_erase(BlockId(0), 2).unwrap();
         assert_eq!(s.program_count(Ppn(1)), 0);
         assert_eq!(s.data(Ppn(1)), None);
         assert_eq!(s.program_count(Ppn(2)), 1);
