@@ -1,49 +1,50 @@
-//! Allocation.
+//! Page allocation: host pages round-robin over the region's chips, GC destination
+//! pages on the victim's chip, erased blocks into each chip's free pool.
+//!
+//! Invariants: each chip has at most one open host block and one open GC block, filled
+//! in page order (so the last programmed page of a block is the newest program in it,
+//! which the rebuild relies on); the host never takes a chip's last free block, which
+//! GC needs to move pages.
 
 use super::*;
 
 impl Region {
-    // ---- allocation ------------------------------------------------------------------
-
     /// Takes the next host page, round-robin over chips, skipping chips that cannot
-    /// free space.
-    pub(super) fn allocate_host(&mut self, dev: &mut Device, now: SimTime) -> Result<(usize, Ppn), Error> {
+    /// free space. Returns the chip slot, the page, and when it can be programmed (after
+    /// any foreground GC the allocation ran: the host write waits for it).
+    pub(super) fn allocate_host(&mut self, dev: &mut Device, now: SimTime) -> Result<(usize, Ppn, SimTime), Error> {
         for _ in 0..self.chips.len() {
             let slot = self.round_robin;
             self.round_robin = (self.round_robin + 1) % self.chips.len();
-            if let Some(ppn) = self.page_on(dev, slot, Stream::Host, now)? {
-                return Ok((slot, ppn));
+            let mut ready = now;
+            if self.chip_state[slot].host.is_none() {
+                while self.chip_state[slot].free.len() <= self.spec.gc.foreground_free_blocks as usize {
+                    match self.collect(dev, slot, Collect::Foreground, ready)? {
+                        Some(end) => ready = end,
+                        None => break,
+                    }
+                }
+            }
+            if let Some(ppn) = self.page_on(slot, Stream::Host) {
+                return Ok((slot, ppn, ready));
             }
         }
         Err(Error::RegionFull { region: self.name.clone() })
     }
 
     /// The next page of the chip's host or GC block, opening a new block if needed.
-    pub(super) fn page_on(
-        &mut self,
-        dev: &mut Device,
-        slot: usize,
-        stream: Stream,
-        now: SimTime,
-    ) -> Result<Option<Ppn>, Error> {
+    pub(super) fn page_on(&mut self, slot: usize, stream: Stream) -> Option<Ppn> {
         let has_room = match stream {
             Stream::Host => self.chip_state[slot].host.is_some(),
             Stream::Gc => self.chip_state[slot].gc.is_some(),
         };
         if !has_room {
-            if stream == Stream::Host {
-                while self.chip_state[slot].free.len() <= self.spec.gc.foreground_free_blocks as usize {
-                    if !self.collect(dev, slot, Collect::Foreground, now)? {
-                        break;
-                    }
-                }
-            }
             // The host never takes a chip's last free block: GC needs it to move pages.
             let reserve = if stream == Stream::Host { 1 } else { 0 };
             if self.chip_state[slot].free.len() <= reserve {
-                return Ok(None);
+                return None;
             }
-            let Reverse((_, block)) = self.chip_state[slot].free.pop().expect("checked non-empty");
+            let Reverse((_, block)) = self.chip_state[slot].free.pop()?;
             let local = self.local_block(slot, block);
             self.blocks[local].state = BlockState::Active;
             let cursor = Some(Cursor { block, next: 0 });
@@ -65,7 +66,7 @@ impl Region {
             let local = self.local_block(slot, block);
             self.blocks[local].state = BlockState::Full;
         }
-        Ok(Some(self.geometry.ppn(self.block_id(slot, block), index * self.stride)))
+        Some(self.geometry.ppn(self.block_id(slot, block), index * self.stride))
     }
 
     /// Puts an erased block into the chip's free pool.

@@ -6,7 +6,13 @@
 //!   the map (or, for trim records, `tombstones`) points at it, and then its bit in
 //!   `live` is set; `valid` of each block counts its live pages.
 //! - Every page's OOB names its lpn and write sequence number, so the maps can be
-//!   rebuilt by a scan: per lpn the whole page with the highest (seq, gen) wins.
+//!   rebuilt by a scan (`rebuild.rs`): per lpn the page with the highest (seq, gen)
+//!   wins if it is whole; if it was torn by a power cut the previous version wins; if
+//!   it is corrupt the lpn is reported corrupt ([`Error::Corrupted`]), never older data.
+//! - A write group (`write_group`, a DB page spanning k flash pages) programs all its
+//!   parts under one seq; the old copies stay live and mapped until the last part is
+//!   programmed, and the parts meanwhile are live but unmapped (`PENDING`), so GC moves
+//!   both. A rebuild accepts a group only whole.
 //! - A trim writes a tombstone page that stays live while any older copy of the lpn is
 //!   still on flash (`lpns[lpn].copies > 0`), so a rebuild cannot resurrect trimmed data.
 //! - GC moves a victim's live pages with copyback (same seq, gen + 1) before it erases
@@ -38,6 +44,10 @@ const SEALED: u8 = 1;
 const TORN_TAIL: u8 = 2;
 /// GC copied the page elsewhere; its erase leaves the lpn's copy count unchanged.
 const MOVED: u8 = 4;
+/// A part of a write group in progress: live, not yet mapped (`Region::pending`).
+const PENDING: u8 = 8;
+/// The rebuild found the page corrupt; reads of its lpn fail with `Error::Corrupted`.
+const CORRUPT: u8 = 16;
 
 /// Per-region counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -56,6 +66,22 @@ pub struct RegionCounters {
     pub foreground_gc_collections: u64,
     pub background_gc_collections: u64,
     pub retired_blocks: u64,
+}
+
+/// What the last rebuild found besides whole pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RebuildReport {
+    /// Damaged pages that were the newest program in their block (torn by a cut).
+    pub torn_pages: u64,
+    /// Logical pages whose newest copy is corrupt (reads fail with `Error::Corrupted`).
+    pub corrupt_lpns: u64,
+    /// Damaged completed pages older than their lpn's newest copy (harmless).
+    pub stale_corrupt_pages: u64,
+    /// Write groups a cut interrupted; their lpns keep the previous version.
+    pub torn_groups: u64,
+    /// Logical pages rewritten with their previous version so that the parts of a torn
+    /// group can never be taken for a whole one.
+    pub repaired_lpns: u64,
 }
 
 /// P/E cycles over a region's blocks.
@@ -166,6 +192,11 @@ pub struct Region {
     blocks: Vec<BlockSnapshot>,
     chip_state: Vec<ChipState>,
     tombstones: HashMap<u32, u32>,
+    /// lpn → why its live page is corrupt (pages flagged `CORRUPT`).
+    corrupt: HashMap<u32, String>,
+    /// Physical pages of the write group being programmed, by part.
+    pending: Vec<u32>,
+    rebuild_report: RebuildReport,
     next_seq: u64,
     round_robin: usize,
     counters: RegionCounters,
@@ -250,6 +281,9 @@ impl Region {
             blocks: vec![blank; region_blocks],
             chip_state: (0..chips.len()).map(|_| ChipState::default()).collect(),
             tombstones: HashMap::new(),
+            corrupt: HashMap::new(),
+            pending: Vec::new(),
+            rebuild_report: RebuildReport::default(),
             next_seq: 1,
             round_robin: 0,
             counters: RegionCounters::default(),
@@ -282,6 +316,10 @@ impl Region {
     }
     pub fn counters(&self) -> RegionCounters {
         self.counters
+    }
+    /// What the rebuild that opened the region found (all zero for a fresh format).
+    pub fn rebuild_report(&self) -> RebuildReport {
+        self.rebuild_report
     }
     /// Physical page of a logical page, if mapped.
     pub fn mapping(&self, lpn: u32) -> Option<Ppn> {
@@ -375,7 +413,8 @@ impl Region {
         Error::Device(e)
     }
 
-    /// Reads a logical page; `None` if it is not mapped.
+    /// Reads a logical page; `None` if it is not mapped. A page the rebuild found
+    /// corrupt is an [`Error::Corrupted`], never an older copy.
     pub fn read<'d>(&mut self, dev: &'d mut Device, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'d>>, Error> {
         self.check_lpn(lpn)?;
         let ppn = self.lpns[lpn as usize].ppn;
@@ -383,6 +422,9 @@ impl Region {
             return Ok(None);
         }
         let meta = self.pages[self.local_page(Ppn(ppn))];
+        if meta.flags & CORRUPT != 0 {
+            return Err(self.corrupted(lpn, Ppn(ppn)));
+        }
         self.counters.host_reads += 1;
         match dev.read(Ppn(ppn), now) {
             Ok(read) => Ok(Some(RegionRead {
@@ -396,34 +438,105 @@ impl Region {
         }
     }
 
-    /// Writes a whole page out-of-place. On a metadata-only device the payload is not
-    /// stored and may be empty.
-    pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
-        let page_bytes = self.page_bytes();
-        if self.keeps_data && data.len() != page_bytes {
-            return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+    /// The error for a read of an lpn whose live page is flagged corrupt.
+    fn corrupted(&self, lpn: u32, ppn: Ppn) -> Error {
+        Error::Corrupted {
+            region: self.name.clone(),
+            lpn: Some(lpn),
+            block: self.geometry.block_of(ppn).0,
+            page: self.geometry.page_in_block(ppn),
+            what: self.corrupt.get(&lpn).cloned().unwrap_or_default(),
         }
-        let (slot, ppn) = self.allocate_host(dev, now)?;
-        let seq = self.take_seq();
-        // Without bytes the erased tail is unknown; appends may go anywhere.
-        let mut floor = 0;
-        let result = if self.keeps_data {
-            let header = Header::new(PageKind::Data, lpn, seq, data);
-            floor = header.erased_from;
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header.encode())])
+    }
+
+    /// Writes a whole page out-of-place (a write group of one). On a metadata-only
+    /// device the payload is not stored and may be empty.
+    pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        self.write_group(dev, lpn, data, now)
+    }
+
+    /// Writes `data` (k whole pages) to lpns `first_lpn..first_lpn + k` atomically under
+    /// power cuts: after a rebuild all k read the new bytes or all k the old ones. The
+    /// parts are programmed in order under one seq; the old copies stay mapped until the
+    /// last part is programmed. Returns the timing of the whole group (first start, last
+    /// end). On a metadata-only device `data` may be empty (one page).
+    pub fn write_group(
+        &mut self,
+        dev: &mut Device,
+        first_lpn: u32,
+        data: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        let page_bytes = self.page_bytes();
+        let parts = if self.keeps_data {
+            if data.is_empty() || !data.len().is_multiple_of(page_bytes) || data.len() / page_bytes > u8::MAX as usize {
+                return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+            }
+            data.len() / page_bytes
         } else {
-            dev.program(ppn, now, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
+            data.len().div_ceil(page_bytes).max(1)
         };
-        let timing = result.map_err(|e| self.device_error(e))?;
-        self.release_lpn(lpn);
-        let entry = &mut self.lpns[lpn as usize];
-        entry.ppn = ppn.0;
-        entry.copies += 1;
-        self.place(ppn, PageMeta { owner: lpn, floor, ..PageMeta::EMPTY });
-        self.counters.host_writes += 1;
-        self.background_gc(dev, slot, now)?;
-        Ok(timing)
+        self.check_lpn(first_lpn)?;
+        let last = first_lpn as u64 + parts as u64 - 1;
+        if last >= self.logical_pages as u64 {
+            return Err(Error::LpnOutOfRange {
+                region: self.name.clone(),
+                lpn: last as u32,
+                logical_pages: self.logical_pages,
+            });
+        }
+        let seq = self.take_seq();
+        let mut slots = Vec::with_capacity(parts);
+        let mut floors = Vec::with_capacity(parts);
+        let mut timing: Option<OpTiming> = None;
+        self.pending.clear();
+        for part in 0..parts {
+            let lpn = first_lpn + part as u32;
+            let (slot, ppn, ready) = match self.allocate_host(dev, now) {
+                Ok(page) => page,
+                Err(e) => {
+                    if part > 0 {
+                        // Programmed parts of an unfinished group stay on flash; only a
+                        // rebuild can tell them apart from a whole group.
+                        self.poisoned = true;
+                    }
+                    return Err(e);
+                }
+            };
+            // Without bytes the erased tail is unknown; appends may go anywhere.
+            let mut floor = 0;
+            let result = if self.keeps_data {
+                let bytes = &data[part * page_bytes..(part + 1) * page_bytes];
+                let header =
+                    Header { part: part as u8, parts: parts as u8, ..Header::new(PageKind::Data, lpn, seq, bytes) };
+                floor = header.erased_from;
+                dev.program(ppn, ready, &[Span::new(0, bytes), Span::new(page_bytes, &header.encode())])
+            } else {
+                dev.program(ppn, ready, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
+            };
+            let t = result.map_err(|e| self.device_error(e))?;
+            timing = Some(
+                timing.map_or(t, |g| OpTiming { start_ns: g.start_ns.min(t.start_ns), end_ns: g.end_ns.max(t.end_ns) }),
+            );
+            self.lpns[lpn as usize].copies += 1;
+            self.place(ppn, PageMeta { owner: lpn, flags: PENDING, ..PageMeta::EMPTY });
+            self.pending.push(ppn.0);
+            slots.push(slot);
+            floors.push(floor);
+        }
+        // Every part is programmed: switch the map.
+        for (part, ppn) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            let lpn = first_lpn + part as u32;
+            self.release_lpn(lpn);
+            self.lpns[lpn as usize].ppn = ppn;
+            let local = self.local_page(Ppn(ppn));
+            self.pages[local] = PageMeta { owner: lpn, floor: floors[part], ..PageMeta::EMPTY };
+            self.counters.host_writes += 1;
+        }
+        for slot in slots {
+            self.background_gc(dev, slot, now)?;
+        }
+        timing.ok_or(Error::WrongPayloadSize { got: data.len(), expected: page_bytes })
     }
 
     /// Appends `bytes` at `offset` of the page holding `lpn`, on the same physical page
@@ -453,6 +566,9 @@ impl Region {
         }
         let local = self.local_page(ppn);
         let meta = self.pages[local];
+        if meta.flags & CORRUPT != 0 {
+            return Err(self.corrupted(lpn, ppn));
+        }
         let page_bytes = self.page_bytes();
         if meta.flags & SEALED != 0 {
             return refuse(DeltaRefusal::Sealed);
@@ -488,23 +604,48 @@ impl Region {
         if self.lpns[lpn as usize].ppn == NONE {
             return Ok(None);
         }
-        let (slot, ppn) = self.allocate_host(dev, now)?;
+        let (slot, timing) = self.write_record(dev, PageKind::Tombstone, lpn, now)?;
+        self.counters.host_trims += 1;
+        self.background_gc(dev, slot, now)?;
+        Ok(Some(timing))
+    }
+
+    /// Writes a header-only record for `lpn` under a new seq and makes it the lpn's
+    /// live state: a tombstone (the lpn is unmapped) or a corrupt marker (reads fail).
+    fn write_record(
+        &mut self,
+        dev: &mut Device,
+        kind: PageKind,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<(usize, OpTiming), Error> {
+        let (slot, ppn, ready) = self.allocate_host(dev, now)?;
         let seq = self.take_seq();
         let page_bytes = self.page_bytes();
         let header;
         let span = if self.keeps_data {
-            header = Header::new(PageKind::Tombstone, lpn, seq, &[]).encode();
+            header = Header::new(kind, lpn, seq, &[]).encode();
             Span::new(page_bytes, &header)
         } else {
             Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES])
         };
-        let timing = dev.program(ppn, now, &[span]).map_err(|e| self.device_error(e))?;
+        let timing = dev.program(ppn, ready, &[span]).map_err(|e| self.device_error(e))?;
+        let what = self.corrupt.get(&lpn).cloned();
         self.release_lpn(lpn);
-        self.tombstones.insert(lpn, ppn.0);
-        self.place(ppn, PageMeta { owner: TOMBSTONE_BIT | lpn, ..PageMeta::EMPTY });
-        self.counters.host_trims += 1;
-        self.background_gc(dev, slot, now)?;
-        Ok(Some(timing))
+        match kind {
+            PageKind::Corrupt => {
+                let entry = &mut self.lpns[lpn as usize];
+                entry.ppn = ppn.0;
+                entry.copies += 1;
+                self.corrupt.insert(lpn, what.unwrap_or_default());
+                self.place(ppn, PageMeta { owner: lpn, flags: CORRUPT, ..PageMeta::EMPTY });
+            }
+            PageKind::Tombstone | PageKind::Data => {
+                self.tombstones.insert(lpn, ppn.0);
+                self.place(ppn, PageMeta { owner: TOMBSTONE_BIT | lpn, ..PageMeta::EMPTY });
+            }
+        }
+        Ok((slot, timing))
     }
 
     fn take_seq(&mut self) -> u64 {
@@ -515,6 +656,7 @@ impl Region {
 
     /// Unmaps the live copy (and any tombstone) of `lpn`.
     fn release_lpn(&mut self, lpn: u32) {
+        self.corrupt.remove(&lpn);
         let old = std::mem::replace(&mut self.lpns[lpn as usize].ppn, NONE);
         if old != NONE {
             self.mark_dead(Ppn(old));
