@@ -81,6 +81,17 @@ pub enum Error {
     NeedsReopen {
         region: String,
     },
+    /// The newest copy of a logical page is damaged on flash and was not torn by a
+    /// power cut (see `region/rebuild.rs`); it is reported, never replaced by an older
+    /// copy. `lpn` is `None` when the damage hides which page it is (the rebuild then
+    /// refuses the region). `block` is the device block, `page` the page in it.
+    Corrupted {
+        region: String,
+        lpn: Option<u32>,
+        block: u32,
+        page: u32,
+        what: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -103,6 +114,14 @@ impl fmt::Display for Error {
             Error::NeedsReopen { region } => {
                 write!(f, "region {region} hit a device error; reopen the device to rebuild it")
             }
+            Error::Corrupted { region, lpn: Some(lpn), block, page, what } => write!(
+                f,
+                "region {region}: logical page {lpn} is corrupt on flash (block {block}, page {page}): {what}"
+            ),
+            Error::Corrupted { region, lpn: None, block, page, what } => write!(
+                f,
+                "region {region}: a completed page is corrupt beyond attribution (block {block}, page {page}): {what}; the region cannot tell which logical page it held and refuses to open"
+            ),
         }
     }
 }

@@ -62,7 +62,14 @@ fn assign_one(geometry: &Geometry, taken: &[bool], spec: &RegionSpec) -> Result<
     channels.truncate(spec.max_channels.unwrap_or(geometry.channels) as usize);
     let free: usize = channels.iter().map(Vec::len).sum();
     if free == 0 {
-        return Err(Error::Config(format!("region {}: no free chips left on the device", spec.name)));
+        let asked = spec.max_chips.map_or_else(|| "at least 1".to_string(), |m| format!("up to {m}"));
+        let left = taken.iter().filter(|&&t| !t).count();
+        return Err(Error::Config(format!(
+            "region {}: no free chips: it asks for {asked} chip(s){}, {left} of the device's {} chips are left (earlier regions hold them all: give those MAX_CHIPS, or use a device with more chips)",
+            spec.name,
+            spec.max_channels.map_or(String::new(), |c| format!(" on up to {c} channel(s)")),
+            geometry.chips(),
+        )));
     }
     let mut want = spec.max_chips.map_or(free, |m| (m as usize).min(free));
     if let Some(max_size) = spec.max_size_bytes {
@@ -166,7 +173,9 @@ mod tests {
         let g = Geometry::paper_emulator();
         let all = RegionSpec::new("all", IpaMode::None);
         let more = RegionSpec::new("more", IpaMode::None);
-        assert!(assign(&g, &[], &[all.clone(), more]).unwrap_err().to_string().contains("no free chips"));
+        let message = assign(&g, &[], &[all.clone(), more]).unwrap_err().to_string();
+        assert!(message.contains("region more: no free chips"), "{message}");
+        assert!(message.contains("asks for at least 1 chip(s), 0 of the device's 16 chips are left"), "{message}");
         assert!(assign(&g, &[], &[all.clone(), all]).unwrap_err().to_string().contains("twice"));
     }
 

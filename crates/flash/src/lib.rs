@@ -20,7 +20,7 @@ pub mod spec;
 
 pub use error::{DeltaRefusal, Error};
 pub use policy::VictimPolicy;
-pub use region::{Occupancy, Region, RegionCounters, RegionRead, WearStats};
+pub use region::{Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};
 
 use nand::{Device, OpTiming, SimTime};
@@ -93,6 +93,11 @@ impl Flash {
     }
     pub fn write(&mut self, id: RegionId, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.regions[id.0].write(&mut self.device, lpn, data, now)
+    }
+    /// Writes k whole pages to `first_lpn..first_lpn + k` atomically under power cuts
+    /// (see [`Region::write_group`]).
+    pub fn write_group(&mut self, id: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        self.regions[id.0].write_group(&mut self.device, first_lpn, data, now)
     }
     pub fn write_delta(
         &mut self,

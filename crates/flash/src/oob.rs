@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! offset size field
-//!  0      1   kind: 0xD1 data page, 0x70 tombstone (trim record); 0xFF = never written
-//!  1      1   format version (1)
+//!  0      1   kind: 0xD1 data page, 0x70 tombstone (trim record), 0xC0 corrupt marker
+//!             (GC moved a page found corrupt); 0xFF = never written
+//!  1      1   format version (2)
 //!  2      1   slots_at_program: delta slots copied in by the program that wrote the page
 //!  3      1   flags: bit 0 = sealed (takes no more appends)
 //!  4      4   lpn
@@ -13,32 +14,55 @@
 //! 20      4   erased_from: where the data's trailing run of 0xFF bytes began when first
 //!             programmed; appends go there, at or after it
 //! 24     16   crc32 of each quarter of the base, data bytes [0, erased_from)
-//! 40      4   crc32 of bytes 0..40
-//! 44      8·k delta slots: u16 offset, u16 len, u32 crc32(offset ‖ len ‖ appended bytes)
+//! 40      1   part: index of this page in its write group (0 for a single write)
+//! 41      1   parts: pages in the write group (1 for a single write)
+//! 42      2   zero
+//! 44      4   crc32 of bytes 0..44
+//! 48      8·k delta slots: u16 offset, u16 len, u32 crc32(offset ‖ len ‖ appended bytes)
 //! ```
 //!
 //! Why it detects torn pages: a torn program lands only some of the bits it meant to
 //! clear. A torn first program or copy fails the header CRC, a base CRC or a copied
-//! slot, so the page is invalid. A torn append (`write_delta`, one program of its bytes
+//! slot, so the page is damaged. A torn append (`write_delta`, one program of its bytes
 //! and its slot) leaves the base intact; its slot fails its CRC, or never landed at all
-//! while some of its bytes did — either way the tail holds bytes no good slot explains.
-//! The page stays valid with a *torn tail*: the base and all earlier appends are whole,
-//! the torn bytes are confined to the tail, and the caller (the engine's delta-record
-//! checksum) ignores them.
+//! while some of its bytes did — either way the tail holds bytes no good slot explains,
+//! all at or after the end of the previous append. The page stays valid with a *torn
+//! tail*: the base and all earlier appends are whole, the torn bytes are confined to
+//! the tail, and the caller (the engine's delta-record checksum) ignores them.
+//!
+//! Why it tells corruption apart where the page alone can: a bad slot followed by a
+//! written slot, or stray bytes before the end of the last good append, cannot come
+//! from a torn append (a torn append seals the page and lands only past the previous
+//! one), so they are [`Damage::Append`]. Whether a damaged first program was torn or
+//! corrupted later is decided by the region from where the page sits (see
+//! `region/rebuild.rs`).
+//!
+//! The header CRC also corrects: up to two flipped bits in the 48 header bytes are
+//! repaired (CRC-32 has Hamming distance 5 at this length, so the repair is unique),
+//! which keeps a damaged page attributable to its lpn and write.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Bytes before the first delta slot.
-pub const HEADER_BYTES: usize = 44;
+pub const HEADER_BYTES: usize = 48;
 /// Bytes of one delta slot.
 pub const SLOT_BYTES: usize = 8;
 const SEGMENTS: usize = 4;
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const FLAG_SEALED: u8 = 1;
+/// Bytes the header CRC covers.
+const CRC_AT: usize = 44;
+const HEADER_BITS: usize = HEADER_BYTES * 8;
 
 /// What a page holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageKind {
     Data,
     Tombstone,
+    /// Stands in for a data page GC found corrupt: keeps the lpn's newest version
+    /// reported as corrupt after the damaged page is erased.
+    Corrupt,
 }
 
 impl PageKind {
@@ -46,6 +70,7 @@ impl PageKind {
         match self {
             PageKind::Data => 0xD1,
             PageKind::Tombstone => 0x70,
+            PageKind::Corrupt => 0xC0,
         }
     }
 }
@@ -61,10 +86,15 @@ pub struct Header {
     pub gen: u32,
     pub erased_from: u32,
     pub segment_crcs: [u32; SEGMENTS],
+    /// Index of the page in its write group, and the group's page count (0 of 1 for
+    /// a single write). Every part of a group has the same seq; part `i` holds lpn
+    /// `first + i`.
+    pub part: u8,
+    pub parts: u8,
 }
 
 impl Header {
-    /// Header of a freshly written page with `data` as its content.
+    /// Header of a freshly written single page with `data` as its content.
     pub fn new(kind: PageKind, lpn: u32, seq: u64, data: &[u8]) -> Header {
         let erased_from = erased_from(data);
         Header {
@@ -76,7 +106,14 @@ impl Header {
             gen: 0,
             erased_from: erased_from as u32,
             segment_crcs: segment_crcs(&data[..erased_from]),
+            part: 0,
+            parts: 1,
         }
+    }
+
+    /// The first lpn of the page's write group.
+    pub fn group_first(&self) -> u32 {
+        self.lpn - self.part as u32
     }
 
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
@@ -92,34 +129,94 @@ impl Header {
         for (i, crc) in self.segment_crcs.iter().enumerate() {
             b[24 + 4 * i..28 + 4 * i].copy_from_slice(&crc.to_le_bytes());
         }
-        let crc = crc32fast::hash(&b[..40]);
-        b[40..44].copy_from_slice(&crc.to_le_bytes());
+        b[40] = self.part;
+        b[41] = self.parts;
+        let crc = crc32fast::hash(&b[..CRC_AT]);
+        b[CRC_AT..].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
-    /// Decodes and checks a header; `None` if erased, torn or not ours.
+    /// Decodes and checks a header, repairing up to two flipped bits; `None` if
+    /// erased, torn beyond repair or not ours.
     pub fn decode(oob: &[u8]) -> Option<Header> {
-        let b = oob.get(..HEADER_BYTES)?;
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
-        if crc32fast::hash(&b[..40]) != u32_at(40) || b[1] != VERSION || b[3] & !FLAG_SEALED != 0 {
+        let raw = oob.get(..HEADER_BYTES)?;
+        let mut b = [0u8; HEADER_BYTES];
+        b.copy_from_slice(raw);
+        let syndrome = crc32fast::hash(&b[..CRC_AT]) ^ u32::from_le_bytes([b[44], b[45], b[46], b[47]]);
+        if syndrome != 0 {
+            for bit in repair_bits(syndrome)? {
+                b[bit / 8] ^= 1 << (bit % 8);
+            }
+        }
+        Header::parse(&b)
+    }
+
+    /// The fields of a header whose CRC holds.
+    fn parse(b: &[u8; HEADER_BYTES]) -> Option<Header> {
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        if b[1] != VERSION || b[3] & !FLAG_SEALED != 0 || b[42..44] != [0, 0] {
             return None;
         }
         let kind = match b[0] {
             0xD1 => PageKind::Data,
             0x70 => PageKind::Tombstone,
+            0xC0 => PageKind::Corrupt,
             _ => return None,
         };
+        let lpn = u32_at(4);
+        let (part, parts) = (b[40], b[41]);
+        if parts == 0 || part >= parts || (part as u32) > lpn {
+            return None;
+        }
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&b[8..16]);
         Some(Header {
             kind,
             slots_at_program: b[2],
             sealed: b[3] & FLAG_SEALED != 0,
-            lpn: u32_at(4),
-            seq: u64::from_le_bytes(b[8..16].try_into().expect("8 bytes")),
+            lpn,
+            seq: u64::from_le_bytes(seq),
             gen: u32_at(16),
             erased_from: u32_at(20),
             segment_crcs: [u32_at(24), u32_at(28), u32_at(32), u32_at(36)],
+            part,
+            parts,
         })
     }
+}
+
+/// Syndrome of a single flipped bit of the header, per bit position, and the reverse
+/// map. CRC-32 is affine, so the syndrome of several flips is the XOR of theirs.
+fn syndromes() -> &'static (Vec<u32>, HashMap<u32, usize>) {
+    static TABLE: OnceLock<(Vec<u32>, HashMap<u32, usize>)> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let zero = crc32fast::hash(&[0u8; CRC_AT]);
+        let mut by_bit = Vec::with_capacity(HEADER_BITS);
+        for bit in 0..HEADER_BITS {
+            let s = if bit < CRC_AT * 8 {
+                let mut e = [0u8; CRC_AT];
+                e[bit / 8] = 1 << (bit % 8);
+                crc32fast::hash(&e) ^ zero
+            } else {
+                1 << (bit - CRC_AT * 8)
+            };
+            by_bit.push(s);
+        }
+        let reverse = by_bit.iter().enumerate().map(|(bit, &s)| (s, bit)).collect();
+        (by_bit, reverse)
+    })
+}
+
+/// The one or two bit positions whose flips explain a header CRC `syndrome`.
+fn repair_bits(syndrome: u32) -> Option<Vec<usize>> {
+    let (by_bit, reverse) = syndromes();
+    if let Some(&bit) = reverse.get(&syndrome) {
+        return Some(vec![bit]);
+    }
+    by_bit.iter().enumerate().find_map(|(i, &s)| match reverse.get(&(syndrome ^ s)) {
+        Some(&j) if j > i => Some(vec![i, j]),
+        _ => None,
+    })
 }
 
 /// Where the trailing run of 0xFF bytes of `data` begins.
@@ -170,10 +267,35 @@ pub fn encode_slot(offset: u16, bytes: &[u8]) -> [u8; SLOT_BYTES] {
 fn good_slot(slot: &[u8], data: &[u8]) -> Option<(usize, usize)> {
     let offset = u16::from_le_bytes([slot[0], slot[1]]);
     let len = u16::from_le_bytes([slot[2], slot[3]]) as usize;
-    let stored = u32::from_le_bytes(slot[4..8].try_into().expect("4 bytes"));
+    let stored = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
     let end = offset as usize + len;
     let bytes = data.get(offset as usize..end)?;
     (len > 0 && slot_crc(offset, bytes) == stored).then_some((offset as usize, end))
+}
+
+/// Which part of a damaged page failed its check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The header is unreadable (erased, torn, or more than two bits flipped).
+    Header,
+    /// A base quarter fails its CRC.
+    Base,
+    /// A slot copied in by the page's program fails its CRC.
+    CopiedSlot,
+    /// An append that is not the page's last one is damaged, or stray bytes lie
+    /// before the end of the last good append.
+    Append,
+}
+
+impl Damage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Damage::Header => "the OOB header is unreadable",
+            Damage::Base => "a base checksum fails",
+            Damage::CopiedSlot => "a copied delta slot fails its checksum",
+            Damage::Append => "an append before the page's last one is damaged",
+        }
+    }
 }
 
 /// What a page check found.
@@ -182,23 +304,29 @@ pub enum PageCheck {
     /// Whole. `slots` good delta slots; appends may continue at `append_floor`;
     /// `torn_tail` when the last append was torn.
     Valid { header: Header, slots: u8, append_floor: u32, torn_tail: bool },
-    /// Erased, torn by a cut during its program, or not a region page.
-    Invalid,
+    /// Not whole: torn by a cut during its program, or corrupted later (the caller
+    /// tells which). `header` when it could still be read, naming the page's write.
+    Damaged { header: Option<Header>, damage: Damage },
 }
 
 /// Checks a page as read from flash (see the module comment for the rules).
 pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
     let Some(header) = Header::decode(oob) else {
-        return PageCheck::Invalid;
+        return PageCheck::Damaged { header: None, damage: Damage::Header };
     };
+    let damaged = |damage| PageCheck::Damaged { header: Some(header), damage };
     let capacity = slot_capacity(oob.len());
     let copied = header.slots_at_program as usize;
     let erased_from = header.erased_from as usize;
     if copied > capacity || erased_from > data.len() {
-        return PageCheck::Invalid;
+        return PageCheck::Damaged { header: None, damage: Damage::Header };
     }
-    if header.kind == PageKind::Data && segment_crcs(&data[..erased_from]) != header.segment_crcs {
-        return PageCheck::Invalid;
+    if header.kind != PageKind::Data {
+        // Trim records and corrupt markers carry everything in their header.
+        return PageCheck::Valid { header, slots: 0, append_floor: 0, torn_tail: false };
+    }
+    if segment_crcs(&data[..erased_from]) != header.segment_crcs {
+        return damaged(Damage::Base);
     }
     let mut ranges = Vec::with_capacity(capacity);
     let mut torn_tail = false;
@@ -209,20 +337,34 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
         }
         match good_slot(slot, data) {
             Some(range) => ranges.push(range),
-            None if index < copied => return PageCheck::Invalid,
+            None if index < copied => return damaged(Damage::CopiedSlot),
             None => {
+                // A torn append seals the page: a written slot after it means this
+                // append completed and was damaged later.
+                let later = (index + 1..capacity)
+                    .any(|i| oob[slot_offset(i)..slot_offset(i) + SLOT_BYTES].iter().any(|&b| b != 0xFF));
+                if later {
+                    return damaged(Damage::Append);
+                }
                 torn_tail = true;
                 break;
             }
         }
     }
-    // Tail bytes no good slot explains were landed by a torn append whose slot did not.
+    let append_floor = ranges.last().map_or(erased_from, |&(_, e)| e.max(erased_from));
+    // Tail bytes no good slot explains were landed by a torn append whose slot did not
+    // land whole; a torn append starts at or after the previous one's end.
     let explained = |i: usize| ranges.iter().any(|&(s, e)| (s..e).contains(&i));
-    if (erased_from..data.len()).any(|i| data[i] != 0xFF && !explained(i)) {
-        torn_tail = true;
+    for i in erased_from..data.len() {
+        if data[i] != 0xFF && !explained(i) {
+            if i < append_floor {
+                return damaged(Damage::Append);
+            }
+            torn_tail = true;
+            break;
+        }
     }
-    let append_floor = ranges.last().map_or(erased_from, |&(_, e)| e.max(erased_from)) as u32;
-    PageCheck::Valid { header, slots: ranges.len() as u8, append_floor, torn_tail }
+    PageCheck::Valid { header, slots: ranges.len() as u8, append_floor: append_floor as u32, torn_tail }
 }
 
 #[cfg(test)]
@@ -267,7 +409,10 @@ mod tests {
         let oob = page_with(&data);
         let mut torn = data.clone();
         torn[10] = 0x13; // a bit that should have been cleared did not land
-        assert_eq!(check_page(&torn, &oob), PageCheck::Invalid);
+        assert_eq!(
+            check_page(&torn, &oob),
+            PageCheck::Damaged { header: Some(Header::new(PageKind::Data, 7, 42, &data)), damage: Damage::Base }
+        );
 
         let mut oob2 = oob.clone();
         let slot = encode_slot(4000, &[0, 0]);
@@ -291,13 +436,60 @@ mod tests {
     }
 
     #[test]
+    fn up_to_two_header_bit_flips_are_repaired() {
+        let h = Header { part: 2, parts: 3, ..Header::new(PageKind::Data, 11, 99, &[5; 64]) };
+        let good = h.encode();
+        for i in 0..HEADER_BITS {
+            for j in [i, (i * 7 + 13) % HEADER_BITS] {
+                let mut b = good;
+                b[i / 8] ^= 1 << (i % 8);
+                if j != i {
+                    b[j / 8] ^= 1 << (j % 8);
+                }
+                assert_eq!(Header::decode(&b), Some(h), "bits {i} and {j}");
+            }
+        }
+        let mut b = good;
+        for bit in [3, 77, 200, 301] {
+            b[bit / 8] ^= 1 << (bit % 8);
+        }
+        assert_ne!(Header::decode(&b), Some(h), "four flips are beyond repair");
+    }
+
+    #[test]
+    fn a_damaged_append_before_the_last_is_corruption_not_a_torn_tail() {
+        let mut data = vec![0x11u8; 4096];
+        data[4000..].fill(0xFF);
+        let mut oob = page_with(&data);
+        data[4000..4004].copy_from_slice(&[1, 2, 3, 4]);
+        oob[slot_offset(0)..slot_offset(1)].copy_from_slice(&encode_slot(4000, &[1, 2, 3, 4]));
+        data[4010..4012].copy_from_slice(&[5, 6]);
+        oob[slot_offset(1)..slot_offset(2)].copy_from_slice(&encode_slot(4010, &[5, 6]));
+        assert!(matches!(check_page(&data, &oob), PageCheck::Valid { slots: 2, torn_tail: false, .. }));
+        let mut flipped = data.clone();
+        flipped[4001] ^= 0x10;
+        assert!(matches!(check_page(&flipped, &oob), PageCheck::Damaged { damage: Damage::Append, .. }));
+        // The same flip in the last append looks exactly like a torn last append.
+        let mut flipped = data.clone();
+        flipped[4011] ^= 0x10;
+        assert!(matches!(check_page(&flipped, &oob), PageCheck::Valid { slots: 1, torn_tail: true, .. }));
+        // A stray byte between appends cannot come from a torn append.
+        let mut stray = data.clone();
+        stray[4007] = 0;
+        assert!(matches!(check_page(&stray, &oob), PageCheck::Damaged { damage: Damage::Append, .. }));
+    }
+
+    #[test]
     fn copied_slots_must_verify() {
         let data = vec![0x22u8; 2048];
         let mut h = Header::new(PageKind::Data, 1, 1, &data);
         h.slots_at_program = 1;
         let mut oob = vec![0xFF; 64];
         oob[..HEADER_BYTES].copy_from_slice(&h.encode());
-        assert_eq!(check_page(&data, &oob), PageCheck::Invalid, "copied slot missing");
+        assert!(
+            matches!(check_page(&data, &oob), PageCheck::Damaged { damage: Damage::CopiedSlot, .. }),
+            "copied slot missing"
+        );
         oob[slot_offset(0)..slot_offset(1)].copy_from_slice(&encode_slot(0, &data[..4]));
         assert!(matches!(check_page(&data, &oob), PageCheck::Valid { slots: 1, .. }));
     }

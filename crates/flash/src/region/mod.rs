@@ -6,7 +6,13 @@
 //!   the map (or, for trim records, `tombstones`) points at it, and then its bit in
 //!   `live` is set; `valid` of each block counts its live pages.
 //! - Every page's OOB names its lpn and write sequence number, so the maps can be
-//!   rebuilt by a scan: per lpn the whole page with the highest (seq, gen) wins.
+//!   rebuilt by a scan (`rebuild.rs`): per lpn the page with the highest (seq, gen)
+//!   wins if it is whole; if it was torn by a power cut the previous version wins; if
+//!   it is corrupt the lpn is reported corrupt ([`Error::Corrupted`]), never older data.
+//! - A write group (`write_group`, a DB page spanning k flash pages) programs all its
+//!   parts under one seq; the old copies stay live and mapped until the last part is
+//!   programmed, and the parts meanwhile are live but unmapped (`PENDING`), so GC moves
+//!   both. A rebuild accepts a group only whole.
 //! - A trim writes a tombstone page that stays live while any older copy of the lpn is
 //!   still on flash (`lpns[lpn].copies > 0`), so a rebuild cannot resurrect trimmed data.
 //! - GC moves a victim's live pages with copyback (same seq, gen + 1) before it erases
@@ -28,12 +34,20 @@ use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+mod alloc;
+mod gc;
+mod rebuild;
+
 const NONE: u32 = u32::MAX;
 const TOMBSTONE_BIT: u32 = 1 << 31;
 const SEALED: u8 = 1;
 const TORN_TAIL: u8 = 2;
 /// GC copied the page elsewhere; its erase leaves the lpn's copy count unchanged.
 const MOVED: u8 = 4;
+/// A part of a write group in progress: live, not yet mapped (`Region::pending`).
+const PENDING: u8 = 8;
+/// The rebuild found the page corrupt; reads of its lpn fail with `Error::Corrupted`.
+const CORRUPT: u8 = 16;
 
 /// Per-region counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -52,6 +66,22 @@ pub struct RegionCounters {
     pub foreground_gc_collections: u64,
     pub background_gc_collections: u64,
     pub retired_blocks: u64,
+}
+
+/// What the last rebuild found besides whole pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RebuildReport {
+    /// Damaged pages that were the newest program in their block (torn by a cut).
+    pub torn_pages: u64,
+    /// Logical pages whose newest copy is corrupt (reads fail with `Error::Corrupted`).
+    pub corrupt_lpns: u64,
+    /// Damaged completed pages older than their lpn's newest copy (harmless).
+    pub stale_corrupt_pages: u64,
+    /// Write groups a cut interrupted; their lpns keep the previous version.
+    pub torn_groups: u64,
+    /// Logical pages rewritten with their previous version so that the parts of a torn
+    /// group can never be taken for a whole one.
+    pub repaired_lpns: u64,
 }
 
 /// P/E cycles over a region's blocks.
@@ -162,6 +192,11 @@ pub struct Region {
     blocks: Vec<BlockSnapshot>,
     chip_state: Vec<ChipState>,
     tombstones: HashMap<u32, u32>,
+    /// lpn → why its live page is corrupt (pages flagged `CORRUPT`).
+    corrupt: HashMap<u32, String>,
+    /// Physical pages of the write group being programmed, by part.
+    pending: Vec<u32>,
+    rebuild_report: RebuildReport,
     next_seq: u64,
     round_robin: usize,
     counters: RegionCounters,
@@ -188,111 +223,6 @@ impl Region {
             }
         }
         Ok(region)
-    }
-
-    /// Rebuilds a region from flash by scanning every programmed page's OOB, then
-    /// verifying candidates newest first. Returns the region and when the scan ended.
-    pub(crate) fn rebuild(
-        spec: RegionSpec,
-        chips: Vec<u32>,
-        dev: &mut Device,
-        now: SimTime,
-    ) -> Result<(Region, SimTime), Error> {
-        if !dev.storage().keeps_data() {
-            return Err(Error::Config(format!(
-                "region {}: a metadata-only device keeps no OOB bytes and cannot be rebuilt",
-                spec.name
-            )));
-        }
-        let mut r = Region::empty(spec, chips, dev)?;
-        let mut done = now;
-        // (lpn, newest first by (seq, gen), ppn)
-        type Candidate = (u32, Reverse<(u64, u32)>, u32);
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut max_seq = 0;
-        for slot in 0..r.chips.len() {
-            for b in 0..r.geometry.blocks_per_chip {
-                let block = r.block_id(slot, b);
-                if dev.storage().write_pointer(block) == 0 {
-                    r.release_block(dev, slot, b);
-                    continue;
-                }
-                let local_block = r.local_block(slot, b);
-                r.blocks[local_block].state = BlockState::Full;
-                r.blocks[local_block].erase_count = dev.storage().erase_count(block);
-                for i in 0..r.usable_per_block {
-                    let ppn = r.geometry.ppn(block, i * r.stride);
-                    if dev.storage().program_count(ppn) == 0 {
-                        continue;
-                    }
-                    let (timing, oob_bytes) = dev.read_oob(ppn, now)?;
-                    done = done.max(timing.end_ns);
-                    let Some(h) = Header::decode(oob_bytes) else {
-                        continue;
-                    };
-                    if h.lpn >= r.logical_pages {
-                        continue;
-                    }
-                    let local = r.local_page(ppn);
-                    r.pages[local].owner = match h.kind {
-                        PageKind::Data => {
-                            r.lpns[h.lpn as usize].copies += 1;
-                            h.lpn
-                        }
-                        PageKind::Tombstone => TOMBSTONE_BIT | h.lpn,
-                    };
-                    let last = &mut r.blocks[local_block].last_write_seq;
-                    *last = (*last).max(h.seq);
-                    max_seq = max_seq.max(h.seq);
-                    candidates.push((h.lpn, Reverse((h.seq, h.gen)), ppn.0));
-                }
-            }
-        }
-        candidates.sort_unstable();
-        let mut i = 0;
-        while i < candidates.len() {
-            let lpn = candidates[i].0;
-            let mut j = i;
-            while j < candidates.len() && candidates[j].0 == lpn {
-                j += 1;
-            }
-            for &(_, _, ppn) in &candidates[i..j] {
-                let read = dev.read(Ppn(ppn), now)?;
-                done = done.max(read.timing.end_ns);
-                if let PageCheck::Valid { header, slots, append_floor, torn_tail } =
-                    oob::check_page(read.data, read.oob)
-                {
-                    r.adopt(Ppn(ppn), header, slots, append_floor, torn_tail);
-                    break;
-                }
-            }
-            i = j;
-        }
-        r.next_seq = max_seq + 1;
-        Ok((r, done))
-    }
-
-    /// Makes a verified page the live copy of its lpn (during rebuild).
-    fn adopt(&mut self, ppn: Ppn, header: Header, slots: u8, floor: u32, torn_tail: bool) {
-        let lpn = header.lpn;
-        let local = self.local_page(ppn);
-        match header.kind {
-            PageKind::Data => {
-                self.lpns[lpn as usize].ppn = ppn.0;
-                let mut flags = if header.sealed { SEALED } else { 0 };
-                if torn_tail {
-                    flags |= SEALED | TORN_TAIL;
-                }
-                self.pages[local] = PageMeta { owner: lpn, floor, slots, flags };
-            }
-            PageKind::Tombstone => {
-                if self.lpns[lpn as usize].copies == 0 {
-                    return;
-                }
-                self.tombstones.insert(lpn, ppn.0);
-            }
-        }
-        self.mark_live(ppn);
     }
 
     fn empty(spec: RegionSpec, chips: Vec<u32>, dev: &Device) -> Result<Region, Error> {
@@ -351,6 +281,9 @@ impl Region {
             blocks: vec![blank; region_blocks],
             chip_state: (0..chips.len()).map(|_| ChipState::default()).collect(),
             tombstones: HashMap::new(),
+            corrupt: HashMap::new(),
+            pending: Vec::new(),
+            rebuild_report: RebuildReport::default(),
             next_seq: 1,
             round_robin: 0,
             counters: RegionCounters::default(),
@@ -383,6 +316,10 @@ impl Region {
     }
     pub fn counters(&self) -> RegionCounters {
         self.counters
+    }
+    /// What the rebuild that opened the region found (all zero for a fresh format).
+    pub fn rebuild_report(&self) -> RebuildReport {
+        self.rebuild_report
     }
     /// Physical page of a logical page, if mapped.
     pub fn mapping(&self, lpn: u32) -> Option<Ppn> {
@@ -476,7 +413,8 @@ impl Region {
         Error::Device(e)
     }
 
-    /// Reads a logical page; `None` if it is not mapped.
+    /// Reads a logical page; `None` if it is not mapped. A page the rebuild found
+    /// corrupt is an [`Error::Corrupted`], never an older copy.
     pub fn read<'d>(&mut self, dev: &'d mut Device, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'d>>, Error> {
         self.check_lpn(lpn)?;
         let ppn = self.lpns[lpn as usize].ppn;
@@ -484,6 +422,9 @@ impl Region {
             return Ok(None);
         }
         let meta = self.pages[self.local_page(Ppn(ppn))];
+        if meta.flags & CORRUPT != 0 {
+            return Err(self.corrupted(lpn, Ppn(ppn)));
+        }
         self.counters.host_reads += 1;
         match dev.read(Ppn(ppn), now) {
             Ok(read) => Ok(Some(RegionRead {
@@ -497,34 +438,105 @@ impl Region {
         }
     }
 
-    /// Writes a whole page out-of-place. On a metadata-only device the payload is not
-    /// stored and may be empty.
-    pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
-        let page_bytes = self.page_bytes();
-        if self.keeps_data && data.len() != page_bytes {
-            return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+    /// The error for a read of an lpn whose live page is flagged corrupt.
+    fn corrupted(&self, lpn: u32, ppn: Ppn) -> Error {
+        Error::Corrupted {
+            region: self.name.clone(),
+            lpn: Some(lpn),
+            block: self.geometry.block_of(ppn).0,
+            page: self.geometry.page_in_block(ppn),
+            what: self.corrupt.get(&lpn).cloned().unwrap_or_default(),
         }
-        let (slot, ppn) = self.allocate_host(dev, now)?;
-        let seq = self.take_seq();
-        // Without bytes the erased tail is unknown; appends may go anywhere.
-        let mut floor = 0;
-        let result = if self.keeps_data {
-            let header = Header::new(PageKind::Data, lpn, seq, data);
-            floor = header.erased_from;
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header.encode())])
+    }
+
+    /// Writes a whole page out-of-place (a write group of one). On a metadata-only
+    /// device the payload is not stored and may be empty.
+    pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        self.write_group(dev, lpn, data, now)
+    }
+
+    /// Writes `data` (k whole pages) to lpns `first_lpn..first_lpn + k` atomically under
+    /// power cuts: after a rebuild all k read the new bytes or all k the old ones. The
+    /// parts are programmed in order under one seq; the old copies stay mapped until the
+    /// last part is programmed. Returns the timing of the whole group (first start, last
+    /// end). On a metadata-only device `data` may be empty (one page).
+    pub fn write_group(
+        &mut self,
+        dev: &mut Device,
+        first_lpn: u32,
+        data: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        let page_bytes = self.page_bytes();
+        let parts = if self.keeps_data {
+            if data.is_empty() || !data.len().is_multiple_of(page_bytes) || data.len() / page_bytes > u8::MAX as usize {
+                return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+            }
+            data.len() / page_bytes
         } else {
-            dev.program(ppn, now, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
+            data.len().div_ceil(page_bytes).max(1)
         };
-        let timing = result.map_err(|e| self.device_error(e))?;
-        self.release_lpn(lpn);
-        let entry = &mut self.lpns[lpn as usize];
-        entry.ppn = ppn.0;
-        entry.copies += 1;
-        self.place(ppn, PageMeta { owner: lpn, floor, ..PageMeta::EMPTY });
-        self.counters.host_writes += 1;
-        self.background_gc(dev, slot, now)?;
-        Ok(timing)
+        self.check_lpn(first_lpn)?;
+        let last = first_lpn as u64 + parts as u64 - 1;
+        if last >= self.logical_pages as u64 {
+            return Err(Error::LpnOutOfRange {
+                region: self.name.clone(),
+                lpn: last as u32,
+                logical_pages: self.logical_pages,
+            });
+        }
+        let seq = self.take_seq();
+        let mut slots = Vec::with_capacity(parts);
+        let mut floors = Vec::with_capacity(parts);
+        let mut timing: Option<OpTiming> = None;
+        self.pending.clear();
+        for part in 0..parts {
+            let lpn = first_lpn + part as u32;
+            let (slot, ppn, ready) = match self.allocate_host(dev, now) {
+                Ok(page) => page,
+                Err(e) => {
+                    if part > 0 {
+                        // Programmed parts of an unfinished group stay on flash; only a
+                        // rebuild can tell them apart from a whole group.
+                        self.poisoned = true;
+                    }
+                    return Err(e);
+                }
+            };
+            // Without bytes the erased tail is unknown; appends may go anywhere.
+            let mut floor = 0;
+            let result = if self.keeps_data {
+                let bytes = &data[part * page_bytes..(part + 1) * page_bytes];
+                let header =
+                    Header { part: part as u8, parts: parts as u8, ..Header::new(PageKind::Data, lpn, seq, bytes) };
+                floor = header.erased_from;
+                dev.program(ppn, ready, &[Span::new(0, bytes), Span::new(page_bytes, &header.encode())])
+            } else {
+                dev.program(ppn, ready, &[Span::new(0, &self.filler[..page_bytes + oob::HEADER_BYTES])])
+            };
+            let t = result.map_err(|e| self.device_error(e))?;
+            timing = Some(
+                timing.map_or(t, |g| OpTiming { start_ns: g.start_ns.min(t.start_ns), end_ns: g.end_ns.max(t.end_ns) }),
+            );
+            self.lpns[lpn as usize].copies += 1;
+            self.place(ppn, PageMeta { owner: lpn, flags: PENDING, ..PageMeta::EMPTY });
+            self.pending.push(ppn.0);
+            slots.push(slot);
+            floors.push(floor);
+        }
+        // Every part is programmed: switch the map.
+        for (part, ppn) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            let lpn = first_lpn + part as u32;
+            self.release_lpn(lpn);
+            self.lpns[lpn as usize].ppn = ppn;
+            let local = self.local_page(Ppn(ppn));
+            self.pages[local] = PageMeta { owner: lpn, floor: floors[part], ..PageMeta::EMPTY };
+            self.counters.host_writes += 1;
+        }
+        for slot in slots {
+            self.background_gc(dev, slot, now)?;
+        }
+        timing.ok_or(Error::WrongPayloadSize { got: data.len(), expected: page_bytes })
     }
 
     /// Appends `bytes` at `offset` of the page holding `lpn`, on the same physical page
@@ -554,6 +566,9 @@ impl Region {
         }
         let local = self.local_page(ppn);
         let meta = self.pages[local];
+        if meta.flags & CORRUPT != 0 {
+            return Err(self.corrupted(lpn, ppn));
+        }
         let page_bytes = self.page_bytes();
         if meta.flags & SEALED != 0 {
             return refuse(DeltaRefusal::Sealed);
@@ -589,23 +604,48 @@ impl Region {
         if self.lpns[lpn as usize].ppn == NONE {
             return Ok(None);
         }
-        let (slot, ppn) = self.allocate_host(dev, now)?;
+        let (slot, timing) = self.write_record(dev, PageKind::Tombstone, lpn, now)?;
+        self.counters.host_trims += 1;
+        self.background_gc(dev, slot, now)?;
+        Ok(Some(timing))
+    }
+
+    /// Writes a header-only record for `lpn` under a new seq and makes it the lpn's
+    /// live state: a tombstone (the lpn is unmapped) or a corrupt marker (reads fail).
+    fn write_record(
+        &mut self,
+        dev: &mut Device,
+        kind: PageKind,
+        lpn: u32,
+        now: SimTime,
+    ) -> Result<(usize, OpTiming), Error> {
+        let (slot, ppn, ready) = self.allocate_host(dev, now)?;
         let seq = self.take_seq();
         let page_bytes = self.page_bytes();
         let header;
         let span = if self.keeps_data {
-            header = Header::new(PageKind::Tombstone, lpn, seq, &[]).encode();
+            header = Header::new(kind, lpn, seq, &[]).encode();
             Span::new(page_bytes, &header)
         } else {
             Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES])
         };
-        let timing = dev.program(ppn, now, &[span]).map_err(|e| self.device_error(e))?;
+        let timing = dev.program(ppn, ready, &[span]).map_err(|e| self.device_error(e))?;
+        let what = self.corrupt.get(&lpn).cloned();
         self.release_lpn(lpn);
-        self.tombstones.insert(lpn, ppn.0);
-        self.place(ppn, PageMeta { owner: TOMBSTONE_BIT | lpn, ..PageMeta::EMPTY });
-        self.counters.host_trims += 1;
-        self.background_gc(dev, slot, now)?;
-        Ok(Some(timing))
+        match kind {
+            PageKind::Corrupt => {
+                let entry = &mut self.lpns[lpn as usize];
+                entry.ppn = ppn.0;
+                entry.copies += 1;
+                self.corrupt.insert(lpn, what.unwrap_or_default());
+                self.place(ppn, PageMeta { owner: lpn, flags: CORRUPT, ..PageMeta::EMPTY });
+            }
+            PageKind::Tombstone | PageKind::Data => {
+                self.tombstones.insert(lpn, ppn.0);
+                self.place(ppn, PageMeta { owner: TOMBSTONE_BIT | lpn, ..PageMeta::EMPTY });
+            }
+        }
+        Ok((slot, timing))
     }
 
     fn take_seq(&mut self) -> u64 {
@@ -616,6 +656,7 @@ impl Region {
 
     /// Unmaps the live copy (and any tombstone) of `lpn`.
     fn release_lpn(&mut self, lpn: u32) {
+        self.corrupt.remove(&lpn);
         let old = std::mem::replace(&mut self.lpns[lpn as usize].ppn, NONE);
         if old != NONE {
             self.mark_dead(Ppn(old));
@@ -651,242 +692,5 @@ impl Region {
     fn is_live(&self, ppn: Ppn) -> bool {
         let local = self.local_page(ppn);
         self.live[local / 64] & (1 << (local % 64)) != 0
-    }
-
-    // ---- allocation ------------------------------------------------------------------
-
-    /// Takes the next host page, round-robin over chips, skipping chips that cannot
-    /// free space.
-    fn allocate_host(&mut self, dev: &mut Device, now: SimTime) -> Result<(usize, Ppn), Error> {
-        for _ in 0..self.chips.len() {
-            let slot = self.round_robin;
-            self.round_robin = (self.round_robin + 1) % self.chips.len();
-            if let Some(ppn) = self.page_on(dev, slot, Stream::Host, now)? {
-                return Ok((slot, ppn));
-            }
-        }
-        Err(Error::RegionFull { region: self.name.clone() })
-    }
-
-    /// The next page of the chip's host or GC block, opening a new block if needed.
-    fn page_on(&mut self, dev: &mut Device, slot: usize, stream: Stream, now: SimTime) -> Result<Option<Ppn>, Error> {
-        let has_room = match stream {
-            Stream::Host => self.chip_state[slot].host.is_some(),
-            Stream::Gc => self.chip_state[slot].gc.is_some(),
-        };
-        if !has_room {
-            if stream == Stream::Host {
-                while self.chip_state[slot].free.len() <= self.spec.gc.foreground_free_blocks as usize {
-                    if !self.collect(dev, slot, Collect::Foreground, now)? {
-                        break;
-                    }
-                }
-            }
-            // The host never takes a chip's last free block: GC needs it to move pages.
-            let reserve = if stream == Stream::Host { 1 } else { 0 };
-            if self.chip_state[slot].free.len() <= reserve {
-                return Ok(None);
-            }
-            let Reverse((_, block)) = self.chip_state[slot].free.pop().expect("checked non-empty");
-            let local = self.local_block(slot, block);
-            self.blocks[local].state = BlockState::Active;
-            let cursor = Some(Cursor { block, next: 0 });
-            match stream {
-                Stream::Host => self.chip_state[slot].host = cursor,
-                Stream::Gc => self.chip_state[slot].gc = cursor,
-            }
-        }
-        let usable = self.usable_per_block;
-        let cursor_slot = match stream {
-            Stream::Host => &mut self.chip_state[slot].host,
-            Stream::Gc => &mut self.chip_state[slot].gc,
-        };
-        let cursor = cursor_slot.as_mut().expect("opened above");
-        let (block, index) = (cursor.block, cursor.next);
-        cursor.next += 1;
-        if cursor.next == usable {
-            *cursor_slot = None;
-            let local = self.local_block(slot, block);
-            self.blocks[local].state = BlockState::Full;
-        }
-        Ok(Some(self.geometry.ppn(self.block_id(slot, block), index * self.stride)))
-    }
-
-    /// Puts an erased block into the chip's free pool.
-    fn release_block(&mut self, dev: &Device, slot: usize, b: u32) {
-        let erase_count = dev.storage().erase_count(self.block_id(slot, b));
-        let local = self.local_block(slot, b);
-        self.blocks[local] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
-        self.chip_state[slot].free.push(Reverse((erase_count, b)));
-    }
-
-    // ---- garbage collection ----------------------------------------------------------
-
-    /// After a host write: one background collection if the chip runs low, and one
-    /// static wear-levelling move if the chip erased since the last check.
-    fn background_gc(&mut self, dev: &mut Device, slot: usize, now: SimTime) -> Result<(), Error> {
-        if self.chip_state[slot].free.len() < self.spec.gc.background_free_blocks as usize {
-            self.collect(dev, slot, Collect::Background, now)?;
-        }
-        if let Some(threshold) = self.spec.wear.static_threshold {
-            if std::mem::take(&mut self.chip_state[slot].erased_since_wear_check)
-                && self.chip_state[slot].free.len() > self.spec.gc.foreground_free_blocks as usize
-            {
-                if let Some(victim) = policy::choose_wear_victim(&self.blocks[self.chip_range(slot)], threshold) {
-                    self.collect_block(dev, slot, victim as u32, Collect::WearLevel, now)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Collects one victim on the chip; false if no block has anything to reclaim.
-    fn collect(&mut self, dev: &mut Device, slot: usize, why: Collect, now: SimTime) -> Result<bool, Error> {
-        let victim = policy::choose_victim(
-            &self.blocks[self.chip_range(slot)],
-            self.usable_per_block,
-            self.spec.gc.policy,
-            self.next_seq,
-        );
-        match victim {
-            Some(v) => {
-                self.collect_block(dev, slot, v as u32, why, now)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    /// Moves a block's live pages to the chip's GC block, then erases it.
-    fn collect_block(
-        &mut self,
-        dev: &mut Device,
-        slot: usize,
-        b: u32,
-        why: Collect,
-        now: SimTime,
-    ) -> Result<(), Error> {
-        let block = self.block_id(slot, b);
-        self.check_victim_mappings(block);
-        for i in 0..self.usable_per_block {
-            let src = self.geometry.ppn(block, i * self.stride);
-            if self.is_live(src) {
-                let Some(dst) = self.page_on(dev, slot, Stream::Gc, now)? else {
-                    return Err(Error::RegionFull { region: self.name.clone() });
-                };
-                self.migrate(dev, src, dst, now)?;
-                self.counters.gc_page_migrations += 1;
-                if why == Collect::WearLevel {
-                    self.counters.wl_page_migrations += 1;
-                }
-            }
-        }
-        match why {
-            Collect::Foreground => self.counters.foreground_gc_collections += 1,
-            Collect::Background => self.counters.background_gc_collections += 1,
-            Collect::WearLevel => {}
-        }
-        self.erase_victim(dev, slot, b, now)
-    }
-
-    /// Asserts that every live data page of a victim is its lpn's mapping. Besides
-    /// checking the invariant, the independent loads overlap their cache misses, so the
-    /// mapping updates during migration find the entries in cache.
-    fn check_victim_mappings(&self, block: BlockId) {
-        for i in 0..self.usable_per_block {
-            let src = self.geometry.ppn(block, i * self.stride);
-            let owner = self.pages[self.local_page(src)].owner;
-            if self.is_live(src) && owner & TOMBSTONE_BIT == 0 {
-                assert_eq!(self.lpns[owner as usize].ppn, src.0, "live page {src:?} is not the mapping of lpn {owner}");
-            }
-        }
-    }
-
-    /// Copies a live page to `dst` (same chip) and moves the mapping.
-    fn migrate(&mut self, dev: &mut Device, src: Ppn, dst: Ppn, now: SimTime) -> Result<(), Error> {
-        let src_local = self.local_page(src);
-        let meta = self.pages[src_local];
-        let page_bytes = self.page_bytes();
-        let slots_bytes = meta.slots as usize * oob::SLOT_BYTES;
-        let result = if !self.keeps_data {
-            dev.copyback(src, dst, now, &[Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES + slots_bytes])])
-        } else {
-            let (data, oob_bytes) = dev.peek(src);
-            let mut header = Header::decode(oob_bytes).expect("a live page has a verified header");
-            header.gen += 1;
-            header.slots_at_program = meta.slots;
-            let torn_tail = meta.flags & TORN_TAIL != 0;
-            if torn_tail {
-                // Torn bytes are not covered by any slot: re-base the page on what it
-                // holds now (read + program, not copyback) and keep it sealed.
-                header.erased_from = oob::erased_from(data) as u32;
-                header.segment_crcs = oob::segment_crcs(&data[..header.erased_from as usize]);
-                header.sealed = true;
-            }
-            let mut new_oob = header.encode().to_vec();
-            new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
-            if torn_tail {
-                let data = data.to_vec();
-                let read = dev.read(src, now).map(|r| r.timing);
-                read.and_then(|_| dev.program(dst, now, &[Span::new(0, &data), Span::new(page_bytes, &new_oob)]))
-            } else {
-                dev.copyback(src, dst, now, &[Span::new(page_bytes, &new_oob)])
-            }
-        };
-        result.map_err(|e| self.device_error(e))?;
-        let owner = meta.owner;
-        if owner & TOMBSTONE_BIT != 0 {
-            self.tombstones.insert(owner & !TOMBSTONE_BIT, dst.0);
-        } else {
-            self.lpns[owner as usize].ppn = dst.0;
-        }
-        self.pages[src_local].flags |= MOVED;
-        self.mark_dead(src);
-        let flags = if meta.flags & TORN_TAIL != 0 { SEALED } else { meta.flags & SEALED };
-        self.place(dst, PageMeta { flags, ..meta });
-        Ok(())
-    }
-
-    /// Erases a collected block and forgets the copies it held; a worn-out block is
-    /// retired instead (its stale copies stay on flash and keep counting).
-    fn erase_victim(&mut self, dev: &mut Device, slot: usize, b: u32, now: SimTime) -> Result<(), Error> {
-        let block = self.block_id(slot, b);
-        let local = self.local_block(slot, b);
-        match dev.erase(block, now) {
-            Ok(_) => {}
-            Err(nand::Error::WornOut { .. }) => {
-                // The moved pages' old copies stay on flash beside their new ones.
-                let ppb = self.geometry.pages_per_block as usize;
-                for page in local * ppb..(local + 1) * ppb {
-                    let meta = self.pages[page];
-                    if meta.flags & MOVED != 0 && meta.owner & TOMBSTONE_BIT == 0 {
-                        self.lpns[meta.owner as usize].copies += 1;
-                    }
-                }
-                self.blocks[local] = BlockSnapshot { state: BlockState::Retired, valid: 0, ..self.blocks[local] };
-                self.counters.retired_blocks += 1;
-                return Ok(());
-            }
-            Err(e) => return Err(self.device_error(e)),
-        }
-        let ppb = self.geometry.pages_per_block as usize;
-        for page in local * ppb..(local + 1) * ppb {
-            let PageMeta { owner, flags, .. } = std::mem::replace(&mut self.pages[page], PageMeta::EMPTY);
-            if owner == NONE || owner & TOMBSTONE_BIT != 0 || flags & MOVED != 0 {
-                continue;
-            }
-            let copies = &mut self.lpns[owner as usize].copies;
-            *copies -= 1;
-            if *copies == 0 {
-                if let Some(t) = self.tombstones.remove(&owner) {
-                    // The last old copy is gone: the trim record is no longer needed.
-                    self.mark_dead(Ppn(t));
-                }
-            }
-        }
-        self.release_block(dev, slot, b);
-        self.chip_state[slot].erased_since_wear_check = true;
-        self.counters.gc_erases += 1;
-        Ok(())
     }
 }
