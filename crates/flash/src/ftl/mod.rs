@@ -10,7 +10,15 @@
 //! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
 //! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
 
+pub mod dftl;
+pub mod page;
+mod pagelog;
+
+pub use dftl::Dftl;
+pub use page::PageFtl;
+
 use crate::error::Error;
+use crate::spec::GcConfig;
 use nand::{Device, OpTiming, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -56,11 +64,15 @@ pub struct FtlConfig {
     /// BAST and FAST: log blocks (FAST: one sequential log block plus the rest shared
     /// random log blocks).
     pub log_blocks: u32,
+    /// Page and DFTL: GC victim policy and free-block thresholds per chip (foreground
+    /// at least 2: a victim may need a GC block and a translation block).
+    #[serde(default)]
+    pub gc: GcConfig,
 }
 
 impl FtlConfig {
     pub fn new(kind: FtlKind) -> FtlConfig {
-        FtlConfig { kind, over_provisioning: 0.10, cmt_entries: 4096, log_blocks: 32 }
+        FtlConfig { kind, over_provisioning: 0.10, cmt_entries: 4096, log_blocks: 32, gc: GcConfig::default() }
     }
 }
 
@@ -117,4 +129,69 @@ pub trait Ftl: Send {
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
     fn counters(&self) -> FtlCounters;
+}
+
+/// Prefix of the FTL configuration in the device's configuration area (then the
+/// [`FtlConfig`] as JSON); distinct from the NoFTL region layout, which is plain JSON.
+pub const CONFIG_MAGIC: &[u8] = b"DFFTL1";
+
+/// Lays a fresh FTL of `config.kind` over the whole device (erasing it) and stores the
+/// configuration in the device's configuration area.
+pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Error> {
+    let mut stored = CONFIG_MAGIC.to_vec();
+    stored.extend(serde_json::to_vec(config).map_err(|e| Error::Config(format!("FTL configuration: {e}")))?);
+    device.storage_mut().set_config_area(stored);
+    match config.kind {
+        FtlKind::Page => Ok(Box::new(PageFtl::format(device, config)?)),
+        FtlKind::Dftl => Ok(Box::new(Dftl::format(device, config)?)),
+        kind @ (FtlKind::Block | FtlKind::Bast | FtlKind::Fast) => Err(unavailable(kind)),
+    }
+}
+
+/// Opens a device formatted by [`format`]: reads the stored configuration and rebuilds
+/// the FTL by scanning from `now`. Returns the FTL and when the rebuild finished.
+pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Error> {
+    let config = stored_config(device.storage().config_area())?;
+    match config.kind {
+        FtlKind::Page => {
+            let (ftl, done) = PageFtl::open(device, &config, now)?;
+            Ok((Box::new(ftl), done))
+        }
+        FtlKind::Dftl => {
+            let (ftl, done) = Dftl::open(device, &config, now)?;
+            Ok((Box::new(ftl), done))
+        }
+        kind @ (FtlKind::Block | FtlKind::Bast | FtlKind::Fast) => Err(unavailable(kind)),
+    }
+}
+
+/// The FTL configuration stored in a device's configuration area.
+pub fn stored_config(area: &[u8]) -> Result<FtlConfig, Error> {
+    let Some(json) = area.strip_prefix(CONFIG_MAGIC) else {
+        return Err(Error::CorruptLayout(format!(
+            "the device's configuration area does not start with {} (it holds no conventional FTL)",
+            String::from_utf8_lossy(CONFIG_MAGIC)
+        )));
+    };
+    serde_json::from_slice(json).map_err(|e| Error::CorruptLayout(format!("FTL configuration: {e}")))
+}
+
+fn unavailable(kind: FtlKind) -> Error {
+    Error::Config(format!("the {} FTL is not available in this build", kind.name()))
+}
+
+/// Refuses a logical page beyond the FTL's capacity.
+fn check_lpn(name: &str, lpn: u32, logical_pages: u32) -> Result<(), Error> {
+    if lpn >= logical_pages {
+        return Err(Error::LpnOutOfRange { region: format!("{name} FTL"), lpn, logical_pages });
+    }
+    Ok(())
+}
+
+/// Refuses a payload that is not one page (a metadata-only device stores none).
+fn check_payload(keeps_data: bool, data: &[u8], page_bytes: usize) -> Result<(), Error> {
+    if keeps_data && data.len() != page_bytes {
+        return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+    }
+    Ok(())
 }

@@ -1,0 +1,440 @@
+//! DFTL (Gupta, Kim, Urgaonkar, ASPLOS'09): page-level mapping whose map lives in
+//! translation pages on flash, with only a cached mapping table (CMT) of `cmt_entries`
+//! entries and the global translation directory (GTD, translation page → physical page)
+//! in controller RAM.
+//!
+//! The data path is the page FTL's ([`super::pagelog`]: striped out-of-place writes,
+//! tombstones, GC). A translation page holds `page_bytes / 4` entries (u32 ppn, little
+//! endian, `0xFFFF_FFFF` = unmapped); translation page `t` maps lpns
+//! `t·E .. (t+1)·E`. Translation pages are written to their own stream (block) per chip.
+//!
+//! - A CMT miss reads the lpn's translation page (`translation_reads`) unless the GTD
+//!   says it was never written. The CMT is plain LRU.
+//! - Evicting a dirty entry rewrites its translation page (read-modify-write:
+//!   `translation_reads` + `translation_writes`), folding in every dirty cached entry
+//!   of that page, which become clean.
+//! - GC of a data block: moved lpns that are cached are updated in the CMT (dirty);
+//!   the rest are grouped per translation page and each page is rewritten once before
+//!   the victim is erased (DFTL's batch update). GC of a translation page moves it
+//!   and updates the GTD.
+//!
+//! Invariant: the mapping of `lpn` is its CMT entry if cached, else the entry in the
+//! GTD's translation page (unmapped if the GTD has none); and it is always the lpn's
+//! newest whole data page on flash by (seq, gen) (NONE if that is a tombstone or there
+//! is none) — the same invariant as the page FTL.
+//!
+//! Rebuild after a power cut ([`Dftl::open`]): the OOB scan of the page store is
+//! authoritative for data (newest whole data page or tombstone per lpn, exactly as for
+//! the page FTL), so dirty CMT entries lost with the power are recovered from data
+//! OOB. The GTD is rebuilt from the newest whole copy of each translation page (its OOB
+//! names the translation page number and sequence number; a torn one fails its CRC).
+//! Each translation page is then compared with the scanned map and every one that
+//! disagrees is rewritten, so the invariant holds again with an empty CMT. Only at
+//! mount time does the FTL hold the whole map in RAM. Counters start at zero after
+//! `open`; the scan and rewrites show in the returned time.
+
+use super::pagelog::{Owner, PageLog, Remap, Stream, NONE};
+use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
+use crate::error::Error;
+use nand::{Device, OpTiming, Ppn, SimTime};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Clone, Copy, Debug)]
+struct Cached {
+    ppn: u32,
+    dirty: bool,
+    stamp: u64,
+}
+
+/// The mapping state: CMT, GTD and what GC has moved but not yet written.
+struct Map {
+    logical_pages: u32,
+    total_pages: u32,
+    /// Entries per translation page.
+    per_page: u32,
+    capacity: usize,
+    cmt: HashMap<u32, Cached>,
+    /// LRU order of the CMT: stamp → lpn, oldest first.
+    lru: BTreeMap<u64, u32>,
+    clock: u64,
+    gtd: Vec<u32>,
+    /// GC moves of uncached lpns, per translation page, written by `settle`.
+    pending: BTreeMap<u32, Vec<(u32, u32)>>,
+    /// During `open` only: the scanned map, and the translation pages that disagree.
+    recovered: Option<Vec<u32>>,
+    stale: BTreeSet<u32>,
+    translation_reads: u64,
+    translation_writes: u64,
+}
+
+impl Map {
+    fn tvpn(&self, lpn: u32) -> u32 {
+        lpn / self.per_page
+    }
+
+    fn touch(&mut self, lpn: u32) {
+        self.clock += 1;
+        let stamp = self.clock;
+        if let Some(c) = self.cmt.get_mut(&lpn) {
+            self.lru.remove(&c.stamp);
+            c.stamp = stamp;
+            self.lru.insert(stamp, lpn);
+        }
+    }
+
+    /// Decodes a translation page's entries, refusing a ppn beyond the device.
+    fn decode(&self, t: u32, data: &[u8]) -> Result<Vec<u32>, Error> {
+        let entries: Vec<u32> = data
+            .chunks_exact(4)
+            .take(self.per_page as usize)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        match entries.iter().position(|&p| p != NONE && p >= self.total_pages) {
+            Some(i) => Err(Error::CorruptLayout(format!(
+                "DFTL translation page {t}: entry {i} names physical page {}, the device has {}",
+                entries[i], self.total_pages
+            ))),
+            None => Ok(entries),
+        }
+    }
+
+    /// The entries translation page `t` should hold according to the scanned map.
+    fn recovered_entries(&self, t: u32) -> Option<Vec<u32>> {
+        let r = self.recovered.as_ref()?;
+        let start = (t * self.per_page) as usize;
+        let end = (start + self.per_page as usize).min(self.logical_pages as usize);
+        let mut entries = r[start..end].to_vec();
+        entries.resize(self.per_page as usize, NONE);
+        Some(entries)
+    }
+}
+
+impl Remap for Map {
+    fn moved(&mut self, owner: Owner, dst: Ppn) {
+        match owner {
+            Owner::Data(lpn) => {
+                let t = self.tvpn(lpn);
+                if let Some(r) = self.recovered.as_mut() {
+                    r[lpn as usize] = dst.0;
+                    self.stale.insert(t);
+                } else if let Some(c) = self.cmt.get_mut(&lpn) {
+                    c.ppn = dst.0;
+                    c.dirty = true;
+                } else {
+                    self.pending.entry(t).or_default().push((lpn, dst.0));
+                }
+            }
+            Owner::Translation(t) => self.gtd[t as usize] = dst.0,
+            Owner::Tombstone(_) => {}
+        }
+    }
+
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, mut now: SimTime) -> Result<SimTime, Error> {
+        for (t, updates) in std::mem::take(&mut self.pending) {
+            now = write_translation(self, log, dev, t, &updates, Some(chip), now)?;
+        }
+        Ok(now)
+    }
+}
+
+/// Writes a new copy of translation page `t`: the current copy (read from flash) with
+/// `updates` and every dirty cached entry of the page applied; those entries become
+/// clean. The page is allocated first, so GC that allocation runs is reflected in what
+/// is written. Returns when the program ends.
+fn write_translation(
+    map: &mut Map,
+    log: &mut PageLog,
+    dev: &mut Device,
+    t: u32,
+    updates: &[(u32, u32)],
+    chip: Option<usize>,
+    now: SimTime,
+) -> Result<SimTime, Error> {
+    let (ppn, mut ready) = log.allocate(dev, map, Stream::Translation, chip, now)?;
+    let entries = match map.recovered_entries(t) {
+        Some(entries) => entries,
+        None => {
+            let current = map.gtd[t as usize];
+            let mut entries = if current == NONE {
+                vec![NONE; map.per_page as usize]
+            } else {
+                let read = log.read(dev, Ppn(current), ready)?;
+                ready = read.timing.end_ns;
+                map.translation_reads += 1;
+                let entries = map.decode(t, read.data);
+                entries.map_err(|e| log.poison(e))?
+            };
+            let base = t * map.per_page;
+            for &(lpn, p) in updates {
+                entries[(lpn - base) as usize] = p;
+            }
+            let end = (base + map.per_page).min(map.logical_pages);
+            // Whichever is smaller: the CMT or the page's range of lpns.
+            if map.cmt.len() < (end - base) as usize {
+                for (&lpn, c) in map.cmt.iter_mut() {
+                    if c.dirty && (base..end).contains(&lpn) {
+                        entries[(lpn - base) as usize] = c.ppn;
+                        c.dirty = false;
+                    }
+                }
+            } else {
+                for lpn in base..end {
+                    if let Some(c) = map.cmt.get_mut(&lpn).filter(|c| c.dirty) {
+                        entries[(lpn - base) as usize] = c.ppn;
+                        c.dirty = false;
+                    }
+                }
+            }
+            entries
+        }
+    };
+    let mut bytes = vec![0xFF; log.page_bytes()];
+    for (chunk, e) in bytes.chunks_exact_mut(4).zip(&entries) {
+        chunk.copy_from_slice(&e.to_le_bytes());
+    }
+    let timing = log.program(dev, ppn, Owner::Translation(t), &bytes, ready)?;
+    map.translation_writes += 1;
+    let old = std::mem::replace(&mut map.gtd[t as usize], ppn.0);
+    if old != NONE {
+        log.kill(Ppn(old));
+    }
+    Ok(timing.end_ns)
+}
+
+/// A DFTL over a whole device.
+pub struct Dftl {
+    dev: Device,
+    log: PageLog,
+    map: Map,
+    host_reads: u64,
+    host_writes: u64,
+    host_trims: u64,
+}
+
+/// (logical pages, translation pages) of a DFTL on `dev`: translation pages take
+/// physical space beside the data.
+fn layout(dev: &Device, config: &FtlConfig) -> Result<(u32, u32, u32), Error> {
+    if config.cmt_entries == 0 {
+        return Err(Error::Config("DFTL: the cached mapping table needs at least 1 entry".into()));
+    }
+    if !dev.storage().keeps_data() {
+        return Err(Error::Config(
+            "DFTL: a metadata-only device keeps no bytes, so translation pages cannot be read back".into(),
+        ));
+    }
+    let capacity = PageLog::capacity("DFTL", dev.geometry(), config.over_provisioning, &config.gc)?;
+    let per_page = dev.geometry().page_bytes / 4;
+    if per_page == 0 {
+        return Err(Error::Config("DFTL: pages under 4 bytes cannot hold a mapping entry".into()));
+    }
+    let mut logical = capacity - capacity.div_ceil(per_page as u64 + 1);
+    while logical + logical.div_ceil(per_page as u64) > capacity {
+        logical -= 1;
+    }
+    if logical == 0 {
+        return Err(Error::Config("DFTL: no logical capacity left beside the translation pages".into()));
+    }
+    Ok((logical as u32, logical.div_ceil(per_page as u64) as u32, per_page))
+}
+
+impl Dftl {
+    /// A fresh DFTL over the device: every block erased, nothing mapped, no
+    /// translation page written yet.
+    pub fn format(mut dev: Device, config: &FtlConfig) -> Result<Dftl, Error> {
+        let (logical, tpages, per_page) = layout(&dev, config)?;
+        let log = PageLog::format("DFTL", &mut dev, config.gc.clone(), logical, 0)?;
+        let map = Dftl::map(&dev, config, logical, per_page, vec![NONE; tpages as usize], None);
+        Ok(Dftl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0 })
+    }
+
+    /// Rebuilds from flash from `now` (see the module comment); returns the FTL and
+    /// when the scan and the translation page rewrites finished.
+    pub fn open(mut dev: Device, config: &FtlConfig, now: SimTime) -> Result<(Dftl, SimTime), Error> {
+        let (logical, tpages, per_page) = layout(&dev, config)?;
+        let (mut log, scan) = PageLog::rebuild("DFTL", &mut dev, config.gc.clone(), logical, tpages, now)?;
+        let mut map = Dftl::map(&dev, config, logical, per_page, scan.translation, Some(scan.data));
+        for t in 0..tpages {
+            let on_flash = match map.gtd[t as usize] {
+                NONE => Ok(vec![NONE; per_page as usize]),
+                // Read (and timed) by the scan's verification.
+                ppn => map.decode(t, dev.peek(Ppn(ppn)).0),
+            };
+            if on_flash.ok() != map.recovered_entries(t) {
+                map.stale.insert(t);
+            }
+        }
+        let mut done = scan.done;
+        // GC during the rewrites can make pages stale again; bounded all the same.
+        let mut budget = 4 * tpages as u64 + 1024;
+        while let Some(t) = map.stale.pop_first() {
+            if budget == 0 {
+                return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
+            }
+            budget -= 1;
+            done = write_translation(&mut map, &mut log, &mut dev, t, &[], None, done)?;
+        }
+        map.recovered = None;
+        map.translation_reads = 0;
+        map.translation_writes = 0;
+        log.counters = Default::default();
+        Ok((Dftl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0 }, done))
+    }
+
+    fn map(
+        dev: &Device,
+        config: &FtlConfig,
+        logical: u32,
+        per_page: u32,
+        gtd: Vec<u32>,
+        recovered: Option<Vec<u32>>,
+    ) -> Map {
+        Map {
+            logical_pages: logical,
+            total_pages: dev.geometry().total_pages(),
+            per_page,
+            capacity: config.cmt_entries as usize,
+            cmt: HashMap::new(),
+            lru: BTreeMap::new(),
+            clock: 0,
+            gtd,
+            pending: BTreeMap::new(),
+            recovered,
+            stale: BTreeSet::new(),
+            translation_reads: 0,
+            translation_writes: 0,
+        }
+    }
+
+    fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
+        self.log.check_usable()?;
+        super::check_lpn("DFTL", lpn, self.map.logical_pages)
+    }
+
+    /// The lpn's mapping, cached in the CMT (most recently used) when this returns;
+    /// a miss may evict (writing a translation page) and read one. Returns the
+    /// mapping and when it is known.
+    fn lookup(&mut self, lpn: u32, now: SimTime) -> Result<(u32, SimTime), Error> {
+        if let Some(c) = self.map.cmt.get(&lpn) {
+            let ppn = c.ppn;
+            self.map.touch(lpn);
+            return Ok((ppn, now));
+        }
+        let mut t = now;
+        while self.map.cmt.len() >= self.map.capacity {
+            let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
+            if self.map.cmt.get(&victim).is_some_and(|c| c.dirty) {
+                let tvpn = self.map.tvpn(victim);
+                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], None, t)?;
+            }
+            self.map.lru.remove(&stamp);
+            self.map.cmt.remove(&victim);
+        }
+        let tvpn = self.map.tvpn(lpn);
+        let ppn = match self.map.gtd[tvpn as usize] {
+            NONE => NONE,
+            tp => {
+                let read = self.log.read(&mut self.dev, Ppn(tp), t)?;
+                t = read.timing.end_ns;
+                let decoded = self.map.decode(tvpn, read.data);
+                self.map.translation_reads += 1;
+                let entries = decoded.map_err(|e| self.log.poison(e))?;
+                entries[(lpn % self.map.per_page) as usize]
+            }
+        };
+        self.map.clock += 1;
+        let stamp = self.map.clock;
+        self.map.cmt.insert(lpn, Cached { ppn, dirty: false, stamp });
+        self.map.lru.insert(stamp, lpn);
+        Ok((ppn, t))
+    }
+
+    /// Points the cached entry of `lpn` at `ppn` (dirty) and kills the page it named.
+    fn remap(&mut self, lpn: u32, ppn: u32) -> Result<(), Error> {
+        let Some(c) = self.map.cmt.get_mut(&lpn) else {
+            // lookup cached it and GC never drops CMT entries.
+            return Err(self.log.poison(Error::NeedsReopen { region: "DFTL".into() }));
+        };
+        let old = std::mem::replace(&mut c.ppn, ppn);
+        c.dirty = true;
+        if old != NONE {
+            self.log.kill(Ppn(old));
+        }
+        Ok(())
+    }
+}
+
+impl Ftl for Dftl {
+    fn kind(&self) -> FtlKind {
+        FtlKind::Dftl
+    }
+    fn logical_pages(&self) -> u32 {
+        self.map.logical_pages
+    }
+    fn page_bytes(&self) -> usize {
+        self.log.page_bytes()
+    }
+    fn device(&self) -> &Device {
+        &self.dev
+    }
+    fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
+    fn into_device(self: Box<Self>) -> Device {
+        self.dev
+    }
+
+    fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
+        self.check_lpn(lpn)?;
+        self.host_reads += 1;
+        let (ppn, t) = self.lookup(lpn, now)?;
+        if ppn == NONE {
+            return Ok(None);
+        }
+        let read = self.log.read(&mut self.dev, Ppn(ppn), t)?;
+        Ok(Some(FtlRead { timing: read.timing, data: read.data }))
+    }
+
+    fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        self.check_lpn(lpn)?;
+        super::check_payload(true, data, self.log.page_bytes())?;
+        let (_, t) = self.lookup(lpn, now)?;
+        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
+        let timing = self.log.program(&mut self.dev, ppn, Owner::Data(lpn), data, ready)?;
+        self.remap(lpn, ppn.0)?;
+        self.host_writes += 1;
+        let chip = self.log.geometry().chip_of(ppn) as usize;
+        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        Ok(timing)
+    }
+
+    fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
+        self.check_lpn(lpn)?;
+        let (old, t) = self.lookup(lpn, now)?;
+        if old == NONE {
+            return Ok(None);
+        }
+        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
+        let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
+        self.remap(lpn, NONE)?;
+        self.host_trims += 1;
+        let chip = self.log.geometry().chip_of(ppn) as usize;
+        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        Ok(Some(timing))
+    }
+
+    fn counters(&self) -> FtlCounters {
+        let c = self.log.counters;
+        FtlCounters {
+            host_reads: self.host_reads,
+            host_writes: self.host_writes,
+            host_trims: self.host_trims,
+            flash_programs: c.flash_programs,
+            flash_reads: c.flash_reads,
+            gc_page_migrations: c.gc_page_migrations,
+            gc_erases: c.gc_erases,
+            translation_reads: self.map.translation_reads,
+            translation_writes: self.map.translation_writes,
+            ..FtlCounters::default()
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! The out-of-place page store under the page-mapping FTL and DFTL: allocation striped
+//! over every chip of the device, tombstones, greedy or cost-benefit GC, OOB format and
+//! the rebuild scan. The two FTLs differ only in where the logical-to-physical map lives
+//! (controller RAM, or translation pages on flash behind a cache); they plug into the
+//! store through [`Remap`], which GC calls for every live page it moves.
+//!
+//! OOB of every page (28 bytes, little-endian):
+//!
+//! ```text
+//! offset size field
+//!  0      1   kind: 0xDA data page, 0x7B tombstone (trim record), 0x7A translation page
+//!  1      1   format version (1)
+//!  2      2   zero
+//!  4      4   id: lpn (data, tombstone) or translation page number (translation)
+//!  8      8   seq: write sequence number of the logical write (GC copies keep it)
+//! 16      4   gen: migration generation (GC copies add 1)
+//! 20      4   crc32 of the page's data bytes (0 for a tombstone, which has none)
+//! 24      4   crc32 of bytes 0..24
+//! ```
+//!
+//! Invariants:
+//! - a physical page is live iff its bit in `live` is set; `valid` of each block counts
+//!   its live pages; `owner` remembers what every programmed page holds, live or stale,
+//!   until its block is erased;
+//! - `copies[lpn]` counts the data pages of `lpn` on flash, live or stale; a trim's
+//!   tombstone stays live while that count is above zero, so a rebuild (newest page per
+//!   lpn wins) cannot resurrect trimmed data; once the last old copy is erased the
+//!   tombstone dies with it;
+//! - GC copies a victim's live pages (copyback, same seq, gen + 1), lets the map owner
+//!   make the moves durable ([`Remap::settle`]), and only then erases the victim.
+//!   Programs are durable when they return (no volatile cache).
+//!
+//! Fault model: power may fail at any program, copyback or erase (`nand::FaultyStorage`).
+//! A torn program fails a CRC and is ignored by the scan, so the lpn falls back to its
+//! previous copy; a torn erase leaves a block the scan treats as full of dead pages. After
+//! any device error the in-memory state may disagree with flash: the store refuses work
+//! ([`Error::NeedsReopen`]) until rebuilt. A worn-out block is not retired: its erase
+//! error ends the FTL's life (the baselines are measured far from endurance).
+
+use crate::error::Error;
+use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::spec::GcConfig;
+use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// "No page" in maps.
+pub(crate) const NONE: u32 = u32::MAX;
+/// Bytes of the OOB header.
+pub(crate) const OOB_BYTES: usize = 28;
+/// Ids (lpns, translation page numbers) stay below this, so an owner fits in a u32.
+const ID_LIMIT: u32 = 1 << 30;
+const VERSION: u8 = 1;
+
+/// What a physical page holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Data(u32),
+    Tombstone(u32),
+    Translation(u32),
+}
+
+impl Owner {
+    fn pack(self) -> u32 {
+        match self {
+            Owner::Data(id) => id,
+            Owner::Tombstone(id) => ID_LIMIT | id,
+            Owner::Translation(id) => 2 * ID_LIMIT | id,
+        }
+    }
+
+    fn unpack(v: u32) -> Option<Owner> {
+        let id = v & (ID_LIMIT - 1);
+        match v >> 30 {
+            0 => Some(Owner::Data(id)),
+            1 => Some(Owner::Tombstone(id)),
+            2 => Some(Owner::Translation(id)),
+            _ => None,
+        }
+    }
+
+    fn kind_byte(self) -> u8 {
+        match self {
+            Owner::Data(_) => 0xDA,
+            Owner::Tombstone(_) => 0x7B,
+            Owner::Translation(_) => 0x7A,
+        }
+    }
+}
+
+/// The decoded OOB header of a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub owner: Owner,
+    pub seq: u64,
+    pub gen: u32,
+    pub data_crc: u32,
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; OOB_BYTES] {
+        let mut b = [0u8; OOB_BYTES];
+        b[0] = self.owner.kind_byte();
+        b[1] = VERSION;
+        let id = match self.owner {
+            Owner::Data(id) | Owner::Tombstone(id) | Owner::Translation(id) => id,
+        };
+        b[4..8].copy_from_slice(&id.to_le_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..20].copy_from_slice(&self.gen.to_le_bytes());
+        b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
+        let crc = crc32fast::hash(&b[..24]);
+        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes and checks a header; `None` if erased, torn or not an FTL page.
+    pub fn decode(oob: &[u8]) -> Option<Header> {
+        let b = oob.get(..OOB_BYTES)?;
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        if crc32fast::hash(&b[..24]) != u32_at(24) || b[1] != VERSION || b[2] != 0 || b[3] != 0 {
+            return None;
+        }
+        let id = u32_at(4);
+        if id >= ID_LIMIT {
+            return None;
+        }
+        let owner = match b[0] {
+            0xDA => Owner::Data(id),
+            0x7B => Owner::Tombstone(id),
+            0x7A => Owner::Translation(id),
+            _ => return None,
+        };
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&b[8..16]);
+        Some(Header { owner, seq: u64::from_le_bytes(seq), gen: u32_at(16), data_crc: u32_at(20) })
+    }
+
+    /// Whether a page read whole: its data matches the header's CRC.
+    pub fn verifies(&self, data: &[u8]) -> bool {
+        match self.owner {
+            Owner::Tombstone(_) => self.data_crc == 0,
+            Owner::Data(_) | Owner::Translation(_) => crc32fast::hash(data) == self.data_crc,
+        }
+    }
+}
+
+/// The store's view of the map owner, called by GC.
+pub(crate) trait Remap {
+    /// GC moved the live data or translation page `owner` to `dst`.
+    fn moved(&mut self, owner: Owner, dst: Ppn);
+    /// Called after a victim's live pages moved and before it is erased: make the moves
+    /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
+}
+
+/// Allocation streams: each chip fills one block per stream, so GC copies (cold) and
+/// translation pages (hot) do not share blocks with host writes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Stream {
+    Host = 0,
+    Gc = 1,
+    Translation = 2,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    block: u32,
+    next: u32,
+}
+
+#[derive(Default)]
+struct Chip {
+    /// (erase count, block in chip), least worn first (dynamic wear levelling).
+    free: BinaryHeap<Reverse<(u32, u32)>>,
+    open: [Option<Cursor>; 3],
+}
+
+/// Flash-side counters the store keeps for its FTL.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LogCounters {
+    pub flash_programs: u64,
+    pub flash_reads: u64,
+    pub gc_page_migrations: u64,
+    pub gc_erases: u64,
+}
+
+/// What a rebuild scan found.
+pub(crate) struct Scan {
+    /// lpn → ppn of its newest whole data page, NONE if unmapped or trimmed.
+    pub data: Vec<u32>,
+    /// Translation page number → ppn of its newest whole copy, NONE if none.
+    pub translation: Vec<u32>,
+    pub done: SimTime,
+}
+
+/// The page store of one FTL over the whole device.
+pub(crate) struct PageLog {
+    name: &'static str,
+    geometry: Geometry,
+    keeps_data: bool,
+    gc: GcConfig,
+    blocks: Vec<BlockSnapshot>,
+    owner: Vec<u32>,
+    live: Vec<u64>,
+    chips: Vec<Chip>,
+    copies: Vec<u32>,
+    tombstones: HashMap<u32, u32>,
+    next_seq: u64,
+    round_robin: usize,
+    /// Set while a victim is being collected: allocation then runs no GC of its own.
+    collecting: bool,
+    poisoned: bool,
+    pub counters: LogCounters,
+    /// 0xFF bytes standing in for payloads on a metadata-only device.
+    filler: Box<[u8]>,
+}
+
+impl PageLog {
+    /// Physical pages a store over `geometry` leaves for logical pages and translation
+    /// pages, after over-provisioning; refuses settings GC cannot live with.
+    pub fn capacity(name: &str, geometry: &Geometry, op: f64, gc: &GcConfig) -> Result<u64, Error> {
+        if !(0.0..1.0).contains(&op) {
+            return Err(Error::Config(format!("{name} FTL: over-provisioning {op} must be in [0, 1)")));
+        }
+        if gc.foreground_free_blocks < 2 || gc.background_free_blocks < gc.foreground_free_blocks {
+            return Err(Error::Config(format!(
+                "{name} FTL: GC thresholds foreground {} / background {} free blocks: foreground must be at least 2 (a victim may need a GC block and a translation block) and background at least foreground",
+                gc.foreground_free_blocks, gc.background_free_blocks
+            )));
+        }
+        if (geometry.oob_bytes as usize) < OOB_BYTES {
+            return Err(Error::Config(format!(
+                "{name} FTL: the device's {}-byte OOB cannot hold the {OOB_BYTES}-byte page header",
+                geometry.oob_bytes
+            )));
+        }
+        let total = geometry.total_pages() as u64;
+        let logical = (total as f64 * (1.0 - op)).floor() as u64;
+        let reserve =
+            geometry.chips() as u64 * (gc.foreground_free_blocks as u64 + 2) * geometry.pages_per_block as u64;
+        if total - logical < reserve {
+            return Err(Error::Config(format!(
+                "{name} FTL: over-provisioning {op:.3} leaves {} spare pages; GC needs at least {reserve} ({} blocks per chip)",
+                total - logical,
+                gc.foreground_free_blocks + 2
+            )));
+        }
+        if logical == 0 || logical >= ID_LIMIT as u64 {
+            return Err(Error::Config(format!("{name} FTL: {logical} logical pages (must be 1..{ID_LIMIT})")));
+        }
+        Ok(logical)
+    }
+
+    fn empty(name: &'static str, dev: &Device, gc: GcConfig, logical_pages: u32) -> PageLog {
+        let geometry = dev.geometry().clone();
+        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
+        PageLog {
+            name,
+            keeps_data: dev.storage().keeps_data(),
+            gc,
+            blocks: vec![blank; geometry.total_blocks() as usize],
+            owner: vec![NONE; geometry.total_pages() as usize],
+            live: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
+            chips: (0..geometry.chips()).map(|_| Chip::default()).collect(),
+            copies: vec![0; logical_pages as usize],
+            tombstones: HashMap::new(),
+            next_seq: 1,
+            round_robin: 0,
+            collecting: false,
+            poisoned: false,
+            counters: LogCounters::default(),
+            filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
+            geometry,
+        }
+    }
+
+    /// A store with every block erased and free (blocks not erased are erased at `now`).
+    pub fn format(
+        name: &'static str,
+        dev: &mut Device,
+        gc: GcConfig,
+        logical_pages: u32,
+        now: SimTime,
+    ) -> Result<PageLog, Error> {
+        let mut log = PageLog::empty(name, dev, gc, logical_pages);
+        for b in 0..log.geometry.total_blocks() {
+            if dev.storage().write_pointer(BlockId(b)) != 0 {
+                dev.erase(BlockId(b), now)?;
+            }
+            log.release_block(dev, b);
+        }
+        Ok(log)
+    }
+
+    /// Rebuilds a store by scanning every programmed page's OOB, then verifying the
+    /// candidates of each lpn and translation page newest first (a full read checks the
+    /// data CRC). Returns the store and what the scan found.
+    pub fn rebuild(
+        name: &'static str,
+        dev: &mut Device,
+        gc: GcConfig,
+        logical_pages: u32,
+        translation_pages: u32,
+        now: SimTime,
+    ) -> Result<(PageLog, Scan), Error> {
+        if !dev.storage().keeps_data() {
+            return Err(Error::Config(format!(
+                "{name} FTL: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
+            )));
+        }
+        let mut log = PageLog::empty(name, dev, gc, logical_pages);
+        let mut done = now;
+        // (packed owner with tombstones folded onto their lpn's key, newest first, ppn)
+        let mut candidates: Vec<(u64, Reverse<(u64, u32)>, u32)> = Vec::new();
+        let mut max_seq = 0;
+        let ppb = log.geometry.pages_per_block;
+        for b in 0..log.geometry.total_blocks() {
+            let block = BlockId(b);
+            if dev.storage().write_pointer(block) == 0 {
+                log.release_block(dev, b);
+                continue;
+            }
+            log.blocks[b as usize].state = BlockState::Full;
+            log.blocks[b as usize].erase_count = dev.storage().erase_count(block);
+            for i in 0..ppb {
+                let ppn = log.geometry.ppn(block, i);
+                if dev.storage().program_count(ppn) == 0 {
+                    continue;
+                }
+                let (timing, oob) = dev.read_oob(ppn, now)?;
+                done = done.max(timing.end_ns);
+                let Some(h) = Header::decode(oob) else { continue };
+                let key = match h.owner {
+                    Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
+                    Owner::Translation(t) if t < translation_pages => (1 << 32) | t as u64,
+                    _ => continue,
+                };
+                if let Owner::Data(lpn) = h.owner {
+                    log.copies[lpn as usize] += 1;
+                }
+                log.owner[ppn.0 as usize] = h.owner.pack();
+                let last = &mut log.blocks[b as usize].last_write_seq;
+                *last = (*last).max(h.seq);
+                max_seq = max_seq.max(h.seq);
+                candidates.push((key, Reverse((h.seq, h.gen)), ppn.0));
+            }
+        }
+        candidates.sort_unstable();
+        let mut scan = Scan {
+            data: vec![NONE; logical_pages as usize],
+            translation: vec![NONE; translation_pages as usize],
+            done,
+        };
+        for group in candidates.chunk_by(|a, b| a.0 == b.0) {
+            for &(_, _, ppn) in group {
+                let read = dev.read(Ppn(ppn), now)?;
+                scan.done = scan.done.max(read.timing.end_ns);
+                let Some(h) = Header::decode(read.oob).filter(|h| h.verifies(read.data)) else { continue };
+                match h.owner {
+                    Owner::Data(lpn) => scan.data[lpn as usize] = ppn,
+                    Owner::Tombstone(lpn) => {
+                        if log.copies[lpn as usize] == 0 {
+                            break;
+                        }
+                        log.tombstones.insert(lpn, ppn);
+                    }
+                    Owner::Translation(t) => scan.translation[t as usize] = ppn,
+                }
+                log.mark_live(Ppn(ppn));
+                break;
+            }
+        }
+        log.next_seq = max_seq + 1;
+        Ok((log, scan))
+    }
+
+    // ---- accessors and bookkeeping ----------------------------------------------------
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub fn keeps_data(&self) -> bool {
+        self.keeps_data
+    }
+
+    pub fn page_bytes(&self) -> usize {
+        self.geometry.page_bytes as usize
+    }
+
+    /// Refuses work after a device error, until the FTL is reopened.
+    pub fn check_usable(&self) -> Result<(), Error> {
+        if self.poisoned {
+            return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
+        }
+        Ok(())
+    }
+
+    /// Poisons the store on a device error (its state may now disagree with flash).
+    pub fn device_error(&mut self, e: nand::Error) -> Error {
+        self.poisoned = true;
+        Error::Device(e)
+    }
+
+    /// Wraps an error from an operation that may have left flash and RAM apart.
+    pub fn poison(&mut self, e: Error) -> Error {
+        self.poisoned = true;
+        e
+    }
+
+    fn mark_live(&mut self, ppn: Ppn) {
+        debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
+        let i = ppn.0 as usize;
+        self.live[i / 64] |= 1 << (i % 64);
+        self.blocks[self.geometry.block_of(ppn).0 as usize].valid += 1;
+    }
+
+    /// Marks a page stale (its lpn or translation page moved on).
+    pub fn kill(&mut self, ppn: Ppn) {
+        debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
+        let i = ppn.0 as usize;
+        self.live[i / 64] &= !(1 << (i % 64));
+        self.blocks[self.geometry.block_of(ppn).0 as usize].valid -= 1;
+    }
+
+    fn is_live(&self, ppn: Ppn) -> bool {
+        let i = ppn.0 as usize;
+        self.live[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    fn release_block(&mut self, dev: &Device, b: u32) {
+        let erase_count = dev.storage().erase_count(BlockId(b));
+        self.blocks[b as usize] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
+        let chip = self.geometry.chip_of_block(BlockId(b));
+        self.chips[chip as usize].free.push(Reverse((erase_count, b % self.geometry.blocks_per_chip)));
+    }
+
+    // ---- writes -----------------------------------------------------------------------
+
+    /// Takes the next page of `stream`, on `chip` or round-robin over the chips.
+    /// Outside GC this may first collect on the chip (foreground GC); the page is ready
+    /// when that GC has finished, the returned time.
+    pub fn allocate<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        stream: Stream,
+        chip: Option<usize>,
+        now: SimTime,
+    ) -> Result<(Ppn, SimTime), Error> {
+        self.check_usable()?;
+        let chips = self.chips.len();
+        let tries = if chip.is_some() { 1 } else { chips };
+        for _ in 0..tries {
+            let c = chip.unwrap_or_else(|| {
+                let c = self.round_robin;
+                self.round_robin = (c + 1) % chips;
+                c
+            });
+            if let Some(found) = self.page_on(dev, remap, c, stream, now)? {
+                return Ok(found);
+            }
+        }
+        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+    }
+
+    fn page_on<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        chip: usize,
+        stream: Stream,
+        now: SimTime,
+    ) -> Result<Option<(Ppn, SimTime)>, Error> {
+        let s = stream as usize;
+        let mut ready = now;
+        if self.chips[chip].open[s].is_none() {
+            if !self.collecting {
+                // Bounded: a collection that frees nothing net cannot loop forever.
+                for _ in 0..self.geometry.blocks_per_chip {
+                    if self.chips[chip].free.len() > self.gc.foreground_free_blocks as usize {
+                        break;
+                    }
+                    match self.collect(dev, remap, chip, ready)? {
+                        Some(end) => ready = end,
+                        None => break,
+                    }
+                }
+            }
+        }
+        if self.chips[chip].open[s].is_none() {
+            // Outside GC a chip's last free block is kept for GC to move pages into.
+            let reserve = if self.collecting { 0 } else { 1 };
+            if self.chips[chip].free.len() <= reserve {
+                return Ok(None);
+            }
+            let Some(Reverse((_, b))) = self.chips[chip].free.pop() else { return Ok(None) };
+            let block = self.geometry.block_id(chip as u32, b).0;
+            self.blocks[block as usize].state = BlockState::Active;
+            self.chips[chip].open[s] = Some(Cursor { block, next: 0 });
+        }
+        let ppb = self.geometry.pages_per_block;
+        let slot = &mut self.chips[chip].open[s];
+        let Some(cursor) = slot.as_mut() else { return Ok(None) };
+        let (block, index) = (cursor.block, cursor.next);
+        cursor.next += 1;
+        if cursor.next == ppb {
+            *slot = None;
+            self.blocks[block as usize].state = BlockState::Full;
+        }
+        Ok(Some((self.geometry.ppn(BlockId(block), index), ready)))
+    }
+
+    /// Programs an allocated page with `owner`'s bytes (a tombstone has none) and a
+    /// fresh sequence number, and makes it live. A data page supersedes the lpn's
+    /// tombstone; a tombstone is remembered until the lpn's last old copy is erased.
+    /// The caller kills the page this one replaces.
+    pub fn program(
+        &mut self,
+        dev: &mut Device,
+        ppn: Ppn,
+        owner: Owner,
+        data: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let page_bytes = self.page_bytes();
+        let result = if !self.keeps_data {
+            let len = if matches!(owner, Owner::Tombstone(_)) { 0 } else { page_bytes };
+            dev.program(ppn, now, &[Span::new(0, &self.filler[..len]), Span::new(page_bytes, &[0xFF; OOB_BYTES])])
+        } else {
+            let data_crc = if matches!(owner, Owner::Tombstone(_)) { 0 } else { crc32fast::hash(data) };
+            let header = Header { owner, seq, gen: 0, data_crc }.encode();
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
+        };
+        let timing = result.map_err(|e| self.device_error(e))?;
+        self.counters.flash_programs += 1;
+        match owner {
+            Owner::Data(lpn) => {
+                self.copies[lpn as usize] += 1;
+                if let Some(t) = self.tombstones.remove(&lpn) {
+                    self.kill(Ppn(t));
+                }
+            }
+            Owner::Tombstone(lpn) => {
+                if let Some(t) = self.tombstones.insert(lpn, ppn.0) {
+                    self.kill(Ppn(t));
+                }
+            }
+            Owner::Translation(_) => {}
+        }
+        self.owner[ppn.0 as usize] = owner.pack();
+        self.mark_live(ppn);
+        self.blocks[self.geometry.block_of(ppn).0 as usize].last_write_seq = seq;
+        Ok(timing)
+    }
+
+    /// Reads a page for the FTL (host data or a translation page).
+    pub fn read<'d>(&mut self, dev: &'d mut Device, ppn: Ppn, now: SimTime) -> Result<nand::PageRead<'d>, Error> {
+        self.counters.flash_reads += 1;
+        match dev.read(ppn, now) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.poisoned = true;
+                Err(Error::Device(e))
+            }
+        }
+    }
+
+    // ---- garbage collection -----------------------------------------------------------
+
+    /// After a host operation on `chip` (at `now`, its completion): one background
+    /// collection if the chip runs low on free blocks.
+    pub fn background_gc<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        chip: usize,
+        now: SimTime,
+    ) -> Result<(), Error> {
+        if !self.collecting && self.chips[chip].free.len() < self.gc.background_free_blocks as usize {
+            self.collect(dev, remap, chip, now)?;
+        }
+        Ok(())
+    }
+
+    /// Collects one victim on `chip` chosen by the configured policy; returns when its
+    /// erase ends, or `None` if no block has anything to reclaim.
+    fn collect<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        chip: usize,
+        now: SimTime,
+    ) -> Result<Option<SimTime>, Error> {
+        let bpc = self.geometry.blocks_per_chip as usize;
+        let range = chip * bpc..(chip + 1) * bpc;
+        let ppb = self.geometry.pages_per_block;
+        let Some(victim) = policy::choose_victim(&self.blocks[range], ppb, self.gc.policy, self.next_seq) else {
+            return Ok(None);
+        };
+        self.collecting = true;
+        let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
+        self.collecting = false;
+        result.map(Some).map_err(|e| self.poison(e))
+    }
+
+    /// Moves a block's live pages to the chip's GC block (each operation after the
+    /// previous one ends), lets the map owner settle, then erases the block.
+    fn collect_block<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        chip: usize,
+        b: u32,
+        now: SimTime,
+    ) -> Result<SimTime, Error> {
+        let mut t = now;
+        let block = BlockId(b);
+        let page_bytes = self.page_bytes();
+        for i in 0..self.geometry.pages_per_block {
+            let src = self.geometry.ppn(block, i);
+            if !self.is_live(src) {
+                continue;
+            }
+            let Some(owner) = Owner::unpack(self.owner[src.0 as usize]) else {
+                return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
+            };
+            let (dst, _) = self.allocate(dev, remap, Stream::Gc, Some(chip), t)?;
+            let header = if self.keeps_data {
+                match Header::decode(dev.peek(src).1) {
+                    Some(h) => Header { gen: h.gen + 1, ..h }.encode(),
+                    None => return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) }),
+                }
+            } else {
+                [0xFF; OOB_BYTES]
+            };
+            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &header)])?;
+            t = timing.end_ns;
+            self.counters.flash_reads += 1;
+            self.counters.flash_programs += 1;
+            self.counters.gc_page_migrations += 1;
+            match owner {
+                Owner::Tombstone(lpn) => {
+                    self.tombstones.insert(lpn, dst.0);
+                }
+                Owner::Data(lpn) => {
+                    self.copies[lpn as usize] += 1;
+                    remap.moved(owner, dst);
+                }
+                Owner::Translation(_) => remap.moved(owner, dst),
+            }
+            self.owner[dst.0 as usize] = owner.pack();
+            self.kill(src);
+            self.mark_live(dst);
+            let seq = self.blocks[b as usize].last_write_seq;
+            let dst_block = &mut self.blocks[self.geometry.block_of(dst).0 as usize];
+            dst_block.last_write_seq = dst_block.last_write_seq.max(seq);
+        }
+        t = remap.settle(self, dev, chip, t)?;
+        let timing = dev.erase(block, t)?;
+        let ppb = self.geometry.pages_per_block as usize;
+        for p in b as usize * ppb..(b as usize + 1) * ppb {
+            if let Some(Owner::Data(lpn)) = Owner::unpack(std::mem::replace(&mut self.owner[p], NONE)) {
+                let copies = &mut self.copies[lpn as usize];
+                *copies -= 1;
+                if *copies == 0 {
+                    if let Some(t) = self.tombstones.remove(&lpn) {
+                        // The last old copy is gone: the trim record is no longer needed.
+                        self.kill(Ppn(t));
+                    }
+                }
+            }
+        }
+        self.release_block(dev, b);
+        self.counters.gc_erases += 1;
+        Ok(timing.end_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_torn_headers_fail() {
+        for owner in [Owner::Data(7), Owner::Tombstone(9), Owner::Translation(3)] {
+            let h = Header { owner, seq: 1 << 40, gen: 2, data_crc: 0xABCD };
+            let mut b = h.encode();
+            assert_eq!(Header::decode(&b), Some(h));
+            assert_eq!(Owner::unpack(owner.pack()), Some(owner));
+            b[9] &= 0xFE;
+            assert_eq!(Header::decode(&b), None);
+        }
+        assert_eq!(Header::decode(&[0xFF; 64]), None);
+    }
+
+    proptest::proptest! {
+        /// Arbitrary OOB bytes never panic the decoder; what it accepts re-encodes.
+        #[test]
+        fn fuzz_header_decoder(oob in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            if let Some(h) = Header::decode(&oob) {
+                proptest::prop_assert_eq!(&h.encode()[..], &oob[..OOB_BYTES]);
+            }
+        }
+    }
+}

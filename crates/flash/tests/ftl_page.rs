@@ -1,0 +1,363 @@
+//! The page-mapping FTL and DFTL against a model: every acknowledged write reads back
+//! with its bytes and every trimmed page reads `None`, through GC, CMT evictions,
+//! power cuts at random mutating operations and rebuilds by scan.
+
+use flash::ftl::{self, Ftl, FtlConfig, FtlKind};
+use flash::{Error, Flash, IpaMode, RegionSpec, VictimPolicy};
+use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+
+const PAGE: usize = 512;
+
+fn geometry() -> Geometry {
+    Geometry {
+        channels: 2,
+        chips_per_channel: 1,
+        blocks_per_chip: 16,
+        pages_per_block: 32,
+        page_bytes: PAGE as u32,
+        oob_bytes: 64,
+        cell: CellType::Slc,
+        nop: 1,
+        endurance: 1_000_000,
+        latencies: Latencies::mlc_typical(),
+    }
+}
+
+fn config(kind: FtlKind, cmt_entries: u32, policy: VictimPolicy) -> FtlConfig {
+    let mut c = FtlConfig::new(kind);
+    c.over_provisioning = 0.35;
+    c.cmt_entries = cmt_entries;
+    c.gc.policy = policy;
+    c
+}
+
+fn fresh(config: &FtlConfig, cut_at: Option<u64>, seed: u64) -> Box<dyn Ftl> {
+    let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at, seed);
+    ftl::format(Device::new(Box::new(storage)), config).unwrap()
+}
+
+fn reopen(ftl: Box<dyn Ftl>, now: u64) -> (Box<dyn Ftl>, u64) {
+    let mut device = ftl.into_device();
+    device.power_on();
+    ftl::open(device, now).unwrap()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write { lpn: u32, fill: u8 },
+    Trim { lpn: u32 },
+    Read { lpn: u32 },
+}
+
+fn op(lpns: u32) -> impl Strategy<Value = Op> {
+    // A hot set so pages are overwritten often and GC has victims with live pages.
+    let lpn = prop_oneof![3 => 0..lpns / 4, 1 => 0..lpns];
+    prop_oneof![
+        8 => (lpn.clone(), any::<u8>()).prop_map(|(lpn, fill)| Op::Write { lpn, fill }),
+        1 => lpn.clone().prop_map(|lpn| Op::Trim { lpn }),
+        2 => lpn.prop_map(|lpn| Op::Read { lpn }),
+    ]
+}
+
+fn page(lpn: u32, fill: u8, version: u32) -> Vec<u8> {
+    let mut p = vec![fill; PAGE];
+    p[..4].copy_from_slice(&lpn.to_le_bytes());
+    p[4..8].copy_from_slice(&version.to_le_bytes());
+    p
+}
+
+/// What an interrupted operation would have left: new bytes, or a trim.
+type InFlight = (u32, Option<Vec<u8>>);
+
+struct Harness {
+    ftl: Box<dyn Ftl>,
+    model: HashMap<u32, Vec<u8>>,
+    now: u64,
+    version: u32,
+}
+
+impl Harness {
+    /// Runs one op; on a power cut returns what was in flight.
+    fn apply(&mut self, op: &Op) -> Result<(), InFlight> {
+        self.now += 1_000;
+        self.version += 1;
+        let cut = |e: Error| match e {
+            Error::Device(nand::Error::PowerLost) => {}
+            other => panic!("unexpected error: {other}"),
+        };
+        match *op {
+            Op::Write { lpn, fill } => {
+                let p = page(lpn, fill, self.version);
+                match self.ftl.write(lpn, &p, self.now) {
+                    Ok(_) => {
+                        self.model.insert(lpn, p);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        cut(e);
+                        Err((lpn, Some(p)))
+                    }
+                }
+            }
+            Op::Trim { lpn } => match self.ftl.trim(lpn, self.now) {
+                Ok(_) => {
+                    self.model.remove(&lpn);
+                    Ok(())
+                }
+                Err(e) => {
+                    cut(e);
+                    Err((lpn, None))
+                }
+            },
+            Op::Read { lpn } => match self.ftl.read(lpn, self.now) {
+                Ok(got) => {
+                    assert_eq!(got.map(|r| r.data.to_vec()).as_ref(), self.model.get(&lpn), "lpn {lpn}");
+                    Ok(())
+                }
+                Err(e) => {
+                    // A DFTL read may write back a translation page on a CMT miss.
+                    cut(e);
+                    Err((lpn, self.model.get(&lpn).cloned()))
+                }
+            },
+        }
+    }
+
+    /// Every page reads as the model says; the in-flight one may also read as the
+    /// interrupted operation would have left it, which the model then adopts.
+    fn check_all(&mut self, in_flight: Option<&InFlight>) {
+        for lpn in 0..self.ftl.logical_pages() {
+            let got = self.ftl.read(lpn, self.now).unwrap().map(|r| r.data.to_vec());
+            let expected = self.model.get(&lpn);
+            match in_flight {
+                Some((l, new)) if *l == lpn && got.as_ref() != expected => {
+                    assert_eq!(&got, new, "lpn {lpn}: neither the old nor the in-flight content");
+                    match got {
+                        Some(p) => self.model.insert(lpn, p),
+                        None => self.model.remove(&lpn),
+                    };
+                }
+                _ => assert_eq!(got.as_ref(), expected, "lpn {lpn}"),
+            }
+        }
+    }
+
+    fn restart(self) -> Harness {
+        let (ftl, now) = reopen(self.ftl, self.now);
+        Harness { ftl, now, ..self }
+    }
+}
+
+fn logical_pages(kind: FtlKind) -> u32 {
+    fresh(&config(kind, 64, VictimPolicy::Greedy), None, 0).logical_pages()
+}
+
+/// Runs `ops` with power failing at mutating operation `cut_at`, rebuilds, checks,
+/// runs `after` with power on, rebuilds and checks again.
+fn cut_and_rebuild(config: &FtlConfig, ops: &[Op], after: &[Op], cut_at: u64, seed: u64) {
+    let mut h = Harness { ftl: fresh(config, Some(cut_at), seed), model: HashMap::new(), now: 0, version: 0 };
+    let mut in_flight = None;
+    for op in ops {
+        if let Err(flight) = h.apply(op) {
+            in_flight = Some(flight);
+            break;
+        }
+    }
+    let mut h = h.restart();
+    h.check_all(in_flight.as_ref());
+    for op in after {
+        h.apply(op).unwrap_or_else(|_| panic!("power is back"));
+    }
+    let mut h = h.restart();
+    h.check_all(None);
+}
+
+fn cut_strategy(kind: FtlKind) -> impl Strategy<Value = (Vec<Op>, Vec<Op>, f64, u64, bool)> {
+    let lpns = logical_pages(kind);
+    (
+        prop::collection::vec(op(lpns), 300..1200),
+        prop::collection::vec(op(lpns), 0..200),
+        0.0f64..1.2,
+        any::<u64>(),
+        any::<bool>(),
+    )
+}
+
+fn cut_point(ops: &[Op], fraction: f64) -> u64 {
+    let mutating = ops.iter().filter(|o| !matches!(o, Op::Read { .. })).count() as f64;
+    1 + (fraction * mutating) as u64
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Page FTL: power fails at a random program, copyback or erase (host write, trim
+    /// record, GC copy, GC erase) or never; after the rebuild every acknowledged write
+    /// reads back, trimmed pages read `None`, the interrupted operation is old or new.
+    #[test]
+    fn page_ftl_survives_power_cuts((ops, after, fraction, seed, cb) in cut_strategy(FtlKind::Page)) {
+        let policy = if cb { VictimPolicy::CostBenefit } else { VictimPolicy::Greedy };
+        cut_and_rebuild(&config(FtlKind::Page, 0, policy), &ops, &after, cut_point(&ops, fraction), seed);
+    }
+
+    /// DFTL with a CMT far smaller than the map: cuts may also hit translation page
+    /// write-backs (evictions, GC batch updates) and translation page GC.
+    #[test]
+    fn dftl_survives_power_cuts((ops, after, fraction, seed, cb) in cut_strategy(FtlKind::Dftl), cmt in 1u32..48) {
+        let policy = if cb { VictimPolicy::CostBenefit } else { VictimPolicy::Greedy };
+        cut_and_rebuild(&config(FtlKind::Dftl, cmt, policy), &ops, &after, cut_point(&ops, fraction), seed);
+    }
+}
+
+/// Random writes and trims over a hot set, from a seed.
+fn random_ops(lpns: u32, count: usize, seed: u64) -> Vec<Op> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..count)
+        .map(|_| {
+            let lpn = if rng.gen_bool(0.7) { rng.gen_range(0..lpns / 4) } else { rng.gen_range(0..lpns) };
+            if rng.gen_ratio(1, 10) {
+                Op::Trim { lpn }
+            } else {
+                Op::Write { lpn, fill: rng.gen() }
+            }
+        })
+        .collect()
+}
+
+fn run(config: &FtlConfig, ops: &[Op]) -> Harness {
+    let mut h = Harness { ftl: fresh(config, None, 0), model: HashMap::new(), now: 0, version: 0 };
+    for op in ops {
+        h.apply(op).unwrap_or_else(|_| panic!("no cut was armed"));
+    }
+    h.check_all(None);
+    h
+}
+
+#[test]
+fn sequential_writes_have_write_amplification_one() {
+    let lpns = logical_pages(FtlKind::Page);
+    let ops: Vec<Op> = (0..3).flat_map(|pass| (0..lpns).map(move |lpn| Op::Write { lpn, fill: pass as u8 })).collect();
+    let h = run(&config(FtlKind::Page, 0, VictimPolicy::Greedy), &ops);
+    let c = h.ftl.counters();
+    assert_eq!(c.host_writes, 3 * lpns as u64);
+    assert!(c.gc_erases > 0, "three passes over the device need GC");
+    assert!(c.write_amplification() < 1.02, "sequential WA {}", c.write_amplification());
+}
+
+#[test]
+fn random_writes_cost_gc_copies() {
+    let lpns = logical_pages(FtlKind::Page);
+    let h = run(&config(FtlKind::Page, 0, VictimPolicy::Greedy), &random_ops(lpns, 4000, 1));
+    let c = h.ftl.counters();
+    assert!(c.gc_page_migrations > 0 && c.write_amplification() > 1.0);
+    assert_eq!(c.flash_programs, c.host_writes + c.host_trims + c.gc_page_migrations);
+}
+
+#[test]
+fn dftl_with_the_whole_map_cached_programs_like_the_page_ftl() {
+    let lpns = logical_pages(FtlKind::Dftl);
+    let ops = random_ops(lpns, 4000, 2);
+    let page = run(&config(FtlKind::Page, 0, VictimPolicy::Greedy), &ops).ftl.counters();
+    let dftl = run(&config(FtlKind::Dftl, lpns, VictimPolicy::Greedy), &ops).ftl.counters();
+    assert_eq!((dftl.translation_reads, dftl.translation_writes), (0, 0));
+    assert_eq!(dftl.flash_programs, page.flash_programs);
+    assert_eq!(dftl.gc_page_migrations, page.gc_page_migrations);
+    assert_eq!(dftl.gc_erases, page.gc_erases);
+}
+
+#[test]
+fn small_cmt_reads_and_writes_translation_pages() {
+    let lpns = logical_pages(FtlKind::Dftl);
+    let ops = random_ops(lpns, 4000, 3);
+    let c = run(&config(FtlKind::Dftl, 16, VictimPolicy::Greedy), &ops).ftl.counters();
+    assert!(c.translation_reads > 100 && c.translation_writes > 100, "{c:?}");
+    assert_eq!(c.flash_programs, c.host_writes + c.host_trims + c.gc_page_migrations + c.translation_writes);
+    let big = run(&config(FtlKind::Dftl, 256, VictimPolicy::Greedy), &ops).ftl.counters();
+    assert!(big.translation_writes < c.translation_writes, "a bigger CMT writes back less");
+}
+
+#[test]
+fn dftl_rebuild_rewrites_stale_translation_pages_then_serves_from_flash() {
+    let lpns = logical_pages(FtlKind::Dftl);
+    let h = run(&config(FtlKind::Dftl, 32, VictimPolicy::Greedy), &random_ops(lpns, 2000, 4));
+    // Dirty CMT entries are lost with the power; the scan recovers them.
+    let mut h = h.restart();
+    h.check_all(None);
+    let c = h.ftl.counters();
+    assert!(c.translation_reads > 0, "after open the map is read from translation pages");
+}
+
+#[test]
+fn dispatch_and_config_area() {
+    let c = config(FtlKind::Page, 0, VictimPolicy::Greedy);
+    let f = fresh(&c, None, 0);
+    assert!(f.device().storage().config_area().starts_with(ftl::CONFIG_MAGIC));
+    assert_eq!(ftl::stored_config(f.device().storage().config_area()).unwrap(), c);
+    for kind in [FtlKind::Block, FtlKind::Bast, FtlKind::Fast] {
+        let device = Device::new(Box::new(MemoryStorage::new(geometry(), true)));
+        let err = ftl::format(device, &FtlConfig::new(kind)).err().unwrap();
+        assert!(err.to_string().contains("not available"), "{err}");
+    }
+    // A NoFTL device is not an FTL device.
+    let noftl = Flash::format(
+        Device::new(Box::new(MemoryStorage::new(geometry(), true))),
+        vec![RegionSpec { over_provisioning: 0.35, ..RegionSpec::new("r", IpaMode::None) }],
+    )
+    .unwrap();
+    assert!(matches!(ftl::open(noftl.into_device(), 0), Err(Error::CorruptLayout(_))));
+    // DFTL needs translation page bytes; the page FTL runs metadata-only.
+    let meta = || Device::new(Box::new(MemoryStorage::new(geometry(), false)));
+    assert!(matches!(ftl::format(meta(), &config(FtlKind::Dftl, 8, VictimPolicy::Greedy)), Err(Error::Config(_))));
+    let mut page = ftl::format(meta(), &c).unwrap();
+    page.write(3, &[], 0).unwrap();
+    assert!(page.read(3, 0).unwrap().is_some());
+    // Bad requests are errors, not panics.
+    let mut f = fresh(&c, None, 0);
+    let lpns = f.logical_pages();
+    assert!(matches!(f.write(lpns, &[0; PAGE], 0), Err(Error::LpnOutOfRange { .. })));
+    assert!(matches!(f.write(0, &[0; 3], 0), Err(Error::WrongPayloadSize { .. })));
+    let mut tight = c.clone();
+    tight.over_provisioning = 0.01;
+    let device = Device::new(Box::new(MemoryStorage::new(geometry(), true)));
+    assert!(ftl::format(device, &tight).err().unwrap().to_string().contains("spare pages"));
+}
+
+/// Host writes per second for each FTL, wall clock and simulated (QD1, each write
+/// issued when the previous one ends), on the paper emulator's chips cut to 64 blocks
+/// each. Run: `cargo test --release -p flash --test ftl_page -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_host_writes_per_second() {
+    let mut g = Geometry::paper_emulator();
+    g.blocks_per_chip = 64;
+    for (kind, cmt) in [(FtlKind::Page, 0), (FtlKind::Dftl, 1 << 20), (FtlKind::Dftl, 4096), (FtlKind::Dftl, 512)] {
+        let mut c = FtlConfig::new(kind);
+        c.cmt_entries = cmt;
+        let mut f = ftl::format(Device::new(Box::new(MemoryStorage::new(g.clone(), true))), &c).unwrap();
+        let lpns = f.logical_pages();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let data = vec![0x5Au8; f.page_bytes()];
+        let writes = 4 * lpns as u64;
+        let wall = std::time::Instant::now();
+        let mut now = 0;
+        for _ in 0..writes {
+            now = f.write(rng.gen_range(0..lpns), &data, now).unwrap().end_ns;
+        }
+        let secs = wall.elapsed().as_secs_f64();
+        let counters = f.counters();
+        println!(
+            "{:>4} cmt {:>7}: {writes} random writes over {lpns} pages: {:.0} writes/s wall, {:.0} writes/s simulated, WA {:.2}, translation r/w {}/{}",
+            kind.name(),
+            cmt,
+            writes as f64 / secs,
+            writes as f64 / (now as f64 / 1e9),
+            counters.write_amplification(),
+            counters.translation_reads,
+            counters.translation_writes
+        );
+    }
+}
