@@ -10,6 +10,11 @@
 //! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
 //! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
 
+pub mod bast;
+pub mod block;
+pub mod fast;
+mod hybrid;
+
 use crate::error::Error;
 use nand::{Device, OpTiming, SimTime};
 use serde::{Deserialize, Serialize};
