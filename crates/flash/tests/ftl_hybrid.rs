@@ -57,11 +57,22 @@ fn open(kind: FtlKind, device: Device, config: &FtlConfig, now: u64) -> (Box<dyn
 
 #[derive(Clone, Debug)]
 enum Op {
-    Write { lpn: u32, fill: u8 },
+    Write {
+        lpn: u32,
+        fill: u8,
+    },
     /// `len` consecutive pages from `lpn` (sequential runs make switch and partial merges).
-    Run { lpn: u32, len: u32, fill: u8 },
-    Trim { lpn: u32 },
-    Read { lpn: u32 },
+    Run {
+        lpn: u32,
+        len: u32,
+        fill: u8,
+    },
+    Trim {
+        lpn: u32,
+    },
+    Read {
+        lpn: u32,
+    },
     Restart,
 }
 
@@ -304,13 +315,7 @@ fn trimmed_pages_stay_trimmed_across_restarts_and_merges() {
 /// Write amplification after filling the device once and then `passes` over it, on
 /// a metadata-only device (bytes are not needed to count).
 fn write_amplification(kind: FtlKind, random: bool) -> (f64, ftl::FtlCounters) {
-    let g = Geometry {
-        channels: 2,
-        chips_per_channel: 2,
-        blocks_per_chip: 64,
-        pages_per_block: 32,
-        ..geometry()
-    };
+    let g = Geometry { channels: 2, chips_per_channel: 2, blocks_per_chip: 64, pages_per_block: 32, ..geometry() };
     let config = FtlConfig { over_provisioning: 0.1, log_blocks: 16, ..FtlConfig::new(kind) };
     let mut f = format(kind, Box::new(MemoryStorage::new(g, false)), &config);
     let lpns = f.logical_pages();

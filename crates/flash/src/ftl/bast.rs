@@ -96,6 +96,10 @@ impl Scheme for Bast {
         }
         normalise
     }
+
+    fn log_blocks(&self) -> Vec<u32> {
+        self.logs.values().copied().collect()
+    }
 }
 
 /// A fresh BAST FTL over the whole device.

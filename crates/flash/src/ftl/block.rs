@@ -63,6 +63,10 @@ impl Scheme for BlockMapped {
         }
         normalise
     }
+
+    fn log_blocks(&self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// A fresh block FTL over the whole device.

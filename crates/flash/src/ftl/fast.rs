@@ -159,6 +159,10 @@ impl Scheme for Fast {
         }
         normalise
     }
+
+    fn log_blocks(&self) -> Vec<u32> {
+        self.sw.iter().map(|&(_, b)| b).chain(self.rw.iter().copied()).collect()
+    }
 }
 
 /// A fresh FAST FTL over the whole device.

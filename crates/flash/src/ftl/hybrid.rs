@@ -120,7 +120,14 @@ impl Header {
             KIND_TRIM => true,
             _ => return None,
         };
-        Some(Header { trim, role: Role::from_byte(b[1])?, lpn: word(4), seq: dword(8), bseq: dword(16), data_crc: word(24) })
+        Some(Header {
+            trim,
+            role: Role::from_byte(b[1])?,
+            lpn: word(4),
+            seq: dword(8),
+            bseq: dword(16),
+            data_crc: word(24),
+        })
     }
 
     /// The header of a page as read, if the page is whole.
@@ -323,9 +330,8 @@ impl Core {
         let pb = self.g.page_bytes as usize;
         let oob = if self.keeps_data {
             let (_, oob) = self.dev.peek(Ppn(src));
-            let h = Header::decode(oob).ok_or_else(|| {
-                Error::Config(format!("ftl {}: live page {src} lost its header", self.kind.name()))
-            })?;
+            let h = Header::decode(oob)
+                .ok_or_else(|| Error::Config(format!("ftl {}: live page {src} lost its header", self.kind.name())))?;
             Header { role: meta.role, bseq: meta.bseq, ..h }.encode()
         } else {
             [0xFF; HEADER_BYTES]
@@ -492,6 +498,8 @@ pub(crate) trait Scheme: Send + Sized + 'static {
     /// Rebuild: claims the blocks found for each lbn and the random log blocks (oldest
     /// first); returns the lbns to normalise with the blocks to erase after.
     fn adopt(&mut self, core: &mut Core, lbns: LbnBlocks, random_logs: Vec<u32>) -> Vec<(u32, Vec<u32>)>;
+    /// The log blocks in use (for the invariant check after a rebuild).
+    fn log_blocks(&self) -> Vec<u32>;
 }
 
 /// An FTL built from the shared core and a scheme.
@@ -514,7 +522,11 @@ pub(crate) fn format<S: Scheme>(device: Device, config: &FtlConfig) -> Result<Bo
 
 /// Rebuilds an FTL from the OOB bytes on flash (see the module comment), starting at
 /// `now`; returns it and when the scan and any normalising merges ended.
-pub(crate) fn open<S: Scheme>(device: Device, config: &FtlConfig, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Error> {
+pub(crate) fn open<S: Scheme>(
+    device: Device,
+    config: &FtlConfig,
+    now: SimTime,
+) -> Result<(Box<dyn Ftl>, SimTime), Error> {
     let name = config.kind.name();
     if !device.storage().keeps_data() {
         return Err(Error::Config(format!(
@@ -592,12 +604,27 @@ pub(crate) fn open<S: Scheme>(device: Device, config: &FtlConfig, now: SimTime) 
         core.erase_all(old)?;
     }
     let done = core.clock;
+    debug_assert!(
+        {
+            let mut claimed: Vec<u32> = core.data.iter().copied().filter(|&b| b != NONE).collect();
+            claimed.extend(scheme.log_blocks());
+            claimed.sort_unstable();
+            let in_use: Vec<u32> =
+                (0..core.g.total_blocks()).filter(|&b| core.blocks[b as usize].role != Role::Free).collect();
+            claimed == in_use
+        },
+        "after a rebuild every block in use is a data or log block, once"
+    );
     Ok((Box::new(Hybrid { core, scheme }), done))
 }
 
 impl<S: Scheme> Hybrid<S> {
     /// Runs a mutating operation; a device error poisons the FTL.
-    fn run(&mut self, now: SimTime, op: impl FnOnce(&mut Core, &mut S) -> Result<(), Error>) -> Result<OpTiming, Error> {
+    fn run(
+        &mut self,
+        now: SimTime,
+        op: impl FnOnce(&mut Core, &mut S) -> Result<(), Error>,
+    ) -> Result<OpTiming, Error> {
         self.core.begin(now);
         match op(&mut self.core, &mut self.scheme) {
             Ok(()) => Ok(self.core.finish()),
