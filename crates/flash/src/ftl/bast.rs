@@ -59,7 +59,7 @@ impl Scheme for Bast {
     /// The log blocks, a merge destination and one more for a normalising merge.
     fn spare_blocks(config: &FtlConfig) -> Result<u32, Error> {
         if config.log_blocks == 0 {
-            return Err(Error::Config("ftl bast: log_blocks must be at least 1".into()));
+            return Err(Error::Config("bast FTL: log_blocks must be at least 1".into()));
         }
         Ok(config.log_blocks + 2)
     }

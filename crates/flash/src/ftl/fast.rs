@@ -111,7 +111,7 @@ impl Scheme for Fast {
     fn spare_blocks(config: &FtlConfig) -> Result<u32, Error> {
         if config.log_blocks < 2 {
             return Err(Error::Config(
-                "ftl fast: log_blocks must be at least 2 (one sequential, at least one random)".into(),
+                "fast FTL: log_blocks must be at least 2 (one sequential, at least one random)".into(),
             ));
         }
         Ok(config.log_blocks + 2)

@@ -189,13 +189,13 @@ impl Core {
         let name = config.kind.name();
         if (g.oob_bytes as usize) < HEADER_BYTES {
             return Err(Error::Config(format!(
-                "ftl {name}: the device's {}-byte OOB cannot hold the {HEADER_BYTES}-byte page header",
+                "{name} FTL: the device's {}-byte OOB cannot hold the {HEADER_BYTES}-byte page header",
                 g.oob_bytes
             )));
         }
         if !(0.0..1.0).contains(&config.over_provisioning) {
             return Err(Error::Config(format!(
-                "ftl {name}: over-provisioning {} is not in [0, 1)",
+                "{name} FTL: over-provisioning {} is not in [0, 1)",
                 config.over_provisioning
             )));
         }
@@ -203,7 +203,7 @@ impl Core {
         let logical_blocks = (total as f64 * (1.0 - config.over_provisioning)).floor() as u32;
         if logical_blocks == 0 || logical_blocks.saturating_add(spare_blocks) > total {
             return Err(Error::Config(format!(
-                "ftl {name}: {total} blocks cannot hold {logical_blocks} data blocks (over-provisioning {}) plus the {spare_blocks} spare blocks it needs",
+                "{name} FTL: {total} blocks cannot hold {logical_blocks} data blocks (over-provisioning {}) plus the {spare_blocks} spare blocks it needs",
                 config.over_provisioning
             )));
         }
@@ -256,11 +256,11 @@ impl Core {
 
     fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
         if self.poisoned {
-            return Err(Error::NeedsReopen { region: format!("ftl {}", self.kind.name()) });
+            return Err(Error::NeedsReopen { region: format!("{} FTL", self.kind.name()) });
         }
         let logical_pages = self.logical_blocks * self.ppb;
         if lpn >= logical_pages {
-            return Err(Error::LpnOutOfRange { region: format!("ftl {}", self.kind.name()), lpn, logical_pages });
+            return Err(Error::LpnOutOfRange { region: format!("{} FTL", self.kind.name()), lpn, logical_pages });
         }
         Ok(())
     }
@@ -331,7 +331,7 @@ impl Core {
         let oob = if self.keeps_data {
             let (_, oob) = self.dev.peek(Ppn(src));
             let h = Header::decode(oob)
-                .ok_or_else(|| Error::Config(format!("ftl {}: live page {src} lost its header", self.kind.name())))?;
+                .ok_or_else(|| Error::Config(format!("{} FTL: live page {src} lost its header", self.kind.name())))?;
             Header { role: meta.role, bseq: meta.bseq, ..h }.encode()
         } else {
             [0xFF; HEADER_BYTES]
@@ -369,7 +369,7 @@ impl Core {
     /// it programmed.
     pub fn allocate(&mut self, role: Role) -> Result<u32, Error> {
         let Some(Reverse((_, block))) = self.free.pop() else {
-            return Err(Error::Config(format!("ftl {}: no free block left (mapping bug)", self.kind.name())));
+            return Err(Error::Config(format!("{} FTL: no free block left (mapping bug)", self.kind.name())));
         };
         if self.write_pointer(block) != 0 {
             let t = self.dev.erase(BlockId(block), self.clock)?;
@@ -530,7 +530,7 @@ pub(crate) fn open<S: Scheme>(
     let name = config.kind.name();
     if !device.storage().keeps_data() {
         return Err(Error::Config(format!(
-            "ftl {name}: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
+            "{name} FTL: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
         )));
     }
     let mut core = Core::new(device, config, S::spare_blocks(config)?)?;
@@ -561,7 +561,7 @@ pub(crate) fn open<S: Scheme>(
                 Some(f) if f == (h.role, h.bseq, lbn) => {}
                 Some(_) => {
                     return Err(Error::CorruptLayout(format!(
-                        "ftl {name}: block {b} holds pages of different allocations or logical blocks"
+                        "{name} FTL: block {b} holds pages of different allocations or logical blocks"
                     )))
                 }
             }
