@@ -191,8 +191,17 @@ impl Harness {
 }
 
 /// Runs `ops` with power failing at mutating operation `cut_at` (if reached), then
-/// restarts, checks, runs `after` and checks again after another restart.
-fn run_with_cut(kind: FtlKind, ops: &[Op], after: &[Op], cut_at: Option<u64>, seed: u64) -> Option<TornOp> {
+/// restarts and checks; with `recut`, power fails again that many operations into the
+/// first write after the restart (a normalising merge, if the rebuild left one
+/// pending); then runs `after` and checks again after another restart.
+fn run_with_cut(
+    kind: FtlKind,
+    ops: &[Op],
+    after: &[Op],
+    cut_at: Option<u64>,
+    recut: Option<u64>,
+    seed: u64,
+) -> Option<TornOp> {
     let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at, seed);
     let mut h = Harness::new(kind, Box::new(storage));
     let mut in_flight = None;
@@ -214,6 +223,18 @@ fn run_with_cut(kind: FtlKind, ops: &[Op], after: &[Op], cut_at: Option<u64>, se
     h.check_all(in_flight.as_ref());
     if let Some((lpn, _)) = in_flight {
         h.adopt(lpn);
+    }
+    if let Some(ops) = recut {
+        h.ftl.device_mut().storage_mut().arm_power_cut(ops);
+        match h.apply(&Op::Write { lpn: HOT_LPNS - 1, fill: 0xA5 }) {
+            Err(flight) => {
+                h = h.restart();
+                h.check_all(Some(&flight));
+                h.adopt(flight.0);
+            }
+            // The write took fewer operations: disarm the cut (power_on clears it).
+            Ok(()) => h.ftl.device_mut().power_on(),
+        }
     }
     for op in after {
         h.apply(op).unwrap_or_else(|_| panic!("power is back"));
@@ -242,25 +263,26 @@ proptest! {
     #[test]
     fn block_ftl_matches_model(ops in prop::collection::vec(op(), 1..300), after in prop::collection::vec(op(), 0..60), cut in 0.0f64..1.5, seed in any::<u64>()) {
         let cut_at = (cut < 1.0).then(|| 1 + (cut * 2.0 * mutating_ops(&ops) as f64) as u64);
-        run_with_cut(FtlKind::Block, &ops, &after, cut_at, seed);
+        run_with_cut(FtlKind::Block, &ops, &after, cut_at, None, seed);
     }
 
     #[test]
     fn bast_matches_model(ops in prop::collection::vec(op(), 1..300), after in prop::collection::vec(op(), 0..60), cut in 0.0f64..1.5, seed in any::<u64>()) {
         let cut_at = (cut < 1.0).then(|| 1 + (cut * 2.0 * mutating_ops(&ops) as f64) as u64);
-        run_with_cut(FtlKind::Bast, &ops, &after, cut_at, seed);
+        run_with_cut(FtlKind::Bast, &ops, &after, cut_at, None, seed);
     }
 
     #[test]
     fn fast_matches_model(ops in prop::collection::vec(op(), 1..300), after in prop::collection::vec(op(), 0..60), cut in 0.0f64..1.5, seed in any::<u64>()) {
         let cut_at = (cut < 1.0).then(|| 1 + (cut * 2.0 * mutating_ops(&ops) as f64) as u64);
-        run_with_cut(FtlKind::Fast, &ops, &after, cut_at, seed);
+        run_with_cut(FtlKind::Fast, &ops, &after, cut_at, None, seed);
     }
 }
 
 /// Cuts at many points of one fixed mix of random writes, sequential runs and trims:
 /// host programs, merge copies (copyback) and merge erases are all torn, and nothing
-/// acknowledged is lost.
+/// acknowledged is lost; every third cut is followed by a second one early in the
+/// first write after the rebuild.
 #[test]
 fn power_cuts_hit_programs_copies_and_erases() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -275,7 +297,8 @@ fn power_cuts_hit_programs_copies_and_erases() {
     for kind in KINDS {
         let (mut programs, mut copies, mut erases) = (0, 0, 0);
         for cut_at in (1..1500u64).step_by(13) {
-            match run_with_cut(kind, &ops, &after, Some(cut_at), cut_at) {
+            let recut = (cut_at % 3 == 1).then_some(1 + cut_at / 3 % 3);
+            match run_with_cut(kind, &ops, &after, Some(cut_at), recut, cut_at) {
                 Some(TornOp::Program { .. }) => programs += 1,
                 Some(TornOp::CopyProgram { .. }) => copies += 1,
                 Some(TornOp::Erase { .. }) => erases += 1,

@@ -25,8 +25,9 @@
 //! wins, ties (a page and its merge copy) going to the newer block; a winning trim
 //! record unmaps the page. The scheme then claims the blocks of each lbn; an lbn whose
 //! blocks are not in a state its merges leave between operations (a merge was cut
-//! short) is *normalised*: its live pages are copied into a fresh data block and its
-//! old blocks erased, by the same crash-safe merge.
+//! short) is *normalised* before the next write or trim: its live pages are copied
+//! into a fresh data block and its old blocks erased, by the same crash-safe merge.
+//! Reads are served from the newest versions meanwhile; `open` itself only reads.
 //!
 //! Fault model: the emulator's (`nand::FaultyStorage`): a cut tears the operation in
 //! flight; everything acknowledged before is durable. After any device error the FTL
@@ -175,6 +176,9 @@ pub(crate) struct Core {
     next_seq: u64,
     pub counters: FtlCounters,
     poisoned: bool,
+    /// Lbns the rebuild found mid-merge, with their blocks: normalised before the next
+    /// write or trim (so `open` only reads and a cut there cannot lose the device).
+    pending: Vec<(u32, Vec<u32>)>,
     /// Issue time of the next device operation within the current host operation.
     clock: SimTime,
     started: Option<SimTime>,
@@ -222,6 +226,7 @@ impl Core {
             next_seq: 1,
             counters: FtlCounters::default(),
             poisoned: false,
+            pending: Vec::new(),
             clock: 0,
             started: None,
             filler: vec![0xFF; g.raw_page_bytes()].into_boxed_slice(),
@@ -427,6 +432,18 @@ impl Core {
         Ok(std::mem::replace(&mut self.data[lbn as usize], block))
     }
 
+    /// Normalises the lbns the rebuild found mid-merge: a full merge from the newest
+    /// versions into a fresh data block, then their old blocks erased in the safe order.
+    fn normalise_pending(&mut self) -> Result<(), Error> {
+        while let Some((lbn, old)) = self.pending.last().cloned() {
+            debug_assert_eq!(self.data[lbn as usize], NONE);
+            self.merge_full(lbn)?;
+            self.erase_all(old)?;
+            self.pending.pop();
+        }
+        Ok(())
+    }
+
     /// True when every valid page of `block` is a data page of `lbn` at its own offset
     /// (the block can serve as the data block of `lbn`).
     pub fn data_shaped(&self, block: u32, lbn: u32) -> bool {
@@ -521,7 +538,7 @@ pub(crate) fn format<S: Scheme>(device: Device, config: &FtlConfig) -> Result<Bo
 }
 
 /// Rebuilds an FTL from the OOB bytes on flash (see the module comment), starting at
-/// `now`; returns it and when the scan and any normalising merges ended.
+/// `now`; returns it and when the scan ended.
 pub(crate) fn open<S: Scheme>(
     device: Device,
     config: &FtlConfig,
@@ -596,24 +613,18 @@ pub(crate) fn open<S: Scheme>(
     }
     random_logs.sort_by_key(|&b| core.blocks[b as usize].bseq);
     let mut scheme = S::new(config);
-    let normalise = scheme.adopt(&mut core, lbns, random_logs);
-    core.begin(done);
-    for (lbn, old) in normalise {
-        core.data[lbn as usize] = NONE;
-        core.merge_full(lbn)?;
-        core.erase_all(old)?;
-    }
-    let done = core.clock;
+    core.pending = scheme.adopt(&mut core, lbns, random_logs);
     debug_assert!(
         {
             let mut claimed: Vec<u32> = core.data.iter().copied().filter(|&b| b != NONE).collect();
             claimed.extend(scheme.log_blocks());
+            claimed.extend(core.pending.iter().flat_map(|(_, blocks)| blocks.iter().copied()));
             claimed.sort_unstable();
             let in_use: Vec<u32> =
                 (0..core.g.total_blocks()).filter(|&b| core.blocks[b as usize].role != Role::Free).collect();
             claimed == in_use
         },
-        "after a rebuild every block in use is a data or log block, once"
+        "after a rebuild every block in use is a data, log or pending block, once"
     );
     Ok((Box::new(Hybrid { core, scheme }), done))
 }
@@ -626,7 +637,7 @@ impl<S: Scheme> Hybrid<S> {
         op: impl FnOnce(&mut Core, &mut S) -> Result<(), Error>,
     ) -> Result<OpTiming, Error> {
         self.core.begin(now);
-        match op(&mut self.core, &mut self.scheme) {
+        match self.core.normalise_pending().and_then(|()| op(&mut self.core, &mut self.scheme)) {
             Ok(()) => Ok(self.core.finish()),
             Err(e) => {
                 self.core.poisoned = true;
