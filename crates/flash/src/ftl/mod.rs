@@ -10,7 +10,11 @@
 //! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
 //! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
 
+pub mod bast;
+pub mod block;
 pub mod dftl;
+pub mod fast;
+mod hybrid;
 pub mod page;
 mod pagelog;
 
@@ -140,11 +144,13 @@ pub const CONFIG_MAGIC: &[u8] = b"DFFTL1";
 pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Error> {
     let mut stored = CONFIG_MAGIC.to_vec();
     stored.extend(serde_json::to_vec(config).map_err(|e| Error::Config(format!("FTL configuration: {e}")))?);
-    device.storage_mut().set_config_area(stored);
+    device.storage_mut().set_config_area(stored)?;
     match config.kind {
         FtlKind::Page => Ok(Box::new(PageFtl::format(device, config)?)),
         FtlKind::Dftl => Ok(Box::new(Dftl::format(device, config)?)),
-        kind @ (FtlKind::Block | FtlKind::Bast | FtlKind::Fast) => Err(unavailable(kind)),
+        FtlKind::Block => block::format(device, config),
+        FtlKind::Bast => bast::format(device, config),
+        FtlKind::Fast => fast::format(device, config),
     }
 }
 
@@ -161,7 +167,9 @@ pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Err
             let (ftl, done) = Dftl::open(device, &config, now)?;
             Ok((Box::new(ftl), done))
         }
-        kind @ (FtlKind::Block | FtlKind::Bast | FtlKind::Fast) => Err(unavailable(kind)),
+        FtlKind::Block => block::open(device, &config, now),
+        FtlKind::Bast => bast::open(device, &config, now),
+        FtlKind::Fast => fast::open(device, &config, now),
     }
 }
 
@@ -174,10 +182,6 @@ pub fn stored_config(area: &[u8]) -> Result<FtlConfig, Error> {
         )));
     };
     serde_json::from_slice(json).map_err(|e| Error::CorruptLayout(format!("FTL configuration: {e}")))
-}
-
-fn unavailable(kind: FtlKind) -> Error {
-    Error::Config(format!("the {} FTL is not available in this build", kind.name()))
 }
 
 /// Refuses a logical page beyond the FTL's capacity.
