@@ -88,16 +88,40 @@ pub struct ImageOptions {
 /// Why an image could not be created, opened or synced.
 #[derive(Debug)]
 pub enum ImageError {
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
     /// Another process holds the image's lock (a writer, or readers when opening to write).
-    Locked { path: PathBuf },
+    Locked {
+        path: PathBuf,
+    },
     /// `create_image` on a path that already exists: it is never overwritten.
-    Exists { path: PathBuf },
-    Truncated { path: PathBuf, offset: u64, what: String },
-    BadMagic { path: PathBuf },
-    UnsupportedVersion { path: PathBuf, version: u32 },
-    Corrupt { path: PathBuf, offset: u64, what: String },
-    ChecksumMismatch { path: PathBuf, stored: u32, computed: u32 },
+    Exists {
+        path: PathBuf,
+    },
+    Truncated {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    BadMagic {
+        path: PathBuf,
+    },
+    UnsupportedVersion {
+        path: PathBuf,
+        version: u32,
+    },
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    ChecksumMismatch {
+        path: PathBuf,
+        stored: u32,
+        computed: u32,
+    },
 }
 
 impl fmt::Display for ImageError {
@@ -155,7 +179,14 @@ impl Layout {
         let counts_at = blocks_at.checked_add(blocks.checked_mul(BLOCK_RECORD_BYTES)?)?;
         let data_at = counts_at.checked_add(pages)?.checked_next_multiple_of(4096)?;
         let file_bytes = data_at.checked_add(pages.checked_mul(raw_page_bytes)?)?;
-        Some(Layout { blocks_at, counts_at, data_at, raw_page_bytes, pages_per_block: g.pages_per_block as u64, file_bytes })
+        Some(Layout {
+            blocks_at,
+            counts_at,
+            data_at,
+            raw_page_bytes,
+            pages_per_block: g.pages_per_block as u64,
+            file_bytes,
+        })
     }
 
     fn slot_at(slot: usize) -> u64 {
@@ -329,9 +360,7 @@ impl MemoryStorage {
         let layout = layout_of(&geometry, path, 0)?;
         let file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
             Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(ImageError::Exists { path: path.into() })
-            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(ImageError::Exists { path: path.into() }),
             Err(source) => return Err(io_err(source)),
         };
         lock(&file, path, false)?;
@@ -554,12 +583,18 @@ fn read_v3(file: &File, path: &Path, file_bytes: u64) -> Result<(MemoryStorage, 
     s.program_counts = read_exact(file, path, layout.counts_at, blocks * ppb, "program counts")?;
     if let Some(p) = s.program_counts.iter().position(|&c| c > g.nop) {
         let c = s.program_counts[p];
-        return Err(corrupt(layout.counts_at + p as u64, format!("page {p}: program count {c} over the NOP of {}", g.nop)));
+        return Err(corrupt(
+            layout.counts_at + p as u64,
+            format!("page {p}: program count {c} over the NOP of {}", g.nop),
+        ));
     }
     for (b, record) in records.chunks_exact(BLOCK_RECORD_BYTES as usize).enumerate() {
         let at = layout.blocks_at + b as u64 * BLOCK_RECORD_BYTES;
         if record[4] > 1 || record[5..] != [0, 0, 0] {
-            return Err(corrupt(at, format!("block {b}: record flags {:02x?} (needs-erase must be 0 or 1)", &record[4..])));
+            return Err(corrupt(
+                at,
+                format!("block {b}: record flags {:02x?} (needs-erase must be 0 or 1)", &record[4..]),
+            ));
         }
         s.erase_counts[b] = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
         let counts = &s.program_counts[b * ppb..(b + 1) * ppb];
