@@ -22,8 +22,9 @@
 //! - re-program (append): the program count, then the AND-ed bytes of each span — a
 //!   cut between them is a torn program that landed no bits yet;
 //! - erase: the block record with `needs_erase = 1` and the new erase count, the
-//!   block's program counts zeroed, the record with `needs_erase = 0`; a torn erase
-//!   stops after the zeroed prefix, so it reads back as [`Storage::tear_erase`] left it;
+//!   block's program counts zeroed, its pages punched out of the file (holes again),
+//!   the record with `needs_erase = 0`; a torn erase stops after the zeroed (and
+//!   punched) prefix, so it reads back as [`crate::Storage::tear_erase`] left it;
 //! - configuration: written whole into the slot holding the older generation; the
 //!   newer valid slot wins on open, so a torn configuration write keeps the old one.
 //!
@@ -298,10 +299,29 @@ impl ImageFile {
         self.pwrite(record_at, &block_record(erase_count, true))?;
         let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
         self.pwrite(counts_at, &vec![0; erased_pages as usize])?;
+        self.punch_pages(self.layout.page_at(Ppn(block.0 * self.layout.pages_per_block as u32)), erased_pages)?;
         if complete {
             self.pwrite(record_at, &block_record(erase_count, false))?;
         }
         Ok(())
+    }
+
+    /// Frees the disk space of `pages` erased pages from `at` (a hole reads as zeros,
+    /// so bytes of a page whose program count reached the disk before its data after a
+    /// power loss read as a torn program, never as the page's content before the erase).
+    /// File systems without hole punching keep the stale bytes, which the zero program
+    /// counts already hide.
+    fn punch_pages(&mut self, at: u64, pages: u32) -> Result<(), Error> {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let len = pages as u64 * self.layout.raw_page_bytes;
+        match fallocate(&self.file, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, at, len) {
+            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+            Err(e) => {
+                let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
+                self.failed = Some(error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// Writes a new configuration into the older slot and syncs it (unless `Off`).

@@ -99,12 +99,24 @@ fn an_image_is_sparse_and_never_created_over_an_existing_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dev.img");
     let mut g = geometry();
-    g.blocks_per_chip = 4096; // 36 MiB of raw pages
-    drop(MemoryStorage::create_image(&path, g.clone(), true).unwrap());
+    (g.blocks_per_chip, g.pages_per_block) = (512, 64); // 36 MiB of raw pages
+    let mut s = MemoryStorage::create_image(&path, g.clone(), true).unwrap();
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(&path).unwrap();
-    assert!(meta.len() > 32 << 20);
-    assert!(meta.blocks() * 512 < 1 << 20, "{} bytes allocated", meta.blocks() * 512);
+    let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+    assert!(std::fs::metadata(&path).unwrap().len() > 32 << 20);
+    assert!(allocated() < 1 << 20, "{} bytes allocated", allocated());
+    // Programs fill holes; an erase punches them again.
+    let empty = allocated();
+    for p in 0..128 {
+        s.program(Ppn(p), &[Span::new(0, &[0x42; 576])]).unwrap();
+    }
+    let programmed = allocated();
+    assert!(programmed >= empty + 64 * 1024, "{empty} then {programmed}");
+    for b in 0..2 {
+        s.erase(BlockId(b)).unwrap();
+    }
+    assert!(allocated() <= programmed - 56 * 1024, "{empty}, {programmed}, {} after the erases", allocated());
+    drop(s);
 
     let user = dir.path().join("mine.txt");
     std::fs::write(&user, b"precious").unwrap();
@@ -445,6 +457,17 @@ fn kill_9_loses_no_operation_that_completed() {
     }
 }
 
+/// The bytes of the `populated` image, made once.
+fn populated_bytes() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.img");
+        drop(populated(&path));
+        std::fs::read(&path).unwrap()
+    })
+}
+
 /// Offsets of a version 3 image of `geometry()` worth damaging: the header, both
 /// configuration slot headers, the block records and the program counts.
 fn metadata_offset(index: prop::sample::Index) -> usize {
@@ -478,13 +501,12 @@ proptest! {
         truncate in any::<prop::sample::Index>(),
         do_truncate in any::<bool>(),
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("dev.img");
-        drop(populated(&path));
-        let mut bytes = std::fs::read(&path).unwrap();
+        let mut bytes = populated_bytes().to_vec();
         for (index, value) in edits {
             bytes[metadata_offset(index)] = value;
         }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.img");
         if do_truncate {
             bytes.truncate(truncate.index(bytes.len()));
         }
