@@ -4,7 +4,7 @@
 //! `cargo run --release -p nand --example write_through [OPS]` (default 200,000).
 //! The sync modes differ only at sync points; this marks one commit every 16 operations.
 
-use nand::{BlockId, Device, Geometry, ImageOptions, MemoryStorage, Span, Storage, SyncMode, SyncPoint};
+use nand::{BlockId, Device, Geometry, ImageOptions, MemoryStorage, Span, SyncMode, SyncPoint};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -659,7 +659,7 @@ fn read_config(file: &File, path: &Path, s: &mut MemoryStorage) -> Result<(u64, 
             torn += 1;
             continue;
         }
-        if best.as_ref().map_or(true, |(g, _, _)| generation > *g) {
+        if best.as_ref().is_none_or(|(g, _, _)| generation > *g) {
             best = Some((generation, slot, bytes));
         }
     }
