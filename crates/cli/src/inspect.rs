@@ -2,11 +2,12 @@
 
 use crate::table::{print_table, Row};
 use flash::Flash;
-use nand::{Device, MemoryStorage};
+use nand::{Device, ImageOptions, MemoryStorage};
 use std::path::Path;
 
 pub fn run(path: &Path) -> Result<(), String> {
-    let storage = MemoryStorage::open_image(path).map_err(|e| e.to_string())?;
+    let read_only = ImageOptions { read_only: true, ..ImageOptions::default() };
+    let storage = MemoryStorage::open_image_with(path, read_only).map_err(|e| e.to_string())?;
     let device = Device::new(Box::new(storage));
     let g = device.geometry().clone();
     println!("device image {}", path.display());

@@ -170,7 +170,6 @@ impl Device {
         Ok(())
     }
 
-
     /// Reads a whole page (data and OOB cross the channel).
     pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
         let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;

@@ -12,8 +12,8 @@
 //! Everything that completed before the cut is durable (there is no volatile write
 //! cache). All randomness comes from the seed, so a cut replays exactly.
 
-use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::error::Error;
+use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::image::ImageError;
 use crate::storage::{Span, Storage, SyncPoint};
 use rand::{Rng, SeedableRng};

@@ -22,8 +22,9 @@
 //! - re-program (append): the program count, then the AND-ed bytes of each span — a
 //!   cut between them is a torn program that landed no bits yet;
 //! - erase: the block record with `needs_erase = 1` and the new erase count, the
-//!   block's program counts zeroed, the record with `needs_erase = 0`; a torn erase
-//!   stops after the zeroed prefix, so it reads back as [`Storage::tear_erase`] left it;
+//!   block's program counts zeroed, its pages punched out of the file (holes again),
+//!   the record with `needs_erase = 0`; a torn erase stops after the zeroed (and
+//!   punched) prefix, so it reads back as [`crate::Storage::tear_erase`] left it;
 //! - configuration: written whole into the slot holding the older generation; the
 //!   newer valid slot wins on open, so a torn configuration write keeps the old one.
 //!
@@ -88,16 +89,40 @@ pub struct ImageOptions {
 /// Why an image could not be created, opened or synced.
 #[derive(Debug)]
 pub enum ImageError {
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
     /// Another process holds the image's lock (a writer, or readers when opening to write).
-    Locked { path: PathBuf },
+    Locked {
+        path: PathBuf,
+    },
     /// `create_image` on a path that already exists: it is never overwritten.
-    Exists { path: PathBuf },
-    Truncated { path: PathBuf, offset: u64, what: String },
-    BadMagic { path: PathBuf },
-    UnsupportedVersion { path: PathBuf, version: u32 },
-    Corrupt { path: PathBuf, offset: u64, what: String },
-    ChecksumMismatch { path: PathBuf, stored: u32, computed: u32 },
+    Exists {
+        path: PathBuf,
+    },
+    Truncated {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    BadMagic {
+        path: PathBuf,
+    },
+    UnsupportedVersion {
+        path: PathBuf,
+        version: u32,
+    },
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    ChecksumMismatch {
+        path: PathBuf,
+        stored: u32,
+        computed: u32,
+    },
 }
 
 impl fmt::Display for ImageError {
@@ -155,7 +180,14 @@ impl Layout {
         let counts_at = blocks_at.checked_add(blocks.checked_mul(BLOCK_RECORD_BYTES)?)?;
         let data_at = counts_at.checked_add(pages)?.checked_next_multiple_of(4096)?;
         let file_bytes = data_at.checked_add(pages.checked_mul(raw_page_bytes)?)?;
-        Some(Layout { blocks_at, counts_at, data_at, raw_page_bytes, pages_per_block: g.pages_per_block as u64, file_bytes })
+        Some(Layout {
+            blocks_at,
+            counts_at,
+            data_at,
+            raw_page_bytes,
+            pages_per_block: g.pages_per_block as u64,
+            file_bytes,
+        })
     }
 
     fn slot_at(slot: usize) -> u64 {
@@ -267,10 +299,29 @@ impl ImageFile {
         self.pwrite(record_at, &block_record(erase_count, true))?;
         let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
         self.pwrite(counts_at, &vec![0; erased_pages as usize])?;
+        self.punch_pages(self.layout.page_at(Ppn(block.0 * self.layout.pages_per_block as u32)), erased_pages)?;
         if complete {
             self.pwrite(record_at, &block_record(erase_count, false))?;
         }
         Ok(())
+    }
+
+    /// Frees the disk space of `pages` erased pages from `at` (a hole reads as zeros,
+    /// so bytes of a page whose program count reached the disk before its data after a
+    /// power loss read as a torn program, never as the page's content before the erase).
+    /// File systems without hole punching keep the stale bytes, which the zero program
+    /// counts already hide.
+    fn punch_pages(&mut self, at: u64, pages: u32) -> Result<(), Error> {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let len = pages as u64 * self.layout.raw_page_bytes;
+        match fallocate(&self.file, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, at, len) {
+            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+            Err(e) => {
+                let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
+                self.failed = Some(error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// Writes a new configuration into the older slot and syncs it (unless `Off`).
@@ -329,9 +380,7 @@ impl MemoryStorage {
         let layout = layout_of(&geometry, path, 0)?;
         let file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
             Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(ImageError::Exists { path: path.into() })
-            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(ImageError::Exists { path: path.into() }),
             Err(source) => return Err(io_err(source)),
         };
         lock(&file, path, false)?;
@@ -554,12 +603,18 @@ fn read_v3(file: &File, path: &Path, file_bytes: u64) -> Result<(MemoryStorage, 
     s.program_counts = read_exact(file, path, layout.counts_at, blocks * ppb, "program counts")?;
     if let Some(p) = s.program_counts.iter().position(|&c| c > g.nop) {
         let c = s.program_counts[p];
-        return Err(corrupt(layout.counts_at + p as u64, format!("page {p}: program count {c} over the NOP of {}", g.nop)));
+        return Err(corrupt(
+            layout.counts_at + p as u64,
+            format!("page {p}: program count {c} over the NOP of {}", g.nop),
+        ));
     }
     for (b, record) in records.chunks_exact(BLOCK_RECORD_BYTES as usize).enumerate() {
         let at = layout.blocks_at + b as u64 * BLOCK_RECORD_BYTES;
         if record[4] > 1 || record[5..] != [0, 0, 0] {
-            return Err(corrupt(at, format!("block {b}: record flags {:02x?} (needs-erase must be 0 or 1)", &record[4..])));
+            return Err(corrupt(
+                at,
+                format!("block {b}: record flags {:02x?} (needs-erase must be 0 or 1)", &record[4..]),
+            ));
         }
         s.erase_counts[b] = u32::from_le_bytes([record[0], record[1], record[2], record[3]]);
         let counts = &s.program_counts[b * ppb..(b + 1) * ppb];
@@ -604,7 +659,7 @@ fn read_config(file: &File, path: &Path, s: &mut MemoryStorage) -> Result<(u64, 
             torn += 1;
             continue;
         }
-        if best.as_ref().map_or(true, |(g, _, _)| generation > *g) {
+        if best.as_ref().is_none_or(|(g, _, _)| generation > *g) {
             best = Some((generation, slot, bytes));
         }
     }

@@ -27,5 +27,5 @@ pub use error::Error;
 pub use fault::{FaultyStorage, TornOp};
 pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};
 pub use image::{ImageError, ImageOptions, SyncMode};
-pub use storage::{MemoryStorage, Span, Storage, SyncPoint};
+pub use storage::{MemoryFootprint, MemoryStorage, Span, Storage, SyncPoint};
 pub use timing::{Latencies, OpTiming, SimTime, Timelines};

@@ -240,7 +240,10 @@ impl MemoryStorage {
     pub(crate) fn load_page(&mut self, ppn: Ppn, raw: &[u8]) {
         let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
         let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
-        let old = std::mem::replace(&mut block.data[page], self.pool.alloc_with(&raw[..page_bytes]));
+        // A data area still all 0xFF (an OOB-only program) needs no buffer.
+        let data = &raw[..page_bytes];
+        let id = if data.iter().all(|&b| b == 0xFF) { NO_BUFFER } else { self.pool.alloc_with(data) };
+        let old = std::mem::replace(&mut block.data[page], id);
         block.oob[page * ob..(page + 1) * ob].copy_from_slice(&raw[page_bytes..]);
         self.pool.release(old);
     }
@@ -274,6 +277,38 @@ impl MemoryStorage {
             Some(image) => image.write_erase(block, count, erased_pages, complete),
             None => Ok(()),
         }
+    }
+}
+
+/// Memory an in-memory device of some geometry takes (see [`Geometry::memory_footprint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryFootprint {
+    /// Allocated when the device is built: the per-page and per-block metadata arrays.
+    pub upfront_bytes: u64,
+    /// With every page resident and holding data (the most a data-keeping device takes).
+    pub max_with_data_bytes: u64,
+    /// The most a metadata-only device (`keep_data = false`) takes: its arrays alone.
+    pub max_metadata_only_bytes: u64,
+}
+
+impl Geometry {
+    /// Bytes a [`MemoryStorage`] of this geometry needs, computed before allocating
+    /// anything, so a caller can refuse a device larger than memory. Counts the arrays
+    /// `MemoryStorage` keeps (allocator overhead aside).
+    pub fn memory_footprint(&self) -> MemoryFootprint {
+        let blocks = self.total_blocks() as u64;
+        let pages = self.total_pages() as u64;
+        let per_block = (std::mem::size_of::<u32>()                 // erase count
+            + std::mem::size_of::<u16>()                            // write pointer
+            + std::mem::size_of::<Option<Box<BlockCells>>>()) as u64; // cells slot
+        let upfront_bytes = pages + blocks * per_block; // + one program count per page
+                                                        // A resident block: its cells (a buffer id and OOB bytes per page), and per page
+                                                        // a pool buffer with its reference count and, at worst, a free-list entry.
+        let cells =
+            std::mem::size_of::<BlockCells>() as u64 + self.pages_per_block as u64 * (4 + self.oob_bytes as u64);
+        let per_page_buffer = self.page_bytes as u64 + 4 + 4;
+        let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
+        MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }
     }
 }
 
@@ -491,6 +526,23 @@ mod tests {
         assert_eq!(s.erase_count(BlockId(0)), 2);
         assert_eq!(s.write_pointer(BlockId(0)), 0);
         assert_eq!(s.resident_blocks(), 0);
+    }
+
+    #[test]
+    fn footprint_matches_the_arrays_a_new_store_allocates() {
+        let g = tiny();
+        let f = g.memory_footprint();
+        let s = MemoryStorage::new(g.clone(), true);
+        let arrays =
+            s.program_counts.len() + s.erase_counts.len() * 4 + s.write_pointers.len() * 2 + s.blocks.len() * 8;
+        assert_eq!(f.upfront_bytes, arrays as u64);
+        assert_eq!(f.max_metadata_only_bytes, f.upfront_bytes);
+        let all_pages = (g.total_pages() * g.page_bytes) as u64;
+        assert!(f.max_with_data_bytes > f.upfront_bytes + all_pages);
+        // 4,000,000 blocks per chip of the paper's device: refused by size, not by trying.
+        let mut huge = Geometry::paper_emulator();
+        huge.blocks_per_chip = 4_000_000;
+        assert!(huge.memory_footprint().max_with_data_bytes > 1 << 40);
     }
 
     #[test]
