@@ -75,8 +75,6 @@ pub struct RebuildReport {
     pub torn_pages: u64,
     /// Logical pages whose newest copy is corrupt (reads fail with `Error::Corrupted`).
     pub corrupt_lpns: u64,
-    /// Damaged completed pages older than their lpn's newest copy (harmless).
-    pub stale_corrupt_pages: u64,
     /// Write groups a cut interrupted; their lpns keep the previous version.
     pub torn_groups: u64,
     /// Logical pages rewritten with their previous version so that the parts of a torn
