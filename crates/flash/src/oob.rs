@@ -355,14 +355,11 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
     // Tail bytes no good slot explains were landed by a torn append whose slot did not
     // land whole; a torn append starts at or after the previous one's end.
     let explained = |i: usize| ranges.iter().any(|&(s, e)| (s..e).contains(&i));
-    for i in erased_from..data.len() {
-        if data[i] != 0xFF && !explained(i) {
-            if i < append_floor {
-                return damaged(Damage::Append);
-            }
-            torn_tail = true;
-            break;
-        }
+    let stray = (erased_from..data.len()).find(|&i| data[i] != 0xFF && !explained(i));
+    match stray {
+        Some(i) if i < append_floor => return damaged(Damage::Append),
+        Some(_) => torn_tail = true,
+        None => {}
     }
     PageCheck::Valid { header, slots: ranges.len() as u8, append_floor: append_floor as u32, torn_tail }
 }
