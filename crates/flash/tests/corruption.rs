@@ -462,3 +462,68 @@ fn power_cuts_leave_every_write_group_all_old_or_all_new() {
         assert!(torn.get(kind).copied().unwrap_or(0) > 0, "no cut tore a {kind}: {torn:?}");
     }
 }
+
+/// Foreground GC between the parts of a group collects the block holding the parts
+/// already programmed: they move as live pages, the old copies stay mapped until the
+/// group ends, and the group reads whole (also after a reopen).
+#[test]
+fn gc_between_parts_moves_the_parts_already_programmed() {
+    let g = Geometry { channels: 1, chips_per_channel: 1, blocks_per_chip: 6, pages_per_block: 8, ..geometry() };
+    let spec = RegionSpec {
+        over_provisioning: 0.4,
+        gc: GcConfig { policy: VictimPolicy::Greedy, foreground_free_blocks: 1, background_free_blocks: 1 },
+        wear: WearConfig { static_threshold: None },
+        ..RegionSpec::new("r", IpaMode::Slc)
+    };
+    let mut flash = Flash::format(Device::new(Box::new(MemoryStorage::new(g, true))), vec![spec]).unwrap();
+    let id = RegionId(0);
+    assert_eq!(flash.region(id).logical_pages(), 28);
+    // Blocks 0-2 hold lpns 0-23; block 3 lpns 24-27 and four rewrites of lpn 1; block
+    // 4 five rewrites of lpn 0.
+    for lpn in 0..28 {
+        flash.write(id, lpn, &version(lpn, 1), 0).unwrap();
+    }
+    for (lpn, rewrites) in [(1, 4), (0, 5)] {
+        for v in 2..2 + rewrites {
+            flash.write(id, lpn, &version(lpn, v), 0).unwrap();
+        }
+    }
+    // Parts 0-2 fill block 4 (4 live pages, the fewest); part 3 needs a new host block,
+    // and the chip's last free block is GC's: foreground GC collects block 4 first.
+    let data: Vec<u8> = (16..20).flat_map(|l| version(l, 9)).collect();
+    flash.write_group(id, 16, &data, 0).unwrap();
+    let counters = flash.region(id).counters();
+    assert!(counters.foreground_gc_collections > 0 && counters.gc_page_migrations >= 4, "{counters:?}");
+    let expect = |lpn: u32| match lpn {
+        0 => version(0, 6),
+        1 => version(1, 5),
+        16..=19 => version(lpn, 9),
+        _ => version(lpn, 1),
+    };
+    for lpn in 0..28 {
+        assert_eq!(flash.read(id, lpn, 0).unwrap().unwrap().data, &expect(lpn)[..], "lpn {lpn}");
+    }
+    let (mut flash, _) = Flash::open(flash.into_device(), 0).unwrap();
+    for lpn in 0..28 {
+        assert_eq!(flash.read(id, lpn, 0).unwrap().unwrap().data, &expect(lpn)[..], "lpn {lpn} after reopen");
+    }
+}
+
+#[test]
+fn write_group_refuses_bad_sizes_and_ranges() {
+    let mut flash = Flash::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), vec![spec()]).unwrap();
+    let id = RegionId(0);
+    let last = flash.region(id).logical_pages() - 1;
+    for bad in [0, PAGE - 1, PAGE + 1, 256 * PAGE] {
+        assert!(
+            matches!(flash.write_group(id, 0, &vec![0; bad], 0), Err(Error::WrongPayloadSize { .. })),
+            "{bad} bytes"
+        );
+    }
+    assert!(matches!(flash.write(id, 0, &vec![0; 2 * PAGE], 0), Err(Error::WrongPayloadSize { .. })));
+    assert!(matches!(
+        flash.write_group(id, last, &vec![0; 2 * PAGE], 0),
+        Err(Error::LpnOutOfRange { lpn, .. }) if lpn == last + 1
+    ));
+    assert!(flash.read(id, last, 0).unwrap().is_none(), "nothing was written");
+}

@@ -450,6 +450,10 @@ impl Region {
     /// Writes a whole page out-of-place (a write group of one). On a metadata-only
     /// device the payload is not stored and may be empty.
     pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        let page_bytes = self.page_bytes();
+        if self.keeps_data && data.len() != page_bytes {
+            return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+        }
         self.write_group(dev, lpn, data, now)
     }
 

@@ -231,7 +231,9 @@ impl Region {
                 }
                 if !scan.group_complete(dev, i, r.logical_pages)? {
                     // Part of a group the cut interrupted: never committed.
-                    repair.push(lpn);
+                    if repair.last() != Some(&lpn) {
+                        repair.push(lpn);
+                    }
                     continue;
                 }
                 match (status, header.kind) {
