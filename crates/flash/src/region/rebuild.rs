@@ -181,6 +181,14 @@ impl Region {
                     scan.done = scan.done.max(timing.end_ns);
                     let header = Header::decode(oob_bytes).filter(|h| h.lpn < r.logical_pages);
                     let Some(h) = header else {
+                        if let Some(version) = oob::older_format(oob_bytes) {
+                            return Err(Error::Config(format!(
+                                "region {}: block {} page {} was written in OOB format version {version}; this build reads only version 2 (write groups): re-create the image",
+                                r.name,
+                                block.0,
+                                i * r.stride
+                            )));
+                        }
                         if last {
                             r.rebuild_report.torn_pages += 1;
                             continue;
