@@ -233,11 +233,7 @@ impl Region {
             for i in range {
                 let status = scan.status(dev, i)?;
                 let (header, ppn) = (scan.candidates[i].header, Ppn(scan.candidates[i].ppn));
-                if matches!(status, Status::Torn) {
-                    r.rebuild_report.torn_pages += 1;
-                    continue;
-                }
-                if !scan.group_complete(dev, i, r.logical_pages)? {
+                if !matches!(status, Status::Torn) && !scan.group_complete(dev, i, r.logical_pages)? {
                     // Part of a group the cut interrupted: never committed.
                     if repair.last() != Some(&lpn) {
                         repair.push(lpn);
@@ -245,12 +241,15 @@ impl Region {
                     continue;
                 }
                 match (status, header.kind) {
+                    (Status::Torn, _) => {
+                        r.rebuild_report.torn_pages += 1;
+                        continue;
+                    }
                     (Status::Corrupt(damage), _) => r.adopt_corrupt(lpn, ppn, damage.name()),
                     (Status::Valid { .. }, PageKind::Corrupt) => {
                         r.adopt_corrupt(lpn, ppn, "GC moved it after an earlier rebuild found it corrupt")
                     }
                     (Status::Valid { slots, floor, torn_tail }, _) => r.adopt(ppn, header, slots, floor, torn_tail),
-                    (Status::Torn, _) => unreachable!("skipped above"),
                 }
                 break;
             }
