@@ -103,7 +103,7 @@ impl fmt::Display for Error {
                 write!(f, "region {region}: logical page {lpn} is out of range (the region has {logical_pages})")
             }
             Error::WrongPayloadSize { got, expected } => {
-                write!(f, "page payload is {got} bytes, the page size is {expected}")
+                write!(f, "page payload is {got} bytes; it must be the page size, {expected} bytes (a write group: 1 to 255 whole pages)")
             }
             Error::DeltaRefused { lpn, reason } => write!(f, "write_delta to logical page {lpn} refused: {reason}"),
             Error::RegionFull { region } => {

@@ -6,7 +6,8 @@
 //! The region layout is kept in the device's configuration area; the page maps are
 //! rebuilt by scanning OOB bytes when a device is opened.
 //!
-//! Modules: [`spec`] (what a region is asked to be), [`region`] (the mechanism),
+//! Modules: [`spec`] (what a region is asked to be), [`region`] (the mechanism:
+//! host operations in `region/mod.rs`, `alloc`, `gc`, `rebuild`),
 //! [`policy`] (pure GC and wear-levelling choices), [`oob`] (the page OOB format),
 //! [`layout`] (chip assignment and the stored layout), [`error`].
 

@@ -185,6 +185,14 @@ impl Header {
     }
 }
 
+/// The format version of an OOB header this build no longer reads: `Some(1)` for a
+/// whole version-1 header (44 bytes, no group fields, CRC over bytes 0..40).
+pub fn older_format(oob: &[u8]) -> Option<u8> {
+    let b = oob.get(..44)?;
+    let crc_ok = crc32fast::hash(&b[..40]).to_le_bytes() == b[40..44];
+    (b[1] == 1 && matches!(b[0], 0xD1 | 0x70) && crc_ok).then_some(1)
+}
+
 /// Syndrome of a single flipped bit of the header, per bit position, and the reverse
 /// map. CRC-32 is affine, so the syndrome of several flips is the XOR of theirs.
 fn syndromes() -> &'static (Vec<u32>, HashMap<u32, usize>) {
@@ -355,14 +363,11 @@ pub fn check_page(data: &[u8], oob: &[u8]) -> PageCheck {
     // Tail bytes no good slot explains were landed by a torn append whose slot did not
     // land whole; a torn append starts at or after the previous one's end.
     let explained = |i: usize| ranges.iter().any(|&(s, e)| (s..e).contains(&i));
-    for i in erased_from..data.len() {
-        if data[i] != 0xFF && !explained(i) {
-            if i < append_floor {
-                return damaged(Damage::Append);
-            }
-            torn_tail = true;
-            break;
-        }
+    let stray = (erased_from..data.len()).find(|&i| data[i] != 0xFF && !explained(i));
+    match stray {
+        Some(i) if i < append_floor => return damaged(Damage::Append),
+        Some(_) => torn_tail = true,
+        None => {}
     }
     PageCheck::Valid { header, slots: ranges.len() as u8, append_floor: append_floor as u32, torn_tail }
 }
@@ -433,6 +438,18 @@ mod tests {
                 proptest::prop_assert_eq!(&header.encode()[..], &oob[..HEADER_BYTES]);
             }
         }
+    }
+
+    #[test]
+    fn version_1_headers_are_recognised_not_read() {
+        let mut v1 = [0u8; 44];
+        v1[0] = 0xD1;
+        v1[1] = 1;
+        let crc = crc32fast::hash(&v1[..40]);
+        v1[40..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Header::decode(&[&v1[..], &[0xFF; 4]].concat()), None);
+        assert_eq!(older_format(&v1), Some(1));
+        assert_eq!(older_format(&Header::new(PageKind::Data, 1, 1, &[]).encode()), None);
     }
 
     #[test]

@@ -55,7 +55,22 @@ impl std::str::FromStr for VictimPolicy {
 /// Picks a GC victim among full blocks that have at least one invalid page.
 /// `usable_pages` is how many pages a block holds in this region.
 pub fn choose_victim(blocks: &[BlockSnapshot], usable_pages: u32, policy: VictimPolicy, now_seq: u64) -> Option<usize> {
-    let candidates = blocks.iter().enumerate().filter(|(_, b)| b.state == BlockState::Full && b.valid < usable_pages);
+    choose_victim_within(blocks, usable_pages, policy, now_seq, usable_pages)
+}
+
+/// [`choose_victim`] among blocks with at most `max_valid` valid pages (the room GC
+/// has left to move them to).
+pub fn choose_victim_within(
+    blocks: &[BlockSnapshot],
+    usable_pages: u32,
+    policy: VictimPolicy,
+    now_seq: u64,
+    max_valid: u32,
+) -> Option<usize> {
+    let candidates = blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.state == BlockState::Full && b.valid < usable_pages && b.valid <= max_valid);
     match policy {
         VictimPolicy::Greedy => candidates.min_by_key(|&(i, b)| (b.valid, i)).map(|(i, _)| i),
         VictimPolicy::CostBenefit => {
@@ -100,6 +115,8 @@ mod tests {
         blocks.push(BlockSnapshot { state: BlockState::Active, valid: 0, erase_count: 0, last_write_seq: 0 });
         assert_eq!(choose_victim(&blocks, 8, VictimPolicy::Greedy, 0), Some(1));
         assert_eq!(choose_victim(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0), None, "nothing to reclaim");
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 1), None, "no room to move");
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 2), Some(1));
     }
 
     #[test]

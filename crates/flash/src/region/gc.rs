@@ -45,11 +45,17 @@ impl Region {
         why: Collect,
         now: SimTime,
     ) -> Result<Option<SimTime>, Error> {
-        let victim = policy::choose_victim(
+        // A rebuild closes the open blocks, so a chip may come back with no GC room:
+        // only a victim whose live pages fit can be collected.
+        let chip = &self.chip_state[slot];
+        let gc_room = chip.gc.map_or(0, |c| self.usable_per_block - c.next);
+        let room = gc_room + chip.free.len() as u32 * self.usable_per_block;
+        let victim = policy::choose_victim_within(
             &self.blocks[self.chip_range(slot)],
             self.usable_per_block,
             self.spec.gc.policy,
             self.next_seq,
+            room,
         );
         match victim {
             Some(v) => self.collect_block(dev, slot, v as u32, why, now).map(Some),

@@ -75,8 +75,6 @@ pub struct RebuildReport {
     pub torn_pages: u64,
     /// Logical pages whose newest copy is corrupt (reads fail with `Error::Corrupted`).
     pub corrupt_lpns: u64,
-    /// Damaged completed pages older than their lpn's newest copy (harmless).
-    pub stale_corrupt_pages: u64,
     /// Write groups a cut interrupted; their lpns keep the previous version.
     pub torn_groups: u64,
     /// Logical pages rewritten with their previous version so that the parts of a torn
@@ -452,6 +450,10 @@ impl Region {
     /// Writes a whole page out-of-place (a write group of one). On a metadata-only
     /// device the payload is not stored and may be empty.
     pub fn write(&mut self, dev: &mut Device, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        let page_bytes = self.page_bytes();
+        if self.keeps_data && data.len() != page_bytes {
+            return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+        }
         self.write_group(dev, lpn, data, now)
     }
 

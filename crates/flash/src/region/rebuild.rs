@@ -181,6 +181,14 @@ impl Region {
                     scan.done = scan.done.max(timing.end_ns);
                     let header = Header::decode(oob_bytes).filter(|h| h.lpn < r.logical_pages);
                     let Some(h) = header else {
+                        if let Some(version) = oob::older_format(oob_bytes) {
+                            return Err(Error::Config(format!(
+                                "region {}: block {} page {} was written in OOB format version {version}; this build reads only version 2 (write groups): re-create the image",
+                                r.name,
+                                block.0,
+                                i * r.stride
+                            )));
+                        }
                         if last {
                             r.rebuild_report.torn_pages += 1;
                             continue;
@@ -225,22 +233,23 @@ impl Region {
             for i in range {
                 let status = scan.status(dev, i)?;
                 let (header, ppn) = (scan.candidates[i].header, Ppn(scan.candidates[i].ppn));
-                if matches!(status, Status::Torn) {
-                    r.rebuild_report.torn_pages += 1;
-                    continue;
-                }
-                if !scan.group_complete(dev, i, r.logical_pages)? {
+                if !matches!(status, Status::Torn) && !scan.group_complete(dev, i, r.logical_pages)? {
                     // Part of a group the cut interrupted: never committed.
-                    repair.push(lpn);
+                    if repair.last() != Some(&lpn) {
+                        repair.push(lpn);
+                    }
                     continue;
                 }
                 match (status, header.kind) {
+                    (Status::Torn, _) => {
+                        r.rebuild_report.torn_pages += 1;
+                        continue;
+                    }
                     (Status::Corrupt(damage), _) => r.adopt_corrupt(lpn, ppn, damage.name()),
                     (Status::Valid { .. }, PageKind::Corrupt) => {
                         r.adopt_corrupt(lpn, ppn, "GC moved it after an earlier rebuild found it corrupt")
                     }
                     (Status::Valid { slots, floor, torn_tail }, _) => r.adopt(ppn, header, slots, floor, torn_tail),
-                    (Status::Torn, _) => unreachable!("skipped above"),
                 }
                 break;
             }
