@@ -176,7 +176,9 @@ struct Chip {
     open: [Option<Cursor>; 3],
 }
 
-/// Flash-side counters the store keeps for its FTL.
+/// Flash-side counters the store keeps for its FTL. A GC copyback counts as one read
+/// (the array read into the page register) and one program; tombstones and
+/// translation pages count as programs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LogCounters {
     pub flash_programs: u64,
