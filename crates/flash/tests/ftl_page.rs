@@ -193,7 +193,7 @@ fn cut_point(ops: &[Op], fraction: f64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Page FTL: power fails at a random program, copyback or erase (host write, trim
     /// record, GC copy, GC erase) or never; after the rebuild every acknowledged write

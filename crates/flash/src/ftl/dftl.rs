@@ -42,7 +42,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 #[derive(Clone, Copy, Debug)]
 struct Cached {
     ppn: u32,
-    dirty: bool,
     stamp: u64,
 }
 
@@ -56,6 +55,9 @@ struct Map {
     cmt: HashMap<u32, Cached>,
     /// LRU order of the CMT: stamp → lpn, oldest first.
     lru: BTreeMap<u64, u32>,
+    /// Cached lpns whose entry differs from their translation page, in lpn order so a
+    /// page's dirty entries are one range.
+    dirty: BTreeSet<u32>,
     clock: u64,
     gtd: Vec<u32>,
     /// GC moves of uncached lpns, per translation page, written by `settle`.
@@ -119,7 +121,7 @@ impl Remap for Map {
                     self.stale.insert(t);
                 } else if let Some(c) = self.cmt.get_mut(&lpn) {
                     c.ppn = dst.0;
-                    c.dirty = true;
+                    self.dirty.insert(lpn);
                 } else {
                     self.pending.entry(t).or_default().push((lpn, dst.0));
                 }
@@ -168,21 +170,11 @@ fn write_translation(
             for &(lpn, p) in updates {
                 entries[(lpn - base) as usize] = p;
             }
-            let end = (base + map.per_page).min(map.logical_pages);
-            // Whichever is smaller: the CMT or the page's range of lpns.
-            if map.cmt.len() < (end - base) as usize {
-                for (&lpn, c) in map.cmt.iter_mut() {
-                    if c.dirty && (base..end).contains(&lpn) {
-                        entries[(lpn - base) as usize] = c.ppn;
-                        c.dirty = false;
-                    }
-                }
-            } else {
-                for lpn in base..end {
-                    if let Some(c) = map.cmt.get_mut(&lpn).filter(|c| c.dirty) {
-                        entries[(lpn - base) as usize] = c.ppn;
-                        c.dirty = false;
-                    }
+            let end = base + map.per_page;
+            while let Some(lpn) = map.dirty.range(base..end).next().copied() {
+                map.dirty.remove(&lpn);
+                if let Some(c) = map.cmt.get(&lpn) {
+                    entries[(lpn - base) as usize] = c.ppn;
                 }
             }
             entries
@@ -295,6 +287,7 @@ impl Dftl {
             capacity: config.cmt_entries as usize,
             cmt: HashMap::new(),
             lru: BTreeMap::new(),
+            dirty: BTreeSet::new(),
             clock: 0,
             gtd,
             pending: BTreeMap::new(),
@@ -322,7 +315,7 @@ impl Dftl {
         let mut t = now;
         while self.map.cmt.len() >= self.map.capacity {
             let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
-            if self.map.cmt.get(&victim).is_some_and(|c| c.dirty) {
+            if self.map.dirty.contains(&victim) {
                 let tvpn = self.map.tvpn(victim);
                 t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], None, t)?;
             }
@@ -343,7 +336,7 @@ impl Dftl {
         };
         self.map.clock += 1;
         let stamp = self.map.clock;
-        self.map.cmt.insert(lpn, Cached { ppn, dirty: false, stamp });
+        self.map.cmt.insert(lpn, Cached { ppn, stamp });
         self.map.lru.insert(stamp, lpn);
         Ok((ppn, t))
     }
@@ -355,7 +348,7 @@ impl Dftl {
             return Err(self.log.poison(Error::NeedsReopen { region: "DFTL".into() }));
         };
         let old = std::mem::replace(&mut c.ppn, ppn);
-        c.dirty = true;
+        self.map.dirty.insert(lpn);
         if old != NONE {
             self.log.kill(Ppn(old));
         }

@@ -9,6 +9,11 @@
 //! Kinds (one module each): [`FtlKind::Page`] page-level mapping with GC,
 //! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
 //! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
+//!
+//! [`format`] and [`open`] dispatch on the kind; the [`FtlConfig`] is kept in the
+//! device's configuration area behind the [`CONFIG_MAGIC`] prefix. The page FTL and
+//! DFTL share one out-of-place page store (`pagelog`: allocation, GC, OOB format,
+//! rebuild scan).
 
 pub mod bast;
 pub mod block;

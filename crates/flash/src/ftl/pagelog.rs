@@ -65,7 +65,7 @@ impl Owner {
         match self {
             Owner::Data(id) => id,
             Owner::Tombstone(id) => ID_LIMIT | id,
-            Owner::Translation(id) => 2 * ID_LIMIT | id,
+            Owner::Translation(id) => (2 * ID_LIMIT) | id,
         }
     }
 
@@ -176,7 +176,9 @@ struct Chip {
     open: [Option<Cursor>; 3],
 }
 
-/// Flash-side counters the store keeps for its FTL.
+/// Flash-side counters the store keeps for its FTL. A GC copyback counts as one read
+/// (the array read into the page register) and one program; tombstones and
+/// translation pages count as programs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LogCounters {
     pub flash_programs: u64,
@@ -311,8 +313,9 @@ impl PageLog {
         }
         let mut log = PageLog::empty(name, dev, gc, logical_pages);
         let mut done = now;
-        // (packed owner with tombstones folded onto their lpn's key, newest first, ppn)
-        let mut candidates: Vec<(u64, Reverse<(u64, u32)>, u32)> = Vec::new();
+        // (key: lpn, or 2^32 + translation page number; newest first by (seq, gen); ppn)
+        type Candidate = (u64, Reverse<(u64, u32)>, u32);
+        let mut candidates: Vec<Candidate> = Vec::new();
         let mut max_seq = 0;
         let ppb = log.geometry.pages_per_block;
         for b in 0..log.geometry.total_blocks() {
@@ -475,17 +478,15 @@ impl PageLog {
     ) -> Result<Option<(Ppn, SimTime)>, Error> {
         let s = stream as usize;
         let mut ready = now;
-        if self.chips[chip].open[s].is_none() {
-            if !self.collecting {
-                // Bounded: a collection that frees nothing net cannot loop forever.
-                for _ in 0..self.geometry.blocks_per_chip {
-                    if self.chips[chip].free.len() > self.gc.foreground_free_blocks as usize {
-                        break;
-                    }
-                    match self.collect(dev, remap, chip, ready)? {
-                        Some(end) => ready = end,
-                        None => break,
-                    }
+        if self.chips[chip].open[s].is_none() && !self.collecting {
+            // Bounded: a collection that frees nothing net cannot loop forever.
+            for _ in 0..self.geometry.blocks_per_chip {
+                if self.chips[chip].free.len() > self.gc.foreground_free_blocks as usize {
+                    break;
+                }
+                match self.collect(dev, remap, chip, ready)? {
+                    Some(end) => ready = end,
+                    None => break,
                 }
             }
         }
@@ -691,7 +692,7 @@ mod tests {
             let mut b = h.encode();
             assert_eq!(Header::decode(&b), Some(h));
             assert_eq!(Owner::unpack(owner.pack()), Some(owner));
-            b[9] &= 0xFE;
+            b[13] ^= 0x01; // one bit of seq differs from what the CRC covers
             assert_eq!(Header::decode(&b), None);
         }
         assert_eq!(Header::decode(&[0xFF; 64]), None);
