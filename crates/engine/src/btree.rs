@@ -14,7 +14,7 @@
 //! takes that child's contents. A node that falls below a quarter full after a delete
 //! merges with a sibling when the two fit one page.
 
-use crate::buffer::{BufferPool, FrameId};
+use crate::buffer::{FrameId, Pages};
 use crate::error::{Error, Result};
 use crate::page::{self, Kind, NO_PAGE};
 use crate::space::{ObjectAccess, ObjectSpace};
@@ -88,7 +88,7 @@ fn check_node(p: &[u8], no: u32) -> Result<bool> {
 type Descent = (Vec<(u32, usize)>, u32, FrameId);
 
 /// Walks from the root to the leaf for `key`.
-fn descend(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
+fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
     let body_end = pool.store().body_end(space.region);
     let mut path = Vec::new();
     let mut no = root;
@@ -130,7 +130,7 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
 }
 
 /// The value stored under `key`.
-pub fn get(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn get(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
     let body_end = pool.store().body_end(space.region);
     let (_, _, f) = descend(pool, space, root, key)?;
     let p = pool.page(f);
@@ -141,7 +141,7 @@ pub fn get(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) ->
 
 /// Visits entries with key ≥ `from` in key order until `visit` returns `false`.
 pub fn scan(
-    pool: &mut BufferPool,
+    pool: &mut Pages<'_>,
     space: &ObjectSpace,
     root: u32,
     from: &[u8],
@@ -188,7 +188,7 @@ pub fn insert(a: &mut ObjectAccess, root: u32, key: &[u8], value: &[u8]) -> Resu
             max_entry_bytes(body_end) - 2
         )));
     }
-    let (mut path, leaf, f) = descend(a.pool, a.space, root, key)?;
+    let (mut path, leaf, f) = descend(&mut a.pool, a.space, root, key)?;
     let Err(pos) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -314,7 +314,7 @@ fn insert_into(
 /// Removes `key`; `false` if it was not there.
 pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
     let body_end = a.body_end();
-    let (mut path, _, f) = descend(a.pool, a.space, root, key)?;
+    let (mut path, _, f) = descend(&mut a.pool, a.space, root, key)?;
     let Ok(i) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -408,7 +408,7 @@ fn collapse_root(a: &mut ObjectAccess, root: u32) -> Result<()> {
 }
 
 /// Every page of the tree, for checks and `DROP`.
-pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Vec<u32>> {
+pub fn pages(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<Vec<u32>> {
     let body_end = pool.store().body_end(space.region);
     let mut out = Vec::new();
     let mut stack = vec![root];
@@ -429,7 +429,7 @@ pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Ve
 }
 
 /// Levels of the tree (1 = the root is a leaf).
-pub fn height(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<u32> {
+pub fn height(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<u32> {
     let f = pool.fetch(PageId { region: space.region, page: root })?;
     let level = page::level(pool.page(f));
     pool.unpin(f);

@@ -5,7 +5,7 @@
 //! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
 //! moves within its page, or to another page, which gives it a new RID.
 
-use crate::buffer::BufferPool;
+use crate::buffer::Pages;
 use crate::error::{Error, Result};
 use crate::page::{self, Kind};
 use crate::space::{ObjectAccess, ObjectSpace};
@@ -76,7 +76,7 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
 
 /// Calls `read` with the tuple at `rid`; `None` if there is none.
 pub fn get<T>(
-    pool: &mut BufferPool,
+    pool: &mut Pages<'_>,
     space: &ObjectSpace,
     rid: Rid,
     read: impl FnOnce(&[u8]) -> T,
@@ -132,7 +132,7 @@ pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
 }
 
 /// Visits every tuple in page order until `visit` returns `false`.
-pub fn scan(pool: &mut BufferPool, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
+pub fn scan(pool: &mut Pages<'_>, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
     let body_end = pool.store().body_end(space.region);
     for no in space.pages() {
         let f = pool.fetch(PageId { region: space.region, page: no })?;

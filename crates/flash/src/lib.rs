@@ -10,7 +10,11 @@
 //! [`policy`] (pure GC and wear-levelling choices), [`oob`] (the page OOB format),
 //! [`layout`] (chip assignment and the stored layout), [`error`].
 
+#![forbid(unsafe_code)]
+
 pub mod error;
+pub mod ftl_volume;
+pub mod page_device;
 pub mod ftl;
 pub mod layout;
 pub mod oob;
@@ -19,6 +23,8 @@ pub mod region;
 pub mod spec;
 
 pub use error::{DeltaRefusal, Error};
+pub use ftl_volume::FtlVolume;
+pub use page_device::PageDevice;
 pub use policy::VictimPolicy;
 pub use region::{Occupancy, Region, RegionCounters, RegionRead, WearStats};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};
