@@ -180,8 +180,8 @@ impl Catalog {
     /// Writes the catalog to the copy the last write did not use.
     pub fn save(&mut self, device: &mut dyn PageDevice, now: nand::SimTime) -> Result<()> {
         self.saved_shape = None;
-        let json = serde_json::to_vec(self)
-            .map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
+        let json =
+            serde_json::to_vec(self).map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
         if json.len() + HEADER > CATALOG_BYTES {
             return Err(Error::Full(format!(
                 "the catalog needs {} bytes; a catalog copy holds {CATALOG_BYTES}",

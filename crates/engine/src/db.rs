@@ -25,7 +25,8 @@ use crate::heap::{self, Rid};
 use crate::journal::{AriesJournal, Journal, JournalKind, NoJournal};
 use crate::space::{ObjectSpace, RegionPages};
 use crate::store::{ObjectCounters, PageStore};
-use crate::txn::{Active, Dropped, Transaction};
+pub use crate::txn::Transaction;
+use crate::txn::{Active, Dropped};
 use crate::types::{self, Column, ColumnType, Value};
 use flash::{Flash, IpaMode, PageDevice, RegionId, RegionSpec};
 use nand::{Device, SimTime};
@@ -299,9 +300,7 @@ impl Database {
             store.set_scheme(RegionId(i), r.scheme)?;
         }
         let journal: Box<dyn Journal> = match (catalog.log_region, catalog.log_external, external_log) {
-            (Some(region), false, None) => {
-                Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None))
-            }
+            (Some(region), false, None) => Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None)),
             (None, true, Some(log)) => Box::new(AriesJournal::new(store.device(), RegionId(0), Some(log))),
             (None, false, None) => Box::new(NoJournal::new(catalog.next_lsn)),
             (_, true, None) => {
@@ -310,9 +309,7 @@ impl Database {
                 ))
             }
             (_, _, Some(_)) => {
-                return Err(Error::Invalid(
-                    "this database keeps its log in its own log region, not externally".into(),
-                ))
+                return Err(Error::Invalid("this database keeps its log in its own log region, not externally".into()))
             }
         };
         let mut db = Database::assemble(store, journal, catalog, options)?;

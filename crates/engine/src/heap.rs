@@ -75,12 +75,7 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
 }
 
 /// Calls `read` with the tuple at `rid`; `None` if there is none.
-pub fn get<T>(
-    pool: &mut Pages<'_>,
-    space: &ObjectSpace,
-    rid: Rid,
-    read: impl FnOnce(&[u8]) -> T,
-) -> Result<Option<T>> {
+pub fn get<T>(pool: &mut Pages<'_>, space: &ObjectSpace, rid: Rid, read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
     let body_end = pool.store().body_end(space.region);
     let f = pool.fetch(PageId { region: space.region, page: rid.page })?;
     let p = pool.page(f);

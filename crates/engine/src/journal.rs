@@ -82,8 +82,12 @@ pub trait Journal: Send {
     fn counters(&self) -> Option<LogCounters>;
     /// Restart: reads the log from `start` and returns the records recovery redoes and
     /// undoes (none without a log), and when the reads ended.
-    fn recover(&mut self, device: &mut dyn PageDevice, start: u64, now: SimTime)
-        -> Result<(Vec<LoggedRecord>, SimTime)>;
+    fn recover(
+        &mut self,
+        device: &mut dyn PageDevice,
+        start: u64,
+        now: SimTime,
+    ) -> Result<(Vec<LoggedRecord>, SimTime)>;
     /// The log's own device, if it has one (taken out at close or crash).
     fn take_external(&mut self) -> Option<Box<dyn PageDevice>>;
 }

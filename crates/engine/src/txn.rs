@@ -50,10 +50,12 @@ pub(crate) fn next_instance() -> u64 {
 /// A finished transaction cannot be used again:
 ///
 /// ```compile_fail,E0382
-/// # let mut db = engine::Database::create(unimplemented!(), Default::default()).unwrap();
-/// let tx = db.begin();
-/// db.commit(tx).unwrap();
-/// db.commit(tx).unwrap(); // `tx` was moved by the first commit
+/// fn twice(db: &mut engine::Database) -> engine::Result<()> {
+///     let tx = db.begin();
+///     db.commit(tx)?;
+///     db.commit(tx)?; // `tx` was moved by the first commit
+///     Ok(())
+/// }
 /// ```
 #[must_use = "a transaction is committed or aborted; dropped, it is rolled back"]
 #[derive(Debug)]
@@ -288,8 +290,7 @@ impl Database {
             }
         };
         let regions = &mut self.regions[space.region as usize];
-        let mut a =
-            ObjectAccess { pool: pages!(self), space, regions, object: id, tx, prev, freed: Vec::new() };
+        let mut a = ObjectAccess { pool: pages!(self), space, regions, object: id, tx, prev, freed: Vec::new() };
         let result = call(&mut a);
         let (prev, freed) = (a.prev, std::mem::take(&mut a.freed));
         let state = self.active.entry(tx).or_default();

@@ -238,13 +238,7 @@ impl PageDevice for FtlVolume {
             whole_bytes,
         }))
     }
-    fn write_pages(
-        &mut self,
-        region: RegionId,
-        first_lpn: u32,
-        data: &[u8],
-        now: SimTime,
-    ) -> Result<OpTiming, Error> {
+    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         let page_bytes = self.ftl.page_bytes();
         let count = (data.len() / page_bytes.max(1)) as u32;
         let at = self.locate(region, first_lpn, count.max(1))?;
@@ -296,5 +290,8 @@ impl PageDevice for FtlVolume {
     }
     fn into_device(self: Box<Self>) -> Device {
         self.ftl.into_device()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -13,11 +13,11 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
-pub mod ftl_volume;
-pub mod page_device;
 pub mod ftl;
+pub mod ftl_volume;
 pub mod layout;
 pub mod oob;
+pub mod page_device;
 pub mod policy;
 pub mod region;
 pub mod spec;

@@ -42,8 +42,7 @@ pub trait PageDevice: Send {
     fn read(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error>;
     /// Writes `data` (whole pages) to `first_lpn`, `first_lpn + 1`, …; the timing spans
     /// the first start to the last end.
-    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime)
-        -> Result<OpTiming, Error>;
+    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error>;
     /// Appends `bytes` at `offset` of a written page, or refuses ([`Error::DeltaRefused`]).
     fn write_delta(
         &mut self,
@@ -71,6 +70,16 @@ pub trait PageDevice: Send {
     /// Makes an image-backed device's file whole (at close); a no-op in memory.
     fn flush(&mut self) -> Result<(), Error>;
     fn into_device(self: Box<Self>) -> Device;
+    /// The implementation, for tools and tests that look beneath the interface (a
+    /// NoFTL region's physical mapping).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl dyn PageDevice + '_ {
+    /// Every region, in order.
+    pub fn region_ids(&self) -> impl Iterator<Item = RegionId> {
+        (0..self.region_count()).map(RegionId)
+    }
 }
 
 impl PageDevice for Flash {
@@ -101,13 +110,7 @@ impl PageDevice for Flash {
     fn read(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
         Flash::read(self, region, lpn, now)
     }
-    fn write_pages(
-        &mut self,
-        region: RegionId,
-        first_lpn: u32,
-        data: &[u8],
-        now: SimTime,
-    ) -> Result<OpTiming, Error> {
+    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         // Page by page until `Flash::write_group` makes the group atomic.
         write_each(data, PageDevice::page_bytes(self), first_lpn, now, |lpn, page| self.write(region, lpn, page, now))
     }
@@ -149,6 +152,9 @@ impl PageDevice for Flash {
     }
     fn into_device(self: Box<Self>) -> Device {
         Flash::into_device(*self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
