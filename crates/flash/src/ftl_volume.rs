@@ -106,6 +106,10 @@ impl FtlVolume {
     pub fn ftl(&self) -> &dyn Ftl {
         self.ftl.as_ref()
     }
+    /// The FTL, for reopening the volume (or opening it as something else).
+    pub fn into_ftl(self) -> Box<dyn Ftl> {
+        self.ftl
+    }
 
     /// Adds a partition after the last one, sized as the module comment says.
     fn place(&mut self, spec: RegionSpec) -> Result<RegionId, Error> {
