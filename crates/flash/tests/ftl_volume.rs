@@ -42,7 +42,8 @@ fn read(v: &mut FtlVolume, region: RegionId, lpn: u32) -> Option<Vec<u8>> {
 fn partitions_are_sized_by_spec_and_isolated() {
     // 4 chips: MAX_CHIPS = 1 takes a quarter of 102 pages; MAX_SIZE takes its pages;
     // no limit takes the rest (after the 2 table pages).
-    let specs = vec![spec("system", None, Some(1)), spec("log", Some(10 * PAGE as u64), None), spec("data", None, None)];
+    let specs =
+        vec![spec("system", None, Some(1)), spec("log", Some(10 * PAGE as u64), None), spec("data", None, None)];
     let mut v = FtlVolume::format(ftl(102), specs, 0).unwrap();
     let pages: Vec<u32> = (0..v.region_count()).map(|r| v.logical_pages(RegionId(r))).collect();
     assert_eq!(pages, vec![25, 10, 102 - 2 - 25 - 10]);
