@@ -267,7 +267,33 @@ impl Catalog {
             return Err("checksum mismatch".into());
         }
         let mut c: Catalog = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+        c.check_references()?;
         c.generation = generation;
         Ok(Some(c))
+    }
+
+    /// Checks what the engine indexes by without further checks: tablespaces name
+    /// regions, tables tablespaces, indexes tables and their columns.
+    fn check_references(&self) -> std::result::Result<(), String> {
+        for ts in &self.tablespaces {
+            if ts.region as usize >= self.regions.len() {
+                return Err(format!("tablespace {} names region {}, which does not exist", ts.name, ts.region));
+            }
+        }
+        for t in &self.tables {
+            if let Some(&c) = t.primary_key.iter().find(|&&c| c >= t.columns.len()) {
+                return Err(format!("table {}'s primary key names column {c} of {}", t.name, t.columns.len()));
+            }
+        }
+        for i in &self.indexes {
+            let t = self
+                .table(&i.table)
+                .map_err(|_| format!("index {} is on table {}, which does not exist", i.name, i.table))?;
+            let columns = self.tables[t].columns.len();
+            if let Some(&c) = i.columns.iter().find(|&&c| c >= columns) {
+                return Err(format!("index {} names column {c} of table {}'s {columns}", i.name, i.table));
+            }
+        }
+        Ok(())
     }
 }

@@ -63,7 +63,8 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
         if fits {
             let slot = page::insert(a.page_mut(f), body_end, tuple);
             a.pool.unpin(f);
-            let slot = slot.ok_or_else(|| Error::Corrupt(format!("heap page {no}: free space it claims is not there")))?;
+            let slot =
+                slot.ok_or_else(|| Error::Corrupt(format!("heap page {no}: free space it claims is not there")))?;
             return Ok(Rid { page: no, slot: slot as u16 });
         }
         a.pool.unpin(f);

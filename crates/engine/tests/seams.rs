@@ -7,7 +7,7 @@ mod mem_ftl;
 
 use engine::types::Value;
 use engine::{Database, DbOptions, Error, JournalKind, QueryResult};
-use flash::{FtlVolume, PageDevice};
+use flash::FtlVolume;
 use mem_ftl::MemFtl;
 
 fn rows(db: &mut Database, sql: &str) -> Vec<Vec<Value>> {

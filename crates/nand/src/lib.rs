@@ -11,6 +11,8 @@
 //! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
 //! files), [`fault`] (power cuts), [`device`] (rules and timing).
 
+#![forbid(unsafe_code)]
+
 pub mod device;
 pub mod error;
 pub mod fault;
