@@ -324,7 +324,13 @@ impl Database {
     /// and cuts the log at the oldest LSN a restart still needs.
     pub(crate) fn take_checkpoint(&mut self) -> Result<()> {
         let start = self.pool.now();
-        let result = self.write_checkpoint();
+        let result = self.write_checkpoint().and_then(|()| {
+            // The catalog now points at the checkpoint: make it durable too.
+            let now = self.pool.now();
+            let done = self.pool.store_mut().device_mut().sync(now)?;
+            self.pool.set_now(done.max(now));
+            Ok(())
+        });
         let waited = self.pool.now().saturating_sub(start);
         self.pool.stats.checkpoint_wait_ns += waited;
         result
