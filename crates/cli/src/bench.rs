@@ -204,10 +204,11 @@ impl Fill {
     fn of(db: &Database) -> Fill {
         const MIB: f64 = 1024.0 * 1024.0;
         let catalog = db.catalog();
-        let data = db.flash().regions().iter().filter(|r| engine::db::is_data_region(r.name()));
+        let dev = db.page_device();
+        let data = dev.region_ids().filter(|&r| engine::db::is_data_region(dev.region_name(r)));
         Fill {
             database_mib: (catalog.pages_in_use() * catalog.page_bytes) as f64 / MIB,
-            data_regions_mib: data.map(|r| r.logical_pages() as f64 * r.page_bytes() as f64).sum::<f64>() / MIB,
+            data_regions_mib: data.map(|r| dev.logical_pages(r) as f64 * dev.page_bytes() as f64).sum::<f64>() / MIB,
         }
     }
 

@@ -51,8 +51,11 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
         return Err("engine-bench runs on an in-memory device with data; drop --no-data and --image".into());
     }
     let e = |e: engine::Error| e.to_string();
-    let options =
-        DbOptions { buffer: BufferSize::Pages(args.buffer_pages), aries: !args.no_log, ..DbOptions::default() };
+    let options = DbOptions {
+        buffer: BufferSize::Pages(args.buffer_pages),
+        journal: if args.no_log { engine::JournalKind::None } else { engine::JournalKind::Aries },
+        ..DbOptions::default()
+    };
     let mut db = Database::create(args.device.create()?, options).map_err(e)?;
     let mode = if scheme.enabled() { "SLC" } else { "none" };
     let ipa = if scheme.enabled() { format!(", IPA={scheme}, V={}", scheme.v) } else { String::new() };
@@ -152,7 +155,7 @@ fn eviction_cost(device: &DeviceArgs, scheme: IpaScheme) -> Result<EvictionCost,
     let time = |scheme: IpaScheme| -> Result<(f64, u64, u64), String> {
         let mode = if scheme.enabled() { IpaMode::Slc } else { IpaMode::None };
         let flash = Flash::format(device.create()?, vec![RegionSpec::new("r", mode)]).map_err(|e| e.to_string())?;
-        let mut store = PageStore::new(flash, 4096).map_err(|e| e.to_string())?;
+        let mut store = PageStore::new(Box::new(flash), 4096).map_err(|e| e.to_string())?;
         store.set_scheme(RegionId(0), scheme).map_err(|e| e.to_string())?;
         let body_end = store.body_end(0);
         let mut frames: Vec<(Vec<u8>, Vec<u8>, FlashState)> = (0..PAGES)

@@ -1,5 +1,7 @@
 //! `deltaflash` — the DeltaFlash command line.
 
+#![forbid(unsafe_code)]
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -188,11 +188,12 @@ fn print_stats(db: &Database) {
             .map(String::from)
             .to_vec(),
     )];
-    for r in db.flash().regions() {
-        let c = r.counters();
+    let dev = db.page_device();
+    for r in dev.region_ids() {
+        let c = dev.counters(r);
         rows.push(Row::new(vec![
-            r.name().into(),
-            r.spec().ipa_mode.name().into(),
+            dev.region_name(r).into(),
+            dev.region_spec(r).ipa_mode.name().into(),
             c.host_writes.to_string(),
             c.host_write_deltas.to_string(),
             c.host_reads.to_string(),

@@ -14,19 +14,49 @@
 //! takes that child's contents. A node that falls below a quarter full after a delete
 //! merges with a sibling when the two fit one page.
 
-use crate::buffer::{BufferPool, FrameId};
+use crate::buffer::{FrameId, Pages};
 use crate::error::{Error, Result};
 use crate::page::{self, Kind, NO_PAGE};
 use crate::space::{ObjectAccess, ObjectSpace};
 use crate::store::PageId;
 
+// Entries are checked when a node is read from flash ([`check_entries`]); the accessors
+// below rely on that and, should it not hold, return empty bytes rather than panic.
+
+fn key_len(t: &[u8]) -> usize {
+    page::le_u32(t.get(..2).unwrap_or_default()) as usize
+}
 fn key_of(t: &[u8]) -> &[u8] {
-    let k = u16::from_le_bytes([t[0], t[1]]) as usize;
-    &t[2..2 + k]
+    t.get(2..2 + key_len(t)).unwrap_or_default()
 }
 fn value_of(t: &[u8]) -> &[u8] {
-    let k = u16::from_le_bytes([t[0], t[1]]) as usize;
-    &t[2 + k..]
+    t.get(2 + key_len(t)..).unwrap_or_default()
+}
+/// Entry `i` of a checked node (every slot of a node holds an entry).
+fn entry_at(p: &[u8], body_end: usize, i: usize) -> &[u8] {
+    page::get(p, body_end, i).unwrap_or_default()
+}
+
+/// Checks the entries of a B+-tree node read from flash: every slot holds an entry, a
+/// key fits its entry, an inner entry's child is 4 bytes, and keys ascend.
+pub fn check_entries(p: &[u8], body_end: usize) -> Result<()> {
+    let inner = page::kind(p) == Kind::Inner as u8;
+    let mut previous: Option<&[u8]> = None;
+    for i in 0..page::slot_count(p) {
+        let corrupt = |m: &str| Err(Error::Corrupt(format!("B+-tree page {} entry {i}: {m}", page::page_no(p))));
+        let Some(t) = page::get(p, body_end, i) else { return corrupt("empty slot") };
+        if t.len() < 2 || key_len(t) + 2 > t.len() {
+            return corrupt("the key runs past the entry");
+        }
+        if inner && value_of(t).len() != 4 {
+            return corrupt("an inner entry's child is not 4 bytes");
+        }
+        if previous.is_some_and(|k| k >= key_of(t)) {
+            return corrupt("keys out of order");
+        }
+        previous = Some(key_of(t));
+    }
+    Ok(())
 }
 fn entry(key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut t = Vec::with_capacity(2 + key.len() + value.len());
@@ -36,7 +66,7 @@ fn entry(key: &[u8], value: &[u8]) -> Vec<u8> {
     t
 }
 fn child_of(t: &[u8]) -> u32 {
-    u32::from_le_bytes(value_of(t).try_into().expect("inner entries hold a u32 child"))
+    page::le_u32(value_of(t))
 }
 
 /// The largest key plus value a tree takes: four entries must fit a node.
@@ -49,7 +79,7 @@ fn search(p: &[u8], body_end: usize, key: &[u8]) -> std::result::Result<usize, u
     let (mut lo, mut hi) = (0, page::slot_count(p));
     while lo < hi {
         let mid = (lo + hi) / 2;
-        let t = page::get(p, body_end, mid).expect("B+-tree slots are never empty");
+        let t = entry_at(p, body_end, mid);
         match key_of(t).cmp(key) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
@@ -71,7 +101,7 @@ fn child_at(p: &[u8], body_end: usize, position: usize) -> u32 {
     if position == 0 {
         page::aux(p)
     } else {
-        child_of(page::get(p, body_end, position - 1).expect("entry exists"))
+        child_of(entry_at(p, body_end, position - 1))
     }
 }
 
@@ -88,7 +118,7 @@ fn check_node(p: &[u8], no: u32) -> Result<bool> {
 type Descent = (Vec<(u32, usize)>, u32, FrameId);
 
 /// Walks from the root to the leaf for `key`.
-fn descend(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
+fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
     let body_end = pool.store().body_end(space.region);
     let mut path = Vec::new();
     let mut no = root;
@@ -130,18 +160,18 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
 }
 
 /// The value stored under `key`.
-pub fn get(pool: &mut BufferPool, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn get(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
     let body_end = pool.store().body_end(space.region);
     let (_, _, f) = descend(pool, space, root, key)?;
     let p = pool.page(f);
-    let out = search(p, body_end, key).ok().map(|i| value_of(page::get(p, body_end, i).unwrap()).to_vec());
+    let out = search(p, body_end, key).ok().map(|i| value_of(entry_at(p, body_end, i)).to_vec());
     pool.unpin(f);
     Ok(out)
 }
 
 /// Visits entries with key ≥ `from` in key order until `visit` returns `false`.
 pub fn scan(
-    pool: &mut BufferPool,
+    pool: &mut Pages<'_>,
     space: &ObjectSpace,
     root: u32,
     from: &[u8],
@@ -161,7 +191,7 @@ pub fn scan(
         let start = if first { search(p, body_end, from).unwrap_or_else(|i| i) } else { 0 };
         first = false;
         for i in start..page::slot_count(p) {
-            let t = page::get(p, body_end, i).expect("B+-tree slots are never empty");
+            let t = entry_at(p, body_end, i);
             if !visit(key_of(t), value_of(t)) {
                 pool.unpin(f);
                 return Ok(());
@@ -188,7 +218,7 @@ pub fn insert(a: &mut ObjectAccess, root: u32, key: &[u8], value: &[u8]) -> Resu
             max_entry_bytes(body_end) - 2
         )));
     }
-    let (mut path, leaf, f) = descend(a.pool, a.space, root, key)?;
+    let (mut path, leaf, f) = descend(&mut a.pool, a.space, root, key)?;
     let Err(pos) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -219,7 +249,7 @@ fn read_node(a: &ObjectAccess, f: FrameId, no: u32) -> Result<Node> {
         level: page::level(p),
         next: page::next(p),
         leftmost: page::aux(p),
-        entries: (0..page::slot_count(p)).map(|i| page::get(p, body_end, i).expect("slot in use").to_vec()).collect(),
+        entries: (0..page::slot_count(p)).map(|i| entry_at(p, body_end, i).to_vec()).collect(),
     })
 }
 
@@ -314,7 +344,7 @@ fn insert_into(
 /// Removes `key`; `false` if it was not there.
 pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
     let body_end = a.body_end();
-    let (mut path, _, f) = descend(a.pool, a.space, root, key)?;
+    let (mut path, _, f) = descend(&mut a.pool, a.space, root, key)?;
     let Ok(i) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -347,7 +377,7 @@ fn merge(a: &mut ObjectAccess, parent: u32, position: usize) -> Result<bool> {
         return Ok(false);
     }
     let (left, right) = (child_at(p, body_end, right_pos - 1), child_at(p, body_end, right_pos));
-    let separator = key_of(page::get(p, body_end, right_pos - 1).expect("separator exists")).to_vec();
+    let separator = key_of(entry_at(p, body_end, right_pos - 1)).to_vec();
     a.pool.unpin(pf);
     let lf = a.fetch(left)?;
     let rf = a.fetch(right)?;
@@ -408,7 +438,7 @@ fn collapse_root(a: &mut ObjectAccess, root: u32) -> Result<()> {
 }
 
 /// Every page of the tree, for checks and `DROP`.
-pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Vec<u32>> {
+pub fn pages(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<Vec<u32>> {
     let body_end = pool.store().body_end(space.region);
     let mut out = Vec::new();
     let mut stack = vec![root];
@@ -421,7 +451,7 @@ pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Ve
         let p = pool.page(f);
         if page::kind(p) == Kind::Inner as u8 {
             stack.push(page::aux(p));
-            stack.extend((0..page::slot_count(p)).map(|i| child_of(page::get(p, body_end, i).unwrap())));
+            stack.extend((0..page::slot_count(p)).map(|i| child_of(entry_at(p, body_end, i))));
         }
         pool.unpin(f);
     }
@@ -429,9 +459,43 @@ pub fn pages(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<Ve
 }
 
 /// Levels of the tree (1 = the root is a leaf).
-pub fn height(pool: &mut BufferPool, space: &ObjectSpace, root: u32) -> Result<u32> {
+pub fn height(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<u32> {
     let f = pool.fetch(PageId { region: space.region, page: root })?;
     let level = page::level(pool.page(f));
     pool.unpin(f);
     Ok(level as u32 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: usize = 1024;
+
+    fn node(kind: Kind, entries: &[Vec<u8>]) -> Vec<u8> {
+        let mut p = vec![0u8; BODY];
+        page::init(&mut p, BODY, 5, 1, kind, 0);
+        for (i, t) in entries.iter().enumerate() {
+            assert!(page::insert_at(&mut p, BODY, i, t));
+        }
+        p
+    }
+
+    #[test]
+    fn corrupt_nodes_are_errors_not_panics() {
+        let good = node(Kind::Inner, &[entry(b"a", &7u32.to_le_bytes()), entry(b"b", &8u32.to_le_bytes())]);
+        check_entries(&good, BODY).unwrap();
+        let cases = [
+            ("the key runs past", node(Kind::Leaf, &[vec![9, 0, b'k']])),
+            ("child is not 4 bytes", node(Kind::Inner, &[entry(b"a", &[1, 2])])),
+            ("out of order", node(Kind::Leaf, &[entry(b"b", b"x"), entry(b"a", b"y")])),
+        ];
+        for (what, p) in cases {
+            let err = check_entries(&p, BODY).unwrap_err();
+            assert!(matches!(&err, Error::Corrupt(m) if m.contains(what)), "{what}: {err}");
+            // The accessors stay in bounds on such a node.
+            let _ = search(&p, BODY, b"a");
+            let _ = child_at(&p, BODY, 1);
+        }
+    }
 }

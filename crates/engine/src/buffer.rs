@@ -1,13 +1,15 @@
 //! The buffer pool: fixed frames, clock or LRU replacement, pin/unpin, dirty tracking
 //! and a page cleaner (eager or non-eager).
 //!
-//! Latch and lock order: the engine runs one operation at a time in simulated time, so
-//! the pool takes no latches; `&mut` access is the latch. Pins are the only protection
-//! a frame has across calls: an access method pins every page it holds (a B+-tree
-//! descent pins at most the node and its parent, then the sibling for a merge, always
-//! top-down then left-to-right), and a pinned frame is never evicted or cleaned. When
-//! transactions interleave (the driver, issue 5) the order stays: transaction lock →
-//! pin parent → pin child → pin right sibling.
+//! The engine runs one operation at a time in simulated time, so the pool takes no
+//! latches; `&mut` access is the latch. Pins are the only protection a frame has across
+//! calls: an access method pins every page it holds (a B+-tree descent pins at most the
+//! node and its parent, then the sibling for a merge, always top-down then
+//! left-to-right), and a pinned frame is never evicted or cleaned.
+//!
+//! The pool does not own the journal: every call that may write a page takes it, and
+//! asks it for the write-ahead rule only ([`Journal::force`] up to the page's LSN).
+//! [`Pages`] bundles the pool with the journal for the access methods.
 //!
 //! Each frame keeps the page as last read or written (`base`) beside the working copy;
 //! at write time their difference is the change set the IPA rule looks at. A clean
@@ -17,7 +19,7 @@
 
 use crate::delta::{Eviction, FlashState};
 use crate::error::{Error, Result};
-use crate::log::Log;
+use crate::journal::Journal;
 use crate::page;
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
@@ -102,10 +104,6 @@ pub struct BufferPool {
     pub(crate) base: Vec<u8>,
     /// Cached pages (a fast non-keyed hash: page ids are not attacker-chosen).
     pub(crate) map: FxHashMap<PageId, FrameId>,
-    /// The write-ahead log, if the database keeps one.
-    pub(crate) log: Option<Log>,
-    /// The device the log lives on when it is external (else a region of `store`'s).
-    pub(crate) log_flash: Option<flash::Flash>,
     /// Frames the operation in progress changed, with their bytes before it: a copy, or
     /// `None` when the frame was clean, so its `base` holds those bytes (a clean frame
     /// is its base, and a pinned frame is not written before `end_op`).
@@ -115,8 +113,6 @@ pub struct BufferPool {
     pub(crate) spans: Vec<(u16, u16)>,
     /// A page body of zeros: the before image of a freshly formatted page.
     pub(crate) zeros: Vec<u8>,
-    /// Page LSNs when there is no log: a counter.
-    pub(crate) counter_lsn: u64,
     replacement: Replacement,
     cleaner: CleanerPolicy,
     hand: usize,
@@ -149,13 +145,10 @@ impl BufferPool {
             dirty: 0,
             now: 0,
             stats: PoolStats::default(),
-            log: None,
-            log_flash: None,
             op: Vec::new(),
             spare_snapshots: Vec::new(),
             spans: Vec::new(),
             zeros: Vec::new(),
-            counter_lsn: 1,
         }
     }
 
@@ -271,13 +264,13 @@ impl BufferPool {
     }
 
     /// Pins the page, reading it on a miss.
-    pub fn fetch(&mut self, pid: PageId) -> Result<FrameId> {
-        self.fetch_if_written(pid)?.ok_or_else(|| never_written(pid))
+    pub fn fetch(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<FrameId> {
+        self.fetch_if_written(pid, journal)?.ok_or_else(|| never_written(pid))
     }
 
     /// Pins the page if it is cached or on flash (read on a miss); `None` if flash
     /// never had it.
-    pub fn fetch_if_written(&mut self, pid: PageId) -> Result<Option<FrameId>> {
+    pub fn fetch_if_written(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<Option<FrameId>> {
         if let Some(&f) = self.map.get(&pid) {
             self.stats.hits += 1;
             self.frames[f].pins += 1;
@@ -285,7 +278,7 @@ impl BufferPool {
             return Ok(Some(f));
         }
         self.stats.misses += 1;
-        let f = self.free_frame()?;
+        let f = self.free_frame(journal)?;
         let span = self.span(f);
         let Some((state, done)) = self.store.fetch(pid, &mut self.data[span.clone()], self.now)? else {
             return Ok(None);
@@ -299,7 +292,7 @@ impl BufferPool {
     }
 
     /// Pins a frame for a page that is new on flash; the caller formats its bytes.
-    pub fn create(&mut self, pid: PageId) -> Result<FrameId> {
+    pub fn create(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<FrameId> {
         if let Some(&f) = self.map.get(&pid) {
             // A freed page still cached: it starts over, and its old flash copy will
             // be replaced out-of-place.
@@ -319,7 +312,7 @@ impl BufferPool {
             self.data[span].fill(0);
             return Ok(f);
         }
-        let f = self.free_frame()?;
+        let f = self.free_frame(journal)?;
         let span = self.span(f);
         self.data[span.clone()].fill(0);
         self.base[span].fill(0);
@@ -346,7 +339,7 @@ impl BufferPool {
     }
 
     /// An empty frame, or one freed by evicting a page (written first if dirty).
-    fn free_frame(&mut self) -> Result<FrameId> {
+    fn free_frame(&mut self, journal: &mut dyn Journal) -> Result<FrameId> {
         if self.map.len() < self.frames.len() {
             if let Some(f) = self.frames.iter().position(|fr| fr.page.is_none()) {
                 return Ok(f);
@@ -357,7 +350,7 @@ impl BufferPool {
             .ok_or_else(|| Error::Full(format!("buffer pool: all {} frames are pinned", self.frames.len())))?;
         if self.frames[f].dirty {
             self.stats.dirty_evictions += 1;
-            let done = self.write_frame(f, self.now)?;
+            let done = self.write_frame(f, self.now, journal)?;
             self.stats.eviction_wait_ns += done.saturating_sub(self.now);
             self.now = done;
         }
@@ -392,17 +385,11 @@ impl BufferPool {
     }
 
     /// Writes a dirty frame by the IPA rule; returns when the write ends.
-    fn write_frame(&mut self, f: FrameId, mut now: SimTime) -> Result<SimTime> {
+    fn write_frame(&mut self, f: FrameId, now: SimTime, journal: &mut dyn Journal) -> Result<SimTime> {
         let pid = self.frames[f].page.expect("a dirty frame holds a page");
         let span = self.span(f);
-        if let Some(log) = &mut self.log {
-            // The write-ahead rule: the log first, up to the page's LSN.
-            let flash = match &mut self.log_flash {
-                Some(external) => external,
-                None => self.store.flash_mut(),
-            };
-            now = log.force(page::lsn(&self.data[span.clone()]), flash, now)?;
-        }
+        // The write-ahead rule: the log first, up to the page's LSN.
+        let now = journal.force(page::lsn(&self.data[span.clone()]), self.store.device_mut(), now)?;
         let mut state = self.frames[f].state;
         let written = self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
         match written.eviction {
@@ -425,7 +412,7 @@ impl BufferPool {
     /// Runs the page cleaner (after each operation). Eager: while dirty frames exceed
     /// the share, write unpinned dirty pages, longest dirty first; timed on the device
     /// at the pool's clock, which does not wait for them.
-    pub fn clean(&mut self) -> Result<()> {
+    pub fn clean(&mut self, journal: &mut dyn Journal) -> Result<()> {
         let CleanerPolicy::Eager { dirty_share } = self.cleaner else { return Ok(()) };
         let limit = (dirty_share * self.frames.len() as f64) as usize;
         let mut pinned = Vec::new();
@@ -439,7 +426,7 @@ impl BufferPool {
                 pinned.push((stamp, f));
                 continue;
             }
-            self.write_frame(f, self.now)?;
+            self.write_frame(f, self.now, journal)?;
             self.stats.cleaner_writes += 1;
         }
         for entry in pinned.into_iter().rev() {
@@ -449,11 +436,11 @@ impl BufferPool {
     }
 
     /// Writes every dirty page (checkpoint, close); the clock advances to the last end.
-    pub fn flush_all(&mut self) -> Result<()> {
+    pub fn flush_all(&mut self, journal: &mut dyn Journal) -> Result<()> {
         let mut done = self.now;
         for f in 0..self.frames.len() {
             if self.frames[f].dirty {
-                done = done.max(self.write_frame(f, self.now)?);
+                done = done.max(self.write_frame(f, self.now, journal)?);
             }
         }
         self.now = done;
@@ -469,12 +456,12 @@ impl BufferPool {
     }
 
     /// Writes the dirty pages first changed before `lsn` (so the log can be cut there).
-    pub fn flush_older_than(&mut self, lsn: u64) -> Result<()> {
+    pub fn flush_older_than(&mut self, lsn: u64, journal: &mut dyn Journal) -> Result<()> {
         let mut done = self.now;
         for f in 0..self.frames.len() {
             let frame = self.frames[f];
             if frame.dirty && frame.pins == 0 && frame.rec_lsn > 0 && frame.rec_lsn < lsn {
-                done = done.max(self.write_frame(f, self.now)?);
+                done = done.max(self.write_frame(f, self.now, journal)?);
             }
         }
         self.now = done;
@@ -507,8 +494,8 @@ impl BufferPool {
     }
 
     /// Changes the number of frames: writes every dirty page and starts empty.
-    pub fn resize(&mut self, frames: usize) -> Result<()> {
-        self.flush_all()?;
+    pub fn resize(&mut self, frames: usize, journal: &mut dyn Journal) -> Result<()> {
+        self.flush_all(journal)?;
         if let Some(f) = self.frames.iter().position(|f| f.pins > 0) {
             return Err(Error::Invalid(format!("buffer pool resize while frame {f} is pinned")));
         }
@@ -528,4 +515,37 @@ impl BufferPool {
 /// A page referenced (by an index, a heap scan or the log) that flash never had.
 pub(crate) fn never_written(pid: PageId) -> Error {
     Error::Corrupt(format!("region {} page {} is referenced but was never written", pid.region, pid.page))
+}
+
+/// The buffer pool with the journal its page writes obey: what access methods work with.
+/// Its `fetch`, `fetch_if_written` and `create` pass the journal on; everything else is
+/// the pool's.
+pub struct Pages<'a> {
+    pub pool: &'a mut BufferPool,
+    pub journal: &'a mut dyn Journal,
+}
+
+impl Pages<'_> {
+    pub fn fetch(&mut self, pid: PageId) -> Result<FrameId> {
+        self.pool.fetch(pid, self.journal)
+    }
+    pub fn fetch_if_written(&mut self, pid: PageId) -> Result<Option<FrameId>> {
+        self.pool.fetch_if_written(pid, self.journal)
+    }
+    pub fn create(&mut self, pid: PageId) -> Result<FrameId> {
+        self.pool.create(pid, self.journal)
+    }
+}
+
+impl std::ops::Deref for Pages<'_> {
+    type Target = BufferPool;
+    fn deref(&self) -> &BufferPool {
+        self.pool
+    }
+}
+
+impl std::ops::DerefMut for Pages<'_> {
+    fn deref_mut(&mut self) -> &mut BufferPool {
+        self.pool
+    }
 }

@@ -20,7 +20,7 @@ use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::space::ObjectSpace;
 use crate::types::{Column, ColumnType};
-use flash::{Flash, RegionId};
+use flash::{PageDevice, RegionId};
 use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 8] = b"DFCATLG1";
@@ -101,6 +101,9 @@ pub struct Catalog {
     pub indexes: Vec<IndexDef>,
     #[serde(skip)]
     generation: u64,
+    /// Checksum of the catalog as last written by `save_if_changed`, LSN counter aside.
+    #[serde(skip)]
+    saved_shape: Option<u32>,
 }
 
 impl Catalog {
@@ -118,6 +121,7 @@ impl Catalog {
             tables: Vec::new(),
             indexes: Vec::new(),
             generation: 0,
+            saved_shape: None,
         }
     }
 
@@ -169,13 +173,15 @@ impl Catalog {
     }
 
     /// Flash pages of region 0 the two catalog copies occupy.
-    pub fn reserved_flash_pages(flash: &Flash) -> u32 {
-        2 * (CATALOG_BYTES / flash.device().geometry().page_bytes as usize) as u32
+    pub fn reserved_flash_pages(device: &dyn PageDevice) -> u32 {
+        2 * (CATALOG_BYTES / device.page_bytes()) as u32
     }
 
     /// Writes the catalog to the copy the last write did not use.
-    pub fn save(&mut self, flash: &mut Flash, now: nand::SimTime) -> Result<()> {
-        let json = serde_json::to_vec(self).expect("catalog serializes");
+    pub fn save(&mut self, device: &mut dyn PageDevice, now: nand::SimTime) -> Result<()> {
+        self.saved_shape = None;
+        let json =
+            serde_json::to_vec(self).map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
         if json.len() + HEADER > CATALOG_BYTES {
             return Err(Error::Full(format!(
                 "the catalog needs {} bytes; a catalog copy holds {CATALOG_BYTES}",
@@ -189,21 +195,36 @@ impl Catalog {
         bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&crc32fast::hash(&json).to_le_bytes());
         bytes.extend_from_slice(&json);
-        let page = flash.device().geometry().page_bytes as usize;
+        let page = device.page_bytes();
         bytes.resize(bytes.len().div_ceil(page) * page, 0);
-        let first = (self.generation % 2) as u32 * Self::reserved_flash_pages(flash) / 2;
+        let first = (self.generation % 2) as u32 * Self::reserved_flash_pages(device) / 2;
+        // Page by page: the copy is checked whole (its crc) when read back.
         for (i, chunk) in bytes.chunks(page).enumerate() {
-            flash.write(RegionId(0), first + i as u32, chunk, now)?;
+            device.write_pages(RegionId(0), first + i as u32, chunk, now)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the catalog unless only its LSN counter changed since the last call wrote
+    /// it (a commit without a log: its pages may have taken new extents).
+    pub fn save_if_changed(&mut self, device: &mut dyn PageDevice, now: nand::SimTime) -> Result<()> {
+        let next_lsn = std::mem::replace(&mut self.next_lsn, 0);
+        let shape = serde_json::to_vec(self).map(|json| crc32fast::hash(&json));
+        self.next_lsn = next_lsn;
+        let shape = shape.map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
+        if self.saved_shape != Some(shape) {
+            self.save(device, now)?;
+            self.saved_shape = Some(shape);
         }
         Ok(())
     }
 
     /// Reads the newer valid copy.
-    pub fn load(flash: &mut Flash) -> Result<Catalog> {
+    pub fn load(device: &mut dyn PageDevice) -> Result<Catalog> {
         let mut best: Option<Catalog> = None;
         let mut problems = Vec::new();
         for copy in 0..2 {
-            match Self::load_copy(flash, copy) {
+            match Self::load_copy(device, copy) {
                 Ok(Some(c)) if best.as_ref().map(|b| b.generation) < Some(c.generation) => best = Some(c),
                 Ok(_) => {}
                 Err(m) => problems.push(format!("copy {copy}: {m}")),
@@ -218,22 +239,22 @@ impl Catalog {
         })
     }
 
-    fn load_copy(flash: &mut Flash, copy: u32) -> std::result::Result<Option<Catalog>, String> {
-        let page = flash.device().geometry().page_bytes as usize;
-        let first = copy * Self::reserved_flash_pages(flash) / 2;
+    fn load_copy(device: &mut dyn PageDevice, copy: u32) -> std::result::Result<Option<Catalog>, String> {
+        let page = device.page_bytes();
+        let first = copy * Self::reserved_flash_pages(device) / 2;
         let mut read = |lpn: u32| -> std::result::Result<Option<Vec<u8>>, String> {
-            match flash.read(RegionId(0), lpn, 0) {
+            match device.read(RegionId(0), lpn, 0) {
                 Ok(r) => Ok(r.map(|r| r.data.to_vec())),
                 Err(e) => Err(e.to_string()),
             }
         };
         let Some(head) = read(first)? else { return Ok(None) };
-        if &head[..8] != MAGIC {
+        if head.len() < HEADER || &head[..8] != MAGIC {
             return Err("bad magic".into());
         }
-        let generation = u64::from_le_bytes(head[8..16].try_into().unwrap());
-        let len = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
-        let crc = u32::from_le_bytes(head[20..24].try_into().unwrap());
+        let generation = crate::page::le_u64(&head[8..16]);
+        let len = crate::page::le_u32(&head[16..20]) as usize;
+        let crc = crate::page::le_u32(&head[20..24]);
         if len + HEADER > CATALOG_BYTES || generation % 2 != copy as u64 {
             return Err(format!("header names {len} bytes, generation {generation}"));
         }
@@ -246,7 +267,33 @@ impl Catalog {
             return Err("checksum mismatch".into());
         }
         let mut c: Catalog = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+        c.check_references()?;
         c.generation = generation;
         Ok(Some(c))
+    }
+
+    /// Checks what the engine indexes by without further checks: tablespaces name
+    /// regions, tables tablespaces, indexes tables and their columns.
+    fn check_references(&self) -> std::result::Result<(), String> {
+        for ts in &self.tablespaces {
+            if ts.region as usize >= self.regions.len() {
+                return Err(format!("tablespace {} names region {}, which does not exist", ts.name, ts.region));
+            }
+        }
+        for t in &self.tables {
+            if let Some(&c) = t.primary_key.iter().find(|&&c| c >= t.columns.len()) {
+                return Err(format!("table {}'s primary key names column {c} of {}", t.name, t.columns.len()));
+            }
+        }
+        for i in &self.indexes {
+            let t = self
+                .table(&i.table)
+                .map_err(|_| format!("index {} is on table {}, which does not exist", i.name, i.table))?;
+            let columns = self.tables[t].columns.len();
+            if let Some(&c) = i.columns.iter().find(|&&c| c >= columns) {
+                return Err(format!("index {} names column {c} of table {}'s {columns}", i.name, i.table));
+            }
+        }
+        Ok(())
     }
 }

@@ -1,12 +1,16 @@
-//! The `Database`: create or open one on a device, the Rust API (begin/commit,
+//! The `Database`: create or open one on a page device, the Rust API (begin/commit,
 //! insert, get, update, delete, range scans) and the row and index operations under
-//! it. Statements (`Database::execute`) are in `exec.rs`.
+//! it. Statements (`Database::execute`) are in `exec.rs`, transactions in `txn.rs`,
+//! restart in `recovery.rs`.
 //!
 //! Every table is a heap file; its primary key, if any, is a unique B+-tree index named
 //! `<table>_pkey`, and every index maps its key (plus the RID when not unique) to the
-//! row's RID. Each change stamps the pages it touches with a fresh LSN; until the
-//! write-ahead log exists (issue 4) an LSN is a counter, and changes are durable once
-//! [`Database::checkpoint`] or [`Database::close`] returned.
+//! row's RID. Each change stamps the pages it touches with a fresh LSN from the
+//! database's [`Journal`], which also decides when a commit is durable.
+//!
+//! The database names no concrete device: it works on a [`PageDevice`] (NoFTL regions,
+//! an FTL volume). [`Database::create`] and [`Database::open`] are the NoFTL
+//! conveniences over a raw [`nand::Device`].
 //!
 //! Time is simulated: the pool's clock is the time of the operation in progress; I/O
 //! on the critical path advances it. Callers that model terminals set it with
@@ -18,12 +22,13 @@ use crate::catalog::{Catalog, RegionEntry, Tablespace};
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
-use crate::log::Log;
+use crate::journal::{AriesJournal, Journal, JournalKind, NoJournal};
 use crate::space::{ObjectSpace, RegionPages};
 use crate::store::{ObjectCounters, PageStore};
-use crate::txn::Active;
+pub use crate::txn::Transaction;
+use crate::txn::{Active, Dropped};
 use crate::types::{self, Column, ColumnType, Value};
-use flash::{Flash, IpaMode, RegionId, RegionSpec};
+use flash::{Flash, IpaMode, PageDevice, RegionId, RegionSpec};
 use nand::{Device, SimTime};
 
 /// How big the buffer pool is.
@@ -53,9 +58,9 @@ pub struct DbOptions {
     pub cleaner: CleanerPolicy,
     /// Extent size of the `system` tablespace, in bytes.
     pub system_extent_bytes: u64,
-    /// Keep an ARIES write-ahead log (in its own flash region) for a new database;
-    /// without it changes are durable only at `checkpoint`/`close`.
-    pub aries: bool,
+    /// The journal of a new database: an ARIES write-ahead log in its own region, or
+    /// none (a commit writes its pages and syncs). An existing database keeps its own.
+    pub journal: JournalKind,
     /// Chips of a new database's log region. Every commit programs a log page, so
     /// one chip caps commits at about one per page-program time; more chips let
     /// commits of different terminals program in parallel.
@@ -75,7 +80,7 @@ impl Default for DbOptions {
             replacement: Replacement::Clock,
             cleaner: CleanerPolicy::EAGER,
             system_extent_bytes: 128 << 10,
-            aries: true,
+            journal: JournalKind::Aries,
             log_chips: 1,
             checkpoint_log_share: 0.3,
             group_commit_ns: 0,
@@ -102,12 +107,6 @@ pub enum QueryResult {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableId(pub(crate) usize);
 
-/// A transaction in progress. Abort and recovery come with the log (issue 4).
-#[derive(Debug)]
-pub struct Transaction {
-    pub id: u64,
-}
-
 /// Per-object I/O, named.
 #[derive(Clone, Debug)]
 pub struct ObjectStats {
@@ -120,11 +119,17 @@ pub struct ObjectStats {
 
 pub struct Database {
     pub(crate) pool: BufferPool,
+    /// Owned here, lent to the pool for each call that may write a page.
+    pub(crate) journal: Box<dyn Journal>,
     pub(crate) catalog: Catalog,
     pub(crate) regions: Vec<RegionPages>,
     pub(crate) options: DbOptions,
+    /// Tells this database's transactions from another's.
+    pub(crate) instance: u64,
     pub(crate) next_tx: u64,
     pub(crate) active: Active,
+    /// Transactions dropped while open, to roll back at the next call.
+    pub(crate) dropped: Dropped,
     /// The transaction `BEGIN` opened in statements.
     pub(crate) sql_tx: Option<Transaction>,
     /// When the open commit group's log flush is due.
@@ -143,68 +148,118 @@ pub fn is_data_region(name: &str) -> bool {
     name != SYSTEM && name != LOG
 }
 
+/// The pool and the journal of a database, split from its other fields.
+macro_rules! pages {
+    ($db:expr) => {
+        $crate::buffer::Pages { pool: &mut $db.pool, journal: &mut *$db.journal }
+    };
+}
+pub(crate) use pages;
+
+/// The regions a new database starts with: `system` and, with a log in it, `log`.
+fn initial_regions(options: &DbOptions, log_in_device: bool) -> Vec<RegionSpec> {
+    let chips = |name: &str, n: u32| RegionSpec { max_chips: Some(n), ..RegionSpec::new(name, IpaMode::None) };
+    let mut specs = vec![chips(SYSTEM, 1)];
+    if log_in_device {
+        specs.push(chips(LOG, options.log_chips.max(1)));
+    }
+    specs
+}
+
 impl Database {
-    /// Formats `device` with a one-chip `system` region (catalog and the `system`
-    /// tablespace) and, with `options.aries`, a one-chip `log` region, and returns an
-    /// empty database.
+    /// Formats `device` as NoFTL regions, a one-chip `system` region (catalog and the
+    /// `system` tablespace) and, with an ARIES journal, a `log` region of
+    /// `options.log_chips` chips, and returns an empty database.
     pub fn create(device: Device, options: DbOptions) -> Result<Database> {
-        Database::create_inner(device, None, options)
+        let specs = initial_regions(&options, options.journal == JournalKind::Aries);
+        let flash = Flash::format(device, specs)?;
+        Database::create_on_regions(Box::new(flash), None, options)
     }
 
     /// Like [`Database::create`], with the write-ahead log on a device of its own (one
     /// region over all of it): unmetered, in that its I/O is neither timed on nor
     /// counted with the database device.
     pub fn create_with_external_log(device: Device, log_device: Device, options: DbOptions) -> Result<Database> {
-        Database::create_inner(device, Some(log_device), options)
+        if options.journal != JournalKind::Aries {
+            return Err(Error::Invalid("an external log needs the aries journal".into()));
+        }
+        let log = Flash::format(log_device, vec![RegionSpec::new(LOG, IpaMode::None)])?;
+        let flash = Flash::format(device, initial_regions(&options, false))?;
+        Database::create_on_regions(Box::new(flash), Some(Box::new(log)), options)
     }
 
-    fn create_inner(device: Device, log_device: Option<Device>, options: DbOptions) -> Result<Database> {
-        let chips = |name: &str, n: u32| RegionSpec { max_chips: Some(n), ..RegionSpec::new(name, IpaMode::None) };
-        let mut specs = vec![chips(SYSTEM, 1)];
-        let log_region = options.aries && log_device.is_none();
-        if log_region {
-            specs.push(chips(LOG, options.log_chips.max(1)));
+    /// Creates an empty database on any page device. A device without regions gets
+    /// `system` and (ARIES) `log` added, sized by the device's own rules; a device
+    /// that has regions must have exactly those, in that order.
+    pub fn create_on(mut device: Box<dyn PageDevice>, options: DbOptions) -> Result<Database> {
+        let specs = initial_regions(&options, options.journal == JournalKind::Aries);
+        if device.region_count() == 0 {
+            for spec in specs.iter().cloned() {
+                device.add_region(spec, 0)?;
+            }
         }
-        let log_flash = match log_device {
-            Some(d) => Some(Flash::format(d, vec![RegionSpec::new(LOG, IpaMode::None)])?),
-            None => None,
-        };
-        let flash = Flash::format(device, specs)?;
-        let store = PageStore::new(flash, options.page_bytes)?;
+        Database::create_on_regions(device, None, options)
+    }
+
+    fn create_on_regions(
+        device: Box<dyn PageDevice>,
+        external_log: Option<Box<dyn PageDevice>>,
+        options: DbOptions,
+    ) -> Result<Database> {
+        let log_in_device = options.journal == JournalKind::Aries && external_log.is_none();
+        let names: Vec<&str> = (0..device.region_count()).map(|i| device.region_name(RegionId(i))).collect();
+        let wanted: Vec<&str> = if log_in_device { vec![SYSTEM, LOG] } else { vec![SYSTEM] };
+        if names != wanted {
+            return Err(Error::Invalid(format!(
+                "a new database needs the regions {wanted:?} on its device, which has {names:?}"
+            )));
+        }
+        let store = PageStore::new(device, options.page_bytes)?;
         let mut catalog = Catalog::new(options.page_bytes);
         catalog.regions.push(RegionEntry { name: SYSTEM.into(), scheme: IpaScheme::NONE });
-        if log_region {
+        if log_in_device {
             catalog.regions.push(RegionEntry { name: LOG.into(), scheme: IpaScheme::NONE });
             catalog.log_region = Some(1);
         }
-        catalog.log_external = log_flash.is_some();
+        catalog.log_external = external_log.is_some();
         let extent_pages = extent_pages(options.system_extent_bytes, options.page_bytes)?;
         catalog.tablespaces.push(Tablespace { name: SYSTEM.into(), region: 0, extent_pages });
-        let mut db = Database::assemble(store, catalog, options)?;
-        if let Some(region) = db.catalog.log_region {
-            db.pool.log = Some(Log::create(db.pool.store().flash(), RegionId(region as usize)));
-        }
-        if let Some(flash) = log_flash {
-            db.pool.log = Some(Log::create(&flash, RegionId(0)));
-            db.pool.log_flash = Some(flash);
-        }
+        let journal: Box<dyn Journal> = match (options.journal, catalog.log_region) {
+            (JournalKind::Aries, Some(region)) => {
+                Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None))
+            }
+            (JournalKind::Aries, None) => Box::new(AriesJournal::new(store.device(), RegionId(0), external_log)),
+            (JournalKind::None, _) => Box::new(NoJournal::new(catalog.next_lsn)),
+        };
+        let mut db = Database::assemble(store, journal, catalog, options)?;
         db.take_checkpoint()?;
         Ok(db)
     }
 
-    /// Opens a database: rebuilds the regions by scan, reads the catalog, and restarts
-    /// from the log (redo, undo of unfinished transactions, a checkpoint).
+    /// Opens a NoFTL database: rebuilds the regions by scan, reads the catalog, and
+    /// restarts from the log (redo, undo of unfinished transactions, a checkpoint).
     pub fn open(device: Device, options: DbOptions) -> Result<Database> {
         Database::open_or_keep(device, options).map_err(|failed| failed.0)
     }
 
+    /// Opens a database on any page device (its regions already rebuilt), as
+    /// [`Database::open`] does from the catalog on.
+    pub fn open_on(device: Box<dyn PageDevice>, options: DbOptions) -> Result<Database> {
+        let mut db = Database::open_without_restart(device, 0, None, options)?;
+        if db.catalog.log_external {
+            return Err(Error::Invalid(
+                "this database keeps its log on an external device: open it with open_with_external_log".into(),
+            ));
+        }
+        db.restart()?;
+        Ok(db)
+    }
+
     /// Opens a database whose log is on an external device.
     pub fn open_with_external_log(device: Device, log_device: Device, options: DbOptions) -> Result<Database> {
-        let mut db = Database::open_without_restart(device, options)?;
-        if !db.catalog.log_external {
-            return Err(Error::Invalid("this database keeps its log in its own log region, not externally".into()));
-        }
-        db.pool.log_flash = Some(Flash::open(log_device, db.pool.now())?.0);
+        let (flash, done) = Flash::open(device, 0)?;
+        let log = Flash::open(log_device, done)?.0;
+        let mut db = Database::open_without_restart(Box::new(flash), done, Some(Box::new(log)), options)?;
         db.restart()?;
         Ok(db)
     }
@@ -215,7 +270,9 @@ impl Database {
         device: Device,
         options: DbOptions,
     ) -> std::result::Result<Database, Box<(Error, Option<Device>)>> {
-        let mut db = Database::open_without_restart(device, options).map_err(|e| Box::new((e, None)))?;
+        let (flash, done) = Flash::open(device, 0).map_err(|e| Box::new((e.into(), None)))?;
+        let mut db =
+            Database::open_without_restart(Box::new(flash), done, None, options).map_err(|e| Box::new((e, None)))?;
         if db.catalog.log_external {
             let e = Error::Invalid(
                 "this database keeps its log on an external device: open it with open_with_external_log".into(),
@@ -228,28 +285,46 @@ impl Database {
         }
     }
 
-    fn open_without_restart(device: Device, options: DbOptions) -> Result<Database> {
-        let (mut flash, done) = Flash::open(device, 0)?;
-        PageStore::check_keeps_data(&flash)?;
-        let catalog = Catalog::load(&mut flash)?;
-        let mut store = PageStore::new(flash, catalog.page_bytes)?;
+    /// Reads the catalog and sets up the pool and the journal the database keeps;
+    /// `done` is when the device's own open ended.
+    fn open_without_restart(
+        mut device: Box<dyn PageDevice>,
+        done: SimTime,
+        external_log: Option<Box<dyn PageDevice>>,
+        options: DbOptions,
+    ) -> Result<Database> {
+        PageStore::check_keeps_data(device.as_ref())?;
+        let catalog = Catalog::load(device.as_mut())?;
+        let mut store = PageStore::new(device, catalog.page_bytes)?;
         for (i, r) in catalog.regions.iter().enumerate() {
             store.set_scheme(RegionId(i), r.scheme)?;
         }
-        let mut db = Database::assemble(store, catalog, options)?;
+        let journal: Box<dyn Journal> = match (catalog.log_region, catalog.log_external, external_log) {
+            (Some(region), false, None) => Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None)),
+            (None, true, Some(log)) => Box::new(AriesJournal::new(store.device(), RegionId(0), Some(log))),
+            (None, false, None) => Box::new(NoJournal::new(catalog.next_lsn)),
+            (_, true, None) => {
+                return Err(Error::Invalid(
+                    "this database keeps its log on an external device: open it with open_with_external_log".into(),
+                ))
+            }
+            (_, _, Some(_)) => {
+                return Err(Error::Invalid("this database keeps its log in its own log region, not externally".into()))
+            }
+        };
+        let mut db = Database::assemble(store, journal, catalog, options)?;
         db.pool.set_now(done);
-        db.pool.counter_lsn = db.catalog.next_lsn;
         Ok(db)
     }
 
-    fn assemble(store: PageStore, catalog: Catalog, options: DbOptions) -> Result<Database> {
+    fn assemble(store: PageStore, journal: Box<dyn Journal>, catalog: Catalog, options: DbOptions) -> Result<Database> {
         let mut regions = Vec::new();
         for i in 0..catalog.regions.len() {
             let pages = if Some(i as u16) == catalog.log_region { 0 } else { store.pages_in(i as u16) };
             regions.push(RegionPages::new(i as u16, pages));
         }
-        let per_db_page = (catalog.page_bytes / store.flash().device().geometry().page_bytes as usize) as u32;
-        let reserved = Catalog::reserved_flash_pages(store.flash()).div_ceil(per_db_page);
+        let per_db_page = (catalog.page_bytes / store.device().page_bytes()) as u32;
+        let reserved = Catalog::reserved_flash_pages(store.device()).div_ceil(per_db_page);
         regions[0].claim(0, reserved)?;
         let spaces = catalog.tables.iter().map(|t| &t.space).chain(catalog.indexes.iter().map(|i| &i.space));
         for space in spaces {
@@ -264,11 +339,14 @@ impl Database {
         let pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
         Ok(Database {
             pool,
+            journal,
             catalog,
             regions,
             options,
+            instance: crate::txn::next_instance(),
             next_tx: 1,
             active: Active::new(),
+            dropped: Dropped::default(),
             sql_tx: None,
             group_deadline: None,
             row: Vec::new(),
@@ -278,7 +356,7 @@ impl Database {
 
     pub(crate) fn save_catalog(&mut self) -> Result<()> {
         let now = self.pool.now();
-        self.catalog.save(self.pool.store_mut().flash_mut(), now)
+        self.catalog.save(self.pool.store_mut().device_mut(), now)
     }
 
     /// Checkpoints, makes the device durable (an image file is written) and returns it.
@@ -287,18 +365,25 @@ impl Database {
     }
 
     /// [`Database::close`], also returning an external log device (made durable too).
-    pub fn close_with_log(mut self) -> Result<(Device, Option<Device>)> {
+    pub fn close_with_log(self) -> Result<(Device, Option<Device>)> {
+        let (device, log) = self.close_on()?;
+        Ok((device.into_device(), log.map(|l| l.into_device())))
+    }
+
+    /// [`Database::close`] on any page device: returns it (and an external log's).
+    #[allow(clippy::type_complexity)]
+    pub fn close_on(mut self) -> Result<(Box<dyn PageDevice>, Option<Box<dyn PageDevice>>)> {
         self.checkpoint()?;
-        let log = match self.pool.log_flash.take() {
-            Some(mut flash) => {
-                flash.flush()?;
-                Some(flash.into_device())
+        let log = match self.journal.take_external() {
+            Some(mut device) => {
+                device.flush()?;
+                Some(device)
             }
             None => None,
         };
-        let mut flash = self.pool.into_store().into_flash();
-        flash.flush()?;
-        Ok((flash.into_device(), log))
+        let mut device = self.pool.into_store().into_device();
+        device.flush()?;
+        Ok((device, log))
     }
 
     /// Simulates a crash: returns the device as it is, dropping the buffer pool, the
@@ -309,18 +394,23 @@ impl Database {
 
     /// [`Database::crash`], also returning an external log device.
     pub fn crash_with_log(mut self) -> (Device, Option<Device>) {
-        let log = self.pool.log_flash.take().map(Flash::into_device);
-        (self.pool.into_store().into_flash().into_device(), log)
+        let log = self.journal.take_external().map(|l| l.into_device());
+        (self.pool.into_store().into_device().into_device(), log)
     }
 
     /// The log's counters (`None` without a log).
     pub fn log_counters(&self) -> Option<crate::log::LogCounters> {
-        self.pool.log.as_ref().map(|l| l.counters())
+        self.journal.counters()
     }
 
     /// The log's truncation point and durable end (`None` without a log).
     pub fn log_lsns(&self) -> Option<(u64, u64)> {
-        self.pool.log.as_ref().map(|l| (l.start_lsn(), l.durable_lsn()))
+        self.journal.logs_changes().then(|| (self.journal.start_lsn(), self.journal.durable_lsn()))
+    }
+
+    /// Which journal the database keeps.
+    pub fn journal_kind(&self) -> JournalKind {
+        self.journal.kind()
     }
 
     pub fn now(&self) -> SimTime {
@@ -332,8 +422,9 @@ impl Database {
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
-    pub fn flash(&self) -> &Flash {
-        self.pool.store().flash()
+    /// The page device the database lives on.
+    pub fn page_device(&self) -> &dyn PageDevice {
+        self.pool.store().device()
     }
     pub fn pool_stats(&self) -> PoolStats {
         self.pool.stats()
@@ -346,14 +437,14 @@ impl Database {
     /// driver does this after loading, as the paper sizes buffers).
     pub fn set_buffer(&mut self, size: BufferSize) -> Result<()> {
         self.options.buffer = size;
-        self.pool.resize(size.frames(&self.catalog))
+        self.pool.resize(size.frames(&self.catalog), &mut *self.journal)
     }
 
     /// Height and page count of an index.
     pub fn index_shape(&mut self, name: &str) -> Result<(u32, usize)> {
         let def = &self.catalog.indexes[self.catalog.index(name)?];
-        let height = btree::height(&mut self.pool, &def.space, def.root)?;
-        let pages = btree::pages(&mut self.pool, &def.space, def.root)?.len();
+        let height = btree::height(&mut pages!(self), &def.space, def.root)?;
+        let pages = btree::pages(&mut pages!(self), &def.space, def.root)?.len();
         Ok((height, pages))
     }
 
@@ -387,12 +478,14 @@ impl Database {
 
     /// Inserts a row (values in column order); returns its RID.
     pub fn insert(&mut self, tx: &Transaction, t: TableId, values: &[Value]) -> Result<Rid> {
+        let id = self.enter(tx)?;
         let values = self.coerce_row(t, values)?;
-        self.insert_row(tx.id, t.0, &values)
+        self.insert_row(id, t.0, &values)
     }
 
     /// The row with primary key `key`.
-    pub fn get(&mut self, _tx: &Transaction, t: TableId, key: &[Value]) -> Result<Option<Vec<Value>>> {
+    pub fn get(&mut self, tx: &Transaction, t: TableId, key: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.enter(tx)?;
         let rid = self.lookup_pk(t.0, key)?;
         match rid {
             Some(rid) => self.read_row(t.0, rid),
@@ -404,11 +497,12 @@ impl Database {
     /// decoded.
     pub fn get_columns(
         &mut self,
-        _tx: &Transaction,
+        tx: &Transaction,
         t: TableId,
         key: &[Value],
         columns: &[usize],
     ) -> Result<Option<Vec<Value>>> {
+        self.enter(tx)?;
         let def = &self.catalog.tables[t.0];
         if let Some(&c) = columns.iter().find(|&&c| c >= def.columns.len()) {
             return Err(Error::Invalid(format!("table {} has no column {c}", def.name)));
@@ -433,6 +527,7 @@ impl Database {
         key: &[Value],
         change: impl FnOnce(&[Value]) -> Result<Vec<(usize, Value)>>,
     ) -> Result<Option<Vec<Value>>> {
+        let id = self.enter(tx)?;
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
         let Some(mut row) = self.read_row(t.0, rid)? else { return Ok(None) };
         let sets = change(&row)?;
@@ -442,7 +537,7 @@ impl Database {
                 self.catalog.tables[t.0].columns.get(c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
             replaced.push((c, std::mem::replace(&mut row[c], coerce(col, &v)?)));
         }
-        self.replace_row(tx.id, t.0, rid, &replaced, &row)?;
+        self.replace_row(id, t.0, rid, &replaced, &row)?;
         Ok(Some(row))
     }
 
@@ -457,15 +552,17 @@ impl Database {
 
     /// Deletes the row with primary key `key`; `false` if there is none.
     pub fn delete(&mut self, tx: &Transaction, t: TableId, key: &[Value]) -> Result<bool> {
+        let id = self.enter(tx)?;
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
         let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
-        self.delete_row(tx.id, t.0, rid, &old)?;
+        self.delete_row(id, t.0, rid, &old)?;
         Ok(true)
     }
 
     /// Rows whose primary key lies in [`lo`, `hi`] (a prefix of the key columns bounds
     /// all rows starting with it), in key order.
-    pub fn scan(&mut self, _tx: &Transaction, t: TableId, lo: &[Value], hi: &[Value]) -> Result<Vec<Vec<Value>>> {
+    pub fn scan(&mut self, tx: &Transaction, t: TableId, lo: &[Value], hi: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.enter(tx)?;
         let index = self.pk_index(t.0)?;
         self.scan_rows(t.0, index, lo, hi, usize::MAX)
     }
@@ -475,13 +572,14 @@ impl Database {
     /// `limit` of them.
     pub fn scan_index(
         &mut self,
-        _tx: &Transaction,
+        tx: &Transaction,
         t: TableId,
         index: &str,
         lo: &[Value],
         hi: &[Value],
         limit: usize,
     ) -> Result<Vec<Vec<Value>>> {
+        self.enter(tx)?;
         let i = self.catalog.index(index)?;
         if !self.catalog.indexes[i].table.eq_ignore_ascii_case(&self.catalog.tables[t.0].name) {
             return Err(Error::Invalid(format!("index {index} is not on table {}", self.catalog.tables[t.0].name)));
@@ -571,7 +669,7 @@ impl Database {
         }
         let key = self.index_key(index, t, Rid { page: 0, slot: 0 }, row);
         let def = &self.catalog.indexes[index];
-        let found = btree::get(&mut self.pool, &def.space, def.root, &key)?;
+        let found = btree::get(&mut pages!(self), &def.space, def.root, &key)?;
         Ok(match found {
             Some(v) => Some(Rid::decode(&v)?) != except,
             None => false,
@@ -603,7 +701,7 @@ impl Database {
     /// Row `rid` with the columns `wanted` turns down left NULL.
     fn read_columns(&mut self, t: usize, rid: Rid, wanted: impl Fn(usize) -> bool) -> Result<Option<Vec<Value>>> {
         let def = &self.catalog.tables[t];
-        let row = heap::get(&mut self.pool, &def.space, rid, |b| types::decode_some(&def.columns, b, &wanted))?;
+        let row = heap::get(&mut pages!(self), &def.space, rid, |b| types::decode_some(&def.columns, b, &wanted))?;
         row.transpose().map_err(|m| Error::Corrupt(format!("table {} row {rid}: {m}", def.name)))
     }
 
@@ -694,7 +792,7 @@ impl Database {
         }
         let key = self.coerce_key(&def.key_types(&self.catalog.tables[t]), key)?;
         let def = &self.catalog.indexes[index];
-        btree::get(&mut self.pool, &def.space, def.root, &key)?.map(|v| Rid::decode(&v)).transpose()
+        btree::get(&mut pages!(self), &def.space, def.root, &key)?.map(|v| Rid::decode(&v)).transpose()
     }
 
     /// RIDs of entries whose key lies between `lo` and `hi`, where `hi` bounds every
@@ -702,7 +800,7 @@ impl Database {
     pub(crate) fn index_range(&mut self, index: usize, lo: &[u8], hi: &[u8], limit: usize) -> Result<Vec<Rid>> {
         let def = &self.catalog.indexes[index];
         let mut out = Vec::new();
-        btree::scan(&mut self.pool, &def.space, def.root, lo, |key, value| {
+        btree::scan(&mut pages!(self), &def.space, def.root, lo, |key, value| {
             if out.len() >= limit || (key > hi && !key.starts_with(hi)) {
                 return false;
             }

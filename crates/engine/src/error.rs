@@ -25,6 +25,16 @@ pub enum Error {
     Corrupt(String),
     /// The object or region has no room for another page or row.
     Full(String),
+    /// A data region has no free extent left for an object to grow into.
+    NoFreeExtent {
+        region: u16,
+        extent_pages: u32,
+    },
+    /// A transaction that is not open in this database: another database's, or one
+    /// the database already rolled back.
+    UnknownTransaction {
+        id: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -38,6 +48,12 @@ impl fmt::Display for Error {
             Error::Duplicate { object, key } => write!(f, "{object}: duplicate key {key}"),
             Error::Corrupt(m) => write!(f, "corrupt database: {m}"),
             Error::Full(m) => f.write_str(m),
+            Error::NoFreeExtent { region, extent_pages } => {
+                write!(f, "region {region} has no free extent of {extent_pages} pages")
+            }
+            Error::UnknownTransaction { id } => {
+                write!(f, "transaction {id} is not open in this database (another database's, or rolled back)")
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::btree;
 use crate::catalog::{IndexDef, RegionEntry, TableDef, Tablespace};
-use crate::db::{coerce, extent_pages, Database, Object, QueryResult, TableId, LOG, SYSTEM};
+use crate::db::{coerce, extent_pages, pages, Database, Object, QueryResult, TableId, LOG, SYSTEM};
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
 use crate::space::{ObjectSpace, RegionPages};
@@ -19,6 +19,7 @@ impl Database {
     /// in one of its own; a statement that fails rolls its transaction back. DDL runs
     /// outside transactions and is followed by a checkpoint.
     pub fn execute(&mut self, text: &str) -> Result<Vec<QueryResult>> {
+        self.roll_back_dropped()?;
         let mut out = Vec::new();
         for located in sql::parse(text)? {
             let result = self.run_in_transaction(located.statement).map_err(|e| match e {
@@ -74,7 +75,7 @@ impl Database {
                     Some(tx) => (tx, false),
                     None => (self.begin(), true),
                 };
-                match self.run(tx.id, st) {
+                match self.run(tx.id(), st) {
                     Ok(result) if own => {
                         self.commit(tx)?;
                         Ok(result)
@@ -168,7 +169,7 @@ impl Database {
         if self.catalog.region(name).is_some() {
             return Err(Error::Invalid(format!("region {name} already exists")));
         }
-        let cell = self.flash().device().geometry().cell;
+        let cell = self.page_device().device().geometry().cell;
         let default_mode = if cell == nand::CellType::Slc { IpaMode::Slc } else { IpaMode::OddMlc };
         let mode = o.ipa_mode.unwrap_or(if o.scheme.is_some() { default_mode } else { IpaMode::None });
         let mut options = o.clone();
@@ -188,13 +189,13 @@ impl Database {
         }
         self.pool.store().check_scheme(scheme)?;
         let now = self.pool.now();
-        let id = self.pool.store_mut().flash_mut().add_region(spec, now)?;
+        let id = self.pool.store_mut().device_mut().add_region(spec, now)?;
         self.pool.store_mut().set_scheme(id, scheme)?;
         self.catalog.regions.push(RegionEntry { name: name.into(), scheme });
         let pages = self.pool.store().pages_in(id.0 as u16);
         self.regions.push(RegionPages::new(id.0 as u16, pages));
         self.save_catalog()?;
-        let chips = self.flash().region(id).chips().len();
+        let chips = self.page_device().chips(id).len();
         Ok(QueryResult::Done(format!(
             "region {name}: {chips} chip(s), {pages} pages of {} KiB, IPA mode {}, scheme [{scheme}] V={} ({} bytes reserved per page)",
             self.catalog.page_bytes >> 10,
@@ -285,7 +286,7 @@ impl Database {
         self.catalog.indexes.push(def);
         let index = self.catalog.indexes.len() - 1;
         let tx = self.begin();
-        let root = self.with_object(tx.id, Object::Index(index), btree::create);
+        let root = self.with_object(tx.id(), Object::Index(index), btree::create);
         self.catalog.indexes[index].root = match root {
             Ok(root) => root,
             Err(e) => {
@@ -298,13 +299,13 @@ impl Database {
         let mut rows = Vec::new();
         let tdef = &self.catalog.tables[t];
         let cols = tdef.columns.clone();
-        heap::scan(&mut self.pool, &tdef.space, |rid, bytes| {
+        heap::scan(&mut pages!(self), &tdef.space, |rid, bytes| {
             rows.push((rid, types::decode_row(&cols, bytes)));
             true
         })?;
         for (rid, row) in rows {
             let row = row.map_err(|m| Error::Corrupt(format!("table {}: {m}", self.catalog.tables[t].name)))?;
-            if let Err(e) = self.index_insert(tx.id, index, t, rid, &row) {
+            if let Err(e) = self.index_insert(tx.id(), index, t, rid, &row) {
                 self.abort(tx)?;
                 self.drop_index(name)?;
                 return Err(e);
@@ -414,7 +415,7 @@ impl Database {
             Some((i, lo, hi, _)) => self.index_range(i, &lo, &hi, usize::MAX)?,
             None => {
                 let mut rids = Vec::new();
-                heap::scan(&mut self.pool, &self.catalog.tables[t].space, |rid, _| {
+                heap::scan(&mut pages!(self), &self.catalog.tables[t].space, |rid, _| {
                     rids.push(rid);
                     true
                 })?;
@@ -440,7 +441,7 @@ impl Database {
     pub fn schema(&self) -> String {
         let mut out = String::new();
         for (i, r) in self.catalog.regions.iter().enumerate().skip(1) {
-            let spec = self.flash().region(RegionId(i)).spec();
+            let spec = self.page_device().region_spec(RegionId(i));
             let mut opts = vec![format!("IPA_MODE={}", spec.ipa_mode.name())];
             if r.scheme.enabled() {
                 opts.push(format!("IPA={}", r.scheme));

@@ -5,7 +5,7 @@
 //! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
 //! moves within its page, or to another page, which gives it a new RID.
 
-use crate::buffer::BufferPool;
+use crate::buffer::Pages;
 use crate::error::{Error, Result};
 use crate::page::{self, Kind};
 use crate::space::{ObjectAccess, ObjectSpace};
@@ -34,7 +34,7 @@ impl Rid {
         if b.len() != Self::BYTES {
             return Err(Error::Corrupt(format!("a RID has 6 bytes, found {}", b.len())));
         }
-        Ok(Rid { page: u32::from_be_bytes(b[..4].try_into().unwrap()), slot: u16::from_be_bytes([b[4], b[5]]) })
+        Ok(Rid { page: u32::from_be_bytes([b[0], b[1], b[2], b[3]]), slot: u16::from_be_bytes([b[4], b[5]]) })
     }
 }
 
@@ -61,26 +61,25 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
         let f = a.fetch(no)?;
         let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len();
         if fits {
-            let slot = page::insert(a.page_mut(f), body_end, tuple).expect("free_bytes said it fits");
+            let slot = page::insert(a.page_mut(f), body_end, tuple);
             a.pool.unpin(f);
+            let slot =
+                slot.ok_or_else(|| Error::Corrupt(format!("heap page {no}: free space it claims is not there")))?;
             return Ok(Rid { page: no, slot: slot as u16 });
         }
         a.pool.unpin(f);
         a.space.with_room.retain(|&p| p != no);
     }
     let (no, f) = a.new_page(Kind::Heap, 0)?;
-    let slot = page::insert(a.page_mut(f), body_end, tuple).expect("a row fits an empty page");
+    let slot = page::insert(a.page_mut(f), body_end, tuple);
     a.pool.unpin(f);
+    // `check_fits` bounds a row by what an empty page holds.
+    let slot = slot.ok_or_else(|| Error::Full(format!("a {}-byte row does not fit an empty page", tuple.len())))?;
     Ok(Rid { page: no, slot: slot as u16 })
 }
 
 /// Calls `read` with the tuple at `rid`; `None` if there is none.
-pub fn get<T>(
-    pool: &mut BufferPool,
-    space: &ObjectSpace,
-    rid: Rid,
-    read: impl FnOnce(&[u8]) -> T,
-) -> Result<Option<T>> {
+pub fn get<T>(pool: &mut Pages<'_>, space: &ObjectSpace, rid: Rid, read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
     let body_end = pool.store().body_end(space.region);
     let f = pool.fetch(PageId { region: space.region, page: rid.page })?;
     let p = pool.page(f);
@@ -132,7 +131,7 @@ pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
 }
 
 /// Visits every tuple in page order until `visit` returns `false`.
-pub fn scan(pool: &mut BufferPool, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
+pub fn scan(pool: &mut Pages<'_>, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
     let body_end = pool.store().body_end(space.region);
     for no in space.pages() {
         let f = pool.fetch(PageId { region: space.region, page: no })?;

@@ -1,11 +1,15 @@
-//! engine — the DeltaFlash storage engine over NoFTL regions.
+//! engine — the DeltaFlash storage engine over a page device (NoFTL regions or an FTL).
 //!
-//! Layers, top down: [`db`] (the `Database` API; statements run in `exec`) → [`catalog`]
-//! and [`sql`] (schema, DDL and the statement parser) → access methods [`heap`] and
-//! [`btree`] → [`buffer`] (frames, replacement, page cleaner) → [`store`] (DB pages on
-//! flash: fetch with delta-records applied, out-of-place writes or `write_delta`) →
-//! `flash`. The page bytes are [`page`] (NSM slotted page) and [`delta`] (IPA records);
-//! [`types`] encodes rows and order-preserving keys.
+//! Layers, top down: [`db`] (the `Database` API; statements run in `exec`,
+//! transactions in [`txn`]) → [`catalog`] and [`sql`] (schema, DDL and the statement
+//! parser) → access methods [`heap`] and [`btree`] → [`buffer`] (frames, replacement,
+//! page cleaner) → [`store`] (DB pages on a `flash::PageDevice`: fetch with
+//! delta-records applied, out-of-place writes or `write_delta`). Beside them,
+//! [`journal`] (how commits become durable: the ARIES [`log`] or none) and [`oplog`]
+//! (logging page changes). The page bytes are [`page`] (NSM slotted page) and
+//! [`delta`] (IPA records); [`types`] encodes rows and order-preserving keys.
+
+#![forbid(unsafe_code)]
 
 pub mod btree;
 pub mod buffer;
@@ -15,6 +19,7 @@ pub mod delta;
 pub mod error;
 mod exec;
 pub mod heap;
+pub mod journal;
 pub mod log;
 pub mod logrec;
 pub mod oplog;
@@ -29,3 +34,5 @@ pub mod types;
 pub use db::{Database, DbOptions, QueryResult};
 pub use delta::IpaScheme;
 pub use error::{Error, Result};
+pub use journal::JournalKind;
+pub use txn::Transaction;

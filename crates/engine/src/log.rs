@@ -23,7 +23,7 @@
 
 use crate::error::{Error, Result};
 use crate::logrec::Record;
-use flash::{Flash, RegionId};
+use flash::{PageDevice, RegionId};
 use nand::SimTime;
 use serde::Serialize;
 
@@ -68,14 +68,14 @@ pub struct Log {
 
 impl Log {
     /// A new, empty log on `region`.
-    pub fn create(flash: &Flash, region: RegionId) -> Log {
-        let page_bytes = flash.region(region).page_bytes();
+    pub fn create(device: &dyn PageDevice, region: RegionId) -> Log {
+        let page_bytes = device.page_bytes();
         let mut tail = vec![0u8; FIRST_LSN as usize];
         tail.reserve(page_bytes);
         Log {
             region,
             payload: (page_bytes - PAGE_HEADER) as u64,
-            capacity_pages: (flash.region(region).logical_pages() as f64 * RING_SHARE) as u64,
+            capacity_pages: (device.logical_pages(region) as f64 * RING_SHARE) as u64,
             tail,
             tail_base: 0,
             end: FIRST_LSN,
@@ -91,24 +91,24 @@ impl Log {
     /// whole record. Returns the log, ready to append after that record, the records,
     /// and when the last read ended.
     pub fn open(
-        flash: &mut Flash,
+        device: &mut dyn PageDevice,
         region: RegionId,
         start: u64,
         now: SimTime,
     ) -> Result<(Log, Vec<LoggedRecord>, SimTime)> {
-        let mut log = Log::create(flash, region);
+        let mut log = Log::create(device, region);
         let first_page = start / log.payload;
         let mut stream = Vec::new();
         let mut n = first_page;
         let mut done = now;
         loop {
             let lpn = (n % log.capacity_pages) as u32;
-            let Some(read) = flash.read(region, lpn, now)? else { break };
+            let Some(read) = device.read(region, lpn, now)? else { break };
             done = done.max(read.timing.end_ns);
             let p = read.data;
-            let seq = u64::from_le_bytes(p[4..12].try_into().unwrap());
-            let used = u32::from_le_bytes(p[12..16].try_into().unwrap()) as u64;
-            let crc = u32::from_le_bytes(p[16..20].try_into().unwrap());
+            let seq = crate::page::le_u64(&p[4..12]);
+            let used = crate::page::le_u32(&p[12..16]) as u64;
+            let crc = crate::page::le_u32(&p[16..20]);
             if &p[0..4] != MAGIC || seq != n || used > log.payload {
                 break;
             }
@@ -197,7 +197,7 @@ impl Log {
 
     /// Makes everything appended so far durable if `lsn` is not yet; returns when the
     /// last log page write ends.
-    pub fn force(&mut self, lsn: u64, flash: &mut Flash, now: SimTime) -> Result<SimTime> {
+    pub fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         if lsn < self.durable || self.durable == self.end {
             return Ok(now);
         }
@@ -220,7 +220,7 @@ impl Log {
             h.update(bytes);
             self.page[16..20].copy_from_slice(&h.finalize().to_le_bytes());
             let lpn = (n % self.capacity_pages) as u32;
-            let timing = flash.write(self.region, lpn, &self.page, now)?;
+            let timing = device.write_pages(self.region, lpn, &self.page, now)?;
             done = done.max(timing.end_ns);
             self.counters.page_writes += 1;
         }

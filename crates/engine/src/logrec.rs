@@ -231,18 +231,18 @@ impl Record {
         if bytes.len() < HEADER_BYTES {
             return Ok(None);
         }
-        let len = u32::from_le_bytes(bytes[0..4].try_into().unwrap()) as usize;
+        let len = crate::page::le_u32(&bytes[0..4]) as usize;
         if len < HEADER_BYTES || len > bytes.len() {
             return Ok(None);
         }
-        let crc = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+        let crc = crate::page::le_u32(&bytes[4..8]);
         if crc32fast::hash(&bytes[8..len]) != crc {
             return Ok(None);
         }
         let mut r = Reader { b: &bytes[HEADER_BYTES..len] };
         let kind = bytes[8];
-        let tx = u64::from_le_bytes(bytes[9..17].try_into().unwrap());
-        let prev = u64::from_le_bytes(bytes[17..25].try_into().unwrap());
+        let tx = crate::page::le_u64(&bytes[9..17]);
+        let prev = crate::page::le_u64(&bytes[17..25]);
         let body = match kind {
             1 => Body::Update { page: r.page()?, ranges: r.ranges(true)? },
             2 => {
@@ -304,22 +304,22 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
     fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+        Ok(crate::page::le_u32(self.take(4)?))
     }
     fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+        Ok(crate::page::le_u64(self.take(8)?))
     }
     fn page(&mut self) -> Result<PageId> {
-        let region = u16::from_le_bytes(self.take(2)?.try_into().unwrap());
+        let region = crate::page::le_u32(self.take(2)?) as u16;
         Ok(PageId { region, page: self.u32()? })
     }
     /// Ranges with their after images, and their before images `with_before`.
     fn ranges(&mut self, with_before: bool) -> Result<Vec<Range>> {
-        let n = u16::from_le_bytes(self.take(2)?.try_into().unwrap()) as usize;
+        let n = crate::page::le_u32(self.take(2)?) as u16 as usize;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            let offset = u16::from_le_bytes(self.take(2)?.try_into().unwrap());
-            let len = u16::from_le_bytes(self.take(2)?.try_into().unwrap()) as usize;
+            let offset = crate::page::le_u32(self.take(2)?) as u16;
+            let len = crate::page::le_u32(self.take(2)?) as u16 as usize;
             let before = if with_before { self.take(len)?.to_vec() } else { Vec::new() };
             out.push(Range { offset, before, after: self.take(len)?.to_vec() });
         }

@@ -8,11 +8,14 @@
 //! then may the pages be written: they were pinned until here, and writing one forces
 //! the log up to its LSN first. A new page is logged as a redo-only format record.
 //!
-//! Without a log the same path stamps page LSNs from a counter and logs nothing.
+//! The journal decides what is logged: without a log ([`crate::journal::NoJournal`])
+//! the same path stamps page LSNs from a counter, logs nothing, and keeps the before
+//! images for an abort all the same.
 
 use crate::buffer::{never_written, BufferPool, FrameId};
 use crate::error::{Error, Result};
-use crate::logrec::{self, Change, ChangeKind, Range, Record};
+use crate::journal::Journal;
+use crate::logrec::{self, Change, ChangeKind, Range};
 use crate::page;
 use crate::store::PageId;
 
@@ -63,6 +66,10 @@ impl UndoLog {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.spans.clear();
@@ -98,70 +105,49 @@ pub enum OpKind {
 }
 
 impl BufferPool {
-    fn take_page_lsn(&mut self) -> u64 {
-        match &self.log {
-            Some(log) => log.next_lsn(),
-            None => {
-                self.counter_lsn += 1;
-                self.counter_lsn - 1
-            }
-        }
-    }
-
-    /// Appends a record (no-op without a log); returns its LSN or 0.
-    pub fn log_record(&mut self, record: &Record) -> Result<u64> {
-        match &mut self.log {
-            Some(log) => log.append(record),
-            None => Ok(0),
-        }
-    }
-
     /// Logs the change of frame `f`'s page body from `before`, over the spans in
     /// `self.spans`; returns its LSN.
-    fn log_change(&mut self, f: FrameId, kind: ChangeKind, before: &[u8], tx: u64, prev: u64) -> Result<u64> {
+    #[allow(clippy::too_many_arguments)]
+    fn log_change(
+        &mut self,
+        journal: &mut dyn Journal,
+        f: FrameId,
+        kind: ChangeKind,
+        before: &[u8],
+        tx: u64,
+        prev: u64,
+    ) -> Result<u64> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
         let body_end = self.store.body_end(pid.region);
         let start = self.span(f).start;
         let change = Change { kind, page: pid, before, after: &self.data[start..start + body_end], spans: &self.spans };
-        let log = self.log.as_mut().expect("changes are logged only with a log");
-        log.append_encoded(|out| change.encode(tx, prev, out))
+        journal.append(&mut |out| change.encode(tx, prev, out))
     }
 
     /// Makes the log durable up to `lsn`; returns when that is done.
-    pub fn force_log(&mut self, lsn: u64) -> Result<nand::SimTime> {
+    pub fn force_log(&mut self, journal: &mut dyn Journal, lsn: u64) -> Result<nand::SimTime> {
         let now = self.now();
-        let flash = match &mut self.log_flash {
-            Some(external) => external,
-            None => self.store.flash_mut(),
-        };
-        match &mut self.log {
-            Some(log) => log.force(lsn, flash, now),
-            None => Ok(now),
-        }
-    }
-
-    pub fn has_log(&self) -> bool {
-        self.log.is_some()
+        journal.force(lsn, self.store.device_mut(), now)
     }
 
     /// Logs the freshly formatted page in frame `f` (changed in this operation from all
     /// zeros) as a redo-only format record; later changes in the operation are logged
     /// against the formatted page.
-    pub fn log_format(&mut self, f: FrameId, tx: u64, prev: u64) -> Result<u64> {
+    pub fn log_format(&mut self, journal: &mut dyn Journal, f: FrameId, tx: u64, prev: u64) -> Result<u64> {
         let pid = self.frames[f].page.expect("a formatted frame holds a page");
         let body_end = self.store.body_end(pid.region);
-        let lsn = self.take_page_lsn();
+        let lsn = journal.take_page_lsn();
         let span = self.span(f);
         page::set_lsn(&mut self.data[span.clone()], lsn);
         let Some(slot) = self.op.iter().position(|(g, _)| *g == f) else {
             return Err(Error::Corrupt(format!("page {} formatted outside an operation", pid.page)));
         };
-        if self.log.is_some() {
+        if journal.logs_changes() {
             // Taken out while the page is logged against it.
             let mut zeros = std::mem::take(&mut self.zeros);
             zeros.resize(body_end, 0);
             logrec::diff_spans(&zeros, &self.data[span.start..span.start + body_end], &mut self.spans);
-            let logged = self.log_change(f, ChangeKind::Format, &zeros, tx, prev);
+            let logged = self.log_change(journal, f, ChangeKind::Format, &zeros, tx, prev);
             self.zeros = zeros;
             debug_assert_eq!(logged.as_ref().ok(), Some(&lsn));
             logged?;
@@ -181,7 +167,14 @@ impl BufferPool {
 
     /// Ends the operation: logs each changed page (chained from `prev`), unpins them,
     /// and returns the last LSN. An update's before images go to `undo` when given.
-    pub fn end_op(&mut self, tx: u64, mut prev: u64, kind: OpKind, mut undo: Option<&mut UndoLog>) -> Result<u64> {
+    pub fn end_op(
+        &mut self,
+        journal: &mut dyn Journal,
+        tx: u64,
+        mut prev: u64,
+        kind: OpKind,
+        mut undo: Option<&mut UndoLog>,
+    ) -> Result<u64> {
         let touched = std::mem::take(&mut self.op);
         // Taken out while the changes are logged against it (nothing writes a frame here).
         let base = std::mem::take(&mut self.base);
@@ -192,7 +185,7 @@ impl BufferPool {
                     Some(copy) => &copy[..],
                     None => &base[self.span(f)],
                 };
-                result = self.log_page(f, before, tx, &mut prev, kind, undo.as_deref_mut());
+                result = self.log_page(journal, f, before, tx, &mut prev, kind, undo.as_deref_mut());
             }
             self.frames[f].in_op = false;
             self.unpin(f);
@@ -202,8 +195,10 @@ impl BufferPool {
         result.map(|()| prev)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn log_page(
         &mut self,
+        journal: &mut dyn Journal,
         f: FrameId,
         before: &[u8],
         tx: u64,
@@ -218,21 +213,21 @@ impl BufferPool {
         if crate::delta::first_difference(before, &self.data[span.start..span.start + body_end], 0).is_none() {
             return Ok(());
         }
-        let lsn = self.take_page_lsn();
+        let lsn = journal.take_page_lsn();
         page::set_lsn(&mut self.data[span.clone()], lsn);
-        if self.log.is_none() {
+        logrec::diff_spans(before, &self.data[span.start..span.start + body_end], &mut self.spans);
+        if let (OpKind::Update, Some(undo)) = (kind, undo) {
+            undo.push(*prev, pid, before, &self.spans);
+        }
+        if !journal.logs_changes() {
             return Ok(());
         }
-        logrec::diff_spans(before, &self.data[span.start..span.start + body_end], &mut self.spans);
         let change_kind = match kind {
             OpKind::Update => ChangeKind::Update,
             OpKind::Compensation { undo_next } => ChangeKind::Clr { undo_next },
         };
-        let got = self.log_change(f, change_kind, before, tx, *prev)?;
+        let got = self.log_change(journal, f, change_kind, before, tx, *prev)?;
         debug_assert_eq!(got, lsn);
-        if let (OpKind::Update, Some(undo)) = (kind, undo) {
-            undo.push(*prev, pid, before, &self.spans);
-        }
         *prev = lsn;
         self.note_logged(f, lsn);
         Ok(())
@@ -241,10 +236,17 @@ impl BufferPool {
     /// Redo of one logged change (restart): applies the after images unless the page
     /// already has them (its LSN is at least `lsn`). A format starts from a zero page,
     /// creating the page if flash never had it.
-    pub fn redo(&mut self, pid: PageId, lsn: u64, ranges: &[Range], format: bool) -> Result<()> {
-        let f = match (format, self.fetch_if_written(pid)?) {
+    pub fn redo(
+        &mut self,
+        journal: &mut dyn Journal,
+        pid: PageId,
+        lsn: u64,
+        ranges: &[Range],
+        format: bool,
+    ) -> Result<()> {
+        let f = match (format, self.fetch_if_written(pid, journal)?) {
             (_, Some(f)) => f,
-            (true, None) => self.create(pid)?,
+            (true, None) => self.create(pid, journal)?,
             (false, None) => return Err(never_written(pid)),
         };
         let span = self.span(f);

@@ -45,7 +45,17 @@ fn set_u16(p: &mut [u8], at: usize, v: usize) {
     p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
 }
 fn u32_at(p: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(p[at..at + 4].try_into().unwrap())
+    le_u32(&p[at..at + 4])
+}
+
+/// A little-endian integer from up to 8 bytes (more are ignored); decoding never panics
+/// on the bytes themselves, only slicing can, and callers slice fixed widths.
+pub fn le_u64(b: &[u8]) -> u64 {
+    b.iter().take(8).rev().fold(0, |v, &x| v << 8 | x as u64)
+}
+/// [`le_u64`] of up to 4 bytes.
+pub fn le_u32(b: &[u8]) -> u32 {
+    le_u64(&b[..b.len().min(4)]) as u32
 }
 fn set_u32(p: &mut [u8], at: usize, v: u32) {
     p[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -71,7 +81,7 @@ pub fn clear(p: &mut [u8], body_end: usize, page_no: u32, object: u32, kind: Kin
 }
 
 pub fn lsn(p: &[u8]) -> u64 {
-    u64::from_le_bytes(p[0..8].try_into().unwrap())
+    le_u64(&p[0..8])
 }
 pub fn set_lsn(p: &mut [u8], lsn: u64) {
     p[0..8].copy_from_slice(&lsn.to_le_bytes());

@@ -7,23 +7,20 @@
 
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::log::Log;
 use crate::logrec::{Body, Record};
 use crate::oplog::OpKind;
-use flash::RegionId;
 use std::collections::{BTreeMap, HashMap};
 
 impl Database {
-    /// Brings the database back to its last committed state (no-op without a log).
+    /// Brings the database back to its last committed state: the journal says what to
+    /// redo and undo (nothing without a log).
     pub(crate) fn restart(&mut self) -> Result<()> {
+        if !self.journal.logs_changes() {
+            return Ok(());
+        }
         let now = self.pool.now();
-        let (flash, region) = match (&mut self.pool.log_flash, self.catalog.log_region) {
-            (Some(external), _) => (external, RegionId(0)),
-            (None, Some(region)) => (self.pool.store.flash_mut(), RegionId(region as usize)),
-            (None, None) => return Ok(()),
-        };
-        let (log, records, read) = Log::open(flash, region, self.catalog.log_start, now)?;
-        self.pool.log = Some(log);
+        let device = self.pool.store.device_mut();
+        let (records, read) = self.journal.recover(device, self.catalog.log_start, now)?;
         self.pool.set_now(read);
         let checkpoint = self.catalog.checkpoint_lsn;
 
@@ -68,9 +65,9 @@ impl Database {
         for (lsn, r) in records.iter().filter(|(lsn, _)| *lsn >= redo_from) {
             match &r.body {
                 Body::Update { page, ranges } | Body::Clr { page, ranges, .. } => {
-                    self.pool.redo(*page, *lsn, ranges, false)?
+                    self.pool.redo(&mut *self.journal, *page, *lsn, ranges, false)?
                 }
-                Body::Format { page, ranges } => self.pool.redo(*page, *lsn, ranges, true)?,
+                Body::Format { page, ranges } => self.pool.redo(&mut *self.journal, *page, *lsn, ranges, true)?,
                 Body::Alloc { object, page, how } if *lsn > checkpoint => {
                     let Some(space) = self.catalog.space_of(*object) else { continue };
                     space.redo_allocate(&mut self.regions[space.region as usize], *page, *how)?;
@@ -90,7 +87,7 @@ impl Database {
         let by_lsn: HashMap<u64, &Record> = records.iter().map(|(lsn, r)| (*lsn, r)).collect();
         for tx in committed {
             let last = open.remove(&tx).unwrap_or(0);
-            self.pool.log_record(&Record { tx, prev: last, body: Body::End })?;
+            self.journal.record(&Record { tx, prev: last, body: Body::End })?;
         }
         let mut todo: BTreeMap<u64, (u64, u64)> = open.iter().map(|(&tx, &last)| (last, (tx, last))).collect();
         while let Some((lsn, (tx, last))) = todo.pop_last() {
@@ -99,20 +96,21 @@ impl Database {
             })?;
             let (next, logged) = match &record.body {
                 Body::Update { page, ranges } => {
-                    let f = self.pool.fetch(*page)?;
+                    let f = self.pool.fetch(*page, &mut *self.journal)?;
                     let p = self.pool.page_mut(f);
                     for r in ranges {
                         p[r.offset as usize..r.offset as usize + r.before.len()].copy_from_slice(&r.before);
                     }
                     self.pool.unpin(f);
-                    let clr = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: record.prev }, None)?;
+                    let kind = OpKind::Compensation { undo_next: record.prev };
+                    let clr = self.pool.end_op(&mut *self.journal, tx, last, kind, None)?;
                     (record.prev, clr)
                 }
                 Body::Clr { undo_next, .. } => (*undo_next, last),
                 _ => (record.prev, last),
             };
             if next == 0 {
-                self.pool.log_record(&Record { tx, prev: logged, body: Body::End })?;
+                self.journal.record(&Record { tx, prev: logged, body: Body::End })?;
             } else {
                 todo.insert(next, (tx, logged));
             }

@@ -5,7 +5,7 @@
 //! tablespace's EXTENT SIZE). Which extents belong to which object is stored in the
 //! catalog; a region's free extents are whatever no object holds.
 
-use crate::buffer::{BufferPool, FrameId};
+use crate::buffer::{FrameId, Pages};
 use crate::error::{Error, Result};
 use crate::logrec::{AllocHow, Body, Record};
 use crate::page;
@@ -85,9 +85,9 @@ impl ObjectSpace {
                 Ok((start + self.used_in_last - 1, AllocHow::NextInExtent))
             }
             _ => {
-                let start = regions.take_extent(self.extent_pages).ok_or_else(|| {
-                    Error::Full(format!("region {} has no free extent of {} pages", self.region, self.extent_pages))
-                })?;
+                let start = regions
+                    .take_extent(self.extent_pages)
+                    .ok_or(Error::NoFreeExtent { region: self.region, extent_pages: self.extent_pages })?;
                 self.extents.push(start);
                 self.used_in_last = 1;
                 Ok((start, AllocHow::NewExtent))
@@ -139,7 +139,7 @@ impl ObjectSpace {
 /// collected in `freed`: with a log they return to the free list only at commit, so an
 /// undo finds them as they were.
 pub struct ObjectAccess<'a> {
-    pub pool: &'a mut BufferPool,
+    pub pool: Pages<'a>,
     pub space: &'a mut ObjectSpace,
     pub regions: &'a mut RegionPages,
     pub object: u32,
@@ -166,11 +166,12 @@ impl ObjectAccess<'_> {
     pub fn new_page(&mut self, kind: page::Kind, level: u8) -> Result<(u32, FrameId)> {
         let (no, how) = self.space.allocate(self.regions)?;
         let alloc = Record { tx: self.tx, prev: self.prev, body: Body::Alloc { object: self.object, page: no, how } };
-        self.prev = self.pool.log_record(&alloc)?.max(self.prev);
+        self.prev = self.pool.journal.record(&alloc)?.max(self.prev);
         let f = self.pool.create(self.pid(no))?;
         let body_end = self.body_end();
         page::init(self.pool.page_mut(f), body_end, no, self.object, kind, level);
-        self.prev = self.pool.log_format(f, self.tx, self.prev)?.max(self.prev);
+        let Pages { pool, journal } = &mut self.pool;
+        self.prev = pool.log_format(*journal, f, self.tx, self.prev)?.max(self.prev);
         Ok((no, f))
     }
 
@@ -182,7 +183,7 @@ impl ObjectAccess<'_> {
     /// Frees a page the caller has pinned (the pin goes with it).
     pub fn free_page(&mut self, page: u32) -> Result<()> {
         let pid = self.pid(page);
-        if self.pool.has_log() {
+        if self.pool.journal.logs_changes() {
             self.pool.unpin_page(pid);
             self.freed.push(page);
         } else {

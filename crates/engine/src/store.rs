@@ -1,4 +1,4 @@
-//! DB pages on flash regions: fetch with delta-records applied, and the IPA write path
+//! DB pages on a [`PageDevice`]'s regions: fetch with delta-records applied, and the IPA write path
 //! (§6.2): a dirty page goes out-of-place with its delta area reset, or as new
 //! delta-records appended with `write_delta` to the same physical flash page.
 //!
@@ -10,7 +10,7 @@
 use crate::delta::{self, Changes, Eviction, FlashState, IpaScheme, OutOfPlaceReason};
 use crate::error::{Error, Result};
 use crate::page;
-use flash::{Flash, RegionId};
+use flash::{PageDevice, RegionId};
 use nand::SimTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -94,9 +94,9 @@ pub struct Written {
     pub done: SimTime,
 }
 
-/// The flash device with its regions, seen as DB pages.
+/// The page device with its regions, seen as DB pages.
 pub struct PageStore {
-    flash: Flash,
+    device: Box<dyn PageDevice>,
     page_bytes: usize,
     flash_page_bytes: usize,
     /// IPA scheme per region index.
@@ -108,17 +108,17 @@ pub struct PageStore {
 
 impl PageStore {
     /// `page_bytes` must be a multiple of the device's page size.
-    pub fn new(flash: Flash, page_bytes: usize) -> Result<PageStore> {
-        let flash_page_bytes = flash.device().geometry().page_bytes as usize;
-        PageStore::check_keeps_data(&flash)?;
+    pub fn new(device: Box<dyn PageDevice>, page_bytes: usize) -> Result<PageStore> {
+        let flash_page_bytes = device.page_bytes();
+        PageStore::check_keeps_data(device.as_ref())?;
         if !matches!(page_bytes, 4096 | 8192 | 16384) || !page_bytes.is_multiple_of(flash_page_bytes) {
             return Err(Error::Invalid(format!(
                 "DB page size {page_bytes} must be 4, 8 or 16 KiB and a multiple of the {flash_page_bytes}-byte flash page"
             )));
         }
-        let schemes = vec![IpaScheme::NONE; flash.regions().len()];
+        let schemes = vec![IpaScheme::NONE; device.region_count()];
         Ok(PageStore {
-            flash,
+            device,
             page_bytes,
             flash_page_bytes,
             schemes,
@@ -129,21 +129,21 @@ impl PageStore {
     }
 
     /// The engine reads page bytes back: a metadata-only device will not do.
-    pub fn check_keeps_data(flash: &Flash) -> Result<()> {
-        if !flash.device().storage().keeps_data() {
+    pub fn check_keeps_data(device: &dyn PageDevice) -> Result<()> {
+        if !device.keeps_data() {
             return Err(Error::Invalid("the engine needs a device that keeps page data".into()));
         }
         Ok(())
     }
 
-    pub fn flash(&self) -> &Flash {
-        &self.flash
+    pub fn device(&self) -> &dyn PageDevice {
+        self.device.as_ref()
     }
-    pub fn flash_mut(&mut self) -> &mut Flash {
-        &mut self.flash
+    pub fn device_mut(&mut self) -> &mut dyn PageDevice {
+        self.device.as_mut()
     }
-    pub fn into_flash(self) -> Flash {
-        self.flash
+    pub fn into_device(self) -> Box<dyn PageDevice> {
+        self.device
     }
     pub fn page_bytes(&self) -> usize {
         self.page_bytes
@@ -186,7 +186,7 @@ impl PageStore {
 
     /// DB pages the region can hold.
     pub fn pages_in(&self, region: u16) -> u32 {
-        self.flash.region(RegionId(region as usize)).logical_pages() / self.flash_pages_per_page()
+        self.device.logical_pages(RegionId(region as usize)) / self.flash_pages_per_page()
     }
 
     pub fn counters(&self) -> &BTreeMap<u32, ObjectCounters> {
@@ -206,7 +206,7 @@ impl PageStore {
         let mut last = (0, false);
         for part in 0..self.flash_pages_per_page() {
             let lpn = self.lpn(pid, part);
-            let Some(read) = self.flash.read(region, lpn, now)? else {
+            let Some(read) = self.device.read(region, lpn, now)? else {
                 if part == 0 {
                     return Ok(None);
                 }
@@ -232,6 +232,9 @@ impl PageStore {
         let whole = (self.flash_pages_per_page() as usize - 1) * self.flash_page_bytes + whole;
         let applied = delta::apply_records(scheme, buf, body_end, whole)?;
         page::check(buf, body_end)?;
+        if matches!(page::kind(buf), k if k == page::Kind::Leaf as u8 || k == page::Kind::Inner as u8) {
+            crate::btree::check_entries(buf, body_end)?;
+        }
         if page::page_no(buf) != pid.page {
             return Err(Error::Corrupt(format!(
                 "region {} page {} holds page {}",
@@ -316,28 +319,21 @@ impl PageStore {
         let last_part = self.flash_pages_per_page() - 1;
         let offset = at - last_part as usize * self.flash_page_bytes;
         let lpn = self.lpn(pid, last_part);
-        let timing = self.flash.write_delta(RegionId(pid.region as usize), lpn, offset, &self.records, now)?;
+        let timing = self.device.write_delta(RegionId(pid.region as usize), lpn, offset, &self.records, now)?;
         page[at..at + self.records.len()].copy_from_slice(&self.records);
         Ok(timing.end_ns)
     }
 
     fn write_out_of_place(&mut self, pid: PageId, bytes: &[u8], now: SimTime) -> Result<SimTime> {
-        let region = RegionId(pid.region as usize);
-        let mut done = now;
-        for part in 0..self.flash_pages_per_page() {
-            let at = part as usize * self.flash_page_bytes;
-            let lpn = self.lpn(pid, part);
-            let timing = self.flash.write(region, lpn, &bytes[at..at + self.flash_page_bytes], now)?;
-            done = done.max(timing.end_ns);
-        }
-        Ok(done)
+        let timing = self.device.write_pages(RegionId(pid.region as usize), self.lpn(pid, 0), bytes, now)?;
+        Ok(timing.end_ns.max(now))
     }
 
     /// Forgets a page on flash (its object freed it): trims its flash pages.
     pub fn trim(&mut self, pid: PageId, now: SimTime) -> Result<()> {
         for part in 0..self.flash_pages_per_page() {
             let lpn = self.lpn(pid, part);
-            self.flash.trim(RegionId(pid.region as usize), lpn, now)?;
+            self.device.trim(RegionId(pid.region as usize), lpn, now)?;
         }
         Ok(())
     }

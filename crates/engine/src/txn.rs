@@ -1,17 +1,28 @@
-//! Transactions: begin, commit (log forced), abort (undo with compensation records),
-//! the operation wrapper that logs each access-method call, and checkpoints with
-//! log-space reclamation.
+//! Transactions: begin, commit (made durable by the journal), abort (undo with
+//! compensation records), the operation wrapper that logs each access-method call, and
+//! checkpoints with log-space reclamation.
 //!
 //! Transactions run one at a time inside the engine (the driver interleaves terminals
 //! in simulated time, not inside the engine), so a physical undo of byte ranges is
 //! always correct: nothing else changed those bytes since.
+//!
+//! The [`Transaction`] type enforces the rules: only [`Database::begin`] makes one,
+//! `commit` and `abort` take it by value (a finished transaction cannot be presented
+//! again), and one that is not open in the database it is given to (another
+//! database's, or one the database rolled back) is [`Error::UnknownTransaction`]. A
+//! transaction dropped while open is rolled back at the database's next call that
+//! takes a transaction, commits, aborts, checkpoints or runs statements; `begin`
+//! cannot fail, so it leaves the rollback to the new transaction's first call, before
+//! that one changes anything.
 
-use crate::db::{Database, Object, Transaction};
-use crate::error::Result;
+use crate::db::{pages, Database, Object};
+use crate::error::{Error, Result};
 use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
 use crate::space::ObjectAccess;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// What the engine keeps for a transaction in progress.
 #[derive(Debug, Default)]
@@ -24,6 +35,50 @@ pub(crate) struct TxState {
 }
 
 pub(crate) type Active = BTreeMap<u64, TxState>;
+/// Ids of transactions dropped while open, shared with them.
+pub(crate) type Dropped = Arc<Mutex<Vec<u64>>>;
+
+/// Numbers database instances, so a transaction is only accepted by its own.
+pub(crate) fn next_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A transaction in progress, made by [`Database::begin`] and ended by
+/// [`Database::commit`] or [`Database::abort`]; dropped while open, it is rolled back.
+///
+/// A finished transaction cannot be used again:
+///
+/// ```compile_fail,E0382
+/// fn twice(db: &mut engine::Database) -> engine::Result<()> {
+///     let tx = db.begin();
+///     db.commit(tx)?;
+///     db.commit(tx)?; // `tx` was moved by the first commit
+///     Ok(())
+/// }
+/// ```
+#[must_use = "a transaction is committed or aborted; dropped, it is rolled back"]
+#[derive(Debug)]
+pub struct Transaction {
+    id: u64,
+    db: u64,
+    /// Where `drop` reports the transaction while it is open (`None` once finished).
+    dropped: Option<Dropped>,
+}
+
+impl Transaction {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.dropped.take() {
+            dropped.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(self.id);
+        }
+    }
+}
 
 impl Database {
     pub fn begin(&mut self) -> Transaction {
@@ -31,7 +86,34 @@ impl Database {
         let id = self.next_tx - 1;
         let undo = std::mem::take(&mut self.spare_undo);
         self.active.insert(id, TxState { undo, ..TxState::default() });
-        Transaction { id }
+        Transaction { id, db: self.instance, dropped: Some(self.dropped.clone()) }
+    }
+
+    /// Rolls back the transactions dropped while open, then checks that `tx` is open
+    /// here; returns its id.
+    pub(crate) fn enter(&mut self, tx: &Transaction) -> Result<u64> {
+        self.roll_back_dropped()?;
+        if tx.db != self.instance || !self.active.contains_key(&tx.id) {
+            return Err(Error::UnknownTransaction { id: tx.id });
+        }
+        Ok(tx.id)
+    }
+
+    pub(crate) fn roll_back_dropped(&mut self) -> Result<()> {
+        let ids = std::mem::take(&mut *self.dropped.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        for id in ids {
+            if let Some(state) = self.active.remove(&id) {
+                self.roll_back(id, state)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends `tx` here: checks it, takes its state and disarms its drop.
+    fn finish(&mut self, tx: &mut Transaction) -> Result<(u64, TxState)> {
+        let id = self.enter(tx)?;
+        tx.dropped = None;
+        Ok((id, self.active.remove(&id).unwrap_or_default()))
     }
 
     /// Commits: frees the pages the transaction released, logs the commit and makes it
@@ -43,33 +125,55 @@ impl Database {
     /// group sets its deadline to its time + W; the group's log pages are written at
     /// the deadline, as soon as a later commit, a page write, a checkpoint or
     /// [`Database::flush_log`] needs it. Until then `durable_lsn` is below the commit.
-    pub fn commit(&mut self, tx: Transaction) -> Result<u64> {
-        let mut state = self.active.remove(&tx.id).unwrap_or_default();
+    ///
+    /// Without a log, a commit that changed pages writes every dirty page, the catalog
+    /// if the transaction changed it, and syncs the device.
+    pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
+        let (id, mut state) = self.finish(&mut tx)?;
+        let changed = !state.undo.is_empty() || !state.frees.is_empty();
         state.undo.clear();
         self.spare_undo = state.undo;
         let mut prev = state.last;
         for (object, page) in state.frees {
-            prev = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Free { object, page } })?.max(prev);
+            prev = self.journal.record(&Record { tx: id, prev, body: Body::Free { object, page } })?.max(prev);
             if let Some(space) = self.catalog.space_of(object) {
                 space.free.push(page);
             }
         }
         let mut commit = 0;
-        if self.pool.has_log() && prev > 0 {
-            commit = self.pool.log_record(&Record { tx: tx.id, prev, body: Body::Commit })?;
-            self.group_commit(commit)?;
-            self.pool.log_record(&Record { tx: tx.id, prev: commit, body: Body::End })?;
+        if self.journal.logs_changes() {
+            if prev > 0 {
+                commit = self.journal.record(&Record { tx: id, prev, body: Body::Commit })?;
+                self.group_commit(commit)?;
+                self.journal.record(&Record { tx: id, prev: commit, body: Body::End })?;
+            }
+        } else if changed {
+            self.commit_without_log()?;
         }
-        self.pool.clean()?;
+        self.pool.clean(&mut *self.journal)?;
         self.checkpoint_if_log_fills()?;
         Ok(commit)
+    }
+
+    /// The durability point without a log: the pages, the catalog, a sync.
+    fn commit_without_log(&mut self) -> Result<()> {
+        let now = self.pool.now();
+        self.pool.flush_all(&mut *self.journal)?;
+        self.catalog.next_lsn = self.journal.next_page_lsn();
+        let at = self.pool.now();
+        self.catalog.save_if_changed(self.pool.store_mut().device_mut(), at)?;
+        let done = self.pool.store_mut().device_mut().sync(at)?.max(at);
+        self.pool.stats.commit_wait_ns += done - now;
+        self.pool.set_now(done);
+        Ok(())
     }
 
     fn group_commit(&mut self, commit: u64) -> Result<()> {
         let now = self.pool.now();
         let window = self.options.group_commit_ns;
         if window == 0 {
-            let done = self.pool.force_log(commit)?.max(now);
+            let forced = self.pool.force_log(&mut *self.journal, commit)?;
+            let done = self.pool.store_mut().device_mut().sync(forced)?.max(now);
             self.pool.stats.commit_wait_ns += done - now;
             self.pool.set_now(done);
             return Ok(());
@@ -93,9 +197,11 @@ impl Database {
         let Some(deadline) = self.group_deadline.take() else { return Ok(()) };
         let now = self.pool.now();
         self.pool.set_now(deadline);
-        let forced = self.pool.force_log(self.log_end_lsn());
+        let end = self.log_end_lsn();
+        let forced = self.pool.force_log(&mut *self.journal, end);
+        let synced = forced.and_then(|at| Ok(self.pool.store_mut().device_mut().sync(at)?));
         self.pool.set_now(now);
-        forced.map(|_| ())
+        synced.map(|_| ())
     }
 
     /// Counts simulated time a caller waited for its commit to become durable (a
@@ -107,23 +213,24 @@ impl Database {
     /// Writes the log's pending group now; returns when it is durable.
     pub fn flush_log(&mut self) -> Result<nand::SimTime> {
         self.group_deadline = None;
-        let lsn = self.pool.log.as_ref().map_or(0, |l| l.next_lsn());
-        self.pool.force_log(lsn)
+        let lsn = self.journal.next_lsn();
+        let forced = self.pool.force_log(&mut *self.journal, lsn)?;
+        Ok(self.pool.store_mut().device_mut().sync(forced)?)
     }
 
     /// Everything below this LSN is in the log on flash.
     pub fn durable_lsn(&self) -> u64 {
-        self.pool.log.as_ref().map_or(0, |l| l.durable_lsn())
+        self.journal.durable_lsn()
     }
 
     /// When the log last became durable up to `durable_lsn`.
     pub fn durable_at(&self) -> nand::SimTime {
-        self.pool.log.as_ref().map_or(0, |l| l.durable_at())
+        self.journal.durable_at()
     }
 
     /// The LSN the next log record gets (0 without a log).
     pub fn log_end_lsn(&self) -> u64 {
-        self.pool.log.as_ref().map_or(0, |l| l.next_lsn())
+        self.journal.next_lsn()
     }
 
     /// Sets the group-commit window (0: every commit forces the log); a group open
@@ -134,26 +241,30 @@ impl Database {
 
     /// Rolls back: undoes the transaction's updates newest first, logging a
     /// compensation record for each, and ends it.
-    pub fn abort(&mut self, tx: Transaction) -> Result<()> {
-        let state = self.active.remove(&tx.id).unwrap_or_default();
-        let last = self.undo(tx.id, state.last, state.undo)?;
-        if self.pool.has_log() && last > 0 {
-            self.pool.log_record(&Record { tx: tx.id, prev: last, body: Body::End })?;
+    pub fn abort(&mut self, mut tx: Transaction) -> Result<()> {
+        let (id, state) = self.finish(&mut tx)?;
+        self.roll_back(id, state)
+    }
+
+    fn roll_back(&mut self, id: u64, state: TxState) -> Result<()> {
+        let last = self.undo(id, state.last, state.undo)?;
+        if self.journal.logs_changes() && last > 0 {
+            self.journal.record(&Record { tx: id, prev: last, body: Body::End })?;
         }
-        self.pool.clean()
+        self.pool.clean(&mut *self.journal)
     }
 
     /// Applies the before images in `undo`, newest first, each logged as a compensation;
     /// returns the last LSN logged.
     pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: UndoLog) -> Result<u64> {
         for e in undo.newest_first() {
-            let f = self.pool.fetch(e.page)?;
+            let f = self.pool.fetch(e.page, &mut *self.journal)?;
             let p = self.pool.page_mut(f);
             for (offset, before) in e.ranges() {
                 p[offset..offset + before.len()].copy_from_slice(before);
             }
             self.pool.unpin(f);
-            last = self.pool.end_op(tx, last, OpKind::Compensation { undo_next: e.prev }, None)?;
+            last = self.pool.end_op(&mut *self.journal, tx, last, OpKind::Compensation { undo_next: e.prev }, None)?;
         }
         Ok(last)
     }
@@ -167,7 +278,7 @@ impl Database {
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
         let prev = self.active.entry(tx).or_default().last;
-        let first_candidate = self.pool.log.as_ref().map_or(0, |l| l.next_lsn());
+        let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {
             Object::Table(t) => {
                 let def = &mut self.catalog.tables[t];
@@ -179,11 +290,11 @@ impl Database {
             }
         };
         let regions = &mut self.regions[space.region as usize];
-        let mut a = ObjectAccess { pool: &mut self.pool, space, regions, object: id, tx, prev, freed: Vec::new() };
+        let mut a = ObjectAccess { pool: pages!(self), space, regions, object: id, tx, prev, freed: Vec::new() };
         let result = call(&mut a);
         let (prev, freed) = (a.prev, std::mem::take(&mut a.freed));
         let state = self.active.entry(tx).or_default();
-        let last = self.pool.end_op(tx, prev, OpKind::Update, Some(&mut state.undo))?;
+        let last = self.pool.end_op(&mut *self.journal, tx, prev, OpKind::Update, Some(&mut state.undo))?;
         if state.first == 0 && last > state.last {
             state.first = first_candidate;
         }
@@ -195,15 +306,16 @@ impl Database {
     /// Writes every dirty page, then takes a checkpoint: after it the log holds nothing
     /// a restart needs (what `close` does).
     pub fn checkpoint(&mut self) -> Result<()> {
-        self.pool.flush_all()?;
+        self.roll_back_dropped()?;
+        self.pool.flush_all(&mut *self.journal)?;
         self.take_checkpoint()
     }
 
     fn checkpoint_if_log_fills(&mut self) -> Result<()> {
-        match &self.pool.log {
-            Some(log) if log.used_share() > self.options.checkpoint_log_share => self.take_checkpoint(),
-            _ => Ok(()),
+        if self.journal.logs_changes() && self.journal.used_share() > self.options.checkpoint_log_share {
+            return self.take_checkpoint();
         }
+        Ok(())
     }
 
     /// A fuzzy checkpoint: writes the pages dirty since before the previous checkpoint
@@ -212,35 +324,39 @@ impl Database {
     /// and cuts the log at the oldest LSN a restart still needs.
     pub(crate) fn take_checkpoint(&mut self) -> Result<()> {
         let start = self.pool.now();
-        let result = self.write_checkpoint();
+        let result = self.write_checkpoint().and_then(|()| {
+            // The catalog now points at the checkpoint: make it durable too.
+            let now = self.pool.now();
+            let done = self.pool.store_mut().device_mut().sync(now)?;
+            self.pool.set_now(done.max(now));
+            Ok(())
+        });
         let waited = self.pool.now().saturating_sub(start);
         self.pool.stats.checkpoint_wait_ns += waited;
         result
     }
 
     fn write_checkpoint(&mut self) -> Result<()> {
-        if !self.pool.has_log() {
-            self.catalog.next_lsn = self.pool.counter_lsn;
+        if !self.journal.logs_changes() {
+            self.catalog.next_lsn = self.journal.next_page_lsn();
             return self.save_catalog();
         }
-        self.pool.flush_older_than(self.catalog.checkpoint_lsn)?;
+        self.pool.flush_older_than(self.catalog.checkpoint_lsn, &mut *self.journal)?;
         let active: Vec<(u64, u64, u64)> =
             self.active.iter().filter(|(_, s)| s.last > 0).map(|(&tx, s)| (tx, s.last, s.first)).collect();
         let dirty = self.pool.dirty_pages();
-        let lsn = self.pool.log_record(&Record {
+        let lsn = self.journal.record(&Record {
             tx: 0,
             prev: 0,
             body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() },
         })?;
-        let done = self.pool.force_log(lsn)?;
+        let done = self.pool.force_log(&mut *self.journal, lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
         let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
         self.catalog.checkpoint_lsn = lsn;
         self.catalog.log_start = start;
         self.save_catalog()?;
-        if let Some(log) = &mut self.pool.log {
-            log.truncate(start);
-        }
+        self.journal.truncate(start);
         Ok(())
     }
 }

@@ -236,12 +236,10 @@ pub fn decode_some(columns: &[Column], bytes: &[u8], wanted: impl Fn(usize) -> b
             continue;
         }
         values[i] = match c.ty {
-            ColumnType::Int => Value::Int(i32::from_le_bytes(raw.try_into().unwrap()) as i64),
-            ColumnType::BigInt => Value::Int(i64::from_le_bytes(raw.try_into().unwrap())),
-            ColumnType::Decimal { scale, .. } => {
-                Value::Decimal { scaled: i64::from_le_bytes(raw.try_into().unwrap()), scale }
-            }
-            ColumnType::Float => Value::Float(f64::from_le_bytes(raw.try_into().unwrap())),
+            ColumnType::Int => Value::Int(crate::page::le_u32(raw) as i32 as i64),
+            ColumnType::BigInt => Value::Int(crate::page::le_u64(raw) as i64),
+            ColumnType::Decimal { scale, .. } => Value::Decimal { scaled: crate::page::le_u64(raw) as i64, scale },
+            ColumnType::Float => Value::Float(f64::from_bits(crate::page::le_u64(raw))),
             _ => Value::Text(text(raw)?.trim_end_matches(' ').to_string()),
         };
     }

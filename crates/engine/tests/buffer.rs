@@ -2,27 +2,51 @@
 
 mod common;
 
-use engine::buffer::{BufferPool, CleanerPolicy, Replacement};
+use engine::buffer::{BufferPool, CleanerPolicy, Pages, Replacement};
+use engine::journal::NoJournal;
 use engine::oplog::OpKind;
 use engine::page::{self, Kind};
 use engine::store::{PageId, PageStore};
 use engine::{Error, IpaScheme};
 use flash::{Flash, IpaMode, RegionId, RegionSpec};
 
-fn pool(frames: usize, replacement: Replacement, cleaner: CleanerPolicy) -> BufferPool {
-    let flash = Flash::format(common::device(), vec![RegionSpec::new("r", IpaMode::Slc)]).unwrap();
-    let mut store = PageStore::new(flash, 4096).unwrap();
-    store.set_scheme(RegionId(0), IpaScheme::new(2, 4, 4).unwrap()).unwrap();
-    BufferPool::new(store, frames, replacement, cleaner)
+/// A pool with the journal its writes go through (none: these tests log nothing).
+struct Pool {
+    pool: BufferPool,
+    journal: NoJournal,
 }
 
-fn create(pool: &mut BufferPool, no: u32) {
+impl Pool {
+    fn pages(&mut self) -> Pages<'_> {
+        Pages { pool: &mut self.pool, journal: &mut self.journal }
+    }
+    fn clean(&mut self) -> engine::Result<()> {
+        self.pool.clean(&mut self.journal)
+    }
+}
+
+impl std::ops::Deref for Pool {
+    type Target = BufferPool;
+    fn deref(&self) -> &BufferPool {
+        &self.pool
+    }
+}
+
+fn pool(frames: usize, replacement: Replacement, cleaner: CleanerPolicy) -> Pool {
+    let flash = Flash::format(common::device(), vec![RegionSpec::new("r", IpaMode::Slc)]).unwrap();
+    let mut store = PageStore::new(Box::new(flash), 4096).unwrap();
+    store.set_scheme(RegionId(0), IpaScheme::new(2, 4, 4).unwrap()).unwrap();
+    Pool { pool: BufferPool::new(store, frames, replacement, cleaner), journal: NoJournal::new(1) }
+}
+
+fn create(pool: &mut Pool, no: u32) {
     let body_end = pool.store().body_end(0);
-    let f = pool.create(PageId { region: 0, page: no }).unwrap();
-    page::init(pool.page_mut(f), body_end, no, 1, Kind::Heap, 0);
-    pool.unpin(f);
+    let mut p = pool.pages();
+    let f = p.create(PageId { region: 0, page: no }).unwrap();
+    page::init(p.page_mut(f), body_end, no, 1, Kind::Heap, 0);
+    p.unpin(f);
     // A changed page stays pinned until its operation ends (and would be logged).
-    pool.end_op(0, 0, OpKind::Update, None).unwrap();
+    pool.pool.end_op(&mut pool.journal, 0, 0, OpKind::Update, None).unwrap();
 }
 
 #[test]
@@ -48,18 +72,18 @@ fn non_eager_writes_only_on_eviction_and_pins_hold() {
     }
     assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (8, 0));
     // Pin every page: a ninth has nowhere to go.
-    let pinned: Vec<_> = (0..8).map(|no| p.fetch(PageId { region: 0, page: no }).unwrap()).collect();
-    let err = p.create(PageId { region: 0, page: 8 }).unwrap_err();
+    let pinned: Vec<_> = (0..8).map(|no| p.pages().fetch(PageId { region: 0, page: no }).unwrap()).collect();
+    let err = p.pages().create(PageId { region: 0, page: 8 }).unwrap_err();
     assert!(matches!(err, Error::Full(_)), "{err}");
     for f in pinned {
-        p.unpin(f);
+        p.pages().unpin(f);
     }
     create(&mut p, 8);
     assert_eq!((p.stats().evictions, p.stats().dirty_evictions), (1, 1));
     // The evicted page comes back from flash as it was.
-    let f = p.fetch(PageId { region: 0, page: 0 }).unwrap();
+    let f = p.pages().fetch(PageId { region: 0, page: 0 }).unwrap();
     assert_eq!(page::page_no(p.page(f)), 0);
-    p.unpin(f);
+    p.pages().unpin(f);
 }
 
 #[test]
@@ -68,17 +92,18 @@ fn lru_evicts_the_least_recently_used() {
     for no in 0..8 {
         create(&mut p, no);
     }
-    p.flush_all().unwrap();
+    p.pool.flush_all(&mut p.journal).unwrap();
     for no in (0..8).rev() {
-        let f = p.fetch(PageId { region: 0, page: no }).unwrap();
-        p.unpin(f);
+        let mut pages = p.pages();
+        let f = pages.fetch(PageId { region: 0, page: no }).unwrap();
+        pages.unpin(f);
     }
     create(&mut p, 8); // evicts page 7, touched longest ago
     let misses = p.stats().misses;
-    let f = p.fetch(PageId { region: 0, page: 0 }).unwrap();
-    p.unpin(f);
+    let f = p.pages().fetch(PageId { region: 0, page: 0 }).unwrap();
+    p.pages().unpin(f);
     assert_eq!(p.stats().misses, misses, "page 0 stayed");
-    let f = p.fetch(PageId { region: 0, page: 7 }).unwrap();
-    p.unpin(f);
+    let f = p.pages().fetch(PageId { region: 0, page: 7 }).unwrap();
+    p.pages().unpin(f);
     assert_eq!(p.stats().misses, misses + 1, "page 7 was evicted");
 }

@@ -134,7 +134,7 @@ fn a_corrupt_page_is_reported_never_returned() {
 fn the_log_wraps_around_its_region() {
     let mut db = Database::create(common::device(), options()).unwrap();
     db.execute(SCHEMA).unwrap();
-    let log_pages = db.flash().region(db.flash().region_id("log").unwrap()).logical_pages() as u64;
+    let log_pages = db.page_device().logical_pages(db.page_device().region_id("log").unwrap()) as u64;
     let mut k = 0;
     while db.log_counters().unwrap().page_writes < 3 * log_pages {
         let tx = put(&mut db, k % 300, k);
@@ -203,14 +203,14 @@ fn an_external_log_device_keeps_the_log_off_the_database_device() {
     };
     let mut db = Database::create_with_external_log(common::device(), log_device(), options()).unwrap();
     db.execute(SCHEMA).unwrap();
-    assert!(db.flash().region_id("log").is_none(), "no log region on the database device");
-    let programs_before = db.flash().device().counters().page_programs;
+    assert!(db.page_device().region_id("log").is_none(), "no log region on the database device");
+    let programs_before = db.page_device().device().counters().page_programs;
     for k in 0..50 {
         let tx = put(&mut db, k, k + 1);
         db.commit(tx).unwrap();
     }
     assert!(db.log_counters().unwrap().page_writes >= 50);
-    assert!(db.flash().device().counters().page_programs - programs_before < 50, "log writes went elsewhere");
+    assert!(db.page_device().device().counters().page_programs - programs_before < 50, "log writes went elsewhere");
     let (mut device, log) = db.crash_with_log();
     let mut log = log.expect("the external log device comes back");
     device.power_on();

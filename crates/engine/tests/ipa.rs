@@ -42,8 +42,9 @@ fn worked_example_page_4711() {
     let table = &db.catalog().tables[0];
     let region = RegionId(table.space.region as usize);
     let page_no = table.space.extents[0];
-    let ppn = db.flash().region(region).mapping(page_no).unwrap();
-    let (data, _) = db.flash().device().peek(ppn);
+    let flash = db.page_device().as_any().downcast_ref::<Flash>().expect("a NoFTL database");
+    let ppn = flash.region(region).mapping(page_no).unwrap();
+    let (data, _) = flash.device().peek(ppn);
     let body_end = 4096 - scheme.area_bytes();
     assert_eq!(body_end, 4096 - 92);
     for (r, value) in [(0, 3), (1, 5)] {
@@ -83,7 +84,7 @@ fn small_store(scheme: IpaScheme) -> PageStore {
         ..RegionSpec::new("r", if scheme.enabled() { IpaMode::Slc } else { IpaMode::None })
     };
     let flash = Flash::format(device, vec![spec]).unwrap();
-    let mut store = PageStore::new(flash, 4096).unwrap();
+    let mut store = PageStore::new(Box::new(flash), 4096).unwrap();
     store.set_scheme(RegionId(0), scheme).unwrap();
     store
 }
@@ -172,7 +173,7 @@ proptest! {
         }
         let c = store.counters().get(&9).copied().unwrap_or_default();
         prop_assert_eq!(c.gross_written_bytes, c.out_of_place_writes * 4096 + c.delta_records * scheme.record_bytes() as u64);
-        prop_assert!(store.flash().region(RegionId(0)).counters().gc_erases > 0 || c.out_of_place_writes <= 32, "{c:?}");
+        prop_assert!(store.device().counters(RegionId(0)).gc_erases > 0 || c.out_of_place_writes <= 32, "{c:?}");
     }
 }
 
@@ -188,7 +189,7 @@ fn a_torn_delta_record_append_is_ignored_at_fetch() {
         let storage =
             nand::FaultyStorage::new(MemoryStorage::new(common::geometry(CellType::Slc), true), Some(2), seed);
         let flash = Flash::format(Device::new(Box::new(storage)), vec![RegionSpec::new("r", IpaMode::Slc)]).unwrap();
-        let mut store = PageStore::new(flash, 4096).unwrap();
+        let mut store = PageStore::new(Box::new(flash), 4096).unwrap();
         store.set_scheme(RegionId(0), scheme).unwrap();
         let body_end = store.body_end(0);
         let pid = PageId { region: 0, page: 5 };
@@ -204,10 +205,10 @@ fn a_torn_delta_record_append_is_ignored_at_fetch() {
         let after = p.clone();
         assert!(store.write(pid, &mut p, &mut base, &mut state, 0).is_err(), "the cut hits the append");
 
-        let mut device = store.into_flash().into_device();
+        let mut device = store.into_device().into_device();
         device.power_on();
         let (flash, _) = Flash::open(device, 0).unwrap();
-        let mut store = PageStore::new(flash, 4096).unwrap();
+        let mut store = PageStore::new(Box::new(flash), 4096).unwrap();
         store.set_scheme(RegionId(0), scheme).unwrap();
         let mut fetched = vec![0u8; 4096];
         let (state, _) = store.fetch(pid, &mut fetched, 0).unwrap().unwrap();

@@ -201,7 +201,8 @@ fn runs_are_deterministic() {
             one(&mut db, &format!("UPDATE account SET balance = balance + 2 WHERE id = {i}"));
         }
         let stats: Vec<_> = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
-        let flash: Vec<_> = db.flash().regions().iter().map(|r| r.counters()).collect();
+        let dev = db.page_device();
+        let flash: Vec<_> = dev.region_ids().map(|r| dev.counters(r)).collect();
         (stats, flash, db.now(), db.pool_stats())
     };
     assert_eq!(run(), run());

@@ -21,6 +21,8 @@ pub enum DeltaRefusal {
     NotAppendable { offset: usize, floor: usize },
     /// The page's last append was torn by a power cut; it takes no more.
     Sealed,
+    /// The device has no in-place append (a conventional FTL's block device).
+    NoInPlaceAppend,
     /// Empty, or beyond the page.
     OutOfPage { offset: usize, len: usize, page_bytes: usize },
 }
@@ -41,6 +43,7 @@ impl fmt::Display for DeltaRefusal {
                 f,
                 "offset {offset} is not in the page's erased tail: appends may start at byte {floor} (after the programmed bytes and earlier appends)"
             ),
+            DeltaRefusal::NoInPlaceAppend => f.write_str("an FTL offers no in-place append"),
             DeltaRefusal::Sealed => f.write_str("the page's last append was torn; it takes no more appends"),
             DeltaRefusal::OutOfPage { offset, len, page_bytes } => {
                 write!(f, "{len} bytes at offset {offset} do not fit a {page_bytes}-byte page (or are empty)")

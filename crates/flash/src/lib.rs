@@ -11,15 +11,21 @@
 //! [`policy`] (pure GC and wear-levelling choices), [`oob`] (the page OOB format),
 //! [`layout`] (chip assignment and the stored layout), [`error`].
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod ftl;
+pub mod ftl_volume;
 pub mod layout;
 pub mod oob;
+pub mod page_device;
 pub mod policy;
 pub mod region;
 pub mod spec;
 
 pub use error::{DeltaRefusal, Error};
+pub use ftl_volume::FtlVolume;
+pub use page_device::PageDevice;
 pub use policy::VictimPolicy;
 pub use region::{Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};

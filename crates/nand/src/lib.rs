@@ -12,6 +12,8 @@
 //! files, written through; `legacy` reads the old whole-file versions), [`fault`]
 //! (power cuts), [`device`] (rules and timing).
 
+#![forbid(unsafe_code)]
+
 pub mod device;
 pub mod error;
 pub mod fault;

@@ -142,13 +142,13 @@ fn transfer(db: &mut Database, t: &Transfer, commit: bool, stage: &mut Stage) ->
 pub fn count_operations(config: &BankConfig, seed: u64) -> Result<(u64, u64), String> {
     let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
     let mut db = load(device, config)?;
-    let load_ops = operations(db.flash().device());
+    let load_ops = operations(db.page_device().device());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for i in 0..config.transfers {
         let t = next_transfer(&mut rng, config, i);
         transfer(&mut db, &t, !rng.gen_bool(config.abort_share), &mut Stage::Changing).map_err(err)?;
     }
-    Ok((load_ops, operations(db.flash().device()) - load_ops))
+    Ok((load_ops, operations(db.page_device().device()) - load_ops))
 }
 
 fn operations(device: &Device) -> u64 {
@@ -201,7 +201,8 @@ pub fn run_cut(
                 }
             }
         }
-        let log_chips = db.flash().regions().iter().find(|r| r.name() == engine::db::LOG).map(|r| r.chips().to_vec());
+        let dev = db.page_device();
+        let log_chips = dev.region_id(engine::db::LOG).map(|r| dev.chips(r).to_vec());
         durable = db.durable_lsn();
         let mut device = db.crash();
         classify(&device, &log_chips.unwrap_or_default(), kinds);

@@ -69,7 +69,8 @@ struct Snapshot {
 
 fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> Snapshot {
     let objects = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
-    let regions = db.flash().regions().iter().map(|r| (r.name().to_string(), r.counters())).collect();
+    let dev = db.page_device();
+    let regions = dev.region_ids().map(|r| (dev.region_name(r).to_string(), dev.counters(r))).collect();
     Snapshot { time, transactions, committed, objects, regions, pool: db.pool_stats() }
 }
 

@@ -4,6 +4,8 @@
 //! [`driver`]: K closed-loop terminals, warm-up, metrics as in the IPA paper.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`bank`]: the power-cut torture test.
 
+#![forbid(unsafe_code)]
+
 pub mod bank;
 pub mod driver;
 pub mod tatp;

@@ -1,0 +1,247 @@
+//! The journal: the one seam the database commits through, owned by the `Database`.
+//!
+//! A journal stamps page changes with LSNs, logs them (or not), tells the buffer pool
+//! how far it must be forced before a page with a given LSN may be written (the
+//! write-ahead rule, [`Journal::force`]), makes commits durable, and at restart hands
+//! recovery the records to redo and undo ([`Journal::recover`]).
+//!
+//! Kinds ([`JournalKind`]):
+//! - `aries`: today's write-ahead log ([`crate::log::Log`]) on the database device's
+//!   `log` region or on a device of its own; restart is ARIES (analysis, redo, undo).
+//! - `none`: no log. Page LSNs come from a counter. A commit writes every dirty page
+//!   and syncs the device; an abort undoes from in-memory before images. Atomicity of a
+//!   commit that writes several pages rests on the device (an FTL that makes page
+//!   groups atomic); on a device that does not, a power cut during a commit, or the
+//!   write of an uncommitted page the buffer pool evicted, can leave a partial
+//!   transaction on flash. Restart has nothing to redo or undo.
+
+use crate::error::Result;
+use crate::log::{Log, LogCounters, LoggedRecord};
+use flash::{PageDevice, RegionId};
+use nand::SimTime;
+use serde::{Deserialize, Serialize};
+
+/// Which journal a new database keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JournalKind {
+    /// An ARIES write-ahead log.
+    Aries,
+    /// No log: commits write their pages and sync.
+    None,
+}
+
+impl JournalKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            JournalKind::Aries => "aries",
+            JournalKind::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for JournalKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "aries" => Ok(JournalKind::Aries),
+            "none" => Ok(JournalKind::None),
+            other => Err(format!("unknown journal `{other}` (expected aries or none)")),
+        }
+    }
+}
+
+/// How the database logs changes and makes commits durable.
+pub trait Journal: Send {
+    fn kind(&self) -> JournalKind;
+    /// Whether changes are logged as records (else pages only get LSNs stamped).
+    fn logs_changes(&self) -> bool;
+    /// The LSN the next page change gets.
+    fn next_page_lsn(&self) -> u64;
+    /// Stamps a page change: its LSN. With a log, the change's record, appended next,
+    /// gets this LSN.
+    fn take_page_lsn(&mut self) -> u64;
+    /// Appends the record `encode` writes; returns its LSN (0 when nothing is logged).
+    fn append(&mut self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64>;
+    /// The write-ahead rule and the commit point: makes the log durable up to `lsn`
+    /// (pages are on `device` unless the log has a device of its own); returns when
+    /// that is done.
+    fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime>;
+    /// The LSN the next log record gets (0 without a log).
+    fn next_lsn(&self) -> u64;
+    /// Everything below this LSN is durable (0 without a log).
+    fn durable_lsn(&self) -> u64;
+    /// When the log last became durable up to `durable_lsn`.
+    fn durable_at(&self) -> SimTime;
+    /// The truncation point (0 without a log).
+    fn start_lsn(&self) -> u64;
+    /// Share of the log's capacity in use (a checkpoint is due when it grows).
+    fn used_share(&self) -> f64;
+    /// Moves the truncation point forward to `lsn`.
+    fn truncate(&mut self, lsn: u64);
+    fn counters(&self) -> Option<LogCounters>;
+    /// Restart: reads the log from `start` and returns the records recovery redoes and
+    /// undoes (none without a log), and when the reads ended.
+    fn recover(
+        &mut self,
+        device: &mut dyn PageDevice,
+        start: u64,
+        now: SimTime,
+    ) -> Result<(Vec<LoggedRecord>, SimTime)>;
+    /// The log's own device, if it has one (taken out at close or crash).
+    fn take_external(&mut self) -> Option<Box<dyn PageDevice>>;
+}
+
+/// The ARIES write-ahead log as a journal.
+pub struct AriesJournal {
+    log: Log,
+    region: RegionId,
+    /// The log's own device; `None`: a region of the database device.
+    external: Option<Box<dyn PageDevice>>,
+}
+
+impl AriesJournal {
+    /// A journal over an empty log on `region` of `device` (the database device, or
+    /// `external`'s when given).
+    pub fn new(device: &dyn PageDevice, region: RegionId, external: Option<Box<dyn PageDevice>>) -> AriesJournal {
+        let log = match &external {
+            Some(d) => Log::create(d.as_ref(), region),
+            None => Log::create(device, region),
+        };
+        AriesJournal { log, region, external }
+    }
+}
+
+impl Journal for AriesJournal {
+    fn kind(&self) -> JournalKind {
+        JournalKind::Aries
+    }
+    fn logs_changes(&self) -> bool {
+        true
+    }
+    fn next_page_lsn(&self) -> u64 {
+        self.log.next_lsn()
+    }
+    fn take_page_lsn(&mut self) -> u64 {
+        self.log.next_lsn()
+    }
+    fn append(&mut self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
+        self.log.append_encoded(encode)
+    }
+    fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
+        let device: &mut dyn PageDevice = match &mut self.external {
+            Some(d) => d.as_mut(),
+            None => device,
+        };
+        self.log.force(lsn, device, now)
+    }
+    fn next_lsn(&self) -> u64 {
+        self.log.next_lsn()
+    }
+    fn durable_lsn(&self) -> u64 {
+        self.log.durable_lsn()
+    }
+    fn durable_at(&self) -> SimTime {
+        self.log.durable_at()
+    }
+    fn start_lsn(&self) -> u64 {
+        self.log.start_lsn()
+    }
+    fn used_share(&self) -> f64 {
+        self.log.used_share()
+    }
+    fn truncate(&mut self, lsn: u64) {
+        self.log.truncate(lsn);
+    }
+    fn counters(&self) -> Option<LogCounters> {
+        Some(self.log.counters())
+    }
+    fn recover(
+        &mut self,
+        device: &mut dyn PageDevice,
+        start: u64,
+        now: SimTime,
+    ) -> Result<(Vec<LoggedRecord>, SimTime)> {
+        let device: &mut dyn PageDevice = match &mut self.external {
+            Some(d) => d.as_mut(),
+            None => device,
+        };
+        let (log, records, done) = Log::open(device, self.region, start, now)?;
+        self.log = log;
+        Ok((records, done))
+    }
+    fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
+        self.external.take()
+    }
+}
+
+/// No log: page LSNs from a counter, nothing to force or recover.
+pub struct NoJournal {
+    next_page_lsn: u64,
+}
+
+impl NoJournal {
+    /// Page LSNs continue from `next_page_lsn` (kept in the catalog).
+    pub fn new(next_page_lsn: u64) -> NoJournal {
+        NoJournal { next_page_lsn }
+    }
+}
+
+impl Journal for NoJournal {
+    fn kind(&self) -> JournalKind {
+        JournalKind::None
+    }
+    fn logs_changes(&self) -> bool {
+        false
+    }
+    fn next_page_lsn(&self) -> u64 {
+        self.next_page_lsn
+    }
+    fn take_page_lsn(&mut self) -> u64 {
+        self.next_page_lsn += 1;
+        self.next_page_lsn - 1
+    }
+    fn append(&mut self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
+        Ok(0)
+    }
+    fn force(&mut self, _lsn: u64, _device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
+        Ok(now)
+    }
+    fn next_lsn(&self) -> u64 {
+        0
+    }
+    fn durable_lsn(&self) -> u64 {
+        0
+    }
+    fn durable_at(&self) -> SimTime {
+        0
+    }
+    fn start_lsn(&self) -> u64 {
+        0
+    }
+    fn used_share(&self) -> f64 {
+        0.0
+    }
+    fn truncate(&mut self, _lsn: u64) {}
+    fn counters(&self) -> Option<LogCounters> {
+        None
+    }
+    fn recover(
+        &mut self,
+        _device: &mut dyn PageDevice,
+        _start: u64,
+        now: SimTime,
+    ) -> Result<(Vec<LoggedRecord>, SimTime)> {
+        Ok((Vec::new(), now))
+    }
+    fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
+        None
+    }
+}
+
+impl dyn Journal + '_ {
+    /// Appends `record`; returns its LSN (0 when nothing is logged).
+    pub fn record(&mut self, record: &crate::logrec::Record) -> Result<u64> {
+        self.append(&mut |out| record.encode(out))
+    }
+}

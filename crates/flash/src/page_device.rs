@@ -1,0 +1,180 @@
+//! `PageDevice`: the one interface the storage engine writes its pages through.
+//!
+//! A device is a set of named regions, each an array of logical flash pages
+//! (`logical_pages(region)` of `page_bytes()` each). A database keeps several regions
+//! (`system` with the catalog, `log`, and the data regions `CREATE REGION` adds), so
+//! every operation names its region. Implementations: [`crate::Flash`] (NoFTL regions
+//! on raw NAND, the IPA paper's path) and [`crate::FtlVolume`] (static partitions of
+//! a conventional FTL's block device).
+//!
+//! Contract:
+//! - `write_pages` writes k ≥ 1 whole consecutive logical pages (one DB page). An
+//!   implementation that can make the group atomic under power cuts does; the others
+//!   write the pages in order (a cut may leave a prefix written).
+//! - `write_delta` appends bytes in place to a written page. It may be refused with
+//!   [`Error::DeltaRefused`]; the caller then writes the page out of place. Nothing is
+//!   changed by a refusal.
+//! - `sync` is the durability point: once it returns, every write that returned before
+//!   it survives a power cut. Simulated devices need nothing for that.
+//! - Errors other than a refusal may leave the region needing a reopen, as for
+//!   [`crate::Region`].
+
+use crate::error::Error;
+use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
+use crate::spec::RegionSpec;
+use crate::{Flash, RegionId};
+use nand::{Device, OpTiming, SimTime};
+
+/// Regions of logical flash pages that a storage engine reads and writes.
+pub trait PageDevice: Send {
+    fn region_count(&self) -> usize;
+    fn region_id(&self, name: &str) -> Option<RegionId>;
+    fn region_name(&self, region: RegionId) -> &str;
+    fn region_spec(&self, region: RegionId) -> &RegionSpec;
+    fn logical_pages(&self, region: RegionId) -> u32;
+    /// Bytes of one logical page (the flash page).
+    fn page_bytes(&self) -> usize;
+    /// Whether reads return the bytes written (a metadata-only device does not).
+    fn keeps_data(&self) -> bool;
+    /// Adds a region (`CREATE REGION`) and stores the new layout.
+    fn add_region(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error>;
+    /// The page with its appends applied, or `None` if it was never written or trimmed.
+    fn read(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error>;
+    /// Writes `data` (whole pages) to `first_lpn`, `first_lpn + 1`, …; the timing spans
+    /// the first start to the last end.
+    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error>;
+    /// Appends `bytes` at `offset` of a written page, or refuses ([`Error::DeltaRefused`]).
+    fn write_delta(
+        &mut self,
+        region: RegionId,
+        lpn: u32,
+        offset: usize,
+        bytes: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error>;
+    /// Forgets a page; `None` when nothing had to be written to make that durable.
+    fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
+    /// Makes every write that returned durable; returns when that is done.
+    fn sync(&mut self, now: SimTime) -> Result<SimTime, Error>;
+    /// Host I/O of the region (and, on NoFTL, its GC and wear levelling).
+    fn counters(&self, region: RegionId) -> RegionCounters;
+    /// Where the region's pages are; `None` where the device does not know (an FTL
+    /// hides its physical pages).
+    fn occupancy(&self, region: RegionId) -> Option<Occupancy>;
+    /// P/E cycles over the region's blocks; `None` where blocks are not the region's own.
+    fn wear(&self, region: RegionId) -> Option<WearStats>;
+    /// Chips that hold the region's pages.
+    fn chips(&self, region: RegionId) -> &[u32];
+    /// The NAND device (geometry, device-wide counters).
+    fn device(&self) -> &Device;
+    /// Makes an image-backed device's file whole (at close); a no-op in memory.
+    fn flush(&mut self) -> Result<(), Error>;
+    fn into_device(self: Box<Self>) -> Device;
+    /// The implementation, for tools and tests that look beneath the interface (a
+    /// NoFTL region's physical mapping).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl dyn PageDevice + '_ {
+    /// Every region, in order.
+    pub fn region_ids(&self) -> impl Iterator<Item = RegionId> {
+        (0..self.region_count()).map(RegionId)
+    }
+}
+
+impl PageDevice for Flash {
+    fn region_count(&self) -> usize {
+        self.regions().len()
+    }
+    fn region_id(&self, name: &str) -> Option<RegionId> {
+        Flash::region_id(self, name)
+    }
+    fn region_name(&self, region: RegionId) -> &str {
+        self.region(region).name()
+    }
+    fn region_spec(&self, region: RegionId) -> &RegionSpec {
+        self.region(region).spec()
+    }
+    fn logical_pages(&self, region: RegionId) -> u32 {
+        self.region(region).logical_pages()
+    }
+    fn page_bytes(&self) -> usize {
+        self.device().geometry().page_bytes as usize
+    }
+    fn keeps_data(&self) -> bool {
+        self.device().storage().keeps_data()
+    }
+    fn add_region(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error> {
+        Flash::add_region(self, spec, now)
+    }
+    fn read(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
+        Flash::read(self, region, lpn, now)
+    }
+    fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        // Page by page until `Flash::write_group` makes the group atomic.
+        write_each(data, PageDevice::page_bytes(self), first_lpn, now, |lpn, page| self.write(region, lpn, page, now))
+    }
+    fn write_delta(
+        &mut self,
+        region: RegionId,
+        lpn: u32,
+        offset: usize,
+        bytes: &[u8],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        Flash::write_delta(self, region, lpn, offset, bytes, now)
+    }
+    fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
+        Flash::trim(self, region, lpn, now)
+    }
+    fn sync(&mut self, now: SimTime) -> Result<SimTime, Error> {
+        // A program is durable when it returns on the simulated device; an image file is
+        // written whole by `flush` until the nand layer writes through to it.
+        Ok(now)
+    }
+    fn counters(&self, region: RegionId) -> RegionCounters {
+        self.region(region).counters()
+    }
+    fn occupancy(&self, region: RegionId) -> Option<Occupancy> {
+        Some(Flash::occupancy(self, region))
+    }
+    fn wear(&self, region: RegionId) -> Option<WearStats> {
+        Some(self.region(region).wear())
+    }
+    fn chips(&self, region: RegionId) -> &[u32] {
+        self.region(region).chips()
+    }
+    fn device(&self) -> &Device {
+        Flash::device(self)
+    }
+    fn flush(&mut self) -> Result<(), Error> {
+        Flash::flush(self)
+    }
+    fn into_device(self: Box<Self>) -> Device {
+        Flash::into_device(*self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Writes `data` page by page with `write(lpn, page)` from `first_lpn` on; the timing
+/// runs from the first start to the last end. `data` must be whole pages.
+pub(crate) fn write_each(
+    data: &[u8],
+    page_bytes: usize,
+    first_lpn: u32,
+    now: SimTime,
+    mut write: impl FnMut(u32, &[u8]) -> Result<OpTiming, Error>,
+) -> Result<OpTiming, Error> {
+    if data.is_empty() || !data.len().is_multiple_of(page_bytes) {
+        return Err(Error::WrongPayloadSize { got: data.len(), expected: page_bytes });
+    }
+    let mut span = OpTiming { start_ns: SimTime::MAX, end_ns: now };
+    for (lpn, page) in (first_lpn..).zip(data.chunks(page_bytes)) {
+        let t = write(lpn, page)?;
+        span.start_ns = span.start_ns.min(t.start_ns);
+        span.end_ns = span.end_ns.max(t.end_ns);
+    }
+    Ok(span)
+}
