@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
 use crate::space::ObjectAccess;
+use nand::SyncPoint;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -162,7 +163,7 @@ impl Database {
         self.catalog.next_lsn = self.journal.next_page_lsn();
         let at = self.pool.now();
         self.catalog.save_if_changed(self.pool.store_mut().device_mut(), at)?;
-        let done = self.pool.store_mut().device_mut().sync(at)?.max(at);
+        let done = self.pool.store_mut().device_mut().sync(SyncPoint::Commit, at)?.max(at);
         self.pool.stats.commit_wait_ns += done - now;
         self.pool.set_now(done);
         Ok(())
@@ -173,7 +174,7 @@ impl Database {
         let window = self.options.group_commit_ns;
         if window == 0 {
             let forced = self.pool.force_log(&mut *self.journal, commit)?;
-            let done = self.pool.store_mut().device_mut().sync(forced)?.max(now);
+            let done = self.pool.store_mut().device_mut().sync(SyncPoint::Commit, forced)?.max(now);
             self.pool.stats.commit_wait_ns += done - now;
             self.pool.set_now(done);
             return Ok(());
@@ -199,7 +200,7 @@ impl Database {
         self.pool.set_now(deadline);
         let end = self.log_end_lsn();
         let forced = self.pool.force_log(&mut *self.journal, end);
-        let synced = forced.and_then(|at| Ok(self.pool.store_mut().device_mut().sync(at)?));
+        let synced = forced.and_then(|at| Ok(self.pool.store_mut().device_mut().sync(SyncPoint::Commit, at)?));
         self.pool.set_now(now);
         synced.map(|_| ())
     }
@@ -215,7 +216,7 @@ impl Database {
         self.group_deadline = None;
         let lsn = self.journal.next_lsn();
         let forced = self.pool.force_log(&mut *self.journal, lsn)?;
-        Ok(self.pool.store_mut().device_mut().sync(forced)?)
+        Ok(self.pool.store_mut().device_mut().sync(SyncPoint::Commit, forced)?)
     }
 
     /// Everything below this LSN is in the log on flash.
@@ -327,7 +328,7 @@ impl Database {
         let result = self.write_checkpoint().and_then(|()| {
             // The catalog now points at the checkpoint: make it durable too.
             let now = self.pool.now();
-            let done = self.pool.store_mut().device_mut().sync(now)?;
+            let done = self.pool.store_mut().device_mut().sync(SyncPoint::Checkpoint, now)?;
             self.pool.set_now(done.max(now));
             Ok(())
         });

@@ -34,7 +34,7 @@ use crate::page_device::{write_each, PageDevice};
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::RegionId;
-use nand::{Device, OpTiming, SimTime};
+use nand::{Device, OpTiming, SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 8] = b"DFVOLTB1";
@@ -270,8 +270,10 @@ impl PageDevice for FtlVolume {
         self.parts[region.0].counters.host_trims += 1;
         self.ftl.trim(at, now)
     }
-    fn sync(&mut self, now: SimTime) -> Result<SimTime, Error> {
-        // The FTLs keep no volatile write cache: a write is durable when it returns.
+    fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error> {
+        // The FTLs keep no volatile write cache: a write is durable on the device when it
+        // returns; an image file behind it may still need its fdatasync.
+        self.ftl.device_mut().storage_mut().sync(point)?;
         Ok(now)
     }
     fn counters(&self, region: RegionId) -> RegionCounters {

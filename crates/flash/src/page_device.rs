@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::{Flash, RegionId};
-use nand::{Device, OpTiming, SimTime};
+use nand::{Device, OpTiming, SimTime, SyncPoint};
 
 /// Regions of logical flash pages that a storage engine reads and writes.
 pub trait PageDevice: Send {
@@ -54,8 +54,9 @@ pub trait PageDevice: Send {
     ) -> Result<OpTiming, Error>;
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
-    /// Makes every write that returned durable; returns when that is done.
-    fn sync(&mut self, now: SimTime) -> Result<SimTime, Error>;
+    /// Makes every write that returned durable as far as the device's sync mode asks at
+    /// this kind of point (an image file's fdatasync); returns when that is done.
+    fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error>;
     /// Host I/O of the region (and, on NoFTL, its GC and wear levelling).
     fn counters(&self, region: RegionId) -> RegionCounters;
     /// Where the region's pages are; `None` where the device does not know (an FTL
@@ -111,8 +112,8 @@ impl PageDevice for Flash {
         Flash::read(self, region, lpn, now)
     }
     fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        // Page by page until `Flash::write_group` makes the group atomic.
-        write_each(data, PageDevice::page_bytes(self), first_lpn, now, |lpn, page| self.write(region, lpn, page, now))
+        // One atomic group: after a power cut all parts are old or all are new.
+        self.write_group(region, first_lpn, data, now)
     }
     fn write_delta(
         &mut self,
@@ -127,9 +128,10 @@ impl PageDevice for Flash {
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
         Flash::trim(self, region, lpn, now)
     }
-    fn sync(&mut self, now: SimTime) -> Result<SimTime, Error> {
-        // A program is durable when it returns on the simulated device; an image file is
-        // written whole by `flush` until the nand layer writes through to it.
+    fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error> {
+        // A program is durable on the simulated device when it returns; an image file
+        // written through needs its fdatasync (by its sync mode), not simulated time.
+        self.device.storage_mut().sync(point)?;
         Ok(now)
     }
     fn counters(&self, region: RegionId) -> RegionCounters {
