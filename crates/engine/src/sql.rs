@@ -294,6 +294,12 @@ impl Splitter {
         self.column = 1;
     }
 
+    /// Drops the statement under way (a shell's Ctrl-C); positions go on counting.
+    pub fn discard(&mut self) {
+        self.pending.clear();
+        self.state = SplitState::Code;
+    }
+
     /// Feeds `text`; returns the statements it completes, in order.
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         let mut out = Vec::new();
@@ -817,12 +823,7 @@ fn parse_number(w: &str) -> std::result::Result<Value, String> {
     }
     let digits = w.strip_prefix('-').unwrap_or(w);
     if digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "integer {} is out of range for BIGINT ({} to {})",
-            shorten(w),
-            i64::MIN,
-            i64::MAX
-        ));
+        return Err(format!("integer {} is out of range for BIGINT ({} to {})", shorten(w), i64::MIN, i64::MAX));
     }
     if let Some((int, frac)) = digits.split_once('.') {
         if !int.is_empty()
