@@ -212,11 +212,13 @@ fn a_long_literal_is_cut_in_the_error() {
 fn number_literals_are_checked_as_typed() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("db.img");
-    let input = "CREATE TABLE t (a BIGINT PRIMARY KEY, f FLOAT);\nINSERT INTO t VALUES (99999999999999999999, 1);\nINSERT INTO t VALUES (1, 1e999);\nINSERT INTO t VALUES (2, inf);\n";
+    let input = "CREATE TABLE t (a BIGINT PRIMARY KEY, f FLOAT);\nINSERT INTO t VALUES (99999999999999999999, 1);\nINSERT INTO t VALUES (1, 1e999);\nINSERT INTO t VALUES (2, inf);\n\
+        INSERT INTO t VALUES (3, 1.5e308);\nUPDATE t SET f = f + 1.5e308 WHERE a = 3;\n";
     let stderr = text(&sql(&image, &[], input).stderr);
     assert!(stderr.contains("integer 99999999999999999999 is out of range for BIGINT"), "{stderr}");
     assert!(stderr.contains("`1e999` is not a finite number"), "{stderr}");
     assert!(stderr.contains("error at line 4, column 26: expected a value"), "{stderr}");
+    assert!(stderr.contains("error at line 6, column 1: cannot add"), "{stderr}");
 }
 
 #[test]
