@@ -23,21 +23,22 @@ use std::time::Instant;
 pub struct EngineBenchArgs {
     #[command(flatten)]
     device: DeviceArgs,
-    /// Rows loaded before measuring.
-    #[arg(long, default_value_t = 200_000)]
+    /// Rows loaded before measuring, ≥ 1.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     rows: u64,
-    /// Operations per measured phase.
-    #[arg(long, default_value_t = 200_000)]
+    /// Operations per measured phase, ≥ 1.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     ops: u64,
     /// IPA scheme NxM of the table's region (0x0: none).
     #[arg(long, default_value = "2x4")]
     ipa: String,
-    /// Buffer pool frames.
-    #[arg(long, default_value_t = 4096)]
+    /// Buffer pool frames, 4 to 4,194,304.
+    #[arg(long, default_value_t = 4096, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4..=1 << 22))]
     buffer_pages: usize,
     /// Run without the write-ahead log (changes durable only at checkpoints).
     #[arg(long)]
     no_log: bool,
+    /// Seed of the keys looked up and updated.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Write the figures as JSON to this file.

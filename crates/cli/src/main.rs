@@ -11,6 +11,7 @@ mod inspect;
 mod recovery_bench;
 mod runner;
 mod setup;
+mod shell;
 mod sql;
 mod sqlite_compare;
 mod table;
@@ -18,7 +19,7 @@ mod torture;
 mod trace;
 mod workload;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,9 +44,10 @@ enum Command {
     FtlBench(FtlBenchArgs),
     /// Replay a page trace (W/R/D/T lines) against one region.
     Replay(ReplayArgs),
-    /// Create or open a database image and run statements: DDL (CREATE REGION /
-    /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
-    /// commands .stats, .schema and .tables.
+    /// An SQL shell on a database image (created if new): DDL (CREATE REGION /
+    /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, BEGIN/COMMIT,
+    /// and the dot commands .help .tables .schema .stats .mode .quit. Interactive on a
+    /// terminal; from a pipe or file each statement runs as soon as its `;` arrives.
     Sql(sql::SqlArgs),
     /// Run an OLTP workload (TPC-B) on the emulated device in simulated time and report
     /// the IPA paper's metrics.
@@ -88,8 +90,8 @@ struct CommonArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Operations kept in flight (the device queues them per chip and channel).
-    #[arg(long, default_value_t = 32)]
+    /// Operations kept in flight (the device queues them per chip and channel), ≥ 1.
+    #[arg(long, default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
     queue_depth: usize,
     /// Seed of every random choice; the same seed gives the same result.
     #[arg(long, default_value_t = 1)]
@@ -107,25 +109,25 @@ struct FtlBenchArgs {
     #[arg(long, value_enum, default_value_t = PatternKind::Uniform)]
     pattern: PatternKind,
     /// Zipf skew, 0 < theta < 1.
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.99, value_parser = setup::open_unit)]
     theta: f64,
-    /// hotcold: share of accesses that go to the hot pages.
-    #[arg(long, default_value_t = 0.8)]
+    /// hotcold: share of accesses that go to the hot pages, in [0, 1].
+    #[arg(long, default_value_t = 0.8, value_parser = setup::share)]
     hot_share: f64,
-    /// hotcold: share of the logical pages that are hot.
-    #[arg(long, default_value_t = 0.2)]
+    /// hotcold: share of the logical pages that are hot, in [0, 1].
+    #[arg(long, default_value_t = 0.2, value_parser = setup::share)]
     hot_fraction: f64,
-    /// Host operations (page writes and appends) to measure after warm-up.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Host operations (page writes and appends) to measure after warm-up, ≥ 1.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     writes: u64,
-    /// Warm-up operations after the fill; default 4× the logical capacity.
-    #[arg(long)]
+    /// Warm-up operations after the fill (0 = none); default 4× the logical capacity.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1 << 40))]
     warmup: Option<u64>,
-    /// Share of operations that are appends (write_delta) instead of page writes.
-    #[arg(long, default_value_t = 0.0)]
+    /// Share of operations that are appends (write_delta) instead of page writes, in [0, 1].
+    #[arg(long, default_value_t = 0.0, value_parser = setup::share)]
     delta_share: f64,
-    /// Bytes per append.
-    #[arg(long, default_value_t = 16)]
+    /// Bytes per append, 1 to the flash page size.
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=nand::geometry::MAX_PAGE_BYTES as u64))]
     delta_bytes: usize,
 }
 
@@ -141,8 +143,15 @@ struct ReplayArgs {
     fill: bool,
 }
 
+/// The command line; `-5` after a numeric flag is its value (refused by the flag's
+/// range, naming the flag), not an unknown option.
+fn parse_command_line() -> Cli {
+    let command = Cli::command().mut_subcommands(|sub| sub.allow_negative_numbers(true));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_command_line();
     let result = match cli.command {
         Command::FtlBench(args) => ftl_bench(args),
         Command::Replay(args) => replay(args),
@@ -221,16 +230,22 @@ fn fill(runner: &mut Runner) -> Result<(), String> {
 }
 
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
-    if !(0.0..=1.0).contains(&args.delta_share) {
-        return Err(format!("--delta-share {} must be between 0 and 1", args.delta_share));
-    }
-    if args.delta_bytes == 0 {
-        return Err("--delta-bytes must be at least 1".into());
-    }
     let wants_deltas = args.delta_share > 0.0;
-    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
-    let nop = flash.device().geometry().nop as usize;
+    let geometry = args.common.device.geometry()?;
+    let nop = geometry.nop as usize;
     let area = if wants_deltas { args.delta_bytes * nop.saturating_sub(1).max(1) } else { 0 };
+    // Appends go after a 16-byte stamp, NOP − 1 of them per page.
+    let room = geometry.page_bytes as usize - 16;
+    if area > room {
+        return Err(format!(
+            "--delta-bytes {}: {} appends of it do not fit the {}-byte page after its 16-byte stamp; pass at most {}",
+            args.delta_bytes,
+            nop.saturating_sub(1).max(1),
+            geometry.page_bytes,
+            room / nop.saturating_sub(1).max(1)
+        ));
+    }
+    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
     let mut runner = Runner::new(flash, args.common.run.queue_depth, area);
     let logical = runner.logical_pages();
     let pattern = Pattern::new(args.pattern, logical, args.theta, args.hot_share, args.hot_fraction)?;
@@ -287,6 +302,13 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
     let logical = runner.logical_pages();
     if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
         return Err(format!("{source}:{line}: lpn {} is beyond the region's {logical} logical pages", op.lpn()));
+    }
+    let past_end =
+        |op: &trace::TraceOp| matches!(*op, trace::TraceOp::Delta { offset, len, .. } if offset + len > page_bytes);
+    if let Some((line, trace::TraceOp::Delta { offset, len, .. })) = ops.iter().find(|(_, op)| past_end(op)) {
+        return Err(format!(
+            "{source}:{line}: a delta of {len} bytes at offset {offset} runs past the end of the {page_bytes}-byte page"
+        ));
     }
     let err = |e: flash::Error| e.to_string();
     if args.fill {
@@ -357,4 +379,31 @@ fn report(
         eprintln!("metrics written to {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_has_help_text() {
+        // bench, compare and check take their flags from bench.rs, which is being reworked
+        // into the experiment API (and gets its help text there); checked once it lands.
+        let reworked = ["bench", "compare", "check"];
+        let mut missing = Vec::new();
+        for sub in Cli::command().get_subcommands().filter(|s| !reworked.contains(&s.get_name())) {
+            for arg in sub.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && arg.get_help().is_none() {
+                    missing.push(format!("{} --{}", sub.get_name(), arg.get_id()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "flags without help: {missing:?}");
+    }
 }

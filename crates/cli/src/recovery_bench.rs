@@ -16,12 +16,13 @@ use std::time::Instant;
 pub struct RecoveryBenchArgs {
     #[command(flatten)]
     device: DeviceArgs,
-    /// Rows in the table.
-    #[arg(long, default_value_t = 20_000)]
+    /// Rows in the table, ≥ 1.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     rows: u64,
-    /// Transactions between the last checkpoint and the crash, one run per value.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,50000")]
+    /// Transactions between the last checkpoint and the crash, one run per value (each ≥ 1).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,50000", value_parser = clap::value_parser!(u64).range(1..=1 << 32))]
     transactions: Vec<u64>,
+    /// Seed of the rows updated.
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }

@@ -1,30 +1,114 @@
-//! Device and region options shared by the flash commands, and turning them into a
-//! formatted [`Flash`].
+//! Device and region options shared by the flash commands, turning them into a
+//! formatted [`Flash`], and the range-checked value parsers of every command's
+//! numeric flags (clap names the flag; the parsers name the allowed range).
+//!
+//! Invariant: no device is allocated before its memory footprint has been checked
+//! against the memory available (or `--max-memory`), so a mistyped geometry is refused
+//! with its size instead of exhausting the machine.
 
 use clap::Args;
 use flash::{Flash, GcConfig, IpaMode, RegionSpec, VictimPolicy, WearConfig};
-use nand::{Device, Geometry, GeometryOverrides, MemoryStorage, Storage};
+use nand::{Device, Geometry, GeometryOverrides, MemoryStorage, Storage, SyncMode};
 use std::path::PathBuf;
+
+/// A float parser accepting `lo..=hi`, or the open interval when `open` is set at an end.
+fn float_in(s: &str, lo: f64, hi: f64, lo_open: bool, hi_open: bool) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    let above = if lo_open { v > lo } else { v >= lo };
+    let below = if hi_open { v < hi } else { v <= hi };
+    if above && below {
+        Ok(v)
+    } else {
+        let (l, h) = (if lo_open { '(' } else { '[' }, if hi_open { ')' } else { ']' });
+        Err(format!("{s} is outside the allowed range {l}{lo}, {hi}{h}"))
+    }
+}
+
+/// A share in [0, 1].
+pub fn share(s: &str) -> Result<f64, String> {
+    float_in(s, 0.0, 1.0, false, false)
+}
+
+/// A share in [0, 1): a spare factor.
+pub fn spare_share(s: &str) -> Result<f64, String> {
+    float_in(s, 0.0, 1.0, false, true)
+}
+
+/// A share in (0, 1]: a buffer size relative to the database.
+pub fn positive_share(s: &str) -> Result<f64, String> {
+    float_in(s, 0.0, 1.0, true, false)
+}
+
+/// A number strictly between 0 and 1 (the Zipf skew).
+pub fn open_unit(s: &str) -> Result<f64, String> {
+    float_in(s, 0.0, 1.0, true, true)
+}
+
+/// `4096`, `64K`, `2G`: a byte count with an optional binary unit.
+pub fn bytes(s: &str) -> Result<u64, String> {
+    engine::sql::parse_size(s).and_then(|b| if b == 0 { Err("must be above 0".into()) } else { Ok(b) })
+}
+
+/// Bytes as `3.2 GiB`.
+fn human_bytes(b: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b as f64 >= GIB {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
+}
+
+/// Bytes an in-memory device of `g` takes: the per-page and per-block metadata of the
+/// NAND model and the region maps, plus, when `resident`, every page's data and OOB
+/// bytes (a filled device keeps all of them).
+pub fn footprint_bytes(g: &Geometry, resident: bool) -> u64 {
+    // Program count (1), region page meta (12) and map entry (8), live bit: ~22 B/page.
+    // Erase count, write pointer, cell pointer, region block state: ~48 B/block.
+    const PER_PAGE: u64 = 22;
+    const PER_BLOCK: u64 = 48;
+    let blocks = g.chips() as u64 * g.blocks_per_chip as u64;
+    let pages = blocks * g.pages_per_block as u64;
+    let meta = pages * PER_PAGE + blocks * PER_BLOCK;
+    // Data, OOB, and the pool's reference count and the block's buffer index.
+    let data = if resident { pages * (g.page_bytes as u64 + g.oob_bytes as u64 + 8) } else { 0 };
+    meta + data
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes, where there is one.
+fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
 
 #[derive(Args, Debug, Clone)]
 pub struct DeviceArgs {
     /// Device preset: paper-emulator, openssd-mlc, ipl-slc or femu.
     #[arg(long, default_value = "paper-emulator")]
     pub device: String,
-    /// Total chips (spread over at most the preset's channels).
-    #[arg(long)]
+    /// Total chips, at most the preset's (spread over at most its channels).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub chips: Option<u32>,
-    #[arg(long)]
+    /// Erase blocks per chip (default: the preset's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
     pub blocks_per_chip: Option<u32>,
-    #[arg(long)]
+    /// Pages per erase block, a whole number of wordlines (default: the preset's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65535))]
     pub pages_per_block: Option<u32>,
-    /// Flash page data bytes.
-    #[arg(long)]
+    /// Flash page data bytes, a multiple of 4 (default: the preset's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(512..=nand::geometry::MAX_PAGE_BYTES as i64))]
     pub page_bytes: Option<u32>,
     /// Commands the host interface serves at once; 0 = no limit (the default, except
     /// openssd-mlc, whose board served 1).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=65535))]
     pub host_queue_depth: Option<u32>,
+    /// Refuse an in-memory device whose footprint is above this many bytes (`512M`,
+    /// `8G`); default: the memory available (MemAvailable).
+    #[arg(long, value_parser = bytes, value_name = "BYTES")]
+    pub max_memory: Option<u64>,
     /// Keep no page bytes (metadata only): a fast write-amplification-only mode. The
     /// bit rule cannot be checked without bytes, and the device cannot be reopened.
     #[arg(long)]
@@ -36,21 +120,21 @@ pub struct DeviceArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RegionArgs {
-    /// Spare factor (physical − logical) / physical of the region.
-    #[arg(long, default_value_t = 0.10)]
+    /// Spare factor (physical − logical) / physical of the region, in [0, 1).
+    #[arg(long, default_value_t = 0.10, value_parser = spare_share)]
     pub over_provisioning: f64,
     /// GC victim policy: greedy or cost-benefit.
     #[arg(long, default_value = "greedy")]
     pub gc: VictimPolicy,
-    /// Free blocks per chip at or below which GC runs before a host write.
-    #[arg(long, default_value_t = 2)]
+    /// Free blocks per chip at or below which GC runs before a host write (≥ 1).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub gc_fg_blocks: u32,
-    /// Free blocks per chip below which GC runs after a host write.
-    #[arg(long, default_value_t = 4)]
+    /// Free blocks per chip below which GC runs after a host write (≥ --gc-fg-blocks).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     pub gc_bg_blocks: u32,
     /// Static wear levelling: move cold data when a chip's erase counts spread by
-    /// more than this. Off by default.
-    #[arg(long)]
+    /// more than this (≥ 1). Off by default.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub static_wl: Option<u32>,
     /// IPA mode: none, slc, pslc, odd-mlc; `auto` = none without deltas, else slc on
     /// SLC devices and odd-mlc on MLC/TLC.
@@ -69,8 +153,12 @@ impl DeviceArgs {
             ..Default::default()
         };
         if let Some(chips) = self.chips {
-            if chips == 0 {
-                return Err("--chips must be at least 1".into());
+            let most = base.channels * base.chips_per_channel;
+            if chips > most {
+                return Err(format!(
+                    "--chips {chips}: the {} preset has at most {most} chips ({} channels × {}); pass 1 to {most}",
+                    self.device, base.channels, base.chips_per_channel
+                ));
             }
             let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
             overrides.channels = Some(channels);
@@ -79,13 +167,49 @@ impl DeviceArgs {
         overrides.apply(base).map_err(|e| format!("--device {}: {e}", self.device))
     }
 
+    /// Refuses a device of `g` whose footprint in memory is above the memory available
+    /// or `--max-memory`, naming the size and what to change.
+    pub fn check_memory(&self, g: &Geometry) -> Result<(), String> {
+        // Pages of an image-backed device live in its file; only the metadata is counted.
+        let resident = !self.no_data && self.image.is_none();
+        let need = footprint_bytes(g, resident);
+        let (limit, source) = match self.max_memory {
+            Some(m) => (m, "--max-memory"),
+            None => match available_memory_bytes() {
+                Some(m) => (m, "the memory available"),
+                None => return Ok(()),
+            },
+        };
+        if need <= limit {
+            return Ok(());
+        }
+        let what = if resident { "with every page resident" } else { "for its metadata" };
+        Err(format!(
+            "this device ({} chips × {} blocks × {} pages of {} bytes) needs about {} {what}, more than {source} ({}); \
+             pass a smaller --blocks-per-chip{}",
+            g.chips(),
+            g.blocks_per_chip,
+            g.pages_per_block,
+            g.page_bytes,
+            human_bytes(need),
+            human_bytes(limit),
+            if resident { ", --no-data (metadata only) or --image FILE" } else { "" }
+        ))
+    }
+
     /// A fresh device: in memory, or backed by a new image file.
     pub fn create(&self) -> Result<Device, String> {
+        self.create_with_sync(SyncMode::Full)
+    }
+
+    /// [`DeviceArgs::create`] with the image's sync mode (`sql --sync`).
+    pub fn create_with_sync(&self, sync: SyncMode) -> Result<Device, String> {
         let geometry = self.geometry()?;
+        self.check_memory(&geometry)?;
         let storage: Box<dyn Storage> = match &self.image {
-            Some(path) => {
-                Box::new(MemoryStorage::create_image(path, geometry, !self.no_data).map_err(|e| e.to_string())?)
-            }
+            Some(path) => Box::new(
+                MemoryStorage::create_image_with(path, geometry, !self.no_data, sync).map_err(|e| e.to_string())?,
+            ),
             None => Box::new(MemoryStorage::new(geometry, !self.no_data)),
         };
         Ok(Device::new(storage))

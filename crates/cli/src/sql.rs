@@ -1,30 +1,82 @@
-//! `deltaflash sql`: create or open a database image and run statements and dot
-//! commands (`.stats`, `.schema`, `.tables`) from `-e` arguments, a file, or standard input.
+//! `deltaflash sql`: create or open a database image and run a shell on it
+//! ([`crate::shell`]): `-c` strings, a file, a pipe, or a prompt on a terminal.
+//!
+//! A new database gets a DB page size that fits the device (the flash page when that
+//! is above 4 KiB); a size that cannot work is refused with the sizes that can. The
+//! database is opened and closed in [`open`] and [`close`] only, so how an image is
+//! held (today: in memory, written whole at the end) changes in one place.
 
 use crate::setup::DeviceArgs;
-use crate::table::{print_table, Row};
+use crate::shell::{Mode, Shell, Stop};
 use clap::Args;
 use engine::db::BufferSize;
-use engine::{Database, DbOptions, QueryResult};
-use nand::{Device, MemoryStorage};
-use std::io::Read;
-use std::path::PathBuf;
+use engine::{Database, DbOptions};
+use nand::{Device, ImageLock, ImageOptions, MemoryStorage, SyncMode};
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+
+/// DB page sizes the engine supports; one must also be a multiple of the flash page.
+const DB_PAGE_SIZES: [usize; 3] = [4096, 8192, 16384];
+
+fn db_page_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(b) if DB_PAGE_SIZES.contains(&b) => Ok(b),
+        _ => Err("must be 4096, 8192 or 16384".into()),
+    }
+}
 
 #[derive(Args)]
 pub struct SqlArgs {
     #[command(flatten)]
     device: DeviceArgs,
-    /// Statement(s) to run, in order; may repeat. Dot commands work here too.
-    #[arg(short = 'e', long = "execute")]
-    execute: Vec<String>,
-    /// File of statements (`-` reads standard input). Runs after any -e.
+    /// SQL and dot commands to run, then exit (standard input is not read); may repeat.
+    #[arg(short = 'c', long = "command", visible_short_alias = 'e', visible_alias = "execute", value_name = "SQL")]
+    commands: Vec<String>,
+    /// File of statements to run after any -c (`-`: standard input). Without -c or a
+    /// file, standard input is read: with a prompt and line editing on a terminal.
     file: Option<PathBuf>,
-    /// DB page size in bytes for a new database: 4096, 8192 or 16384.
-    #[arg(long, default_value_t = 4096)]
-    db_page_bytes: usize,
-    /// Buffer pool frames.
-    #[arg(long, default_value_t = 1024)]
+    /// Stop at the first statement or command that fails (without it the session goes
+    /// on; either way the exit code is non-zero if any failed).
+    #[arg(long)]
+    bail: bool,
+    /// How query results are shown (`.mode` changes it in the session).
+    #[arg(long, value_enum, default_value_t = Mode::Table)]
+    mode: Mode,
+    /// DB page size of a new database: 4096, 8192 or 16384, a multiple of the flash
+    /// page (default: the flash page size when that is above 4096, else 4096).
+    #[arg(long, value_parser = db_page_size)]
+    db_page_bytes: Option<usize>,
+    /// Buffer pool frames, 4 to 4,194,304.
+    #[arg(long, default_value_t = 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4..=1 << 22))]
     buffer_pages: usize,
+    /// Open the image with a shared lock and run only SELECT; the file is left
+    /// byte-identical (recovery, if any is needed, runs on a copy in memory). Works on a
+    /// read-only file.
+    #[arg(long)]
+    read_only: bool,
+    /// When a commit is made durable against power loss (SQLite's meaning): `full`
+    /// fdatasyncs the image at every commit, `normal` at checkpoints, `off` never.
+    /// Process death (`kill -9`) loses no returned commit in any mode.
+    #[arg(long, value_enum, default_value_t = SyncArg::Full)]
+    sync: SyncArg,
+}
+
+/// `--sync`: the image's [`SyncMode`].
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum SyncArg {
+    Off,
+    Normal,
+    Full,
+}
+
+impl From<SyncArg> for SyncMode {
+    fn from(s: SyncArg) -> SyncMode {
+        match s {
+            SyncArg::Off => SyncMode::Off,
+            SyncArg::Normal => SyncMode::Normal,
+            SyncArg::Full => SyncMode::Full,
+        }
+    }
 }
 
 pub fn run(args: SqlArgs) -> Result<(), String> {
@@ -34,182 +86,111 @@ pub fn run(args: SqlArgs) -> Result<(), String> {
     if args.device.no_data {
         return Err("sql needs page data; drop --no-data".into());
     }
-    let options = DbOptions {
-        page_bytes: args.db_page_bytes,
-        buffer: BufferSize::Pages(args.buffer_pages),
-        ..DbOptions::default()
-    };
-    let mut db = if image.exists() {
-        let storage = MemoryStorage::open_image(&image).map_err(|e| e.to_string())?;
-        Database::open(Device::new(Box::new(storage)), options).map_err(|e| format!("{}: {e}", image.display()))?
+    let (mut db, lock) = open(&args, &image)?;
+    let mut shell =
+        Shell::new(&mut db, Box::new(io::BufWriter::new(io::stdout())), args.mode, args.bail).read_only(args.read_only);
+    // A `Stop` only ends the session early (.quit, --bail, a closed pipe).
+    let _ = session(&mut shell, &args);
+    let failures = shell.failures;
+    drop(shell);
+    // Keep what ran, even when a statement failed or the reader went away. A read-only
+    // session's copy is dropped with its lock.
+    if lock.is_none() {
+        close(db, &image)?;
+    }
+    if failures == 0 {
+        Ok(())
     } else {
-        let device = args.device.create()?;
-        eprintln!("creating database {} on a {} device", image.display(), args.device.device);
-        Database::create(device, options).map_err(|e| {
-            // Leave no half-made image behind.
-            let _ = std::fs::remove_file(&image);
-            e.to_string()
-        })?
-    };
-    let mut scripts: Vec<(String, String)> = args.execute.iter().map(|s| ("-e".to_string(), s.clone())).collect();
-    if let Some(file) = &args.file {
-        let text = if file.as_os_str() == "-" {
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| format!("standard input: {e}"))?;
-            s
-        } else {
-            std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
-        };
-        scripts.push((file.display().to_string(), text));
+        // Every failure has been reported where it happened.
+        Err(String::new())
     }
-    let outcome = scripts.iter().try_for_each(|(source, text)| run_script(&mut db, source, text));
-    // Keep what ran, even when a later statement failed.
-    db.close().map_err(|e| format!("saving {}: {e}", image.display()))?;
-    outcome
 }
 
-/// Runs SQL text with dot commands on lines of their own.
-fn run_script(db: &mut Database, source: &str, text: &str) -> Result<(), String> {
-    let mut pending = String::new();
-    for (n, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.starts_with('.') {
-            execute(db, source, &pending)?;
-            pending.clear();
-            dot_command(db, trimmed).map_err(|e| format!("{source}:{}: {e}", n + 1))?;
-            pending.push('\n');
-        } else {
-            pending.push_str(line);
-            pending.push('\n');
-        }
+/// Runs the `-c` strings, then the file, or else standard input.
+fn session(shell: &mut Shell, args: &SqlArgs) -> Result<(), Stop> {
+    for command in &args.commands {
+        shell.run_reader(&mut command.as_bytes())?;
     }
-    execute(db, source, &pending)
-}
-
-fn execute(db: &mut Database, source: &str, sql: &str) -> Result<(), String> {
-    if sql.trim().is_empty() {
-        return Ok(());
-    }
-    for result in db.execute(sql).map_err(|e| format!("{source}: {e}"))? {
-        match result {
-            QueryResult::Rows { columns, rows } => {
-                let mut table = vec![Row::new(columns)];
-                let count = rows.len();
-                table.extend(rows.into_iter().map(|r| Row::new(r.iter().map(|v| v.to_string()).collect())));
-                print_table(&table);
-                println!("({count} row{})", if count == 1 { "" } else { "s" });
+    match &args.file {
+        Some(file) if file.as_os_str() != "-" => match std::fs::File::open(file) {
+            Ok(f) => shell.run_reader(&mut io::BufReader::new(f)),
+            Err(e) => {
+                shell.failures += 1;
+                eprintln!("error: {}: {e}", file.display());
+                Ok(())
             }
-            QueryResult::Count { verb, rows } => println!("{rows} row{} {verb}", if rows == 1 { "" } else { "s" }),
-            QueryResult::Done(message) => println!("{message}"),
-        }
-    }
-    Ok(())
-}
-
-fn dot_command(db: &mut Database, command: &str) -> Result<(), String> {
-    match command {
-        ".schema" => {
-            print!("{}", db.schema());
-            Ok(())
-        }
-        ".stats" => {
-            db.checkpoint().map_err(|e| e.to_string())?;
-            print_stats(db);
-            Ok(())
-        }
-        ".tables" => {
-            let mut rows = vec![Row::new(["name", "kind", "tablespace", "pages"].map(String::from).to_vec())];
-            let c = db.catalog();
-            for t in &c.tables {
-                rows.push(Row::new(vec![
-                    t.name.clone(),
-                    "table".into(),
-                    t.tablespace.clone(),
-                    t.space.pages().count().to_string(),
-                ]));
-            }
-            for i in &c.indexes {
-                let kind = if i.unique { "unique index" } else { "index" };
-                rows.push(Row::new(vec![
-                    i.name.clone(),
-                    kind.into(),
-                    i.tablespace.clone(),
-                    i.space.pages().count().to_string(),
-                ]));
-            }
-            print_table(&rows);
-            Ok(())
-        }
-        other => Err(format!("unknown dot command `{other}` (expected .stats, .schema or .tables)")),
+        },
+        None if !args.commands.is_empty() => Ok(()),
+        None if io::stdin().is_terminal() => shell.run_terminal(history_path().as_deref()),
+        _ => shell.run_reader(&mut io::stdin().lock()),
     }
 }
 
-/// Flash and IPA counters per object and per region (after writing dirty pages).
-fn print_stats(db: &Database) {
-    let mut rows = vec![Row::new(
-        [
-            "object",
-            "kind",
-            "region",
-            "ipa",
-            "reads",
-            "out-of-place",
-            "appends",
-            "records",
-            "refused",
-            "net B",
-            "gross B",
-            "dbms WA",
-        ]
-        .map(String::from)
-        .to_vec(),
-    )];
-    for s in db.object_stats() {
-        let c = s.counters;
-        rows.push(Row::new(vec![
-            s.name,
-            s.kind.into(),
-            s.region,
-            format!("[{}]", s.scheme),
-            c.reads.to_string(),
-            c.out_of_place_writes.to_string(),
-            c.in_place_appends.to_string(),
-            c.delta_records.to_string(),
-            c.delta_refusals.to_string(),
-            c.net_changed_bytes.to_string(),
-            c.gross_written_bytes.to_string(),
-            format!("{:.2}", c.write_amplification()),
-        ]));
+/// `~/.deltaflash_history`: the lines typed at the prompt, across sessions and images.
+fn history_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|home| Path::new(&home).join(".deltaflash_history"))
+}
+
+/// The DB page size for a new database on `device`: `--db-page-bytes`, else the
+/// smallest supported size that is a multiple of the flash page.
+fn db_page_bytes(choice: Option<usize>, device: &DeviceArgs, flash_page: usize) -> Result<usize, String> {
+    let fits: Vec<usize> = DB_PAGE_SIZES.into_iter().filter(|s| s % flash_page == 0).collect();
+    let list = fits.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ");
+    match choice {
+        Some(b) if fits.contains(&b) => Ok(b),
+        Some(b) if !fits.is_empty() => Err(format!(
+            "--db-page-bytes {b} is not a multiple of the {flash_page}-byte flash page of this {} device; sizes that fit: {list}",
+            device.device
+        )),
+        _ => fits.first().copied().ok_or_else(|| {
+            format!(
+                "the {flash_page}-byte flash page of this {} device fits no DB page size (4096, 8192 or 16384, a multiple of the flash page); pass a --page-bytes that divides one",
+                device.device
+            )
+        }),
     }
-    print_table(&rows);
-    println!();
-    let mut rows = vec![Row::new(
-        ["region", "mode", "host writes", "appends", "host reads", "gc migrations", "gc erases"]
-            .map(String::from)
-            .to_vec(),
-    )];
-    let dev = db.page_device();
-    for r in dev.region_ids() {
-        let c = dev.counters(r);
-        rows.push(Row::new(vec![
-            dev.region_name(r).into(),
-            dev.region_spec(r).ipa_mode.name().into(),
-            c.host_writes.to_string(),
-            c.host_write_deltas.to_string(),
-            c.host_reads.to_string(),
-            c.gc_page_migrations.to_string(),
-            c.gc_erases.to_string(),
-        ]));
+}
+
+/// Opens the database in `image`, or creates it on a new device.
+/// A read-only session also returns the image's lock: its database is a scratch copy.
+fn open(args: &SqlArgs, image: &Path) -> Result<(Database, Option<ImageLock>), String> {
+    let mut options = DbOptions { buffer: BufferSize::Pages(args.buffer_pages), ..DbOptions::default() };
+    if image.exists() {
+        let image_options = ImageOptions { read_only: args.read_only, sync: args.sync.into() };
+        let mut storage = MemoryStorage::open_image_with(image, image_options).map_err(|e| e.to_string())?;
+        let lock = if args.read_only { storage.detach_image() } else { None };
+        let db = Database::open(Device::new(Box::new(storage)), options)
+            .map_err(|e| format!("{}: {e}", image.display()))?;
+        return Ok((db, lock));
     }
-    print_table(&rows);
-    let p = db.pool_stats();
-    println!(
-        "\nbuffer: {} frames, {} hits, {} misses, {} evictions ({} dirty), {} cleaner writes",
-        db.buffer_frames(),
-        p.hits,
-        p.misses,
-        p.evictions,
-        p.dirty_evictions,
-        p.cleaner_writes
+    if args.read_only {
+        return Err(format!("{}: no such image (--read-only opens an existing database)", image.display()));
+    }
+    let geometry = args.device.geometry()?;
+    options.page_bytes = db_page_bytes(args.db_page_bytes, &args.device, geometry.page_bytes as usize)?;
+    // The system region and the log take a chip each; CREATE REGION needs more.
+    let needed = 1 + options.log_chips;
+    if geometry.chips() < needed {
+        return Err(format!(
+            "a database needs at least {needed} chips (its system and log regions), and one more for each CREATE REGION; --chips {} is too few",
+            geometry.chips()
+        ));
+    }
+    let device = args.device.create_with_sync(args.sync.into())?;
+    eprintln!(
+        "creating database {} on a {} device ({}-byte DB pages)",
+        image.display(),
+        args.device.device,
+        options.page_bytes
     );
+    Database::create(device, options).map_err(|e| {
+        // Leave no half-made image behind.
+        let _ = std::fs::remove_file(image);
+        e.to_string()
+    })
+}
+
+/// Closes the database: a checkpoint, and the image written.
+fn close(db: Database, image: &Path) -> Result<(), String> {
+    db.close().map(drop).map_err(|e| format!("saving {}: {e}", image.display()))
 }

@@ -19,18 +19,19 @@ use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 pub struct SqliteCompareArgs {
     #[command(flatten)]
     device: DeviceArgs,
-    /// TPC-B scale (branches of 100,000 accounts).
-    #[arg(long, default_value_t = 1)]
+    /// TPC-B scale (branches of 100,000 accounts), 1 to 1000.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     scale: u32,
-    /// Transactions measured on each system.
-    #[arg(long, default_value_t = 100_000)]
+    /// Transactions measured on each system, ≥ 1.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     transactions: u64,
-    /// Cache (SQLite) and buffer pool (DeltaFlash) as a share of the loaded database.
-    #[arg(long, default_value_t = 0.1)]
+    /// Cache (SQLite) and buffer pool (DeltaFlash) as a share of the loaded database, in (0, 1].
+    #[arg(long, default_value_t = 0.1, value_parser = crate::setup::positive_share)]
     buffer: f64,
     /// SQLite database file; put it on tmpfs.
     #[arg(long, default_value = "/dev/shm/deltaflash-tpcb.sqlite")]
     sqlite_path: PathBuf,
+    /// Seed of the transaction inputs (the same on both systems).
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }

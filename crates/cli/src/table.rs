@@ -1,6 +1,7 @@
 //! Aligned plain-text tables.
 
 use std::fmt::Display;
+use std::io::{self, Write};
 
 pub struct Row(Vec<String>);
 
@@ -14,8 +15,8 @@ impl Row {
     }
 }
 
-/// Prints rows with columns padded to their widest cell; numbers right-aligned.
-pub fn print_table(rows: &[Row]) {
+/// Writes rows with columns padded to their widest cell; numbers right-aligned.
+pub fn write_table(out: &mut dyn Write, rows: &[Row]) -> io::Result<()> {
     let columns = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().filter_map(|r| r.0.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
@@ -34,6 +35,13 @@ pub fn print_table(rows: &[Row]) {
                 }
             })
             .collect();
-        println!("  {}", cells.join("  ").trim_end());
+        writeln!(out, "  {}", cells.join("  ").trim_end())?;
     }
+    Ok(())
+}
+
+/// [`write_table`] to standard output. A reader that went away (`… | head`) ends the
+/// output, not the command: its work and files are unaffected.
+pub fn print_table(rows: &[Row]) {
+    let _ = write_table(&mut io::stdout().lock(), rows);
 }

@@ -12,9 +12,10 @@ pub struct TortureArgs {
     /// The device; unless given, 4 chips × 32 blocks × 16 pages of the preset.
     #[command(flatten)]
     device: DeviceArgs,
-    /// Power cuts to run, each at a random flash operation of the workload.
-    #[arg(long, default_value_t = 200)]
+    /// Power cuts to run, each at a random flash operation of the workload (≥ 1).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     cuts: u32,
+    /// Seed of every random choice (cut points, transfers).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// IPA scheme NxM of the bank's region (0x0: none).
@@ -23,17 +24,18 @@ pub struct TortureArgs {
     /// IPA mode of the bank's region: slc, pslc or odd-mlc (the device's cells must fit).
     #[arg(long, default_value = "auto")]
     ipa_mode: String,
-    #[arg(long, default_value_t = 2000)]
+    /// Bank accounts (at least 2, so a transfer has two ends).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(2..=10_000_000))]
     accounts: u32,
-    /// Transfers per run (a cut ends the run sooner).
-    #[arg(long, default_value_t = 800)]
+    /// Transfers per run (a cut ends the run sooner), ≥ 1.
+    #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     transfers: u32,
-    /// Buffer pool frames (small, so pages are evicted mid-transaction).
-    #[arg(long, default_value_t = 16)]
+    /// Buffer pool frames (small, so pages are evicted mid-transaction), 4 to 1,048,576.
+    #[arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4..=1 << 20))]
     buffer_pages: usize,
     /// Group-commit window in simulated µs (transfers start 20 µs apart); 0 forces the
-    /// log at every commit.
-    #[arg(long, default_value_t = 0)]
+    /// log at every commit. At most 10 s.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     group_commit_us: u64,
 }
 

@@ -133,7 +133,7 @@ fn bad_flags_are_named() {
     let out = deltaflash(&["ftl-bench", "--device", "floppy"]);
     assert!(stderr(&out).contains("unknown device preset `floppy`"), "{}", stderr(&out));
     let out = deltaflash(&["ftl-bench", "--over-provisioning", "1.5"]);
-    assert!(stderr(&out).contains("over-provisioning 1.5"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("'1.5' for '--over-provisioning"), "{}", stderr(&out));
     let out = deltaflash(&["ftl-bench", "--gc", "lru"]);
     assert!(stderr(&out).contains("unknown GC policy `lru`"), "{}", stderr(&out));
     let out = deltaflash(&["ftl-bench", "--ipa-mode", "pslc"]);

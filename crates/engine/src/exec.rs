@@ -34,6 +34,12 @@ impl Database {
         Ok(out)
     }
 
+    /// Runs one parsed statement as [`Database::execute`] does (a shell that parsed it
+    /// itself, to report positions in its whole input).
+    pub fn execute_statement(&mut self, st: Statement) -> Result<QueryResult> {
+        self.run_in_transaction(st)
+    }
+
     fn run_in_transaction(&mut self, st: Statement) -> Result<QueryResult> {
         let ddl = matches!(
             st,

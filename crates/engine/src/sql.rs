@@ -1,6 +1,9 @@
 //! The statement language: regions, tablespaces, tables and indexes (IPA demo paper
 //! DDL) and simple DML. [`parse`] turns text into [`Statement`]s; an error names the
-//! line, the column and the offending token.
+//! line, the column and the offending token. [`Splitter`] cuts a stream of text into
+//! statements as it arrives (a shell runs each as soon as its `;` is read), with the
+//! lexer's rules for string literals and `--` comments, so the two never disagree on
+//! where a statement ends. Positions count characters, 1-based, across the whole input.
 //!
 //! ```text
 //! CREATE REGION name (MAX_SIZE=32G, MAX_CHIPS=4, MAX_CHANNELS=2, IPA_MODE=pSLC, IPA=2x4, V=12, OVER_PROVISIONING=0.1)
@@ -37,20 +40,33 @@ struct Token {
     column: usize,
 }
 
+/// Tokens and literals longer than this many characters are cut in error messages (a
+/// 1 MB literal is not echoed back).
+pub const ECHO_CHARS: usize = 40;
+
+/// `text` cut to [`ECHO_CHARS`] characters, with `…` where it was cut.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 impl Token {
     fn text(&self) -> String {
         match &self.tok {
-            Tok::Word(w) => w.clone(),
-            Tok::Str(s) => format!("'{s}'"),
+            Tok::Word(w) => shorten(w),
+            Tok::Str(s) => format!("'{}'", shorten(s)),
             Tok::Sym(c) => c.to_string(),
             Tok::End => "end of input".into(),
         }
     }
 }
 
-fn lex(text: &str) -> Result<Vec<Token>> {
+/// Tokens of `text`, whose first character is at `line`, `column`.
+fn lex(text: &str, line: usize, column: usize) -> Result<Vec<Token>> {
     let chars: Vec<char> = text.chars().collect();
-    let (mut i, mut line, mut col) = (0, 1, 1);
+    let (mut i, mut line, mut col) = (0, line, column);
     let mut out = Vec::new();
     let advance = |i: &mut usize, line: &mut usize, col: &mut usize, c: char| {
         *i += 1;
@@ -194,7 +210,13 @@ pub struct Located {
 
 /// Parses `;`-separated statements.
 pub fn parse(text: &str) -> Result<Vec<Located>> {
-    let mut p = Parser { toks: lex(text)?, at: 0 };
+    parse_at(text, 1, 1)
+}
+
+/// Parses `;`-separated statements of a text whose first character stands at `line`,
+/// `column` of a larger input, so positions in errors and [`Located`] are the input's.
+pub fn parse_at(text: &str, line: usize, column: usize) -> Result<Vec<Located>> {
+    let mut p = Parser { toks: lex(text, line, column)?, at: 0 };
     let mut out = Vec::new();
     loop {
         while p.eat_sym(';') {}
@@ -205,6 +227,160 @@ pub fn parse(text: &str) -> Result<Vec<Located>> {
         out.push(Located { line, statement: p.statement()? });
         if p.peek().tok != Tok::End && !p.eat_sym(';') {
             return p.fail("expected `;` after the statement");
+        }
+    }
+}
+
+/// One statement cut from a stream by [`Splitter`]: its text (without the `;`) and
+/// where its first character stands in the input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub text: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SplitState {
+    Code,
+    /// Inside `'…'`; a doubled `''` closes and reopens, which splits the same way.
+    Str,
+    /// After a `-` that may start a `--` comment.
+    Dash,
+    /// Inside a `--` comment, up to the end of the line.
+    Comment,
+}
+
+/// Cuts text fed in any chunks into statements at each `;` outside string literals
+/// and comments. Whitespace and comments before a statement are dropped, so a
+/// statement's text starts at its first token; everything after that is kept, so
+/// [`parse_at`] with the piece's position reports positions in the whole input.
+#[derive(Clone, Debug)]
+pub struct Splitter {
+    pending: String,
+    state: SplitState,
+    /// Position of the next character fed.
+    line: usize,
+    column: usize,
+    /// Where `pending` starts, and where the `-` of [`SplitState::Dash`] stands.
+    start: (usize, usize),
+    dash: (usize, usize),
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Splitter { pending: String::new(), state: SplitState::Code, line: 1, column: 1, start: (1, 1), dash: (1, 1) }
+    }
+}
+
+impl Splitter {
+    pub fn new() -> Splitter {
+        Splitter::default()
+    }
+
+    /// True when no statement is under way: the next line may be a shell command.
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty() && matches!(self.state, SplitState::Code | SplitState::Comment)
+    }
+
+    /// The line the next character fed will stand on.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// Skips a line that is not SQL (a shell command), keeping positions right.
+    pub fn skip_line(&mut self) {
+        self.line += 1;
+        self.column = 1;
+    }
+
+    /// Drops the statement under way (a shell's Ctrl-C); positions go on counting.
+    pub fn discard(&mut self) {
+        self.pending.clear();
+        self.state = SplitState::Code;
+    }
+
+    /// Feeds `text`; returns the statements it completes, in order.
+    pub fn push(&mut self, text: &str) -> Vec<Piece> {
+        let mut out = Vec::new();
+        for c in text.chars() {
+            let here = (self.line, self.column);
+            match self.state {
+                SplitState::Str => {
+                    self.pending.push(c);
+                    if c == '\'' {
+                        self.state = SplitState::Code;
+                    }
+                }
+                SplitState::Comment => {
+                    if !self.pending.is_empty() {
+                        self.pending.push(c);
+                    }
+                    if c == '\n' {
+                        self.state = SplitState::Code;
+                    }
+                }
+                SplitState::Dash if c == '-' => {
+                    if !self.pending.is_empty() {
+                        self.pending.push_str("--");
+                    }
+                    self.state = SplitState::Comment;
+                }
+                SplitState::Dash => {
+                    self.keep('-', self.dash);
+                    self.state = SplitState::Code;
+                    self.code(c, here, &mut out);
+                }
+                SplitState::Code => self.code(c, here, &mut out),
+            }
+            if c == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        out
+    }
+
+    /// The statement left at the end of the input (one without a closing `;`).
+    pub fn finish(&mut self) -> Option<Piece> {
+        if self.state == SplitState::Dash {
+            self.keep('-', self.dash);
+        }
+        self.state = SplitState::Code;
+        self.take()
+    }
+
+    fn keep(&mut self, c: char, at: (usize, usize)) {
+        if self.pending.is_empty() {
+            self.start = at;
+        }
+        self.pending.push(c);
+    }
+
+    fn take(&mut self) -> Option<Piece> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let (line, column) = self.start;
+        Some(Piece { text: std::mem::take(&mut self.pending), line, column })
+    }
+
+    fn code(&mut self, c: char, here: (usize, usize), out: &mut Vec<Piece>) {
+        match c {
+            ';' => out.extend(self.take()),
+            '-' => {
+                self.dash = here;
+                self.state = SplitState::Dash;
+            }
+            c if c.is_whitespace() && self.pending.is_empty() => {}
+            c => {
+                self.keep(c, here);
+                if c == '\'' {
+                    self.state = SplitState::Str;
+                }
+            }
         }
     }
 }
@@ -525,16 +701,15 @@ impl Parser {
         let v = match &t.tok {
             Tok::Str(s) if !negative => Value::Text(s.clone()),
             Tok::Word(w) if w.eq_ignore_ascii_case("NULL") && !negative => Value::Null,
-            Tok::Word(w) if w.starts_with(|c: char| c.is_ascii_digit()) => match parse_number(w) {
-                Ok(v) => v,
-                Err(m) => return self.fail(&m),
-            },
+            Tok::Word(w) if w.starts_with(|c: char| c.is_ascii_digit()) => {
+                match parse_number(&if negative { format!("-{w}") } else { w.clone() }) {
+                    Ok(v) => v,
+                    Err(m) => return self.fail(&m),
+                }
+            }
             _ => return self.fail("expected a value (number, 'text' or NULL)"),
         };
         self.bump();
-        if negative {
-            return v.negate().map_or_else(|| self.fail("value out of range"), Ok);
-        }
         Ok(v)
     }
 
@@ -639,22 +814,34 @@ pub fn parse_size(w: &str) -> std::result::Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(|| format!("size `{w}` is too large"))
 }
 
+/// A numeric literal, its sign included: an integer, an exact decimal of at most 18
+/// digits, or a finite float. An integer outside BIGINT is an error that shows the
+/// number as typed (not a float approximation of it).
 fn parse_number(w: &str) -> std::result::Result<Value, String> {
     if let Ok(i) = w.parse::<i64>() {
         return Ok(Value::Int(i));
     }
-    if let Some((int, frac)) = w.split_once('.') {
+    let digits = w.strip_prefix('-').unwrap_or(w);
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("integer {} is out of range for BIGINT ({} to {})", shorten(w), i64::MIN, i64::MAX));
+    }
+    if let Some((int, frac)) = digits.split_once('.') {
         if !int.is_empty()
             && !frac.is_empty()
             && frac.len() <= 18
             && (int.to_owned() + frac).bytes().all(|b| b.is_ascii_digit())
         {
             if let Ok(scaled) = format!("{int}{frac}").parse::<i64>() {
+                let scaled = if digits.len() < w.len() { -scaled } else { scaled };
                 return Ok(Value::Decimal { scaled, scale: frac.len() as u8 });
             }
         }
     }
-    w.parse::<f64>().map(Value::Float).map_err(|_| format!("`{w}` is not a number"))
+    match w.parse::<f64>() {
+        Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+        Ok(_) => Err(format!("`{}` is not a finite number (FLOAT holds about ±1.8e308)", shorten(w))),
+        Err(_) => Err(format!("`{}` is not a number", shorten(w))),
+    }
 }
 
 #[cfg(test)]
@@ -727,6 +914,83 @@ mod tests {
                 proptest::prop_assert!(line >= 1 && column >= 1);
             }
         }
+    }
+
+    #[test]
+    fn numbers_out_of_range_show_what_was_typed() {
+        let (_, col, _, msg) = err("INSERT INTO t VALUES (1, 99999999999999999999)");
+        assert_eq!(col, 26);
+        assert!(msg.contains("integer 99999999999999999999 is out of range for BIGINT"), "{msg}");
+        assert!(err("INSERT INTO t VALUES (-99999999999999999999)").3.contains("-99999999999999999999"));
+        let min = parse("INSERT INTO t VALUES (-9223372036854775808, -12.50)").unwrap();
+        let Statement::Insert { rows, .. } = &min[0].statement else { panic!() };
+        assert_eq!(rows[0], vec![Value::Int(i64::MIN), Value::Decimal { scaled: -1250, scale: 2 }]);
+        assert!(err("INSERT INTO t VALUES (1e400)").3.contains("not a finite number"));
+        assert!(err("INSERT INTO t VALUES (inf)").3.contains("expected a value"));
+        assert!(err("INSERT INTO t VALUES (nan)").3.contains("expected a value"));
+    }
+
+    #[test]
+    fn long_tokens_are_cut_in_errors() {
+        let long = "x".repeat(1 << 20);
+        let text = format!("INSERT INTO t VALUES ('{long}') junk");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.len() < 200, "{} bytes", e.len());
+        let text = format!("SELECT * FROM t WHERE a = '{long}' {long}");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains(&format!("{}…", "x".repeat(ECHO_CHARS))) && e.len() < 200, "{e:.300}");
+    }
+
+    #[test]
+    fn parse_at_reports_positions_in_the_whole_input() {
+        let (line, col, ..) = match parse_at("SELECT * FROM t WHERE a > 1", 7, 5).unwrap_err() {
+            Error::Parse { line, column, token, message } => (line, column, token, message),
+            e => panic!("{e}"),
+        };
+        assert_eq!((line, col), (7, 29));
+        let (line, col, ..) = match parse_at("SELECT *\nFROM t WHERE a > 1", 7, 5).unwrap_err() {
+            Error::Parse { line, column, token, message } => (line, column, token, message),
+            e => panic!("{e}"),
+        };
+        assert_eq!((line, col), (8, 16));
+    }
+
+    fn split_all(chunks: &[&str]) -> Vec<Piece> {
+        let mut s = Splitter::new();
+        let mut out: Vec<Piece> = chunks.iter().flat_map(|c| s.push(c)).collect();
+        out.extend(s.finish());
+        out
+    }
+
+    #[test]
+    fn the_splitter_respects_strings_and_comments() {
+        let text = "  SELECT 1;\n-- a; comment\nINSERT INTO t VALUES ('a;b', 'it''s;');  x - 1 -- c;\n;SELECT\n 2";
+        let pieces = split_all(&[text]);
+        let texts: Vec<&str> = pieces.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["SELECT 1", "INSERT INTO t VALUES ('a;b', 'it''s;')", "x - 1 -- c;\n", "SELECT\n 2"]);
+        let at: Vec<(usize, usize)> = pieces.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(at, [(1, 3), (3, 1), (3, 42), (4, 2)]);
+        // The same text fed one character at a time splits the same way.
+        let chars: Vec<String> = text.chars().map(String::from).collect();
+        let one_by_one = split_all(&chars.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(one_by_one, pieces);
+        // A comment before a statement is dropped; a lone `-` at the end is kept.
+        assert_eq!(split_all(&["-- only a comment\n"]), vec![]);
+        assert_eq!(split_all(&["-"])[0].text, "-");
+    }
+
+    #[test]
+    fn the_splitter_is_idle_between_statements_only() {
+        let mut s = Splitter::new();
+        assert!(s.is_idle());
+        s.push("SELECT *\n");
+        assert!(!s.is_idle());
+        assert_eq!(s.push("FROM t; -- done\n").len(), 1);
+        assert!(s.is_idle());
+        s.push("INSERT INTO t VALUES ('multi\n");
+        assert!(!s.is_idle());
+        s.skip_line();
+        assert_eq!(s.line(), 5);
     }
 
     #[test]

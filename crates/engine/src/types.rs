@@ -116,7 +116,8 @@ impl Value {
     pub fn add(&self, delta: &Value) -> Option<Value> {
         match (self, delta) {
             (Value::Int(a), Value::Int(b)) => a.checked_add(*b).map(Value::Int),
-            (Value::Float(a), d) => Some(Value::Float(a + d.as_f64()?)),
+            // A FLOAT stays finite, as its literals must be.
+            (Value::Float(a), d) => Some(a + d.as_f64()?).filter(|s| s.is_finite()).map(Value::Float),
             (Value::Decimal { scaled, scale }, d) => {
                 let d = match d {
                     Value::Int(i) => i.checked_mul(10i64.pow(*scale as u32))?,

@@ -223,6 +223,22 @@ fn config_slot(generation: u64, bytes: &[u8]) -> Vec<u8> {
     slot
 }
 
+/// The lock of an image whose contents were detached into memory
+/// ([`MemoryStorage::detach_image`]): other writers stay out while it lives.
+pub struct ImageLock {
+    _file: ImageFile,
+}
+
+impl MemoryStorage {
+    /// Detaches the image file: the storage keeps the device's state in memory and
+    /// further changes stay there, never reaching the file, while the returned lock keeps
+    /// the file locked. A read-only session runs recovery on such a scratch copy, so the
+    /// file stays byte-identical. `None` for a storage without an image.
+    pub fn detach_image(&mut self) -> Option<ImageLock> {
+        self.image.take().map(|file| ImageLock { _file: file })
+    }
+}
+
 /// The open image file behind a [`MemoryStorage`]: it writes each mutation through at
 /// its offset and syncs as the mode says. Holds the file's lock while open.
 pub(crate) struct ImageFile {

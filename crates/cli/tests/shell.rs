@@ -1,0 +1,277 @@
+//! The `deltaflash sql` shell driven as a child process: statements run as they
+//! arrive, errors leave earlier work done and name their position in the whole input,
+//! `--bail`, `-c`, output modes, a closed pipe, long literals, device presets; and a
+//! fuzz pass of arbitrary input through the statement splitter and parser.
+
+use engine::sql::{parse_at, Piece, Splitter};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const SMALL: &[&str] = &["--chips", "4", "--blocks-per-chip", "32", "--pages-per-block", "16"];
+
+fn sql(image: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(["sql", "--image"])
+        .arg(image)
+        .args(SMALL)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The ids in table t, read back through a fresh session.
+fn ids(image: &Path) -> String {
+    let out = sql(image, &["--mode", "csv", "-c", "SELECT a FROM t"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).lines().skip(1).collect::<Vec<_>>().join(",")
+}
+
+/// Eight statements on eight lines; the seventh has a syntax error at column 27.
+const EIGHT: &str = "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20));\n\
+    INSERT INTO t VALUES (1, 'one');\n\
+    INSERT INTO t VALUES (2, 'two');\n\
+    INSERT INTO t VALUES (3, 'three');\n\
+    INSERT INTO t VALUES (4, 'four');\n\
+    INSERT INTO t VALUES (5, 'five');\n\
+    SELECT * FROM t WHERE a > 1;\n\
+    INSERT INTO t VALUES (8, 'eight');\n";
+
+#[test]
+fn an_error_in_the_middle_leaves_earlier_statements_done_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &[], EIGHT);
+    assert!(!out.status.success(), "a failed statement makes the exit code non-zero");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 7, column 25: expected `=` or BETWEEN (at `>`)"), "{stderr}");
+    assert!(!stderr.contains("-e:") && !stderr.contains("panicked"), "{stderr}");
+    assert_eq!(ids(&image), "1,2,3,4,5,8");
+}
+
+#[test]
+fn bail_stops_at_the_first_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &["--bail"], EIGHT);
+    assert!(!out.status.success());
+    assert_eq!(ids(&image), "1,2,3,4,5");
+}
+
+#[test]
+fn runtime_errors_name_the_statement_position_in_the_whole_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20));\n\n  INSERT INTO t VALUES (1, 'x'); INSERT INTO u VALUES (1);\n";
+    let out = sql(&image, &[], input);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 3, column 34: "), "{stderr}");
+}
+
+#[test]
+fn dash_c_runs_its_commands_and_e_may_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &["-c", "CREATE TABLE t (a INT PRIMARY KEY); INSERT INTO t VALUES (4)"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = sql(&image, &["-e", "INSERT INTO t VALUES (5)", "-e", ".tables", "-e", "SELECT * FROM t"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("t_pkey") && stdout.contains("(2 rows)"), "{stdout}");
+    // A dot command that does not exist fails, naming it.
+    let out = sql(&image, &["-c", ".nope"], "");
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("unknown command .nope"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn csv_and_json_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20), d DECIMAL(6,2));\n\
+        INSERT INTO t VALUES (1, 'plain', 1.50), (2, 'a,\"q\"', NULL);\n\
+        .mode csv\nSELECT * FROM t;\n.mode json\nSELECT * FROM t;\nSELECT * FROM t WHERE a = 9;\n";
+    let out = sql(&image, &[], input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let csv = "a,b,d\n1,plain,1.50\n2,\"a,\"\"q\"\"\",\n";
+    let json =
+        "[\n  {\"a\": 1, \"b\": \"plain\", \"d\": 1.50},\n  {\"a\": 2, \"b\": \"a,\\\"q\\\"\", \"d\": null}\n]\n[]\n";
+    assert!(stdout.ends_with(&format!("{csv}{json}")), "{stdout}");
+    let rows: serde_json::Value = serde_json::from_str(&json[..json.len() - 3]).unwrap();
+    assert_eq!(rows[1]["b"], "a,\"q\"");
+}
+
+#[test]
+fn statements_run_as_their_semicolon_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(["sql", "--image"])
+        .arg(&image)
+        .args(SMALL)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // The statement's output arrives while standard input is still open.
+    stdin.write_all(b"CREATE TABLE t (a INT PRIMARY KEY);\nSELECT * FROM t;\n").unwrap();
+    stdin.flush().unwrap();
+    let wait = |what: &str| loop {
+        let line =
+            rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("no `{what}` before stdin closed"));
+        if line.contains(what) {
+            break;
+        }
+    };
+    wait("(0 rows)");
+    stdin.write_all(b"INSERT INTO t VALUES (7);\nSELECT * FROM t;\n").unwrap();
+    stdin.flush().unwrap();
+    wait("(1 row)");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_closed_pipe_ends_the_session_quietly_with_committed_work_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &[], "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20));\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(["sql", "--image"])
+        .arg(&image)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin.write_all(b"INSERT INTO t VALUES (1, 'kept');\n").unwrap();
+    stdin.flush().unwrap();
+    // `| head -1`: read one line, then close the pipe.
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "1 row inserted\n");
+    drop(stdout);
+    // The next output fails on the closed pipe; the rest of the input is not run.
+    let _ = stdin.write_all(b"SELECT * FROM t;\nINSERT INTO t VALUES (2, 'never');\n");
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status.code());
+    assert!(!stderr.contains("panicked") && !stderr.contains("error"), "{stderr}");
+    assert_eq!(ids(&image), "1");
+}
+
+#[test]
+fn a_long_literal_is_cut_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let big = "x".repeat(1 << 20);
+    let input = format!(
+        "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10));\nINSERT INTO t VALUES (1, '{big}');\n\
+         INSERT INTO t VALUES (2, '{big}' extra);\nSELECT * FROM t WHERE a = 1 {big};\n"
+    );
+    let out = sql(&image, &[], &input);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.len() < 1000, "{} bytes of error", stderr.len());
+    assert_eq!(stderr.matches(&format!("{}…", "x".repeat(40))).count(), 2, "{stderr}");
+    assert!(stderr.contains("error at line 2, column 1: "), "{stderr}");
+    // Positions count characters across the 1 MB literal.
+    assert!(stderr.contains("error at line 3, column 1048605: expected `)` (at `extra`)"), "{stderr}");
+    assert!(stderr.contains("error at line 4, column 29: expected `;` after the statement (at `xxx"), "{stderr}");
+}
+
+#[test]
+fn number_literals_are_checked_as_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "CREATE TABLE t (a BIGINT PRIMARY KEY, f FLOAT);\nINSERT INTO t VALUES (99999999999999999999, 1);\nINSERT INTO t VALUES (1, 1e999);\nINSERT INTO t VALUES (2, inf);\n\
+        INSERT INTO t VALUES (3, 1.5e308);\nUPDATE t SET f = f + 1.5e308 WHERE a = 3;\n";
+    let stderr = text(&sql(&image, &[], input).stderr);
+    assert!(stderr.contains("integer 99999999999999999999 is out of range for BIGINT"), "{stderr}");
+    assert!(stderr.contains("`1e999` is not a finite number"), "{stderr}");
+    assert!(stderr.contains("error at line 4, column 26: expected a value"), "{stderr}");
+    assert!(stderr.contains("error at line 6, column 1: cannot add"), "{stderr}");
+}
+
+#[test]
+fn a_device_with_8k_flash_pages_gets_8k_db_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(["sql", "--device", "openssd-mlc", "--blocks-per-chip", "64", "--image"])
+        .arg(&image)
+        .args(["-c", "CREATE TABLE t (a INT PRIMARY KEY); INSERT INTO t VALUES (3); SELECT * FROM t"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("8192-byte DB pages"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("(1 row)"));
+}
+
+/// Splits `text` fed in chunks cut at `cuts` (char indices).
+fn split_in_chunks(text: &str, cuts: &[usize]) -> Vec<Piece> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
+    bounds.extend([0, chars.len()]);
+    bounds.sort_unstable();
+    let mut splitter = Splitter::new();
+    let mut pieces = Vec::new();
+    for w in bounds.windows(2) {
+        let chunk: String = chars[w[0]..w[1]].iter().collect();
+        pieces.extend(splitter.push(&chunk));
+    }
+    pieces.extend(splitter.finish());
+    pieces
+}
+
+proptest::proptest! {
+    /// Arbitrary input, in arbitrary chunks, through the splitter and the parser: never
+    /// a panic; the same pieces however the input is chunked; every error positioned
+    /// inside the input.
+    #[test]
+    fn fuzz_shell_input(
+        text in "(\\PC|[;'\\-\\n ]){0,200}",
+        statement in "(SELECT \\* FROM t WHERE a = |INSERT INTO t VALUES \\(|'[a-z;-]{0,4}'|-- c;\\n|1|;|\\n| ){0,12}",
+        cuts in proptest::collection::vec(0usize..400, 0..6),
+    ) {
+        for input in [text.as_str(), statement.as_str()] {
+            let whole = split_in_chunks(input, &[]);
+            proptest::prop_assert_eq!(&split_in_chunks(input, &cuts), &whole);
+            let lines = input.split('\n').count();
+            for piece in whole {
+                proptest::prop_assert!(!piece.text.is_empty());
+                if let Err(engine::Error::Parse { line, column, .. }) = parse_at(&piece.text, piece.line, piece.column) {
+                    proptest::prop_assert!(line >= piece.line && line <= lines + 1 && column >= 1);
+                }
+            }
+        }
+    }
+}
