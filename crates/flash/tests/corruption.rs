@@ -10,7 +10,7 @@
 use flash::oob::{self, Header};
 use flash::{Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
 use nand::{
-    BlockId, CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, PowerCut, Ppn, Span, Storage,
+    BlockId, CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, Ppn, Span, Storage,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -105,11 +105,11 @@ impl Storage for BitRot {
     fn write_pointer(&self, block: BlockId) -> u32 {
         self.inner.write_pointer(block)
     }
-    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), nand::Error> {
         self.rotten.remove(&ppn);
         self.inner.program(ppn, spans)
     }
-    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), PowerCut> {
+    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), nand::Error> {
         if !self.rotten.contains_key(&src) {
             return self.inner.copy_program(src, dst, spans);
         }
@@ -119,18 +119,18 @@ impl Storage for BitRot {
         }
         self.inner.program(dst, &[Span::new(0, &raw)])
     }
-    fn erase(&mut self, block: BlockId) -> Result<(), PowerCut> {
+    fn erase(&mut self, block: BlockId) -> Result<(), nand::Error> {
         self.forget_block(block);
         self.inner.erase(block)
     }
-    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) {
+    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), nand::Error> {
         self.forget_block(block);
         self.inner.tear_erase(block, erased_pages)
     }
     fn config_area(&self) -> &[u8] {
         self.inner.config_area()
     }
-    fn set_config_area(&mut self, bytes: Vec<u8>) {
+    fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), nand::Error> {
         self.inner.set_config_area(bytes)
     }
     fn flush(&mut self) -> Result<(), nand::ImageError> {
