@@ -45,8 +45,8 @@ enum Command {
     /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, and the dot
     /// commands .stats, .schema and .tables.
     Sql(sql::SqlArgs),
-    /// Run an OLTP workload (TPC-B) on the emulated device in simulated time and report
-    /// the IPA paper's metrics.
+    /// Run a registered OLTP workload (--workload) on the emulated device in simulated
+    /// time and report the IPA paper's metrics; --config FILE.toml describes a whole run.
     Bench(bench::BenchCommand),
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7.

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::time::Instant;
-use workloads::driver::Workload;
+use workloads::Workload;
 use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 
 #[derive(Args)]

@@ -85,8 +85,21 @@ impl Registered {
 }
 
 fn configure<P: WorkloadParams>(params: &Params) -> Result<Box<dyn Configured>, ConfigError> {
-    let p: P = serde_json::from_value(serde_json::Value::Object(params.clone()))
-        .map_err(|e| ConfigError::field("workload", format!("{}: {e}", P::NAME)))?;
+    let parse = |map: Params| serde_json::from_value::<P>(serde_json::Value::Object(map));
+    let known = P::default().params();
+    if let Some(name) = params.keys().find(|k| !known.contains_key(*k)) {
+        let names: Vec<&str> = known.keys().map(String::as_str).collect();
+        return Err(ConfigError::field(
+            format!("workload.{name}"),
+            format!("{} takes no parameter `{name}` (it takes: {})", P::NAME, names.join(", ")),
+        ));
+    }
+    let p: P = parse(params.clone()).map_err(|e| {
+        // Name the parameter whose value does not fit: the first that fails alone.
+        let culprit = params.iter().find(|(k, v)| parse(Params::from_iter([((*k).clone(), (*v).clone())])).is_err());
+        let field = culprit.map_or("workload".to_string(), |(k, _)| format!("workload.{k}"));
+        ConfigError::field(field, format!("{}: {e}", P::NAME))
+    })?;
     p.check().map_err(|(name, problem)| ConfigError::field(format!("workload.{name}"), problem))?;
     Ok(Box::new(p))
 }
@@ -140,9 +153,9 @@ mod tests {
         let e = tpcc.configure(&params(json!({"warehouses": 0}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.warehouses: must be at least 1"), "{e}");
         let e = tpcc.configure(&params(json!({"scale": 2}))).unwrap_err().to_string();
-        assert!(e.contains("unknown field `scale`"), "{e}");
-        let e = tpcc.configure(&params(json!({"mix": [1, 2, 3]}))).unwrap_err().to_string();
-        assert!(e.contains("workload"), "{e}");
+        assert_eq!(e, "workload.scale: tpcc takes no parameter `scale` (it takes: mix, warehouses)");
+        let e = tpcc.configure(&params(json!({"warehouses": 2, "mix": [1, 2, 3]}))).unwrap_err().to_string();
+        assert!(e.starts_with("workload.mix: tpcc: invalid length 3"), "{e}");
         let e = tpcc.configure(&params(json!({"mix": [0, 0, 0, 0, 0]}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.mix"), "{e}");
         let e = find("tpcd").unwrap_err().to_string();
