@@ -115,7 +115,8 @@ impl WorkloadArgs {
             ("subscribers", self.subscribers.map(serde_json::Value::from)),
             ("mix", self.mix.clone().map(serde_json::Value::from)),
         ];
-        for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone()) {
+        for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
+        {
             workload.params.insert(name, value);
         }
     }
@@ -192,7 +193,8 @@ pub struct BenchArgs {
           help = with_default("Print an interval line every this many simulated seconds (0: none)",
                               defaults().driver.progress_interval_s))]
     progress: Option<f64>,
-    #[arg(long, help = with_default("Seed of every random choice; the same seed gives the same result",
+    #[arg(long, allow_negative_numbers = true,
+          help = with_default("Seed of every random choice; the same seed gives the same result",
                                     defaults().seed))]
     seed: Option<u64>,
     /// Check the workload's consistency conditions after the run.
@@ -304,7 +306,8 @@ impl BenchArgs {
             e.ipa_objects = self.ipa_objects.clone();
         }
         if let Some(path) = &self.schema {
-            e.schema = Some(std::fs::read_to_string(path).map_err(|err| format!("--schema {}: {err}", path.display()))?);
+            e.schema =
+                Some(std::fs::read_to_string(path).map_err(|err| format!("--schema {}: {err}", path.display()))?);
         }
         let r = &mut c.driver;
         set(&mut r.sim_time_s, self.sim_time);
@@ -381,7 +384,11 @@ fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<Experim
             }
             Progress::Loaded { wall_seconds, fill } => {
                 bar.disable_steady_tick();
-                log(format!("loaded {} ({}) for {label} in {wall_seconds:.1} s", experiment.config().workload.name, experiment.size()));
+                log(format!(
+                    "loaded {} ({}) for {label} in {wall_seconds:.1} s",
+                    experiment.config().workload.name,
+                    experiment.size()
+                ));
                 log(format!(
                     "database {:.1} MiB in data regions of {:.1} MiB ({:.0}% full)",
                     fill.database_mib,
@@ -391,11 +398,17 @@ fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<Experim
             }
             Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } => {
                 bar.set_position((sim_seconds * 1000.0) as u64);
-                bar.set_message(format!("{sim_seconds:.1}/{total_sim_seconds:.1} simulated s  {throughput_tps:.0} tps"));
+                bar.set_message(format!(
+                    "{sim_seconds:.1}/{total_sim_seconds:.1} simulated s  {throughput_tps:.0} tps"
+                ));
             }
             Progress::Interval(line) => log(format!(
                 "{label} {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}",
-                line.sim_seconds, line.throughput_tps, line.read_latency_ms, line.write_latency_ms, line.gc_erases_so_far
+                line.sim_seconds,
+                line.throughput_tps,
+                line.read_latency_ms,
+                line.write_latency_ms,
+                line.gc_erases_so_far
             )),
         }
         Control::Continue
@@ -482,7 +495,8 @@ fn legend(baseline: &str) -> String {
 pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
     let (config, spelling) = cmd.common.config(None)?;
     if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
-        let source = cmd.common.schema.as_ref().map_or("engine.schema".to_string(), |p| format!("--schema {}", p.display()));
+        let source =
+            cmd.common.schema.as_ref().map_or("engine.schema".to_string(), |p| format!("--schema {}", p.display()));
         return Err(format!(
             "{source} has no ${{IPA}} placeholder, so every scheme would run on the same regions and identical runs \
              would be labelled as different schemes; put ${{IPA}} in the options of the region to vary, or run one scheme"

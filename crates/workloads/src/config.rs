@@ -323,10 +323,14 @@ impl ExperimentConfig {
         let scheme = IpaScheme::new(base.n, base.m, e.v).map_err(|p| ConfigError::field("engine.ipa", p))?;
         e.ipa = scheme.to_string();
         let mode = resolve_ipa_mode(&e.ipa_mode, scheme, geometry.cell)?;
-        let ipa = if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
+        let ipa =
+            if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
         let page_bytes = e.db_page_bytes.unwrap_or((geometry.page_bytes as usize).max(4096));
         if ![4096, 8192, 16384].contains(&page_bytes) {
-            return Err(ConfigError::field("engine.db_page_bytes", format!("must be 4096, 8192 or 16384, got {page_bytes}")));
+            return Err(ConfigError::field(
+                "engine.db_page_bytes",
+                format!("must be 4096, 8192 or 16384, got {page_bytes}"),
+            ));
         }
         e.db_page_bytes = Some(page_bytes);
         let log_chips = e.log_chips.unwrap_or((geometry.chips() / 4).max(1));

@@ -119,7 +119,9 @@ pub enum Stage {
     Setup,
     Loading,
     /// This many simulated seconds into the run.
-    Running { after_s: f64 },
+    Running {
+        after_s: f64,
+    },
 }
 
 /// Why an experiment did not produce a result.
@@ -127,9 +129,16 @@ pub enum Stage {
 pub enum ExperimentError {
     Config(ConfigError),
     /// The engine or the workload failed. `full`: the data regions ran out of space.
-    Failed { stage: Stage, error: String, full: Option<Fill>, blocks_per_chip: u32 },
+    Failed {
+        stage: Stage,
+        error: String,
+        full: Option<Fill>,
+        blocks_per_chip: u32,
+    },
     /// The progress callback stopped the run.
-    Stopped { stage: Stage },
+    Stopped {
+        stage: Stage,
+    },
 }
 
 impl From<ConfigError> for ExperimentError {
@@ -289,7 +298,9 @@ impl Experiment {
         let metrics = metrics.map_err(|e| {
             let after_s = db.now().saturating_sub(run_start) as f64 / 1e9;
             match e {
-                RunError::Stopped { sim_seconds } => ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } },
+                RunError::Stopped { sim_seconds } => {
+                    ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } }
+                }
                 RunError::Failed(err) => failed(&db, Stage::Running { after_s }, err),
             }
         })?;
@@ -365,7 +376,10 @@ impl Experiment {
         if self.config.engine.schema.is_some() && own.len() < tables.len() && catalog.tablespace("ts_data").is_err() {
             return Err(ConfigError::field(
                 "engine.schema",
-                format!("tables without a ts_<table> tablespace need one named ts_data (tables: {})", tables.join(", ")),
+                format!(
+                    "tables without a ts_<table> tablespace need one named ts_data (tables: {})",
+                    tables.join(", ")
+                ),
             )
             .into());
         }

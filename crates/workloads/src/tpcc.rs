@@ -67,7 +67,7 @@ impl WorkloadParams for TpccParams {
     }
 
     fn size(&self) -> String {
-        format!("{} warehouses", self.warehouses)
+        format!("{} warehouse{}", self.warehouses, if self.warehouses == 1 { "" } else { "s" })
     }
 
     fn build(&self, rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
