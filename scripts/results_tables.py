@@ -101,7 +101,9 @@ def main():
             cols = []
             for b, r in runs:
                 cols += [(f"[0×0] {float(b):.0%}", r[0], None), (f"[{r[1]['ipa']}] %", r[0], r[1])]
-            warehouses = runs[0][1][0]["config"]["warehouses"]
+            config = runs[0][1][0]["config"]
+            # Results since the experiment API nest the workload's parameters.
+            warehouses = config["workload"]["warehouses"] if isinstance(config["workload"], dict) else config["warehouses"]
             compare_table(f"{table} (TPC-C, {warehouses} warehouses)", cols)
             buckets_table(f"{table} update sizes ([0×0] runs)", [(f"{float(b):.0%}", r[0]) for b, r in runs])
     long = load("t9-long-buffer0.1")

@@ -1,65 +1,154 @@
-//! `deltaflash bench` and `deltaflash compare`: an OLTP workload on the emulated device
-//! in simulated time, with the IPA paper's metrics; `compare` runs several [N×M]
-//! schemes on the same seed and prints a table shaped like the paper's Table 7.
+//! `deltaflash bench`, `compare` and `check`: thin callers of the experiment API
+//! (`workloads::Experiment`). The flags (or `--config FILE.toml`, which flags then
+//! override) become one `ExperimentConfig`; `bench` runs it and prints the IPA paper's
+//! metrics, `compare` runs it under several [N×M] schemes on the same seed and prints a
+//! table shaped like the paper's Table 7, `check` checks a workload's consistency
+//! conditions on a database image.
+//!
+//! Every numeric flag is parsed against its range in `workloads::limits` (the same range
+//! the config check uses), so a bad value is refused by clap with the flag's name and the
+//! range. Errors from the experiment name config fields; without `--config` they are
+//! spelled as the flags that set them.
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
-use engine::buffer::CleanerPolicy;
-use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::json;
-use std::path::PathBuf;
-use std::time::Instant;
-use workloads::driver::{self, DriverConfig, Metrics, Workload};
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use workloads::config::{Eviction, WorkloadConfig};
+use workloads::experiment::Consistency;
+use workloads::limits::{self, CountRange, FloatRange};
+use workloads::registry::{self, REGISTRY};
+use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, ExperimentResult, Progress};
 
-#[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkloadKind {
-    Tpcb,
-    Tpcc,
-    Tatp,
+/// `help` with the default value taken from where defaults live.
+fn with_default(help: &str, default: impl Display) -> String {
+    format!("{help} [default: {default}]")
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Eviction {
-    Eager,
-    NonEager,
+fn defaults() -> ExperimentConfig {
+    ExperimentConfig::default()
 }
 
-/// Options shared by `bench` and `compare`.
+/// A registered workload's default for one parameter.
+fn param_default(workload: &str, param: &str) -> String {
+    let defaults = REGISTRY.iter().find(|w| w.name == workload).map(|w| w.defaults()).unwrap_or_default();
+    defaults.get(param).map_or_else(String::new, |v| v.to_string().replace(['[', ']'], ""))
+}
+
+fn float(range: FloatRange) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |text| range.parse(text)
+}
+
+fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
+}
+
+fn scheme(text: &str) -> Result<IpaScheme, String> {
+    text.parse()
+}
+
+/// `NAME=VALUE`, VALUE in JSON syntax (2, [45,43,4,4,4], "x"); anything else is a string.
+fn param(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, value) = text.split_once('=').ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    Ok((name.trim().to_string(), value))
+}
+
+fn workload_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(REGISTRY.iter().map(|w| PossibleValue::new(w.name).help(w.about)))
+}
+
+/// Every registered workload's parameters with their defaults, for `--param`'s help.
+fn params_help() -> String {
+    let mut text = "A workload parameter as NAME=VALUE, VALUE in JSON syntax (repeatable). Parameters:".to_string();
+    for w in REGISTRY {
+        let params: Vec<String> = w.defaults().iter().map(|(k, v)| format!("{k}={v}")).collect();
+        text += &format!("\n  {}: {}", w.name, params.join(", "));
+    }
+    text
+}
+
+/// The workload and its parameters: shared by `bench`, `compare` and `check`.
+#[derive(Args, Clone)]
+pub struct WorkloadArgs {
+    /// The workload (default: tpcb for bench and compare, tpcc for check).
+    #[arg(long, value_parser = workload_names())]
+    workload: Option<String>,
+    #[arg(long, value_parser = count::<u32>(workloads::tpcb::SCALE), allow_negative_numbers = true,
+          help = with_default("tpcb: branches, 100,000 accounts each", param_default("tpcb", "scale")))]
+    scale: Option<u32>,
+    #[arg(long, value_parser = count::<u32>(workloads::tpcc::WAREHOUSES), allow_negative_numbers = true,
+          help = with_default("tpcc: warehouses", param_default("tpcc", "warehouses")))]
+    warehouses: Option<u32>,
+    #[arg(long, value_parser = count::<u32>(workloads::tatp::SUBSCRIBERS), allow_negative_numbers = true,
+          help = with_default("tatp: subscribers", param_default("tatp", "subscribers")))]
+    subscribers: Option<u32>,
+    #[arg(long, value_delimiter = ',', value_parser = count::<u32>(workloads::tpcc::MIX_SHARE),
+          allow_negative_numbers = true,
+          help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel",
+                              param_default("tpcc", "mix")))]
+    mix: Option<Vec<u32>>,
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param, long_help = params_help(),
+          help = "A workload parameter as NAME=VALUE (repeatable; --help lists them)")]
+    params: Vec<(String, serde_json::Value)>,
+}
+
+impl WorkloadArgs {
+    /// Applies the flags given; another workload than the config's starts from its
+    /// defaults. A parameter the workload does not take is refused when resolving.
+    fn apply(&self, workload: &mut WorkloadConfig) {
+        if let Some(name) = &self.workload {
+            if *name != workload.name {
+                *workload = WorkloadConfig { name: name.clone(), params: Default::default() };
+            }
+        }
+        let flags = [
+            ("scale", self.scale.map(serde_json::Value::from)),
+            ("warehouses", self.warehouses.map(serde_json::Value::from)),
+            ("subscribers", self.subscribers.map(serde_json::Value::from)),
+            ("mix", self.mix.clone().map(serde_json::Value::from)),
+        ];
+        for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
+        {
+            workload.params.insert(name, value);
+        }
+    }
+}
+
+/// Options shared by `bench` and `compare`. Defaults are those of `ExperimentConfig`.
 #[derive(Args, Clone)]
 pub struct BenchArgs {
+    /// Experiment file: TOML (JSON if it ends in .json, e.g. the "config" of a result).
+    /// Flags given as well override its values; the preset is the file's
+    /// (`[device] preset`), so --device cannot be combined with it.
+    #[arg(long, value_name = "FILE", conflicts_with = "device")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     device: DeviceArgs,
-    #[arg(long, value_enum, default_value_t = WorkloadKind::Tpcb)]
-    workload: WorkloadKind,
-    /// TPC-B scale: branches (100,000 accounts each).
-    #[arg(long, default_value_t = 1)]
-    scale: u32,
-    /// TPC-C warehouses.
-    #[arg(long, default_value_t = 1)]
-    warehouses: u32,
-    /// TATP subscribers.
-    #[arg(long, default_value_t = 100_000)]
-    subscribers: u32,
-    /// TPC-C mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel.
-    #[arg(long, value_delimiter = ',', default_value = "45,43,4,4,4")]
-    mix: Vec<u32>,
-    /// Buffer pool size as a share of the database size after loading.
-    #[arg(long, default_value_t = 0.1)]
-    buffer: f64,
-    #[arg(long, value_enum, default_value_t = Eviction::Eager)]
-    eviction: Eviction,
-    /// IPA mode of the data region: slc, pslc, odd-mlc, or auto (by cell type).
-    #[arg(long, default_value = "auto")]
-    ipa_mode: String,
-    /// V: metadata pairs per delta-record.
-    #[arg(long, default_value_t = IpaScheme::DEFAULT_V)]
-    v: u8,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[arg(long, value_parser = float(limits::BUFFER_SHARE), allow_negative_numbers = true,
+          help = with_default("Buffer pool size as a share of the database after loading, in (0, 1]",
+                              defaults().engine.buffer_share))]
+    buffer: Option<f64>,
+    /// When dirty pages are written: eager (a page cleaner) or non-eager (at eviction)
+    /// [default: eager].
+    #[arg(long, value_parser = ["eager", "non-eager"])]
+    eviction: Option<String>,
+    #[arg(long, value_parser = ["auto", "none", "slc", "pslc", "odd-mlc"],
+          help = with_default("IPA mode of the data region (auto: slc on SLC devices, else odd-mlc)",
+                              defaults().engine.ipa_mode))]
+    ipa_mode: Option<String>,
+    #[arg(long, value_parser = count::<u8>(limits::V), allow_negative_numbers = true,
+          help = with_default("V: metadata pairs per delta-record, 1 to 125", defaults().engine.v))]
+    v: Option<u8>,
     /// Tables (with their indexes) placed in the IPA region; the rest go to a region
     /// without IPA on the other half of the chips. Default: all in one IPA region.
     #[arg(long, value_delimiter = ',', conflicts_with = "schema")]
@@ -70,58 +159,197 @@ pub struct BenchArgs {
     /// file creates one, else to `ts_data`.
     #[arg(long)]
     schema: Option<PathBuf>,
-    /// Checkpoint when the log is this full (a share of its region). The paper's
-    /// non-eager runs turn eager log-space reclamation off; 0.9 comes close.
-    #[arg(long, default_value_t = DbOptions::default().checkpoint_log_share)]
-    checkpoint_log_share: f64,
-    /// Chips of the log region [default: a quarter of the chips, 4 on the 16-chip
-    /// presets]. Each commit programs a log page, so one chip caps the commit rate
-    /// (TPC-B: about 3,500 tps) and the log, not the data, sets the pace; with more,
-    /// commits of different terminals program in parallel.
-    #[arg(long)]
+    #[arg(long, value_parser = float(limits::CHECKPOINT_LOG_SHARE), allow_negative_numbers = true,
+          help = with_default("Checkpoint when this share of the log region is in use, in (0, 1); \
+                               the paper's non-eager runs come close with 0.9",
+                              defaults().engine.checkpoint_log_share))]
+    checkpoint_log_share: Option<f64>,
+    /// Chips of the log region, at least 1 and two fewer than the device's [default: a
+    /// quarter of the chips]. Each commit programs a log page, so one chip caps the
+    /// commit rate (TPC-B: about 3,500 tps); with more, commits program in parallel.
+    #[arg(long, value_parser = count::<u32>(limits::LOG_CHIPS), allow_negative_numbers = true)]
     log_chips: Option<u32>,
-    /// Simulated seconds measured after the warm-up.
-    #[arg(long, default_value_t = 60.0)]
-    sim_time: f64,
-    /// Simulated seconds of warm-up, not measured.
-    #[arg(long, default_value_t = 10.0)]
-    warmup: f64,
-    #[arg(long, default_value_t = 8)]
-    terminals: usize,
-    /// CPU cost per record operation, simulated µs.
-    #[arg(long, default_value_t = 10.0)]
-    cpu_us: f64,
-    /// Group commit during the run: commits within this many simulated µs share one
-    /// log flush, and each terminal waits for its group's (0: every commit forces the
-    /// log at once).
-    #[arg(long, default_value_t = 0.0)]
-    group_commit_us: f64,
-    /// Print an interval line every this many simulated seconds (0: none).
-    #[arg(long, default_value_t = 0.0)]
-    progress: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[arg(long, value_parser = float(limits::SIM_TIME_S), allow_negative_numbers = true,
+          help = with_default("Simulated seconds measured after the warm-up, in (0, 1e9]",
+                              defaults().driver.sim_time_s))]
+    sim_time: Option<f64>,
+    #[arg(long, value_parser = float(limits::WARMUP_S), allow_negative_numbers = true,
+          help = with_default("Simulated seconds of warm-up, not measured, in [0, 1e9]",
+                              defaults().driver.warmup_s))]
+    warmup: Option<f64>,
+    #[arg(long, value_parser = count::<usize>(limits::TERMINALS), allow_negative_numbers = true,
+          help = with_default("Closed-loop terminals, 1 to 65536", defaults().driver.terminals))]
+    terminals: Option<usize>,
+    #[arg(long, value_parser = float(limits::CPU_PER_OPERATION_US), allow_negative_numbers = true,
+          help = with_default("Simulated CPU µs per record operation, in [0, 1e6]",
+                              defaults().driver.cpu_per_operation_us))]
+    cpu_us: Option<f64>,
+    #[arg(long, value_parser = float(limits::GROUP_COMMIT_US), allow_negative_numbers = true,
+          help = with_default("Group commit: commits within this many simulated µs share one log flush \
+                               (0: every commit forces the log), in [0, 1e6]",
+                              defaults().engine.group_commit_us))]
+    group_commit_us: Option<f64>,
+    #[arg(long, value_parser = float(limits::PROGRESS_INTERVAL_S), allow_negative_numbers = true,
+          help = with_default("Print an interval line every this many simulated seconds (0: none)",
+                              defaults().driver.progress_interval_s))]
+    progress: Option<f64>,
+    #[arg(long, allow_negative_numbers = true,
+          help = with_default("Seed of every random choice; the same seed gives the same result",
+                                    defaults().seed))]
+    seed: Option<u64>,
     /// Check the workload's consistency conditions after the run.
     #[arg(long)]
     check: bool,
+}
+
+/// How errors name config fields: as the flags that set them, or as fields of the file.
+struct Spelling {
+    config: Option<String>,
+    schema: Option<String>,
+}
+
+impl Spelling {
+    fn spell(&self, field: &str) -> String {
+        if let Some(file) = &self.config {
+            return format!("{field} in {file}");
+        }
+        let flag = match field {
+            "device" | "device.preset" => "--device",
+            "device.chips" => "--chips",
+            "device.blocks_per_chip" => "--blocks-per-chip",
+            "device.pages_per_block" => "--pages-per-block",
+            "device.page_bytes" => "--page-bytes",
+            "device.image" => "--image",
+            "engine.buffer_share" => "--buffer",
+            "engine.ipa" => "--ipa",
+            "engine.ipa_mode" => "--ipa-mode",
+            "engine.v" => "--v",
+            "engine.ipa_objects" => "--ipa-objects",
+            "engine.log_chips" => "--log-chips",
+            "engine.checkpoint_log_share" => "--checkpoint-log-share",
+            "engine.group_commit_us" => "--group-commit-us",
+            "engine.schema" => return format!("--schema {}", self.schema.as_deref().unwrap_or("")),
+            "driver.terminals" => "--terminals",
+            "driver.warmup_s" => "--warmup",
+            "driver.sim_time_s" => "--sim-time",
+            "driver.cpu_per_operation_us" => "--cpu-us",
+            "driver.progress_interval_s" => "--progress",
+            "workload" | "workload.name" => "--workload",
+            f => match f.strip_prefix("workload.") {
+                Some(p @ ("scale" | "warehouses" | "subscribers" | "mix")) => return format!("--{p}"),
+                Some(p) => return format!("--param {p}"),
+                None => f,
+            },
+        };
+        flag.to_string()
+    }
+
+    fn error(&self, e: &ExperimentError) -> String {
+        e.message(&|field| self.spell(field))
+    }
+}
+
+/// Reads an experiment file; a syntax error reads `FILE:LINE:COLUMN: message`.
+fn read_config(path: &Path) -> Result<ExperimentConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let parsed = if path.extension().is_some_and(|x| x == "json") {
+        ExperimentConfig::from_json(&text)
+    } else {
+        ExperimentConfig::from_toml(&text)
+    };
+    parsed.map_err(|e| format!("{}:{e}", path.display()))
+}
+
+impl BenchArgs {
+    /// The experiment: the file's (or the defaults), with the flags given applied.
+    fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
+        let mut c = match &self.config {
+            Some(path) => read_config(path)?,
+            None => ExperimentConfig::default(),
+        };
+        let d = &self.device;
+        let device = &mut c.device;
+        if self.config.is_none() {
+            device.preset = d.device.clone();
+        }
+        let overrides = [
+            (&mut device.chips, d.chips),
+            (&mut device.blocks_per_chip, d.blocks_per_chip),
+            (&mut device.pages_per_block, d.pages_per_block),
+            (&mut device.page_bytes, d.page_bytes),
+            (&mut device.host_queue_depth, d.host_queue_depth),
+        ];
+        for (field, flag) in overrides {
+            if flag.is_some() {
+                *field = flag;
+            }
+        }
+        device.no_data |= d.no_data;
+        if d.image.is_some() {
+            device.image = d.image.clone();
+        }
+        self.workload.apply(&mut c.workload);
+        let e = &mut c.engine;
+        set(&mut e.buffer_share, self.buffer);
+        set(&mut e.ipa_mode, self.ipa_mode.clone());
+        set(&mut e.v, self.v);
+        set(&mut e.checkpoint_log_share, self.checkpoint_log_share);
+        set(&mut e.group_commit_us, self.group_commit_us);
+        set(&mut e.ipa, ipa.map(|s| s.to_string()));
+        if let Some(eviction) = &self.eviction {
+            e.eviction = if eviction == "eager" { Eviction::Eager } else { Eviction::NonEager };
+        }
+        if self.log_chips.is_some() {
+            e.log_chips = self.log_chips;
+        }
+        if !self.ipa_objects.is_empty() {
+            e.ipa_objects = self.ipa_objects.clone();
+        }
+        if let Some(path) = &self.schema {
+            e.schema =
+                Some(std::fs::read_to_string(path).map_err(|err| format!("--schema {}: {err}", path.display()))?);
+        }
+        let r = &mut c.driver;
+        set(&mut r.sim_time_s, self.sim_time);
+        set(&mut r.warmup_s, self.warmup);
+        set(&mut r.terminals, self.terminals);
+        set(&mut r.cpu_per_operation_us, self.cpu_us);
+        set(&mut r.progress_interval_s, self.progress);
+        r.check |= self.check;
+        set(&mut c.seed, self.seed);
+        let spelling = Spelling {
+            config: self.config.as_ref().map(|p| p.display().to_string()),
+            schema: self.schema.as_ref().map(|p| p.display().to_string()),
+        };
+        Ok((c, spelling))
+    }
+}
+
+fn set<T>(field: &mut T, flag: Option<T>) {
+    if let Some(v) = flag {
+        *field = v;
+    }
 }
 
 #[derive(Args)]
 pub struct BenchCommand {
     #[command(flatten)]
     common: BenchArgs,
-    /// IPA scheme NxM of the data region (0x0: none).
-    #[arg(long, default_value = "2x4")]
-    ipa: String,
-    /// Write the metrics as JSON to this file.
+    #[arg(long, value_parser = scheme,
+          help = with_default("IPA scheme NxM of the data region (0x0: none)", defaults().engine.ipa))]
+    ipa: Option<IpaScheme>,
+    /// Write the result as JSON to this file (metrics, the resolved config, seed and
+    /// git commit).
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
+    /// A markdown table and its legend, nothing else (progress and logs go to stderr).
     Markdown,
     Csv,
+    /// The results of every run, as `bench --json` writes one.
     Json,
 }
 
@@ -130,286 +358,77 @@ pub struct CompareCommand {
     #[command(flatten)]
     common: BenchArgs,
     /// Schemes to run on the same seed; the first is the baseline.
-    #[arg(long, value_delimiter = ',', default_value = "0x0,2x4")]
-    schemes: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = scheme, default_value = "0x0,2x4")]
+    schemes: Vec<IpaScheme>,
+    /// Output format of the table.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
 }
 
-fn workload(args: &BenchArgs, rng: &mut ChaCha8Rng) -> Result<Box<dyn Workload>, String> {
-    Ok(match args.workload {
-        WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(args.scale)),
-        WorkloadKind::Tpcc => {
-            let mix: [u32; 5] = args.mix.clone().try_into().map_err(|_| {
-                format!(
-                    "--mix takes five percentages (NewOrder, Payment, OrderStatus, Delivery, StockLevel), got {}",
-                    args.mix.len()
-                )
-            })?;
-            if mix.iter().sum::<u32>() == 0 {
-                return Err("--mix: the percentages sum to 0".into());
+/// Runs one experiment with a progress bar in `bars` (scheme, simulated seconds, tps);
+/// its log lines go to stderr above the bars.
+fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<ExperimentResult, ExperimentError> {
+    let driver = &experiment.config().driver;
+    let total_s = driver.warmup_s + driver.sim_time_s;
+    let label = format!("[{}]", experiment.scheme());
+    let bar = bars.add(ProgressBar::new((total_s * 1000.0) as u64));
+    let style = ProgressStyle::with_template("{prefix:>7} [{bar:30}] {msg}").expect("valid template");
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_prefix(label.clone());
+    let log = |line: String| bars.suspend(|| eprintln!("{line}"));
+    let result = experiment.run(&mut |p| {
+        match p {
+            Progress::Loading { workload, size, .. } => {
+                bar.set_message(format!("loading {workload} ({size})"));
+                bar.enable_steady_tick(Duration::from_millis(120));
             }
-            Box::new(workloads::tpcc::Tpcc::new(args.warehouses as i64, workloads::tpcc::Mix(mix), rng))
-        }
-        WorkloadKind::Tatp => Box::new(workloads::tatp::Tatp::new(args.subscribers as i64)),
-    })
-}
-
-fn size_label(args: &BenchArgs) -> String {
-    match args.workload {
-        WorkloadKind::Tpcb => format!("scale {}", args.scale),
-        WorkloadKind::Tpcc => format!("{} warehouses", args.warehouses),
-        WorkloadKind::Tatp => format!("{} subscribers", args.subscribers),
-    }
-}
-
-/// A run's results with what it needs for the JSON file.
-struct Run {
-    metrics: Metrics,
-    scheme: IpaScheme,
-    space_overhead_pct: f64,
-    wall_seconds: f64,
-    /// Wall time of the warm-up and measured run (the load excluded).
-    run_wall_seconds: f64,
-    check: Option<Result<(), String>>,
-    fill: Fill,
-    log_chips: u32,
-}
-
-/// How much of the data regions' logical space the loaded database takes: the knob
-/// that sets how hard GC works.
-#[derive(Clone, Copy, serde::Serialize)]
-struct Fill {
-    database_mib: f64,
-    data_regions_mib: f64,
-}
-
-/// `err`, with what to do about it when the data regions ran out of space: more flash
-/// or, `instead`, something smaller.
-fn full_hint(db: &Database, err: &str, args: &BenchArgs, instead: &str) -> String {
-    let mut message = err.to_string();
-    if err.contains("no free extent") {
-        let fill = Fill::of(db);
-        let blocks = args.device.blocks_per_chip.map_or("the preset's".to_string(), |b| b.to_string());
-        message += &format!(
-            "\n  the database has grown to {:.1} MiB in data regions of {:.1} MiB; give the device more \
-             flash (--blocks-per-chip, now {blocks}) or {instead}",
-            fill.database_mib, fill.data_regions_mib
-        );
-    }
-    message
-}
-
-impl Fill {
-    fn of(db: &Database) -> Fill {
-        const MIB: f64 = 1024.0 * 1024.0;
-        let catalog = db.catalog();
-        let dev = db.page_device();
-        let data = dev.region_ids().filter(|&r| engine::db::is_data_region(dev.region_name(r)));
-        Fill {
-            database_mib: (catalog.pages_in_use() * catalog.page_bytes) as f64 / MIB,
-            data_regions_mib: data.map(|r| dev.logical_pages(r) as f64 * dev.page_bytes() as f64).sum::<f64>() / MIB,
-        }
-    }
-
-    fn share(&self) -> f64 {
-        self.database_mib / self.data_regions_mib.max(f64::MIN_POSITIVE)
-    }
-}
-
-/// Where each table goes: `--schema` names tablespaces `ts_<table>` or `ts_data`;
-/// `--ipa-objects` splits tables between `ts_data` (IPA) and `ts_plain`.
-fn placement(args: &BenchArgs, db: &Database, wl: &dyn Workload) -> Result<impl Fn(&str) -> String, String> {
-    let catalog = db.catalog();
-    let own: Vec<String> =
-        wl.tables().iter().filter(|t| catalog.tablespace(&format!("ts_{t}")).is_ok()).map(|t| t.to_string()).collect();
-    if args.schema.is_some() && own.len() < wl.tables().len() && catalog.tablespace("ts_data").is_err() {
-        return Err(format!(
-            "--schema: tables without a ts_<table> tablespace need one named ts_data (tables: {})",
-            wl.tables().join(", ")
-        ));
-    }
-    let split = args.ipa_objects.clone();
-    Ok(move |table: &str| {
-        if own.iter().any(|t| t == table) {
-            format!("ts_{table}")
-        } else if split.is_empty() || split.iter().any(|t| t == table) {
-            "ts_data".to_string()
-        } else {
-            "ts_plain".to_string()
-        }
-    })
-}
-
-fn run_one(args: &BenchArgs, scheme_text: &str) -> Result<Run, String> {
-    let e = |e: engine::Error| e.to_string();
-    let base: IpaScheme = scheme_text.parse()?;
-    let scheme = if base.enabled() { IpaScheme::new(base.n, base.m, args.v)? } else { base };
-    let geometry = args.device.geometry()?;
-    let page_bytes = (geometry.page_bytes as usize).max(4096);
-    let cleaner = match args.eviction {
-        Eviction::Eager => CleanerPolicy::EAGER,
-        Eviction::NonEager => CleanerPolicy::NonEager,
-    };
-    if !(args.group_commit_us >= 0.0 && args.group_commit_us.is_finite()) {
-        return Err(format!("--group-commit-us must be 0 or more simulated µs, got {}", args.group_commit_us));
-    }
-    if !(args.checkpoint_log_share > 0.0 && args.checkpoint_log_share < 1.0) {
-        return Err(format!("--checkpoint-log-share must be above 0 and below 1, got {}", args.checkpoint_log_share));
-    }
-    let options = DbOptions {
-        page_bytes,
-        buffer: BufferSize::Pages(4096),
-        cleaner,
-        checkpoint_log_share: args.checkpoint_log_share,
-        log_chips: args.log_chips.unwrap_or((geometry.chips() / 4).max(1)),
-        ..DbOptions::default()
-    };
-    if options.log_chips == 0 || options.log_chips + 2 > geometry.chips() {
-        return Err(format!(
-            "--log-chips {}: the device has {} chips; one goes to the system region and the data region needs at least one",
-            options.log_chips,
-            geometry.chips()
-        ));
-    }
-    let log_chips = options.log_chips;
-    let wall = Instant::now();
-    let mut db = Database::create(args.device.create()?, options).map_err(e)?;
-    let mode = match args.ipa_mode.as_str() {
-        _ if !scheme.enabled() => "none".to_string(),
-        "auto" if geometry.cell == nand::CellType::Slc => "slc".to_string(),
-        "auto" => "odd-mlc".to_string(),
-        m => m.to_string(),
-    };
-    let ipa = if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
-    let region_options = format!("IPA_MODE={mode}{ipa}");
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let mut wl = workload(args, &mut rng)?;
-    let split = !args.ipa_objects.is_empty();
-    if let Some(path) = &args.schema {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--schema {}: {e}", path.display()))?;
-        db.execute(&text.replace("${IPA}", &region_options))
-            .map_err(|e| format!("--schema {}: {e}", path.display()))?;
-    } else if split {
-        for t in &args.ipa_objects {
-            if !wl.tables().contains(&t.as_str()) {
-                return Err(format!(
-                    "--ipa-objects: {} has no table {t} (tables: {})",
-                    wl.name(),
-                    wl.tables().join(", ")
+            Progress::Loaded { wall_seconds, fill } => {
+                bar.disable_steady_tick();
+                log(format!(
+                    "loaded {} ({}) for {label} in {wall_seconds:.1} s",
+                    experiment.config().workload.name,
+                    experiment.size()
+                ));
+                log(format!(
+                    "database {:.1} MiB in data regions of {:.1} MiB ({:.0}% full)",
+                    fill.database_mib,
+                    fill.data_regions_mib,
+                    fill.share() * 100.0
                 ));
             }
+            Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } => {
+                bar.set_position((sim_seconds * 1000.0) as u64);
+                bar.set_message(format!(
+                    "{sim_seconds:.1}/{total_sim_seconds:.1} simulated s  {throughput_tps:.0} tps"
+                ));
+            }
+            Progress::Interval(line) => log(format!(
+                "{label} {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}",
+                line.sim_seconds,
+                line.throughput_tps,
+                line.read_latency_ms,
+                line.write_latency_ms,
+                line.gc_erases_so_far
+            )),
         }
-        let free = geometry.chips() - 2;
-        db.execute(&format!(
-            "CREATE REGION data ({region_options}, MAX_CHIPS={});
-             CREATE TABLESPACE ts_data (REGION=data);
-             CREATE REGION plain (IPA_MODE=none);
-             CREATE TABLESPACE ts_plain (REGION=plain);",
-            (free / 2).max(1)
-        ))
-        .map_err(e)?;
-    } else {
-        db.execute(&format!("CREATE REGION data ({region_options}); CREATE TABLESPACE ts_data (REGION=data);"))
-            .map_err(e)?;
+        Control::Continue
+    });
+    match &result {
+        Ok(r) => {
+            bar.set_position(bar.length().unwrap_or(0));
+            bar.finish_with_message(format!(
+                "{:.1} simulated s  {:.0} tps",
+                r.metrics.sim_seconds + driver.warmup_s,
+                r.metrics.throughput_tps
+            ));
+        }
+        Err(_) => bar.abandon(),
     }
-    let placement = placement(args, &db, wl.as_ref())?;
-    let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.set_message(format!("loading {} ({}) for [{scheme}]", wl.name(), size_label(args)));
-    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    let loaded = wl.load(&mut db, &placement, &mut rng);
-    spinner.finish_and_clear();
-    loaded.map_err(|err| format!("loading stopped: {}", full_hint(&db, &err, args, "load a smaller database")))?;
-    eprintln!("loaded {} ({}) for [{scheme}] in {:.1} s", wl.name(), size_label(args), wall.elapsed().as_secs_f64());
-    let fill = Fill::of(&db);
-    eprintln!(
-        "database {:.1} MiB in data regions of {:.1} MiB ({:.0}% full)",
-        fill.database_mib,
-        fill.data_regions_mib,
-        fill.share() * 100.0
-    );
-    db.checkpoint().map_err(e)?;
-    db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
-    db.set_group_commit((args.group_commit_us * 1000.0) as u64);
-    let config = DriverConfig {
-        terminals: args.terminals,
-        warmup_s: args.warmup,
-        duration_s: args.sim_time,
-        cpu_ns_per_operation: (args.cpu_us * 1000.0) as u64,
-        progress_s: args.progress,
-    };
-    let total = args.warmup + args.sim_time;
-    let run_start = db.now();
-    let run_wall = Instant::now();
-    let bar = crate::progress((total * 1000.0) as u64, "sim ms");
-    let metrics = driver::run(
-        &mut db,
-        wl.as_mut(),
-        &config,
-        &mut rng,
-        &mut |line| {
-            bar.suspend(|| {
-                eprintln!(
-                    "[{scheme}] {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}",
-                    line.sim_seconds,
-                    line.throughput_tps,
-                    line.read_latency_ms,
-                    line.write_latency_ms,
-                    line.gc_erases_so_far
-                )
-            })
-        },
-        &mut |sim| bar.set_position((sim * 1000.0) as u64),
-    );
-    bar.finish_and_clear();
-    let metrics = metrics.map_err(|err| {
-        let at = db.now().saturating_sub(run_start) as f64 / 1e9;
-        let instead = "run for less simulated time (inserts grow the database as it runs)";
-        format!("the run stopped after {at:.1} simulated seconds: {}", full_hint(&db, &err, args, instead))
-    })?;
-    let run_wall_seconds = run_wall.elapsed().as_secs_f64();
-    let check = args.check.then(|| wl.check(&mut db));
-    if args.device.image.is_some() {
-        db.close().map_err(e)?;
-    }
-    Ok(Run {
-        metrics,
-        scheme,
-        space_overhead_pct: scheme.area_bytes() as f64 * 100.0 / page_bytes as f64,
-        wall_seconds: wall.elapsed().as_secs_f64(),
-        run_wall_seconds,
-        check,
-        fill,
-        log_chips,
-    })
-}
-
-fn run_json(args: &BenchArgs, run: &Run) -> serde_json::Value {
-    let mut v = serde_json::to_value(&run.metrics).expect("metrics serialize");
-    let o = v.as_object_mut().expect("object");
-    o.insert("ipa".into(), json!(run.scheme.to_string()));
-    o.insert("v".into(), json!(run.scheme.v));
-    o.insert("space_overhead_pct".into(), json!(run.space_overhead_pct));
-    o.insert("wall_seconds".into(), json!(run.wall_seconds));
-    o.insert("run_wall_seconds".into(), json!(run.run_wall_seconds));
-    o.insert("database_mib".into(), json!(run.fill.database_mib));
-    o.insert("data_regions_mib".into(), json!(run.fill.data_regions_mib));
-    let simulated = run.metrics.sim_seconds + args.warmup;
-    o.insert("simulated_seconds_per_wall_second".into(), json!(simulated / run.run_wall_seconds.max(1e-9)));
-    o.insert(
-        "config".into(),
-        json!({
-            "workload": args.workload, "scale": args.scale, "warehouses": args.warehouses, "subscribers": args.subscribers, "mix": args.mix, "device": args.device.device,
-            "buffer_share": args.buffer, "eviction": args.eviction, "ipa_mode": args.ipa_mode,
-            "ipa_objects": args.ipa_objects, "schema": args.schema, "checkpoint_log_share": args.checkpoint_log_share, "log_chips": run.log_chips, "sim_time": args.sim_time, "warmup": args.warmup,
-            "terminals": args.terminals, "cpu_us": args.cpu_us, "group_commit_us": args.group_commit_us, "seed": args.seed,
-        }),
-    );
-    v
+    result
 }
 
 /// Table rows: (label, value).
-fn rows(run: &Run) -> Vec<(&'static str, f64)> {
+fn rows(run: &ExperimentResult) -> Vec<(&'static str, f64)> {
     let m = &run.metrics;
     vec![
         ("Host reads", m.host_reads as f64),
@@ -436,9 +455,19 @@ fn show(v: f64) -> String {
     }
 }
 
+/// The consistency check's line, naming the scheme; `None` when none was asked for.
+fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
+    run.consistency_check.as_ref().map(|c| match c {
+        Consistency::Passed => (format!("[{}] consistency check passed", run.ipa), true),
+        Consistency::Failed(e) => (format!("[{}] consistency check FAILED: {e}", run.ipa), false),
+    })
+}
+
 pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
-    let run = run_one(&cmd.common, &cmd.ipa)?;
-    let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.scheme)])];
+    let (config, spelling) = cmd.common.config(cmd.ipa)?;
+    let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
+    let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
+    let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
     table.extend(rows(&run).into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
     println!(
@@ -446,62 +475,47 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
         run.metrics.transactions, run.metrics.sim_seconds, run.wall_seconds, run.run_wall_seconds
     );
     if let Some(path) = &cmd.json {
-        let text = serde_json::to_string_pretty(&run_json(&cmd.common, &run)).expect("json") + "\n";
+        let text = serde_json::to_string_pretty(&run.to_json()).expect("json") + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    report_check(&run)
+    Ok(check_line(&run).is_none_or(|(line, ok)| {
+        println!("{line}");
+        ok
+    }))
 }
 
-fn report_check(run: &Run) -> Result<bool, String> {
-    match &run.check {
-        Some(Err(e)) => {
-            println!("consistency check FAILED: {e}");
-            Ok(false)
-        }
-        Some(Ok(())) => {
-            println!("consistency check passed");
-            Ok(true)
-        }
-        None => Ok(true),
-    }
+/// The legend printed under the markdown table.
+fn legend(baseline: &str) -> String {
+    format!(
+        "`[NxM]`: the scheme's absolute values; `[NxM] Δ%`: its change against the baseline {baseline} in \
+         percent (– where the baseline is 0)."
+    )
 }
 
 pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
-    let runs: Vec<Run> = cmd.schemes.iter().map(|s| run_one(&cmd.common, s)).collect::<Result<_, _>>()?;
+    let (config, spelling) = cmd.common.config(None)?;
+    if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
+        let source =
+            cmd.common.schema.as_ref().map_or("engine.schema".to_string(), |p| format!("--schema {}", p.display()));
+        return Err(format!(
+            "{source} has no ${{IPA}} placeholder, so every scheme would run on the same regions and identical runs \
+             would be labelled as different schemes; put ${{IPA}} in the options of the region to vary, or run one scheme"
+        ));
+    }
+    let bars = MultiProgress::new();
+    let mut runs = Vec::new();
+    for s in &cmd.schemes {
+        let mut config = config.clone();
+        config.engine.ipa = s.to_string();
+        let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
+        runs.push(run_with_bar(&experiment, &bars).map_err(|e| spelling.error(&e))?);
+    }
     let mut ok = true;
-    for r in &runs {
-        ok &= report_check(r)?;
+    for (line, passed) in runs.iter().filter_map(check_line) {
+        eprintln!("{line}");
+        ok &= passed;
     }
-    let base = rows(&runs[0]);
-    let header: Vec<String> = std::iter::once("metric".to_string())
-        .chain(runs.iter().enumerate().map(|(i, r)| {
-            if i == 0 {
-                format!("[{}]", r.scheme)
-            } else {
-                format!("[{}] %", r.scheme)
-            }
-        }))
-        .collect();
-    let mut lines: Vec<Vec<String>> = Vec::new();
-    for (k, (label, v0)) in base.iter().enumerate() {
-        let mut line = vec![label.to_string(), show(*v0)];
-        for r in &runs[1..] {
-            let v = rows(r)[k].1;
-            // Against a zero baseline a percentage says nothing: show the value itself.
-            line.push(if *v0 == 0.0 { show(v) } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
-        }
-        lines.push(line);
-    }
-    let mut ratio = vec!["Out-of-place : IPA".to_string(), "–".into()];
-    ratio.extend(runs[1..].iter().map(|r| {
-        let m = &r.metrics;
-        if m.in_place_appends == 0 {
-            "–".into()
-        } else {
-            format!("{:.2} : 1", m.out_of_place_writes as f64 / m.in_place_appends as f64)
-        }
-    }));
-    lines.push(ratio);
+    let (header, lines) = compare_table(&runs);
     match cmd.format {
         Format::Markdown => {
             println!("| {} |", header.join(" | "));
@@ -509,6 +523,7 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
             for l in &lines {
                 println!("| {} |", l.join(" | "));
             }
+            println!("\n{}", legend(&header[1]));
         }
         Format::Csv => {
             println!("{}", header.join(","));
@@ -517,11 +532,43 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
             }
         }
         Format::Json => {
-            let all: Vec<_> = runs.iter().map(|r| run_json(&cmd.common, r)).collect();
+            let all: Vec<_> = runs.iter().map(ExperimentResult::to_json).collect();
             println!("{}", serde_json::to_string_pretty(&all).expect("json"));
         }
     }
     Ok(ok)
+}
+
+/// The header and rows: the baseline's values, then for each other scheme its values
+/// (`[NxM]`) and their change against the baseline (`[NxM] Δ%`).
+fn compare_table(runs: &[ExperimentResult]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["metric".to_string(), format!("[{}]", runs[0].ipa)];
+    for r in &runs[1..] {
+        header.extend([format!("[{}]", r.ipa), format!("[{}] Δ%", r.ipa)]);
+    }
+    let base = rows(&runs[0]);
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for (k, (label, v0)) in base.iter().enumerate() {
+        let mut line = vec![label.to_string(), show(*v0)];
+        for r in &runs[1..] {
+            let v = rows(r)[k].1;
+            line.push(show(v));
+            line.push(if *v0 == 0.0 { "–".into() } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
+        }
+        lines.push(line);
+    }
+    let mut ratio = vec!["Out-of-place : IPA".to_string(), "–".into()];
+    for r in &runs[1..] {
+        let m = &r.metrics;
+        ratio.push(if m.in_place_appends == 0 {
+            "–".into()
+        } else {
+            format!("{:.2} : 1", m.out_of_place_writes as f64 / m.in_place_appends as f64)
+        });
+        ratio.push("–".into());
+    }
+    lines.push(ratio);
+    (header, lines)
 }
 
 #[derive(Args)]
@@ -529,24 +576,23 @@ pub struct CheckCommand {
     /// Database image written by `bench --image`.
     #[arg(long)]
     image: PathBuf,
-    #[arg(long, value_enum, default_value_t = WorkloadKind::Tpcc)]
-    workload: WorkloadKind,
+    #[command(flatten)]
+    workload: WorkloadArgs,
 }
 
 /// Opens a database image (restart recovery included) and checks the workload's
 /// consistency conditions.
 pub fn check(cmd: CheckCommand) -> Result<bool, String> {
+    let mut workload = WorkloadConfig { name: "tpcc".into(), params: Default::default() };
+    cmd.workload.apply(&mut workload);
+    let spelling = Spelling { config: None, schema: None };
+    let configured = registry::find(&workload.name)
+        .and_then(|w| w.configure(&workload.params))
+        .map_err(|e| spelling.error(&e.into()))?;
     let storage = nand::MemoryStorage::open_image(&cmd.image).map_err(|e| e.to_string())?;
     let mut db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default())
         .map_err(|e| format!("{}: {e}", cmd.image.display()))?;
-    let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let mut wl: Box<dyn Workload> = match cmd.workload {
-        WorkloadKind::Tpcb => Box::new(workloads::tpcb::Tpcb::new(1)),
-        WorkloadKind::Tpcc => Box::new(workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng)),
-        WorkloadKind::Tatp => {
-            return Err("check --workload tatp needs the subscriber count; run bench --workload tatp --check".into())
-        }
-    };
+    let mut wl = configured.build(&mut ChaCha8Rng::seed_from_u64(0));
     match wl.check(&mut db) {
         Ok(()) => {
             println!("{}: {} consistency conditions hold", cmd.image.display(), wl.name());

@@ -49,8 +49,8 @@ enum Command {
     /// and the dot commands .help .tables .schema .stats .mode .quit. Interactive on a
     /// terminal; from a pipe or file each statement runs as soon as its `;` arrives.
     Sql(sql::SqlArgs),
-    /// Run an OLTP workload (TPC-B) on the emulated device in simulated time and report
-    /// the IPA paper's metrics.
+    /// Run a registered OLTP workload (--workload) on the emulated device in simulated
+    /// time and report the IPA paper's metrics; --config FILE.toml describes a whole run.
     Bench(bench::BenchCommand),
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7.

@@ -183,11 +183,12 @@ fn open(args: &SqlArgs, image: &Path) -> Result<(Database, Option<ImageLock>), S
         args.device.device,
         options.page_bytes
     );
-    Database::create(device, options).map_err(|e| {
-        // Leave no half-made image behind.
+    let db = Database::create(device, options).map_err(|e| {
+        // Leave no half-made image behind (`create_image` never replaces a file).
         let _ = std::fs::remove_file(image);
         e.to_string()
-    })
+    })?;
+    Ok((db, None))
 }
 
 /// Closes the database: a checkpoint, and the image written.

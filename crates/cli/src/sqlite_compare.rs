@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::time::Instant;
-use workloads::driver::Workload;
 use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
+use workloads::Workload;
 
 #[derive(Args)]
 pub struct SqliteCompareArgs {

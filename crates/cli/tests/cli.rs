@@ -254,7 +254,7 @@ fn bench_same_seed_same_json_and_compare_renders() {
     let out = deltaflash(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("| metric | [0x0] | [2x4] % |"), "{table}");
+    assert!(table.contains("| metric | [0x0] | [2x4] | [2x4] Δ% |"), "{table}");
     assert!(table.contains("| Out-of-place : IPA | – |"), "{table}");
     let bad = deltaflash(&["bench", "--ipa-objects", "nosuch", "--sim-time", "1"]);
     assert!(stderr(&bad).contains("has no table nosuch"), "{}", stderr(&bad));

@@ -9,9 +9,14 @@
 //! open group waits, runs nothing, until the group's log pages are durable: the driver
 //! flushes the group at its deadline once no other terminal has work before it.
 //!
+//! The caller sees the run through one callback ([`Event`]): a tick every 256
+//! transactions and each interval line; answering [`Control::Stop`] ends the run at once
+//! with [`RunError::Stopped`].
+//!
 //! Metrics are the differences between a snapshot at the end of the warm-up and one at
 //! the end of the run, named as in the IPA paper's tables (§8.4, appendix B).
 
+use crate::workload::Workload;
 use engine::buffer::PoolStats;
 use engine::store::ObjectCounters;
 use engine::Database;
@@ -21,28 +26,39 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// What one transaction did.
-pub struct TxOutcome {
-    pub committed: bool,
-    /// Record operations (reads, updates, inserts, deletes), for the CPU cost.
-    pub operations: u32,
+/// What the driver reports while it runs.
+pub enum Event<'a> {
+    /// Every 256 transactions: simulated seconds since the run began (warm-up
+    /// included), transactions run and committed so far.
+    Tick { sim_seconds: f64, transactions: u64, committed: u64 },
+    /// An interval line, as it completes.
+    Interval(&'a Interval),
 }
 
-/// A workload: its schema and load, its transactions, its consistency check.
-pub trait Workload {
-    fn name(&self) -> &'static str;
-    /// Creates the schema (in the tablespaces `placement` names per table) and loads.
-    fn load(
-        &mut self,
-        db: &mut Database,
-        placement: &dyn Fn(&str) -> String,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<(), String>;
-    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String>;
-    /// The workload's consistency conditions; `Err` names the first that fails.
-    fn check(&mut self, db: &mut Database) -> Result<(), String>;
-    /// Table names (for `--ipa-objects`).
-    fn tables(&self) -> Vec<&'static str>;
+/// The callback's answer: go on, or end the run now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Control {
+    Continue,
+    Stop,
+}
+
+/// Why a run ended without metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunError {
+    /// The callback answered [`Control::Stop`] this many simulated seconds into the run.
+    Stopped { sim_seconds: f64 },
+    /// The workload or the engine failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Stopped { sim_seconds } => write!(f, "stopped after {sim_seconds:.1} simulated seconds"),
+            RunError::Failed(e) => f.write_str(e),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -226,16 +242,15 @@ fn release(db: &mut Database, clocks: &mut [SimTime], waiting: &mut [Option<u64>
     }
 }
 
-/// Runs the workload's terminals for the warm-up and the measured time; `on_interval`
-/// sees each interval line as it completes, `on_progress` the simulated time reached.
+/// Runs the workload's terminals for the warm-up and the measured time; `on_event`
+/// sees the ticks and interval lines and may stop the run.
 pub fn run(
     db: &mut Database,
     workload: &mut dyn Workload,
     config: &DriverConfig,
     rng: &mut ChaCha8Rng,
-    on_interval: &mut dyn FnMut(&Interval),
-    on_progress: &mut dyn FnMut(f64),
-) -> Result<Metrics, String> {
+    on_event: &mut dyn FnMut(Event) -> Control,
+) -> Result<Metrics, RunError> {
     let start = db.now();
     let warm_end = start + (config.warmup_s * 1e9) as SimTime;
     let end = warm_end + (config.duration_s * 1e9) as SimTime;
@@ -253,13 +268,13 @@ pub fn run(
         let next = clocks.iter().enumerate().filter(|&(t, _)| waiting[t].is_none()).min_by_key(|&(_, &c)| c);
         if let Some(deadline) = db.group_deadline() {
             if next.is_none_or(|(_, &c)| deadline <= c) {
-                db.flush_group().map_err(|e| e.to_string())?;
+                db.flush_group().map_err(|e| RunError::Failed(e.to_string()))?;
                 release(db, &mut clocks, &mut waiting);
                 continue;
             }
         }
         let Some((terminal, &now)) = next else {
-            return Err("every terminal waits for a commit, but no log flush is due".into());
+            return Err(RunError::Failed("every terminal waits for a commit, but no log flush is due".into()));
         };
         if warm.is_none() && now >= warm_end {
             let s = snapshot(db, now, transactions, committed);
@@ -277,8 +292,11 @@ pub fn run(
                     write_latency_ms: m.write_latency_ms,
                     gc_erases_so_far: data_regions(&s).map(|(_, c)| c.gc_erases).sum(),
                 };
-                on_interval(&line);
+                let control = on_event(Event::Interval(&line));
                 intervals.push(line);
+                if control == Control::Stop {
+                    return Err(RunError::Stopped { sim_seconds: (now - start) as f64 / 1e9 });
+                }
             }
             last_interval = Some(s);
             next_interval += step;
@@ -288,7 +306,7 @@ pub fn run(
         }
         db.set_now(now);
         let logged_from = db.log_end_lsn();
-        let outcome = workload.transaction(db, terminal, rng)?;
+        let outcome = workload.transaction(db, terminal, rng).map_err(RunError::Failed)?;
         transactions += 1;
         committed += u64::from(outcome.committed);
         clocks[terminal] = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
@@ -298,7 +316,10 @@ pub fn run(
         }
         release(db, &mut clocks, &mut waiting);
         if transactions % 256 == 0 {
-            on_progress((now - start) as f64 / 1e9);
+            let sim_seconds = (now - start) as f64 / 1e9;
+            if on_event(Event::Tick { sim_seconds, transactions, committed }) == Control::Stop {
+                return Err(RunError::Stopped { sim_seconds });
+            }
         }
     }
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));

@@ -1,16 +1,29 @@
-//! workloads — transactions run against the engine's API, and the driver that runs
-//! them in simulated time.
+//! workloads — transactions run against the engine's API, the driver that runs them in
+//! simulated time, and the experiment API every front end calls.
 //!
-//! [`driver`]: K closed-loop terminals, warm-up, metrics as in the IPA paper.
+//! [`experiment`]: one run from a serialisable [`config`] with a progress callback and a
+//! result struct. [`registry`]: the workloads by name, with their parameters.
+//! [`workload`]: the trait a workload implements. [`driver`]: K closed-loop terminals,
+//! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`bank`]: the power-cut torture test.
 
 #![forbid(unsafe_code)]
 
 pub mod bank;
+pub mod config;
 pub mod driver;
+pub mod experiment;
+pub mod limits;
+pub mod registry;
 pub mod tatp;
 pub mod tpcb;
 pub mod tpcc;
+pub mod workload;
+
+pub use config::{ConfigError, ExperimentConfig};
+pub use driver::Control;
+pub use experiment::{Experiment, ExperimentError, ExperimentResult, Progress};
+pub use workload::Workload;
 
 use engine::types::Value;
 

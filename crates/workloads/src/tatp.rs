@@ -6,13 +6,49 @@
 //! mod P + 1. Insert and delete of call forwarding may find nothing to do or a duplicate,
 //! as the specification expects; those transactions roll back.
 
-use crate::driver::{TxOutcome, Workload};
+use crate::limits::CountRange;
+use crate::registry::WorkloadParams;
+use crate::workload::{TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
 use engine::Database;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Subscribers.
+pub const SUBSCRIBERS: CountRange = CountRange { min: 1, max: u32::MAX as u64 };
+
+/// TATP's parameters in an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TatpParams {
+    pub subscribers: u32,
+}
+
+impl Default for TatpParams {
+    fn default() -> Self {
+        TatpParams { subscribers: 100_000 }
+    }
+}
+
+impl WorkloadParams for TatpParams {
+    const NAME: &'static str = "tatp";
+    const ABOUT: &'static str = "TATP: the telecom benchmark's seven transactions, 80% reads";
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        SUBSCRIBERS.check(self.subscribers.into()).map(|_| ()).map_err(|p| ("subscribers", p))
+    }
+
+    fn size(&self) -> String {
+        format!("{} subscribers", self.subscribers)
+    }
+
+    fn build(&self, _rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
+        Box::new(Tatp::new(self.subscribers.into()))
+    }
+}
 
 pub struct Tatp {
     pub subscribers: i64,

@@ -4,15 +4,52 @@
 //! history row. Consistency: the balances of accounts, tellers and branches each sum to
 //! the sum of the history deltas.
 
-use crate::driver::{TxOutcome, Workload};
+use crate::limits::CountRange;
+use crate::registry::WorkloadParams;
+use crate::workload::{TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::types::Value;
 use engine::Database;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 pub const ACCOUNTS_PER_BRANCH: u32 = 100_000;
 pub const TELLERS_PER_BRANCH: u32 = 10;
+
+/// Branches.
+pub const SCALE: CountRange = CountRange { min: 1, max: u32::MAX as u64 };
+
+/// TPC-B's parameters in an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TpcbParams {
+    /// Branches, 100,000 accounts each.
+    pub scale: u32,
+}
+
+impl Default for TpcbParams {
+    fn default() -> Self {
+        TpcbParams { scale: 1 }
+    }
+}
+
+impl WorkloadParams for TpcbParams {
+    const NAME: &'static str = "tpcb";
+    const ABOUT: &'static str = "TPC-B: one account, teller and branch update and a history insert";
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        SCALE.check(self.scale.into()).map(|_| ()).map_err(|p| ("scale", p))
+    }
+
+    fn size(&self) -> String {
+        format!("scale {}", self.scale)
+    }
+
+    fn build(&self, _rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
+        Box::new(Tpcb::new(self.scale))
+    }
+}
 
 pub struct Tpcb {
     pub scale: u32,

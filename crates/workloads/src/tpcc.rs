@@ -7,13 +7,16 @@
 //! simulated nanoseconds, text columns are filled with deterministic random letters,
 //! keying and think times are not modelled (the driver's terminals are closed loops).
 
-use crate::driver::{TxOutcome, Workload};
+use crate::limits::CountRange;
+use crate::registry::WorkloadParams;
+use crate::workload::{TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
 use engine::Database;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 pub const DISTRICTS: i64 = 10;
 pub const CUSTOMERS: i64 = 3000;
@@ -26,6 +29,50 @@ pub struct Mix(pub [u32; 5]);
 
 impl Mix {
     pub const STANDARD: Mix = Mix([45, 43, 4, 4, 4]);
+}
+
+/// Warehouses.
+pub const WAREHOUSES: CountRange = CountRange { min: 1, max: u32::MAX as u64 };
+/// One share of the mix, in percent.
+pub const MIX_SHARE: CountRange = CountRange { min: 0, max: 100 };
+
+/// TPC-C's parameters in an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TpccParams {
+    pub warehouses: u32,
+    /// Percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel.
+    pub mix: [u32; 5],
+}
+
+impl Default for TpccParams {
+    fn default() -> Self {
+        TpccParams { warehouses: 1, mix: Mix::STANDARD.0 }
+    }
+}
+
+impl WorkloadParams for TpccParams {
+    const NAME: &'static str = "tpcc";
+    const ABOUT: &'static str = "TPC-C: the five order-entry transactions, 45/43/4/4/4 by default";
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        WAREHOUSES.check(self.warehouses.into()).map_err(|p| ("warehouses", p))?;
+        for share in self.mix {
+            MIX_SHARE.check(share.into()).map_err(|p| ("mix", format!("each percentage {p}")))?;
+        }
+        if self.mix.iter().sum::<u32>() == 0 {
+            return Err(("mix", "the percentages sum to 0".into()));
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> String {
+        format!("{} warehouse{}", self.warehouses, if self.warehouses == 1 { "" } else { "s" })
+    }
+
+    fn build(&self, rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
+        Box::new(Tpcc::new(self.warehouses.into(), Mix(self.mix), rng))
+    }
 }
 
 /// NURand constants (clause 2.1.6): C for c_last, c_id and ol_i_id.

@@ -8,7 +8,8 @@ mod common;
 use nand::{Device, MemoryStorage};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use workloads::driver::{self, DriverConfig, Workload};
+use workloads::driver::{self, Control, DriverConfig};
+use workloads::Workload;
 
 fn device() -> Device {
     Device::new(Box::new(MemoryStorage::new(common::geometry(512, 64), true)))
@@ -39,7 +40,7 @@ fn run_with_group_commit(
         cpu_ns_per_operation: 10_000,
         progress_s: 0.5,
     };
-    let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| {}, &mut |_| {}).unwrap();
+    let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| Control::Continue).unwrap();
     let check = workload.check(&mut db);
     (metrics, check)
 }

@@ -1,0 +1,473 @@
+//! An experiment's configuration: everything one run needs (device, storage, engine
+//! options, workload and its parameters, driver, seed), as TOML or JSON. Every field
+//! has a default, so a file names only what it changes; unknown fields are refused.
+//!
+//! [`ExperimentConfig::resolve`] is the one place a config is checked: each number
+//! against its range in [`crate::limits`], names against what exists (device presets,
+//! IPA modes, registered workloads and their tables), and the device-dependent defaults
+//! (DB page size, log chips) are filled in, so the resolved config alone reproduces
+//! the run. Errors name the field (`driver.sim_time_s`) and the allowed range.
+
+use crate::limits;
+use crate::registry::{self, Configured, Params};
+use engine::buffer::CleanerPolicy;
+use engine::IpaScheme;
+use flash::ftl::FtlConfig;
+use nand::{CellType, Geometry, GeometryOverrides};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::PathBuf;
+
+/// A config that cannot be run, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigError {
+    /// Text that is not valid TOML/JSON or does not fit the fields; 1-based position.
+    Syntax { line: usize, column: usize, message: String },
+    /// A field out of its range, unknown, or at odds with another field.
+    Field { field: String, problem: String },
+}
+
+impl ConfigError {
+    pub fn field(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+        ConfigError::Field { field: field.into(), problem: problem.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Syntax { line, column, message } => write!(f, "{line}:{column}: {message}"),
+            ConfigError::Field { field, problem } => write!(f, "{field}: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Everything one run needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExperimentConfig {
+    /// Seeds every random choice: the same config gives the same result.
+    pub seed: u64,
+    pub device: DeviceConfig,
+    pub storage: StorageConfig,
+    pub engine: EngineConfig,
+    pub workload: WorkloadConfig,
+    pub driver: DriverOptions,
+}
+
+impl Default for ExperimentConfig {
+    fn default() -> Self {
+        ExperimentConfig {
+            seed: 1,
+            device: DeviceConfig::default(),
+            storage: StorageConfig::default(),
+            engine: EngineConfig::default(),
+            workload: WorkloadConfig::default(),
+            driver: DriverOptions::default(),
+        }
+    }
+}
+
+/// The emulated device: a preset and what to change in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceConfig {
+    /// paper-emulator, openssd-mlc, ipl-slc or femu.
+    pub preset: String,
+    /// Total chips, spread over at most the preset's channels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chips: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks_per_chip: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_per_block: Option<u32>,
+    /// Flash page data bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_bytes: Option<u32>,
+    /// Commands the host interface serves at once (0: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_queue_depth: Option<u32>,
+    /// Keep no page bytes, only metadata.
+    pub no_data: bool,
+    /// Persist the device to this new image file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<PathBuf>,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            preset: "paper-emulator".into(),
+            chips: None,
+            blocks_per_chip: None,
+            pages_per_block: None,
+            page_bytes: None,
+            host_queue_depth: None,
+            no_data: false,
+            image: None,
+        }
+    }
+}
+
+impl DeviceConfig {
+    /// The preset with the overrides applied.
+    pub fn geometry(&self) -> Result<Geometry, ConfigError> {
+        let base = Geometry::preset(&self.preset).map_err(|e| ConfigError::field("device.preset", e))?;
+        let mut overrides = GeometryOverrides {
+            blocks_per_chip: self.blocks_per_chip,
+            pages_per_block: self.pages_per_block,
+            page_bytes: self.page_bytes,
+            host_queue_depth: self.host_queue_depth,
+            ..Default::default()
+        };
+        if let Some(chips) = self.chips {
+            if chips == 0 {
+                return Err(ConfigError::field("device.chips", "must be at least 1, got 0"));
+            }
+            let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
+            overrides.channels = Some(channels);
+            overrides.chips_per_channel = Some(chips / channels);
+        }
+        overrides.apply(base).map_err(|e| ConfigError::field("device", format!("{}: {e}", self.preset)))
+    }
+}
+
+/// What the engine's pages are written through.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageConfig {
+    /// NoFTL regions: the engine places pages itself, with in-place appends (IPA).
+    #[default]
+    Noftl,
+    /// A conventional FTL over the whole device.
+    Ftl(FtlConfig),
+}
+
+impl fmt::Display for StorageConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StorageConfig::Noftl => f.write_str("noftl"),
+            StorageConfig::Ftl(c) => write!(f, "ftl:{}", c.kind.name()),
+        }
+    }
+}
+
+/// When dirty pages are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Eviction {
+    /// A page cleaner writes the oldest dirty pages once 1/8 of the frames are dirty.
+    #[default]
+    Eager,
+    /// Dirty pages are written when evicted (or at a checkpoint).
+    NonEager,
+}
+
+impl Eviction {
+    pub fn policy(self) -> CleanerPolicy {
+        match self {
+            Eviction::Eager => CleanerPolicy::EAGER,
+            Eviction::NonEager => CleanerPolicy::NonEager,
+        }
+    }
+}
+
+/// The database's options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// DB page bytes: 4096, 8192 or 16384 [default: the flash page, at least 4096].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_page_bytes: Option<usize>,
+    /// Buffer pool size as a share of the database after loading.
+    pub buffer_share: f64,
+    pub eviction: Eviction,
+    /// IPA scheme NxM of the data region (0x0: none).
+    pub ipa: String,
+    /// none, slc, pslc, odd-mlc, or auto (slc on SLC devices, odd-mlc otherwise).
+    pub ipa_mode: String,
+    /// Metadata pairs per delta-record.
+    pub v: u8,
+    /// Tables (with their indexes) in the IPA region; the rest go to a region without
+    /// IPA on half of the chips. Empty: every table in one IPA region.
+    pub ipa_objects: Vec<String>,
+    /// SQL creating the regions and tablespaces, instead of the default single IPA
+    /// region; `${IPA}` stands for the run's region options. A table goes to
+    /// tablespace `ts_<table>` if the SQL creates one, else to `ts_data`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Chips of the log region [default: a quarter of the device's, at least 1].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_chips: Option<u32>,
+    /// Checkpoint when this share of the log region is in use.
+    pub checkpoint_log_share: f64,
+    /// Commits within this many simulated µs share one log flush (0: none).
+    pub group_commit_us: f64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            db_page_bytes: None,
+            buffer_share: 0.1,
+            eviction: Eviction::Eager,
+            ipa: "2x4".into(),
+            ipa_mode: "auto".into(),
+            v: IpaScheme::DEFAULT_V,
+            ipa_objects: Vec::new(),
+            schema: None,
+            log_chips: None,
+            checkpoint_log_share: engine::DbOptions::default().checkpoint_log_share,
+            group_commit_us: 0.0,
+        }
+    }
+}
+
+/// The workload by registered name, and its parameters (see [`crate::registry`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkloadConfig {
+    pub name: String,
+    #[serde(flatten)]
+    pub params: Params,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig { name: "tpcb".into(), params: Params::new() }
+    }
+}
+
+/// How the driver runs the terminals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DriverOptions {
+    /// Closed-loop terminals.
+    pub terminals: usize,
+    /// Simulated seconds of warm-up, not measured.
+    pub warmup_s: f64,
+    /// Simulated seconds measured after the warm-up.
+    pub sim_time_s: f64,
+    /// Simulated CPU cost per record operation.
+    pub cpu_per_operation_us: f64,
+    /// An interval line every this many simulated seconds (0: none).
+    pub progress_interval_s: f64,
+    /// Check the workload's consistency conditions after the run.
+    pub check: bool,
+}
+
+impl Default for DriverOptions {
+    fn default() -> Self {
+        DriverOptions {
+            terminals: 8,
+            warmup_s: 10.0,
+            sim_time_s: 60.0,
+            cpu_per_operation_us: 10.0,
+            progress_interval_s: 0.0,
+            check: false,
+        }
+    }
+}
+
+/// What a resolved config works out to, besides the config itself.
+pub(crate) struct Derived {
+    pub geometry: Geometry,
+    pub scheme: IpaScheme,
+    /// The data region's options in SQL: `IPA_MODE=slc, IPA=2x4, V=12`.
+    pub region_options: String,
+    pub params: Box<dyn Configured>,
+}
+
+impl ExperimentConfig {
+    /// Parses TOML; a syntax or type error carries its line and column.
+    pub fn from_toml(text: &str) -> Result<ExperimentConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |span| line_column(text, span.start));
+            ConfigError::Syntax { line, column, message: e.message().trim().to_string() }
+        })
+    }
+
+    pub fn from_json(text: &str) -> Result<ExperimentConfig, ConfigError> {
+        serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+    }
+
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        toml::to_string(self).map_err(|e| ConfigError::field("config", e.to_string()))
+    }
+
+    /// Checks every field and fills in the defaults that depend on the device and the
+    /// workload.
+    pub(crate) fn resolve(&self) -> Result<(ExperimentConfig, Derived), ConfigError> {
+        let mut c = self.clone();
+        let geometry = c.device.geometry()?;
+        let range = |field: &str, r: limits::FloatRange, v: f64| r.check(v).map_err(|p| ConfigError::field(field, p));
+        let count = |field: &str, r: limits::CountRange, v: u64| r.check(v).map_err(|p| ConfigError::field(field, p));
+        let d = &c.driver;
+        count("driver.terminals", limits::TERMINALS, d.terminals as u64)?;
+        range("driver.warmup_s", limits::WARMUP_S, d.warmup_s)?;
+        range("driver.sim_time_s", limits::SIM_TIME_S, d.sim_time_s)?;
+        range("driver.cpu_per_operation_us", limits::CPU_PER_OPERATION_US, d.cpu_per_operation_us)?;
+        range("driver.progress_interval_s", limits::PROGRESS_INTERVAL_S, d.progress_interval_s)?;
+        let e = &mut c.engine;
+        range("engine.buffer_share", limits::BUFFER_SHARE, e.buffer_share)?;
+        range("engine.checkpoint_log_share", limits::CHECKPOINT_LOG_SHARE, e.checkpoint_log_share)?;
+        range("engine.group_commit_us", limits::GROUP_COMMIT_US, e.group_commit_us)?;
+        count("engine.v", limits::V, e.v.into())?;
+        let base: IpaScheme = e.ipa.parse().map_err(|p| ConfigError::field("engine.ipa", p))?;
+        let scheme = IpaScheme::new(base.n, base.m, e.v).map_err(|p| ConfigError::field("engine.ipa", p))?;
+        e.ipa = scheme.to_string();
+        let mode = resolve_ipa_mode(&e.ipa_mode, scheme, geometry.cell)?;
+        let ipa =
+            if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
+        let page_bytes = e.db_page_bytes.unwrap_or((geometry.page_bytes as usize).max(4096));
+        if ![4096, 8192, 16384].contains(&page_bytes) {
+            return Err(ConfigError::field(
+                "engine.db_page_bytes",
+                format!("must be 4096, 8192 or 16384, got {page_bytes}"),
+            ));
+        }
+        e.db_page_bytes = Some(page_bytes);
+        let log_chips = e.log_chips.unwrap_or((geometry.chips() / 4).max(1));
+        count("engine.log_chips", limits::LOG_CHIPS, log_chips.into())?;
+        if log_chips + 2 > geometry.chips() {
+            return Err(ConfigError::field(
+                "engine.log_chips",
+                format!(
+                    "must be in 1..={} on this device: it has {} chips; one goes to the system region and the data \
+                     region needs at least one, got {log_chips}",
+                    geometry.chips().saturating_sub(2),
+                    geometry.chips()
+                ),
+            ));
+        }
+        e.log_chips = Some(log_chips);
+        let workload = registry::find(&c.workload.name)?;
+        let params = workload.configure(&c.workload.params)?;
+        c.workload.params = params.params();
+        let tables = params.build(&mut rand::SeedableRng::seed_from_u64(0)).tables();
+        if let Some(t) = c.engine.ipa_objects.iter().find(|t| !tables.contains(&t.as_str())) {
+            return Err(ConfigError::field(
+                "engine.ipa_objects",
+                format!("{} has no table {t} (tables: {})", workload.name, tables.join(", ")),
+            ));
+        }
+        if c.engine.schema.is_some() && !c.engine.ipa_objects.is_empty() {
+            return Err(ConfigError::field("engine.ipa_objects", "cannot be combined with engine.schema"));
+        }
+        let derived = Derived { geometry, scheme, region_options: format!("IPA_MODE={mode}{ipa}"), params };
+        Ok((c, derived))
+    }
+}
+
+/// The region's IPA mode in SQL: `none` without a scheme, `auto` by cell type.
+fn resolve_ipa_mode(mode: &str, scheme: IpaScheme, cell: CellType) -> Result<String, ConfigError> {
+    if mode != "auto" {
+        mode.parse::<flash::IpaMode>().map_err(|p| ConfigError::field("engine.ipa_mode", p))?;
+    }
+    Ok(match mode {
+        _ if !scheme.enabled() => "none".to_string(),
+        "auto" if cell == CellType::Slc => "slc".to_string(),
+        "auto" => "odd-mlc".to_string(),
+        m => m.to_string(),
+    })
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_error(c: &ExperimentConfig) -> String {
+        match c.resolve() {
+            Err(e @ ConfigError::Field { .. }) => e.to_string(),
+            Err(e) => panic!("not a field error: {e}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn defaults_resolve_and_fill_in_device_dependent_fields() {
+        let (c, d) = ExperimentConfig::default().resolve().unwrap();
+        assert_eq!(c.engine.log_chips, Some(4), "a quarter of 16 chips");
+        assert_eq!(c.engine.db_page_bytes, Some(4096));
+        assert_eq!(c.workload.params["scale"], 1);
+        assert_eq!(d.region_options, "IPA_MODE=slc, IPA=2x4, V=12");
+        assert_eq!(c.resolve().unwrap().0, c, "resolving is idempotent");
+    }
+
+    #[test]
+    fn each_bad_field_is_named_with_its_range() {
+        let cases: Vec<(fn(&mut ExperimentConfig), &str)> = vec![
+            (|c| c.driver.sim_time_s = 0.0, "driver.sim_time_s: must be in (0, 1000000000]"),
+            (|c| c.driver.sim_time_s = f64::NAN, "driver.sim_time_s: must be in"),
+            (|c| c.driver.warmup_s = -1.0, "driver.warmup_s: must be in [0,"),
+            (|c| c.driver.terminals = 0, "driver.terminals: must be in 1..=65536"),
+            (|c| c.driver.cpu_per_operation_us = f64::INFINITY, "driver.cpu_per_operation_us"),
+            (|c| c.engine.buffer_share = 0.0, "engine.buffer_share: must be in (0, 1]"),
+            (|c| c.engine.checkpoint_log_share = 1.0, "engine.checkpoint_log_share: must be in (0, 1)"),
+            (|c| c.engine.group_commit_us = -5.0, "engine.group_commit_us"),
+            (|c| c.engine.v = 0, "engine.v: must be in 1..=125"),
+            (|c| c.engine.ipa = "2y4".into(), "engine.ipa: `2y4` is not an IPA scheme"),
+            (|c| c.engine.ipa_mode = "qlc".into(), "engine.ipa_mode: unknown IPA mode"),
+            (|c| c.engine.db_page_bytes = Some(1000), "engine.db_page_bytes: must be 4096, 8192 or 16384"),
+            (|c| c.engine.log_chips = Some(15), "engine.log_chips: must be in 1..=14 on this device"),
+            (|c| c.engine.log_chips = Some(0), "engine.log_chips: must be at least 1"),
+            (|c| c.engine.ipa_objects = vec!["nosuch".into()], "engine.ipa_objects: tpcb has no table nosuch"),
+            (|c| c.device.preset = "floppy".into(), "device.preset: unknown device preset `floppy`"),
+            (|c| c.device.chips = Some(0), "device.chips: must be at least 1"),
+            (|c| c.workload.name = "tpcd".into(), "workload.name: unknown workload `tpcd`"),
+            (
+                |c| {
+                    c.workload.params.insert("scale".into(), 0.into());
+                },
+                "workload.scale: must be at least 1",
+            ),
+        ];
+        for (break_it, expected) in cases {
+            let mut c = ExperimentConfig::default();
+            break_it(&mut c);
+            let e = field_error(&c);
+            assert!(e.starts_with(expected), "expected `{expected}`, got `{e}`");
+        }
+    }
+
+    #[test]
+    fn toml_errors_carry_line_and_column() {
+        let e = ExperimentConfig::from_toml("seed = 3\n[driver]\nterminals = \"eight\"\n").unwrap_err();
+        let ConfigError::Syntax { line, column, message } = &e else { panic!("{e}") };
+        assert_eq!((*line, *column), (3, 13), "{message}");
+        let e = ExperimentConfig::from_toml("[driver]\nsim_time = 5\n").unwrap_err();
+        assert!(e.to_string().starts_with("2:1: unknown field `sim_time`"), "{e}");
+        let e = ExperimentConfig::from_toml("[engine\n").unwrap_err();
+        assert!(e.to_string().starts_with("1:"), "{e}");
+    }
+
+    #[test]
+    fn toml_and_json_round_trip() {
+        let text = "seed = 7\nstorage = \"noftl\"\n[device]\nchips = 4\n[workload]\nname = \"tpcc\"\nwarehouses = 2\n\
+                    [driver]\nsim_time_s = 2.5\n";
+        let c = ExperimentConfig::from_toml(text).unwrap();
+        assert_eq!((c.seed, c.device.chips, c.driver.sim_time_s), (7, Some(4), 2.5));
+        assert_eq!(c.workload.params["warehouses"], 2);
+        assert_eq!(ExperimentConfig::from_toml(&c.to_toml().unwrap()).unwrap(), c);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(ExperimentConfig::from_json(&json).unwrap(), c);
+        let ftl = "[storage.ftl]\nkind = \"dftl\"\nover_provisioning = 0.1\ncmt_entries = 512\nlog_blocks = 8\n";
+        let c = ExperimentConfig::from_toml(ftl).unwrap();
+        assert_eq!(c.storage.to_string(), "ftl:dftl");
+        assert_eq!(ExperimentConfig::from_toml(&c.to_toml().unwrap()).unwrap(), c);
+    }
+}

@@ -1,0 +1,430 @@
+//! The experiment API: one run of a registered workload on an emulated device, built
+//! from an [`ExperimentConfig`], reporting [`Progress`] to a callback that may stop it,
+//! and returning an [`ExperimentResult`] (the JSON of `deltaflash bench`). The command
+//! line, and later the dashboard and the Python package, are thin callers of this.
+//!
+//! A run: create the device and the database, create the regions (one IPA region, an
+//! IPA/plain split, or the config's schema SQL with `${IPA}` replaced), load the
+//! workload, checkpoint, size the buffer pool as a share of the loaded database, run the
+//! driver (warm-up, then the measured time), optionally check consistency. Everything is
+//! seeded by `config.seed` and timed in simulated time, so the same config gives the same
+//! result apart from the wall-clock fields. `run` takes `&self`: each call is a fresh
+//! device and database.
+
+use crate::config::{ConfigError, Derived, ExperimentConfig, StorageConfig};
+use crate::driver::{self, Control, DriverConfig, Event, Interval, Metrics, RunError};
+use crate::workload::Workload;
+use engine::db::BufferSize;
+use engine::{Database, DbOptions, IpaScheme};
+use nand::{Device, MemoryStorage, Storage};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::fmt;
+use std::time::Instant;
+
+/// The commit this crate was built from (`git rev-parse HEAD`; "unknown" without git).
+pub const GIT_COMMIT: &str = env!("DELTAFLASH_GIT_COMMIT");
+
+/// What a run reports as it goes. Each call's answer may stop the run.
+pub enum Progress<'a> {
+    /// The database is about to be loaded (on a large one, the longest wait before the
+    /// run; it is not interrupted).
+    Loading { workload: &'static str, size: &'a str, scheme: IpaScheme },
+    /// Loaded, after `wall_seconds`; how full the data regions are.
+    Loaded { wall_seconds: f64, fill: Fill },
+    /// The run, every 256 transactions: simulated seconds since it began (warm-up
+    /// included) out of `total_sim_seconds`, transactions so far, and committed
+    /// transactions per simulated second over about the last simulated second.
+    Running { sim_seconds: f64, total_sim_seconds: f64, transactions: u64, throughput_tps: f64 },
+    /// An interval line (`driver.progress_interval_s`), as it completes.
+    Interval(&'a Interval),
+}
+
+/// How much of the data regions' logical space the loaded database takes: the knob
+/// that sets how hard GC works.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Fill {
+    pub database_mib: f64,
+    pub data_regions_mib: f64,
+}
+
+impl Fill {
+    fn of(db: &Database) -> Fill {
+        const MIB: f64 = 1024.0 * 1024.0;
+        let catalog = db.catalog();
+        let dev = db.page_device();
+        let page_bytes = dev.page_bytes() as f64;
+        let data_pages: f64 = dev
+            .region_ids()
+            .filter(|&r| engine::db::is_data_region(dev.region_name(r)))
+            .map(|r| dev.logical_pages(r) as f64)
+            .sum();
+        Fill {
+            database_mib: (catalog.pages_in_use() * catalog.page_bytes) as f64 / MIB,
+            data_regions_mib: data_pages * page_bytes / MIB,
+        }
+    }
+
+    /// The share of the data regions in use.
+    pub fn share(&self) -> f64 {
+        self.database_mib / self.data_regions_mib.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The outcome of the consistency check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "outcome", content = "detail")]
+pub enum Consistency {
+    Passed,
+    /// The first condition that fails.
+    Failed(String),
+}
+
+/// One run's results: the metrics, what the run was, and how long it took on the wall.
+/// Serialised flat, with the field names `deltaflash bench --json` has always written.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    /// The IPA scheme `NxM`, and V (0 without IPA).
+    pub ipa: String,
+    pub v: u8,
+    /// Bytes each page reserves for delta-records, in percent of the page.
+    pub space_overhead_pct: f64,
+    /// From creating the device to the end, loading included.
+    pub wall_seconds: f64,
+    /// Wall time of the warm-up and the measured run.
+    pub run_wall_seconds: f64,
+    #[serde(flatten)]
+    pub fill: Fill,
+    /// Warm-up and measured simulated seconds per run wall second.
+    pub simulated_seconds_per_wall_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency_check: Option<Consistency>,
+    /// The resolved config: it alone reproduces the run.
+    pub config: ExperimentConfig,
+    pub seed: u64,
+    pub git_commit: String,
+}
+
+impl ExperimentResult {
+    /// The result as a JSON value (keys sorted, as the files have always been).
+    pub fn to_json(&self) -> serde_json::Value {
+        match serde_json::to_value(self) {
+            Ok(v) => v,
+            Err(e) => panic!("an experiment result always serialises: {e}"),
+        }
+    }
+}
+
+/// Where a run failed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stage {
+    /// Creating the device, the database or its regions.
+    Setup,
+    Loading,
+    /// This many simulated seconds into the run.
+    Running {
+        after_s: f64,
+    },
+}
+
+/// Why an experiment did not produce a result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExperimentError {
+    Config(ConfigError),
+    /// The engine or the workload failed. `full`: the data regions ran out of space.
+    Failed {
+        stage: Stage,
+        error: String,
+        full: Option<Fill>,
+        blocks_per_chip: u32,
+    },
+    /// The progress callback stopped the run.
+    Stopped {
+        stage: Stage,
+    },
+}
+
+impl From<ConfigError> for ExperimentError {
+    fn from(e: ConfigError) -> Self {
+        ExperimentError::Config(e)
+    }
+}
+
+impl ExperimentError {
+    /// The message, with config fields spelled by `spell` (the command line passes its
+    /// flag names: `device.blocks_per_chip` → `--blocks-per-chip`).
+    pub fn message(&self, spell: &dyn Fn(&str) -> String) -> String {
+        match self {
+            ExperimentError::Config(ConfigError::Field { field, problem }) => format!("{}: {problem}", spell(field)),
+            ExperimentError::Config(e) => e.to_string(),
+            ExperimentError::Failed { stage, error, full, blocks_per_chip } => {
+                let (mut message, instead) = match stage {
+                    Stage::Setup => (error.clone(), ""),
+                    Stage::Loading => (format!("loading stopped: {error}"), "load a smaller database"),
+                    Stage::Running { after_s } => (
+                        format!("the run stopped after {after_s:.1} simulated seconds: {error}"),
+                        "run for less simulated time (inserts grow the database as it runs)",
+                    ),
+                };
+                if let Some(fill) = full {
+                    message += &format!(
+                        "\n  the database has grown to {:.1} MiB in data regions of {:.1} MiB; give the device more \
+                         flash ({}, now {blocks_per_chip}) or {instead}",
+                        fill.database_mib,
+                        fill.data_regions_mib,
+                        spell("device.blocks_per_chip")
+                    );
+                }
+                message
+            }
+            ExperimentError::Stopped { stage: Stage::Running { after_s } } => {
+                format!("stopped after {after_s:.1} simulated seconds")
+            }
+            ExperimentError::Stopped { .. } => "stopped before the run".to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(&|field| field.to_string()))
+    }
+}
+
+impl std::error::Error for ExperimentError {}
+
+/// A checked experiment, ready to run.
+pub struct Experiment {
+    config: ExperimentConfig,
+    derived: Derived,
+}
+
+impl Experiment {
+    /// Checks the config (every field, see [`ExperimentConfig`]) and fills in its
+    /// defaults.
+    pub fn new(config: ExperimentConfig) -> Result<Experiment, ExperimentError> {
+        let (config, derived) = config.resolve()?;
+        if let StorageConfig::Ftl(_) = config.storage {
+            return Err(ConfigError::field(
+                "storage",
+                format!(
+                    "{} is not wired to the engine yet: the engine runs on NoFTL regions only (storage = \"noftl\")",
+                    config.storage
+                ),
+            )
+            .into());
+        }
+        Ok(Experiment { config, derived })
+    }
+
+    /// The resolved config.
+    pub fn config(&self) -> &ExperimentConfig {
+        &self.config
+    }
+
+    /// The workload's size in words ("10 warehouses").
+    pub fn size(&self) -> String {
+        self.derived.params.size()
+    }
+
+    pub fn scheme(&self) -> IpaScheme {
+        self.derived.scheme
+    }
+
+    /// Runs it. `on_progress` sees each step; answering `Control::Stop` ends the run
+    /// with [`ExperimentError::Stopped`] (for a shared flag:
+    /// `|_| if flag.load(Ordering::Relaxed) { Control::Stop } else { Control::Continue }`).
+    pub fn run(&self, on_progress: &mut dyn FnMut(Progress) -> Control) -> Result<ExperimentResult, ExperimentError> {
+        let (c, d) = (&self.config, &self.derived);
+        let failed = |db: &Database, stage: Stage, error: String| {
+            let full = error.contains("no free extent").then(|| Fill::of(db));
+            ExperimentError::Failed { stage, error, full, blocks_per_chip: d.geometry.blocks_per_chip }
+        };
+        let setup = |e: engine::Error| ExperimentError::Failed {
+            stage: Stage::Setup,
+            error: e.to_string(),
+            full: None,
+            blocks_per_chip: d.geometry.blocks_per_chip,
+        };
+        let page_bytes = c.engine.db_page_bytes.unwrap_or(4096);
+        let options = DbOptions {
+            page_bytes,
+            buffer: BufferSize::Pages(4096),
+            cleaner: c.engine.eviction.policy(),
+            checkpoint_log_share: c.engine.checkpoint_log_share,
+            log_chips: c.engine.log_chips.unwrap_or(1),
+            ..DbOptions::default()
+        };
+        let wall = Instant::now();
+        let mut db = Database::create(self.device()?, options).map_err(setup)?;
+        self.create_regions(&mut db).map_err(|e| match e {
+            RegionError::Schema(problem) => ExperimentError::from(ConfigError::field("engine.schema", problem)),
+            RegionError::Engine(e) => setup(e),
+        })?;
+        let mut rng = ChaCha8Rng::seed_from_u64(c.seed);
+        let mut wl = d.params.build(&mut rng);
+        let placement = self.placement(&db, wl.as_ref())?;
+        let size = d.params.size();
+        let stopped = |stage| Err(ExperimentError::Stopped { stage });
+        if on_progress(Progress::Loading { workload: wl.name(), size: &size, scheme: d.scheme }) == Control::Stop {
+            return stopped(Stage::Loading);
+        }
+        wl.load(&mut db, &placement, &mut rng).map_err(|err| failed(&db, Stage::Loading, err))?;
+        let fill = Fill::of(&db);
+        if on_progress(Progress::Loaded { wall_seconds: wall.elapsed().as_secs_f64(), fill }) == Control::Stop {
+            return stopped(Stage::Loading);
+        }
+        db.checkpoint().map_err(setup)?;
+        db.set_buffer(BufferSize::Share(c.engine.buffer_share)).map_err(setup)?;
+        db.set_group_commit((c.engine.group_commit_us * 1000.0) as u64);
+        let driver = &c.driver;
+        let config = DriverConfig {
+            terminals: driver.terminals,
+            warmup_s: driver.warmup_s,
+            duration_s: driver.sim_time_s,
+            cpu_ns_per_operation: (driver.cpu_per_operation_us * 1000.0) as u64,
+            progress_s: driver.progress_interval_s,
+        };
+        let total_sim_seconds = driver.warmup_s + driver.sim_time_s;
+        let run_start = db.now();
+        let run_wall = Instant::now();
+        let mut rate = Rate::default();
+        let metrics = driver::run(&mut db, wl.as_mut(), &config, &mut rng, &mut |event| match event {
+            Event::Tick { sim_seconds, transactions, committed } => on_progress(Progress::Running {
+                sim_seconds,
+                total_sim_seconds,
+                transactions,
+                throughput_tps: rate.update(sim_seconds, committed),
+            }),
+            Event::Interval(line) => on_progress(Progress::Interval(line)),
+        });
+        let metrics = metrics.map_err(|e| {
+            let after_s = db.now().saturating_sub(run_start) as f64 / 1e9;
+            match e {
+                RunError::Stopped { sim_seconds } => {
+                    ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } }
+                }
+                RunError::Failed(err) => failed(&db, Stage::Running { after_s }, err),
+            }
+        })?;
+        let run_wall_seconds = run_wall.elapsed().as_secs_f64();
+        let consistency_check = driver.check.then(|| match wl.check(&mut db) {
+            Ok(()) => Consistency::Passed,
+            Err(e) => Consistency::Failed(e),
+        });
+        if c.device.image.is_some() {
+            db.close().map_err(setup)?;
+        }
+        let simulated = metrics.sim_seconds + driver.warmup_s;
+        Ok(ExperimentResult {
+            ipa: d.scheme.to_string(),
+            v: d.scheme.v,
+            space_overhead_pct: d.scheme.area_bytes() as f64 * 100.0 / page_bytes as f64,
+            wall_seconds: wall.elapsed().as_secs_f64(),
+            run_wall_seconds,
+            fill,
+            simulated_seconds_per_wall_second: simulated / run_wall_seconds.max(1e-9),
+            consistency_check,
+            config: c.clone(),
+            seed: c.seed,
+            git_commit: GIT_COMMIT.to_string(),
+            metrics,
+        })
+    }
+
+    /// A fresh device: in memory, or backed by a new image file.
+    fn device(&self) -> Result<Device, ExperimentError> {
+        let (geometry, keep_data) = (self.derived.geometry.clone(), !self.config.device.no_data);
+        let storage: Box<dyn Storage> = match &self.config.device.image {
+            Some(path) => Box::new(
+                MemoryStorage::create_image(path, geometry, keep_data)
+                    .map_err(|e| ConfigError::field("device.image", format!("{}: {e}", path.display())))?,
+            ),
+            None => Box::new(MemoryStorage::new(geometry, keep_data)),
+        };
+        Ok(Device::new(storage))
+    }
+
+    /// The schema's SQL with `${IPA}` replaced, or the default regions: one IPA region
+    /// `data`, or with `ipa_objects` an IPA region `data` on half the free chips and a
+    /// plain region on the rest.
+    fn create_regions(&self, db: &mut Database) -> Result<(), RegionError> {
+        let (engine, options) = (&self.config.engine, &self.derived.region_options);
+        if let Some(text) = &engine.schema {
+            db.execute(&text.replace("${IPA}", options)).map_err(|e| RegionError::Schema(e.to_string()))?;
+        } else if !engine.ipa_objects.is_empty() {
+            let free = self.derived.geometry.chips() - 2;
+            db.execute(&format!(
+                "CREATE REGION data ({options}, MAX_CHIPS={});
+                 CREATE TABLESPACE ts_data (REGION=data);
+                 CREATE REGION plain (IPA_MODE=none);
+                 CREATE TABLESPACE ts_plain (REGION=plain);",
+                (free / 2).max(1)
+            ))
+            .map_err(RegionError::Engine)?;
+        } else {
+            db.execute(&format!("CREATE REGION data ({options}); CREATE TABLESPACE ts_data (REGION=data);"))
+                .map_err(RegionError::Engine)?;
+        }
+        Ok(())
+    }
+
+    /// Where each table goes: the schema's `ts_<table>` if it has one, else `ts_data`;
+    /// with `ipa_objects`, the tables not named go to `ts_plain`.
+    fn placement(&self, db: &Database, wl: &dyn Workload) -> Result<impl Fn(&str) -> String, ExperimentError> {
+        let catalog = db.catalog();
+        let tables = wl.tables();
+        let own: Vec<String> =
+            tables.iter().filter(|t| catalog.tablespace(&format!("ts_{t}")).is_ok()).map(|t| t.to_string()).collect();
+        if self.config.engine.schema.is_some() && own.len() < tables.len() && catalog.tablespace("ts_data").is_err() {
+            return Err(ConfigError::field(
+                "engine.schema",
+                format!(
+                    "tables without a ts_<table> tablespace need one named ts_data (tables: {})",
+                    tables.join(", ")
+                ),
+            )
+            .into());
+        }
+        let split = self.config.engine.ipa_objects.clone();
+        Ok(move |table: &str| {
+            if own.iter().any(|t| t == table) {
+                format!("ts_{table}")
+            } else if split.is_empty() || split.iter().any(|t| t == table) {
+                "ts_data".to_string()
+            } else {
+                "ts_plain".to_string()
+            }
+        })
+    }
+}
+
+enum RegionError {
+    /// The config's schema SQL failed.
+    Schema(String),
+    Engine(engine::Error),
+}
+
+/// Committed transactions per simulated second, over windows of about one second.
+#[derive(Default)]
+struct Rate {
+    since_s: f64,
+    since_committed: u64,
+    tps: f64,
+}
+
+impl Rate {
+    fn update(&mut self, sim_seconds: f64, committed: u64) -> f64 {
+        let span = sim_seconds - self.since_s;
+        if span > 0.0 && (span >= 1.0 || self.tps == 0.0) {
+            self.tps = (committed - self.since_committed) as f64 / span;
+        }
+        if span >= 1.0 {
+            (self.since_s, self.since_committed) = (sim_seconds, committed);
+        }
+        self.tps
+    }
+}

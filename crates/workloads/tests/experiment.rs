@@ -1,0 +1,123 @@
+//! The experiment API end to end: a TOML config runs, its JSON result embeds the
+//! resolved config, the seed and the commit; the same config gives the same result;
+//! the progress callback sees the run and can stop it; an FTL storage is refused by name.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use workloads::experiment::{Consistency, Stage};
+use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, Progress};
+
+/// TPC-B at scale 1 on four chips (room for its 15 MiB), a short run.
+const SMALL_TPCB: &str = r#"
+seed = 5
+
+[device]
+chips = 4
+blocks_per_chip = 96
+pages_per_block = 64
+
+[engine]
+ipa = "2x4"
+buffer_share = 0.2
+
+[workload]
+name = "tpcb"
+scale = 1
+
+[driver]
+warmup_s = 0.2
+sim_time_s = 0.5
+check = true
+"#;
+
+fn without_wall_time(mut v: serde_json::Value) -> serde_json::Value {
+    for key in ["wall_seconds", "run_wall_seconds", "simulated_seconds_per_wall_second"] {
+        v.as_object_mut().unwrap().remove(key).unwrap_or_else(|| panic!("{key} missing"));
+    }
+    v
+}
+
+#[test]
+fn a_toml_config_runs_and_its_json_embeds_the_resolved_config() {
+    let config = ExperimentConfig::from_toml(SMALL_TPCB).unwrap();
+    let experiment = Experiment::new(config.clone()).unwrap();
+    let mut seen = Vec::new();
+    let mut last_tps = 0.0;
+    let result = experiment
+        .run(&mut |p| {
+            seen.push(match p {
+                Progress::Loading { workload, size, .. } => format!("loading {workload} {size}"),
+                Progress::Loaded { .. } => "loaded".into(),
+                Progress::Running { throughput_tps, .. } => {
+                    last_tps = throughput_tps;
+                    "running".into()
+                }
+                Progress::Interval(_) => "interval".into(),
+            });
+            Control::Continue
+        })
+        .unwrap();
+    assert_eq!(seen[..2], ["loading tpcb scale 1", "loaded"]);
+    assert!(seen[2..].iter().all(|s| s == "running") && seen.len() > 3, "{seen:?}");
+    assert!(last_tps > 0.0);
+    assert_eq!(result.consistency_check, Some(Consistency::Passed));
+    assert!(result.metrics.transactions > 0);
+
+    let json = result.to_json();
+    assert_eq!(json["seed"], 5);
+    assert_eq!(json["git_commit"].as_str().unwrap().len(), 40, "built inside a git checkout");
+    assert_eq!(json["ipa"], "2x4");
+    assert_eq!(json["consistency_check"]["outcome"], "passed");
+    // The embedded config is the file's, with the defaults it left out filled in.
+    let embedded: ExperimentConfig = serde_json::from_value(json["config"].clone()).unwrap();
+    assert_eq!(&embedded, experiment.config());
+    assert_eq!(embedded.seed, config.seed);
+    assert_eq!(embedded.device, config.device);
+    assert_eq!(embedded.engine.log_chips, Some(1), "a quarter of four chips");
+    assert_eq!(embedded.driver.terminals, 8);
+    // It reproduces the run: same config, same JSON apart from wall-clock time.
+    let again = Experiment::new(embedded).unwrap().run(&mut |_| Control::Continue).unwrap();
+    assert_eq!(without_wall_time(again.to_json()), without_wall_time(json));
+}
+
+#[test]
+fn the_callback_or_a_flag_stops_the_run() {
+    let mut config = ExperimentConfig::from_toml(SMALL_TPCB).unwrap();
+    config.driver.sim_time_s = 1000.0;
+    let experiment = Experiment::new(config).unwrap();
+    let stop = AtomicBool::new(false);
+    let err = experiment
+        .run(&mut |p| {
+            if let Progress::Running { transactions, .. } = p {
+                stop.store(transactions >= 1024, Ordering::Relaxed);
+            }
+            if stop.load(Ordering::Relaxed) {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        })
+        .unwrap_err();
+    let ExperimentError::Stopped { stage: Stage::Running { after_s } } = err else { panic!("{err}") };
+    assert!(after_s > 0.0 && after_s < 10.0, "{after_s}");
+    let err = experiment.run(&mut |_| Control::Stop).unwrap_err();
+    assert_eq!(err, ExperimentError::Stopped { stage: Stage::Loading });
+}
+
+#[test]
+fn an_ftl_storage_is_refused_by_name_until_it_is_wired() {
+    let text = format!(
+        "{SMALL_TPCB}\n[storage.ftl]\nkind = \"bast\"\nover_provisioning = 0.1\ncmt_entries = 4096\nlog_blocks = 8\n"
+    );
+    let config = ExperimentConfig::from_toml(&text).unwrap();
+    let err = Experiment::new(config).err().unwrap().to_string();
+    assert!(err.starts_with("storage: ftl:bast is not wired to the engine yet"), "{err}");
+}
+
+#[test]
+fn a_bad_schema_is_named_as_the_schema() {
+    let mut config = ExperimentConfig::from_toml(SMALL_TPCB).unwrap();
+    config.engine.schema = Some("CREATE REGION hot (IPA_MODE=none);".into());
+    let err = Experiment::new(config).unwrap().run(&mut |_| Control::Continue).unwrap_err();
+    let message = err.message(&|field| if field == "engine.schema" { "--schema x.sql".into() } else { field.into() });
+    assert!(message.starts_with("--schema x.sql: tables without a ts_<table> tablespace need one named ts_data"));
+}
