@@ -21,7 +21,8 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workloads::config::{Eviction, WorkloadConfig};
+use flash::ftl::FtlConfig;
+use workloads::config::{Eviction, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
@@ -48,6 +49,17 @@ fn float(range: FloatRange) -> impl Fn(&str) -> Result<f64, String> + Clone + Se
 
 fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
     move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
+}
+
+/// `noftl` (`None`) or `ftl:KIND`.
+fn storage_kind(text: &str) -> Result<Option<flash::ftl::FtlKind>, String> {
+    if text.eq_ignore_ascii_case("noftl") {
+        return Ok(None);
+    }
+    text.strip_prefix("ftl:")
+        .and_then(flash::ftl::FtlKind::parse)
+        .map(Some)
+        .ok_or_else(|| format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"))
 }
 
 fn scheme(text: &str) -> Result<IpaScheme, String> {
@@ -197,6 +209,17 @@ pub struct BenchArgs {
           help = with_default("Seed of every random choice; the same seed gives the same result",
                                     defaults().seed))]
     seed: Option<u64>,
+    /// What the engine writes its pages through: `noftl` (regions on raw flash, with
+    /// IPA) or a conventional FTL over the whole device: `ftl:page`, `ftl:dftl`,
+    /// `ftl:block`, `ftl:bast`, `ftl:fast` (an FTL refuses in-place appends) [default: noftl].
+    #[arg(long, value_parser = storage_kind)]
+    storage: Option<Option<flash::ftl::FtlKind>>,
+    /// DFTL: mapping entries its cached mapping table holds.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    cmt_entries: Option<u32>,
+    /// BAST and FAST: log blocks (FAST: one sequential, the rest shared random).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
+    log_blocks: Option<u32>,
     /// Check the workload's consistency conditions after the run.
     #[arg(long)]
     check: bool,
@@ -289,6 +312,17 @@ impl BenchArgs {
             device.image = d.image.clone();
         }
         self.workload.apply(&mut c.workload);
+        match self.storage {
+            Some(None) => c.storage = StorageConfig::Noftl,
+            Some(Some(kind)) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            None => {}
+        }
+        if let StorageConfig::Ftl(ftl) = &mut c.storage {
+            set(&mut ftl.cmt_entries, self.cmt_entries);
+            set(&mut ftl.log_blocks, self.log_blocks);
+        } else if self.cmt_entries.is_some() || self.log_blocks.is_some() {
+            return Err("--cmt-entries and --log-blocks need --storage ftl:dftl, ftl:bast or ftl:fast".into());
+        }
         let e = &mut c.engine;
         set(&mut e.buffer_share, self.buffer);
         set(&mut e.ipa_mode, self.ipa_mode.clone());
@@ -430,7 +464,7 @@ fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<Experim
 /// Table rows: (label, value).
 fn rows(run: &ExperimentResult) -> Vec<(&'static str, f64)> {
     let m = &run.metrics;
-    vec![
+    let mut rows = vec![
         ("Host reads", m.host_reads as f64),
         ("Host writes", m.host_writes as f64),
         ("  out-of-place writes", m.out_of_place_writes as f64),
@@ -444,7 +478,20 @@ fn rows(run: &ExperimentResult) -> Vec<(&'static str, f64)> {
         ("Throughput [tps]", m.throughput_tps),
         ("DBMS write amplification", m.dbms_write_amplification),
         ("Space overhead [%]", run.space_overhead_pct),
-    ]
+        ("Flash programs (device)", m.flash_programs as f64),
+        ("Flash erases (device)", m.flash_erases as f64),
+        ("Device write amplification", m.write_amplification),
+    ];
+    if let Some(f) = &m.ftl {
+        rows.extend([
+            ("FTL merges switch", f.merges_switch as f64),
+            ("FTL merges partial", f.merges_partial as f64),
+            ("FTL merges full", f.merges_full as f64),
+            ("FTL translation reads", f.translation_reads as f64),
+            ("FTL translation writes", f.translation_writes as f64),
+        ]);
+    }
+    rows
 }
 
 fn show(v: f64) -> String {

@@ -99,10 +99,6 @@ impl FtlVolume {
         Ok((FtlVolume { ftl, parts, generation, chips }, done))
     }
 
-    /// The FTL's device-wide counters.
-    pub fn ftl_counters(&self) -> FtlCounters {
-        self.ftl.counters()
-    }
     pub fn ftl(&self) -> &dyn Ftl {
         self.ftl.as_ref()
     }
@@ -278,6 +274,9 @@ impl PageDevice for FtlVolume {
     }
     fn counters(&self, region: RegionId) -> RegionCounters {
         self.part(region).counters
+    }
+    fn ftl_counters(&self) -> Option<FtlCounters> {
+        Some(self.ftl.counters())
     }
     fn occupancy(&self, _region: RegionId) -> Option<Occupancy> {
         None

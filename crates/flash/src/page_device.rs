@@ -20,6 +20,7 @@
 //!   [`crate::Region`].
 
 use crate::error::Error;
+use crate::ftl::FtlCounters;
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::{Flash, RegionId};
@@ -59,6 +60,11 @@ pub trait PageDevice: Send {
     fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error>;
     /// Host I/O of the region (and, on NoFTL, its GC and wear levelling).
     fn counters(&self, region: RegionId) -> RegionCounters;
+    /// Device-wide counters of a conventional FTL underneath (GC, merges, translation
+    /// pages); `None` on NoFTL, whose GC is counted per region.
+    fn ftl_counters(&self) -> Option<FtlCounters> {
+        None
+    }
     /// Where the region's pages are; `None` where the device does not know (an FTL
     /// hides its physical pages).
     fn occupancy(&self, region: RegionId) -> Option<Occupancy>;

@@ -66,7 +66,7 @@ fn partitions_are_sized_by_spec_and_isolated() {
     let c = v.counters(log);
     assert_eq!((c.host_writes, c.host_reads, c.host_trims), (3, 2, 0));
     assert_eq!(v.counters(data).host_trims, 1);
-    assert_eq!(v.ftl_counters().host_writes, 5 + 1, "five data pages and the partition table");
+    assert_eq!(PageDevice::ftl_counters(&v).unwrap().host_writes, 5 + 1, "five data pages and the partition table");
     // Nothing is left for another region.
     let err = v.add_region(spec("more", None, None), 0).unwrap_err();
     assert!(err.to_string().contains("no logical pages left"), "{err}");

@@ -20,8 +20,9 @@ use crate::workload::Workload;
 use engine::buffer::PoolStats;
 use engine::store::ObjectCounters;
 use engine::Database;
+use flash::ftl::FtlCounters;
 use flash::RegionCounters;
-use nand::SimTime;
+use nand::{DeviceCounters, SimTime};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -80,6 +81,8 @@ struct Snapshot {
     committed: u64,
     objects: BTreeMap<String, ObjectCounters>,
     regions: BTreeMap<String, RegionCounters>,
+    device: DeviceCounters,
+    ftl: Option<FtlCounters>,
     pool: PoolStats,
 }
 
@@ -87,7 +90,8 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
     let objects = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
     let dev = db.page_device();
     let regions = dev.region_ids().map(|r| (dev.region_name(r).to_string(), dev.counters(r))).collect();
-    Snapshot { time, transactions, committed, objects, regions, pool: db.pool_stats() }
+    let (device, ftl) = (dev.device().counters(), dev.ftl_counters());
+    Snapshot { time, transactions, committed, objects, regions, device, ftl, pool: db.pool_stats() }
 }
 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
@@ -143,6 +147,16 @@ pub struct Metrics {
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
     pub log_page_writes: u64,
+    /// Every page program on the device (host pages, appends, log, catalog, GC and merge
+    /// copies, translation pages), and every erase.
+    pub flash_programs: u64,
+    pub flash_erases: u64,
+    /// Flash programs per page write the database sent to the device (all regions:
+    /// data, log and catalog, appends included).
+    pub write_amplification: f64,
+    /// On a conventional FTL: its device-wide counters (merges, translation pages);
+    /// `gc_page_migrations` and `gc_erases` above are then the FTL's, device-wide.
+    pub ftl: Option<FtlCounters>,
     pub time_per_transaction_ms: TimeBreakdown,
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
@@ -194,8 +208,14 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
     let region_delta = |f: fn(&RegionCounters) -> u64| -> u64 {
         data_regions(b).map(|(n, c)| f(c) - a.regions.get(n).map_or(0, f)).sum()
     };
-    let gc_page_migrations = region_delta(|c| c.gc_page_migrations);
-    let gc_erases = region_delta(|c| c.gc_erases);
+    let ftl = b.ftl.zip(a.ftl).map(|(b, a)| b.since(&a));
+    let (gc_page_migrations, gc_erases) = match &ftl {
+        Some(f) => (f.gc_page_migrations, f.gc_erases),
+        None => (region_delta(|c| c.gc_page_migrations), region_delta(|c| c.gc_erases)),
+    };
+    let programs = |d: &DeviceCounters| d.page_programs + d.reprograms + d.copybacks;
+    let flash_programs = programs(&b.device) - programs(&a.device);
+    let sent = |s: &Snapshot| s.regions.values().map(|c| c.host_writes + c.host_write_deltas).sum::<u64>();
     let host_writes = total.host_writes();
     let sim_seconds = (b.time - a.time) as f64 / 1e9;
     let log = |s: &Snapshot| s.regions.get(engine::db::LOG).map_or(0, |c| c.host_writes);
@@ -222,6 +242,10 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),
         log_page_writes: log(b) - log(a),
+        flash_programs,
+        flash_erases: b.device.erases - a.device.erases,
+        write_amplification: ratio(flash_programs, sent(b) - sent(a)),
+        ftl,
         time_per_transaction_ms: breakdown(a, b, terminals),
         update_size_writes: total.update_size_writes,
         objects,
@@ -290,7 +314,7 @@ pub fn run(
                     throughput_tps: m.throughput_tps,
                     read_latency_ms: m.read_latency_ms,
                     write_latency_ms: m.write_latency_ms,
-                    gc_erases_so_far: data_regions(&s).map(|(_, c)| c.gc_erases).sum(),
+                    gc_erases_so_far: s.ftl.map_or_else(|| data_regions(&s).map(|(_, c)| c.gc_erases).sum(), |f| f.gc_erases),
                 };
                 let control = on_event(Event::Interval(&line));
                 intervals.push(line);

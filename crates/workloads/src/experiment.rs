@@ -16,6 +16,7 @@ use crate::driver::{self, Control, DriverConfig, Event, Interval, Metrics, RunEr
 use crate::workload::Workload;
 use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
+use flash::FtlVolume;
 use nand::{Device, MemoryStorage, Storage};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -207,16 +208,6 @@ impl Experiment {
     /// defaults.
     pub fn new(config: ExperimentConfig) -> Result<Experiment, ExperimentError> {
         let (config, derived) = config.resolve()?;
-        if let StorageConfig::Ftl(_) = config.storage {
-            return Err(ConfigError::field(
-                "storage",
-                format!(
-                    "{} is not wired to the engine yet: the engine runs on NoFTL regions only (storage = \"noftl\")",
-                    config.storage
-                ),
-            )
-            .into());
-        }
         Ok(Experiment { config, derived })
     }
 
@@ -259,7 +250,17 @@ impl Experiment {
             ..DbOptions::default()
         };
         let wall = Instant::now();
-        let mut db = Database::create(self.device()?, options).map_err(setup)?;
+        let mut db = match &c.storage {
+            StorageConfig::Noftl => Database::create(self.device()?, options),
+            StorageConfig::Ftl(ftl) => {
+                // The FTL is the whole device; the database's regions are partitions of
+                // its logical pages.
+                let ftl = flash::ftl::format(self.device()?, ftl).map_err(|e| setup(e.into()))?;
+                let volume = FtlVolume::format(ftl, Vec::new(), 0).map_err(|e| setup(e.into()))?;
+                Database::create_on(Box::new(volume), options)
+            }
+        }
+        .map_err(setup)?;
         self.create_regions(&mut db).map_err(|e| match e {
             RegionError::Schema(problem) => ExperimentError::from(ConfigError::field("engine.schema", problem)),
             RegionError::Engine(e) => setup(e),

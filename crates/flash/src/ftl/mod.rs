@@ -109,6 +109,24 @@ pub struct FtlCounters {
 }
 
 impl FtlCounters {
+    /// The counts since `earlier` (field by field).
+    pub fn since(&self, earlier: &FtlCounters) -> FtlCounters {
+        FtlCounters {
+            host_reads: self.host_reads - earlier.host_reads,
+            host_writes: self.host_writes - earlier.host_writes,
+            host_trims: self.host_trims - earlier.host_trims,
+            flash_programs: self.flash_programs - earlier.flash_programs,
+            flash_reads: self.flash_reads - earlier.flash_reads,
+            gc_page_migrations: self.gc_page_migrations - earlier.gc_page_migrations,
+            gc_erases: self.gc_erases - earlier.gc_erases,
+            merges_switch: self.merges_switch - earlier.merges_switch,
+            merges_partial: self.merges_partial - earlier.merges_partial,
+            merges_full: self.merges_full - earlier.merges_full,
+            translation_reads: self.translation_reads - earlier.translation_reads,
+            translation_writes: self.translation_writes - earlier.translation_writes,
+        }
+    }
+
     /// Flash programs per host write (1.0 when nothing is copied).
     pub fn write_amplification(&self) -> f64 {
         self.flash_programs as f64 / self.host_writes.max(1) as f64
