@@ -15,13 +15,13 @@ use crate::table::{print_table, Row};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
 use engine::{Database, DbOptions, IpaScheme};
+use flash::ftl::FtlConfig;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use flash::ftl::FtlConfig;
 use workloads::config::{Eviction, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, CountRange, FloatRange};
@@ -51,14 +51,18 @@ fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, Strin
     move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
 }
 
-/// `noftl` (`None`) or `ftl:KIND`.
-fn storage_kind(text: &str) -> Result<Option<flash::ftl::FtlKind>, String> {
+/// `--storage`: NoFTL (`None`) or a conventional FTL.
+#[derive(Clone, Copy, Debug)]
+struct StorageChoice(Option<flash::ftl::FtlKind>);
+
+/// `noftl` or `ftl:KIND`.
+fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("noftl") {
-        return Ok(None);
+        return Ok(StorageChoice(None));
     }
     text.strip_prefix("ftl:")
         .and_then(flash::ftl::FtlKind::parse)
-        .map(Some)
+        .map(|kind| StorageChoice(Some(kind)))
         .ok_or_else(|| format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"))
 }
 
@@ -213,7 +217,7 @@ pub struct BenchArgs {
     /// IPA) or a conventional FTL over the whole device: `ftl:page`, `ftl:dftl`,
     /// `ftl:block`, `ftl:bast`, `ftl:fast` (an FTL refuses in-place appends) [default: noftl].
     #[arg(long, value_parser = storage_kind)]
-    storage: Option<Option<flash::ftl::FtlKind>>,
+    storage: Option<StorageChoice>,
     /// DFTL: mapping entries its cached mapping table holds.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     cmt_entries: Option<u32>,
@@ -313,8 +317,8 @@ impl BenchArgs {
         }
         self.workload.apply(&mut c.workload);
         match self.storage {
-            Some(None) => c.storage = StorageConfig::Noftl,
-            Some(Some(kind)) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            Some(StorageChoice(None)) => c.storage = StorageConfig::Noftl,
+            Some(StorageChoice(Some(kind))) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
             None => {}
         }
         if let StorageConfig::Ftl(ftl) = &mut c.storage {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// DB page sizes the engine supports; one must also be a multiple of the flash page.
 const DB_PAGE_SIZES: [usize; 3] = [4096, 8192, 16384];
 
-fn db_page_size(s: &str) -> Result<usize, String> {
+pub(crate) fn db_page_size(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(b) if DB_PAGE_SIZES.contains(&b) => Ok(b),
         _ => Err("must be 4096, 8192 or 16384".into()),
@@ -159,8 +159,8 @@ fn open(args: &SqlArgs, image: &Path) -> Result<(Database, Option<ImageLock>), S
         let image_options = ImageOptions { read_only: args.read_only, sync: args.sync.into() };
         let mut storage = MemoryStorage::open_image_with(image, image_options).map_err(|e| e.to_string())?;
         let lock = if args.read_only { storage.detach_image() } else { None };
-        let db = Database::open(Device::new(Box::new(storage)), options)
-            .map_err(|e| format!("{}: {e}", image.display()))?;
+        let db =
+            Database::open(Device::new(Box::new(storage)), options).map_err(|e| format!("{}: {e}", image.display()))?;
         return Ok((db, lock));
     }
     if args.read_only {

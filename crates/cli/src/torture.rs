@@ -37,6 +37,11 @@ pub struct TortureArgs {
     /// log at every commit. At most 10 s.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     group_commit_us: u64,
+    /// DB page size: 4096, 8192 or 16384, a multiple of the flash page (default: 4096,
+    /// or the flash page where that is larger). A DB page of several flash pages is
+    /// written as one atomic group, and the cuts land between its parts too.
+    #[arg(long, value_parser = crate::sql::db_page_size)]
+    db_page_bytes: Option<usize>,
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
@@ -63,6 +68,7 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         ipa_mode,
         buffer_pages: args.buffer_pages,
         group_commit_ns: args.group_commit_us * 1000,
+        db_page_bytes: args.db_page_bytes,
     };
     let (load_ops, run_ops) = count_operations(&config, args.seed)?;
     eprintln!(

@@ -86,10 +86,6 @@ fn a_config_file_error_names_the_file_position_or_field() {
     let range = file("range.toml", "[driver]\nsim_time_s = 0\n");
     let err = stderr(&deltaflash(&["bench", "--config", &range]));
     assert!(err.contains("driver.sim_time_s in ") && err.contains("range.toml: must be in (0,"), "{err}");
-    let ftl =
-        file("ftl.toml", "[storage.ftl]\nkind = \"page\"\nover_provisioning = 0.1\ncmt_entries = 1\nlog_blocks = 1\n");
-    let err = stderr(&deltaflash(&["bench", "--config", &ftl]));
-    assert!(err.contains("ftl:page is not wired to the engine yet"), "{err}");
     let out = deltaflash(&["bench", "--config", &range, "--device", "femu"]);
     assert!(stderr(&out).contains("'--config <FILE>' cannot be used with '--device <DEVICE>'"), "{}", stderr(&out));
 }

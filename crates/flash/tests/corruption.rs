@@ -9,9 +9,7 @@
 
 use flash::oob::{self, Header};
 use flash::{Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
-use nand::{
-    BlockId, CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, Ppn, Span, Storage,
-};
+use nand::{BlockId, CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, Ppn, Span, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;

@@ -28,6 +28,6 @@ pub use device::{Device, DeviceCounters, PageRead};
 pub use error::Error;
 pub use fault::{FaultyStorage, TornOp};
 pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};
-pub use image::{ImageLock, ImageError, ImageOptions, SyncMode};
+pub use image::{ImageError, ImageLock, ImageOptions, SyncMode};
 pub use storage::{MemoryFootprint, MemoryStorage, Span, Storage, SyncPoint};
 pub use timing::{Latencies, OpTiming, SimTime, Timelines};

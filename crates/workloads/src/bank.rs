@@ -36,6 +36,9 @@ pub struct BankConfig {
     pub buffer_pages: usize,
     /// Group-commit window in simulated nanoseconds (0: force at every commit).
     pub group_commit_ns: u64,
+    /// DB page size; `None`: 4 KiB, or one flash page where those are larger. A DB
+    /// page of several flash pages is written as one atomic group of them.
+    pub db_page_bytes: Option<usize>,
 }
 
 /// Which kind of flash operation a cut tore.
@@ -82,8 +85,7 @@ fn schema(config: &BankConfig) -> String {
 }
 
 fn options(config: &BankConfig) -> DbOptions {
-    // DB pages of 4 KiB, or one flash page where those are larger.
-    let page_bytes = (config.geometry.page_bytes as usize).max(4096);
+    let page_bytes = config.db_page_bytes.unwrap_or((config.geometry.page_bytes as usize).max(4096));
     DbOptions {
         page_bytes,
         buffer: BufferSize::Pages(config.buffer_pages),

@@ -314,7 +314,9 @@ pub fn run(
                     throughput_tps: m.throughput_tps,
                     read_latency_ms: m.read_latency_ms,
                     write_latency_ms: m.write_latency_ms,
-                    gc_erases_so_far: s.ftl.map_or_else(|| data_regions(&s).map(|(_, c)| c.gc_erases).sum(), |f| f.gc_erases),
+                    gc_erases_so_far: s
+                        .ftl
+                        .map_or_else(|| data_regions(&s).map(|(_, c)| c.gc_erases).sum(), |f| f.gc_erases),
                 };
                 let control = on_event(Event::Interval(&line));
                 intervals.push(line);

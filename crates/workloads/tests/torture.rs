@@ -14,6 +14,7 @@ fn config(ipa: &str) -> BankConfig {
         ipa_mode: "slc".into(),
         buffer_pages: 16,
         group_commit_ns: 0,
+        db_page_bytes: None,
     }
 }
 
@@ -40,6 +41,28 @@ fn power_cuts_lose_no_committed_transfer() {
         if ipa != "0x0" {
             assert!(kinds.write_deltas > 0, "{ipa}: no cut hit an append: {kinds:?}");
         }
+    }
+}
+
+/// DB pages of 2 and 4 flash pages (written as atomic groups), IPA on and off: a cut
+/// between the parts of a page write loses nothing committed.
+#[test]
+fn power_cuts_between_the_flash_pages_of_a_db_page_lose_nothing() {
+    for (db_page_bytes, ipa) in [(8192, "0x0"), (8192, "2x4"), (16384, "0x0"), (16384, "2x4")] {
+        let config = BankConfig { db_page_bytes: Some(db_page_bytes), accounts: 1500, transfers: 200, ..config(ipa) };
+        let (load_ops, run_ops) = count_operations(&config, 2).unwrap();
+        let mut kinds = CutKinds::default();
+        let mut failures = Vec::new();
+        for k in 0..16u64 {
+            let cut_after = 1 + k * run_ops / 16;
+            let recovery_cut = (k % 4 == 3).then_some(1 + k % 5);
+            let result = run_cut(&config, 2, load_ops, cut_after, recovery_cut, &mut kinds);
+            if let Err(e) = result.outcome {
+                failures.push(format!("{db_page_bytes}-byte pages, {ipa}, cut at +{cut_after}: {e}"));
+            }
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert!(kinds.out_of_place_writes > 0, "{db_page_bytes} {ipa}: {kinds:?}");
     }
 }
 

@@ -1,0 +1,60 @@
+//! `bench --storage`: the engine on NoFTL regions and on every conventional FTL, same
+//! workload and seed, one metric vocabulary.
+
+use std::process::Command;
+
+const SMALL: &[&str] = &["--chips", "4", "--blocks-per-chip", "128", "--pages-per-block", "32"];
+
+fn bench(storage: &str, dir: &std::path::Path) -> serde_json::Value {
+    let json = dir.join(format!("{}.json", storage.replace(':', "-")));
+    let out = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args([
+            "bench",
+            "--workload",
+            "tpcb",
+            "--sim-time",
+            "2",
+            "--warmup",
+            "0.5",
+            "--ipa",
+            "2x4",
+            "--storage",
+            storage,
+        ])
+        .args(["--json", json.to_str().unwrap(), "--check"])
+        .args(SMALL)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{storage}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+#[test]
+fn tpcb_runs_consistently_on_noftl_and_every_ftl() {
+    let dir = tempfile::tempdir().unwrap();
+    for storage in ["noftl", "ftl:page", "ftl:dftl", "ftl:block", "ftl:bast", "ftl:fast"] {
+        let r = bench(storage, dir.path());
+        assert_eq!(r["consistency_check"]["outcome"], "passed", "{storage}: {}", r["consistency_check"]);
+        assert!(r["transactions"].as_u64().unwrap() > 0, "{storage}");
+        let programs = r["flash_programs"].as_u64().unwrap();
+        assert!(programs >= r["host_writes"].as_u64().unwrap(), "{storage}: programs {programs}");
+        assert!(r["write_amplification"].as_f64().unwrap() >= 1.0, "{storage}");
+        if storage == "noftl" {
+            assert!(r["in_place_appends"].as_u64().unwrap() > 0, "IPA appends on NoFTL");
+            assert!(r["ftl"].is_null());
+        } else {
+            // An FTL has no in-place append: every IPA eviction is refused and written out of place.
+            assert_eq!(r["in_place_appends"].as_u64(), Some(0), "{storage}");
+            assert!(r["ftl"]["host_writes"].as_u64().unwrap() > 0, "{storage}: {}", r["ftl"]);
+            assert_eq!(r["config"]["storage"]["ftl"]["kind"], storage.trim_start_matches("ftl:"));
+        }
+    }
+}
+
+#[test]
+fn a_bad_storage_is_refused_with_the_choices() {
+    let out = Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(["bench", "--storage", "ftl:nope"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--storage") && err.contains("ftl:fast"), "{err}");
+}
