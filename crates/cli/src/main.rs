@@ -23,7 +23,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use runner::{Measured, Runner};
+use runner::{Measured, Runner, Target};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,6 +99,58 @@ struct RunArgs {
     /// Write the metrics as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// What to drive: one NoFTL region (`noftl`, with appends) or a conventional FTL
+    /// over the whole device (`page`, `dftl`, `block`, `bast`, `fast`; an FTL refuses
+    /// appends, which then go out of place). `--over-provisioning` and `--gc*` apply to
+    /// both.
+    #[arg(long, default_value = "noftl", value_parser = ftl_kind)]
+    ftl: FtlChoice,
+    /// DFTL: mapping entries its cached mapping table holds.
+    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Dftl).cmt_entries,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    cmt_entries: u32,
+    /// BAST and FAST: log blocks (FAST: one sequential, the rest shared random).
+    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Bast).log_blocks,
+          value_parser = clap::value_parser!(u32).range(2..))]
+    log_blocks: u32,
+}
+
+/// `--ftl`: a NoFTL region (`None`) or a conventional FTL.
+#[derive(Clone, Copy, Debug)]
+struct FtlChoice(Option<flash::ftl::FtlKind>);
+
+fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
+    if text.eq_ignore_ascii_case("noftl") {
+        return Ok(FtlChoice(None));
+    }
+    flash::ftl::FtlKind::parse(text)
+        .map(|kind| FtlChoice(Some(kind)))
+        .ok_or_else(|| format!("`{text}` is not one of noftl, page, dftl, block, bast, fast"))
+}
+
+/// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.
+fn target(common: &CommonArgs, wants_deltas: bool) -> Result<Target, String> {
+    let FtlChoice(Some(kind)) = common.run.ftl else {
+        return Ok(Target::Region(setup::format(&common.device, &common.region, wants_deltas)?));
+    };
+    let region = &common.region;
+    let mut config = flash::ftl::FtlConfig::new(kind);
+    config.over_provisioning = region.over_provisioning;
+    config.cmt_entries = common.run.cmt_entries;
+    config.log_blocks = common.run.log_blocks;
+    config.gc = flash::GcConfig {
+        policy: region.gc,
+        foreground_free_blocks: region.gc_fg_blocks,
+        background_free_blocks: region.gc_bg_blocks,
+    };
+    let device = common.device.create()?;
+    flash::ftl::format(device, &config).map(Target::Ftl).map_err(|e| {
+        // Leave no unformatted image behind.
+        if let Some(path) = &common.device.image {
+            let _ = std::fs::remove_file(path);
+        }
+        e.to_string()
+    })
 }
 
 #[derive(Args)]
@@ -217,7 +269,7 @@ fn fill(runner: &mut Runner) -> Result<(), String> {
     let logical = runner.logical_pages();
     eprintln!("filling the logical space: {logical} pages of {} bytes", runner.page_bytes());
     let resident_gib = logical as f64 * runner.page_bytes() as f64 / (1u64 << 30) as f64;
-    if runner.flash.device().storage().keeps_data() && resident_gib > 8.0 {
+    if runner.target.device().storage().keeps_data() && resident_gib > 8.0 {
         eprintln!(
             "note: this keeps about {resident_gib:.0} GiB of page data in memory; --no-data or a smaller --blocks-per-chip avoids that"
         );
@@ -245,8 +297,7 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             room / nop.saturating_sub(1).max(1)
         ));
     }
-    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
-    let mut runner = Runner::new(flash, args.common.run.queue_depth, area);
+    let mut runner = Runner::new(target(&args.common, wants_deltas)?, args.common.run.queue_depth, area);
     let logical = runner.logical_pages();
     let pattern = Pattern::new(args.pattern, logical, args.theta, args.hot_share, args.hot_fraction)?;
     let mut rng = ChaCha8Rng::seed_from_u64(args.common.run.seed);
@@ -295,10 +346,10 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
     let source = args.trace.display().to_string();
     let ops = trace::parse(&text, &source)?;
     let wants_deltas = ops.iter().any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
-    let flash = setup::format(&args.common.device, &args.common.region, wants_deltas)?;
-    let page_bytes = flash.region(flash::RegionId(0)).page_bytes();
+    let target = target(&args.common, wants_deltas)?;
+    let page_bytes = target.device().geometry().page_bytes as usize;
     // Replayed pages are a stamp and erased bytes, so appends may go anywhere after it.
-    let mut runner = Runner::new(flash, args.common.run.queue_depth, page_bytes - 16);
+    let mut runner = Runner::new(target, args.common.run.queue_depth, page_bytes - 16);
     let logical = runner.logical_pages();
     if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
         return Err(format!("{source}:{line}: lpn {} is beyond the region's {logical} logical pages", op.lpn()));
@@ -348,8 +399,10 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
 fn config(common: &CommonArgs, runner: &Runner, mut specific: serde_json::Value) -> serde_json::Value {
     let object = specific.as_object_mut().expect("config is an object");
     object.insert("device".into(), json!(common.device.device));
-    object.insert("geometry".into(), json!(runner.flash.device().geometry()));
-    object.insert("region".into(), json!(runner.flash.region(flash::RegionId(0)).spec()));
+    object.insert("geometry".into(), json!(runner.target.device().geometry()));
+    if let Some(o) = runner.target.describe().as_object() {
+        object.extend(o.clone());
+    }
     object.insert("queue_depth".into(), json!(common.run.queue_depth));
     object.insert("seed".into(), json!(common.run.seed));
     object.insert("no_data".into(), json!(common.device.no_data));

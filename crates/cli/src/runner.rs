@@ -1,4 +1,5 @@
-//! Issues page I/O against one region in simulated time and measures it.
+//! Issues page I/O against one NoFTL region, or a conventional FTL over the whole
+//! device, in simulated time and measures it.
 //!
 //! The issuer keeps up to `queue_depth` operations in flight: each new operation is
 //! issued when the earliest outstanding one completes, and the device timelines do the
@@ -7,8 +8,9 @@
 //! IPA page layout. An append the region refuses becomes an out-of-place write of the
 //! page with its area reset, as a DBMS would do.
 
-use flash::{Error, Flash, RegionCounters, RegionId};
-use nand::{DeviceCounters, SimTime};
+use flash::ftl::{Ftl, FtlCounters};
+use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats};
+use nand::{Device, DeviceCounters, OpTiming, SimTime};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -50,9 +52,118 @@ pub struct RunnerStats {
     pub trims: u64,
 }
 
+/// What the runner drives.
+pub enum Target {
+    /// Region 0 of a NoFTL device.
+    Region(Flash),
+    /// A conventional FTL over the whole device (no in-place appends).
+    Ftl(Box<dyn Ftl>),
+}
+
+const REGION: RegionId = RegionId(0);
+
+impl Target {
+    pub fn device(&self) -> &Device {
+        match self {
+            Target::Region(f) => f.device(),
+            Target::Ftl(f) => f.device(),
+        }
+    }
+    fn logical_pages(&self) -> u32 {
+        match self {
+            Target::Region(f) => f.region(REGION).logical_pages(),
+            Target::Ftl(f) => f.logical_pages(),
+        }
+    }
+    fn page_bytes(&self) -> usize {
+        match self {
+            Target::Region(f) => f.region(REGION).page_bytes(),
+            Target::Ftl(f) => f.page_bytes(),
+        }
+    }
+    fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        match self {
+            Target::Region(f) => f.write(REGION, lpn, data, now),
+            Target::Ftl(f) => f.write(lpn, data, now),
+        }
+    }
+    /// An FTL refuses every append, as the engine sees it through `FtlVolume`.
+    fn write_delta(&mut self, lpn: u32, offset: usize, bytes: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        match self {
+            Target::Region(f) => f.write_delta(REGION, lpn, offset, bytes, now),
+            Target::Ftl(_) => Err(Error::DeltaRefused { lpn, reason: DeltaRefusal::NoInPlaceAppend }),
+        }
+    }
+    fn mapped(&self, lpn: u32) -> bool {
+        match self {
+            Target::Region(f) => f.region(REGION).mapping(lpn).is_some(),
+            Target::Ftl(_) => true,
+        }
+    }
+    /// When the read ends; `None` for a page never written.
+    fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<SimTime>, Error> {
+        Ok(match self {
+            Target::Region(f) => f.read(REGION, lpn, now)?.map(|r| r.timing.end_ns),
+            Target::Ftl(f) => f.read(lpn, now)?.map(|r| r.timing.end_ns),
+        })
+    }
+    fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
+        match self {
+            Target::Region(f) => f.trim(REGION, lpn, now),
+            Target::Ftl(f) => f.trim(lpn, now),
+        }
+    }
+    fn region_counters(&self) -> RegionCounters {
+        match self {
+            Target::Region(f) => f.region(REGION).counters(),
+            Target::Ftl(_) => RegionCounters::default(),
+        }
+    }
+    fn ftl_counters(&self) -> Option<FtlCounters> {
+        match self {
+            Target::Region(_) => None,
+            Target::Ftl(f) => Some(f.counters()),
+        }
+    }
+    /// P/E cycles over the region's blocks (an FTL's: every block of the device).
+    fn wear(&self) -> WearStats {
+        match self {
+            Target::Region(f) => f.region(REGION).wear(),
+            Target::Ftl(f) => {
+                let storage = f.device().storage();
+                let blocks = f.device().geometry().total_blocks();
+                let counts = (0..blocks).map(|b| storage.erase_count(nand::BlockId(b)));
+                let sum: u64 = counts.clone().map(u64::from).sum();
+                WearStats {
+                    pe_min: counts.clone().min().unwrap_or(0),
+                    pe_mean: sum as f64 / blocks.max(1) as f64,
+                    pe_max: counts.max().unwrap_or(0),
+                }
+            }
+        }
+    }
+    /// The region's spec or the FTL's configuration, for the JSON file.
+    pub fn describe(&self) -> serde_json::Value {
+        match self {
+            Target::Region(f) => serde_json::json!({ "region": f.region(REGION).spec() }),
+            Target::Ftl(f) => match flash::ftl::stored_config(f.device().storage().config_area()) {
+                Ok(config) => serde_json::json!({ "ftl": config }),
+                Err(e) => serde_json::json!({ "ftl": e.to_string() }),
+            },
+        }
+    }
+    fn flush(&mut self) -> Result<(), Error> {
+        match self {
+            Target::Region(f) => f.flush(),
+            Target::Ftl(f) => Ok(f.device_mut().storage_mut().flush()?),
+        }
+    }
+}
+
 /// A point-in-time copy of every counter, so a phase can be measured by difference.
 #[derive(Clone, Copy)]
 pub struct Snapshot {
+    ftl: Option<FtlCounters>,
     region: RegionCounters,
     device: DeviceCounters,
     runner: RunnerStats,
@@ -61,8 +172,7 @@ pub struct Snapshot {
 }
 
 pub struct Runner {
-    pub flash: Flash,
-    region: RegionId,
+    pub target: Target,
     issuer: Issuer,
     stats: RunnerStats,
     keeps_data: bool,
@@ -76,17 +186,15 @@ pub struct Runner {
 
 impl Runner {
     /// `delta_area_bytes` erased bytes at the end of each page take appends.
-    pub fn new(flash: Flash, queue_depth: usize, delta_area_bytes: usize) -> Self {
-        let region = RegionId(0);
-        let page_bytes = flash.region(region).page_bytes();
-        let logical = flash.region(region).logical_pages() as usize;
-        let keeps_data = flash.device().storage().keeps_data();
+    pub fn new(target: Target, queue_depth: usize, delta_area_bytes: usize) -> Self {
+        let page_bytes = target.page_bytes();
+        let logical = target.logical_pages() as usize;
+        let keeps_data = target.device().storage().keeps_data();
         let delta_area_start = page_bytes - delta_area_bytes.min(page_bytes - 16);
         let mut page = vec![0x5A; page_bytes];
         page[delta_area_start..].fill(0xFF);
         Runner {
-            flash,
-            region,
+            target,
             issuer: Issuer { depth: queue_depth.max(1), in_flight: BinaryHeap::new(), now: 0, last_completion: 0 },
             stats: RunnerStats::default(),
             keeps_data,
@@ -99,7 +207,7 @@ impl Runner {
     }
 
     pub fn logical_pages(&self) -> u32 {
-        self.flash.region(self.region).logical_pages()
+        self.target.logical_pages()
     }
 
     pub fn page_bytes(&self) -> usize {
@@ -108,8 +216,9 @@ impl Runner {
 
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            region: self.flash.region(self.region).counters(),
-            device: self.flash.device().counters(),
+            ftl: self.target.ftl_counters(),
+            region: self.target.region_counters(),
+            device: self.target.device().counters(),
             runner: self.stats,
             sim_ns: self.issuer.last_completion.max(self.issuer.now),
             wall: std::time::Instant::now(),
@@ -124,7 +233,7 @@ impl Runner {
             self.page[..4].copy_from_slice(&lpn.to_le_bytes());
             self.page[4..12].copy_from_slice(&self.versions.to_le_bytes());
         }
-        let timing = self.flash.write(self.region, lpn, &self.page, now)?;
+        let timing = self.target.write(lpn, &self.page, now)?;
         self.append_at[lpn as usize] = 0;
         self.stats.writes += 1;
         self.stats.write_latency_ns += timing.latency_from(now);
@@ -144,12 +253,12 @@ impl Runner {
 
     /// Appends `bytes` at `offset`; falls back to an out-of-place write on refusal.
     pub fn append_at_offset(&mut self, lpn: u32, offset: usize, bytes: &[u8]) -> Result<(), Error> {
-        if offset + bytes.len() > self.page_bytes || self.flash.region(self.region).mapping(lpn).is_none() {
+        if offset + bytes.len() > self.page_bytes || !self.target.mapped(lpn) {
             self.stats.delta_refusals += 1;
             return self.write(lpn);
         }
         let now = self.issuer.next_issue_time();
-        match self.flash.write_delta(self.region, lpn, offset, bytes, now) {
+        match self.target.write_delta(lpn, offset, bytes, now) {
             Ok(timing) => {
                 self.append_at[lpn as usize] = (offset + bytes.len()) as u32;
                 self.stats.deltas += 1;
@@ -167,9 +276,8 @@ impl Runner {
 
     pub fn read(&mut self, lpn: u32) -> Result<(), Error> {
         let now = self.issuer.next_issue_time();
-        match self.flash.read(self.region, lpn, now)? {
-            Some(read) => {
-                let end = read.timing.end_ns;
+        match self.target.read(lpn, now)? {
+            Some(end) => {
                 self.stats.reads += 1;
                 self.stats.read_latency_ns += end - now;
                 self.issuer.complete(end);
@@ -181,7 +289,7 @@ impl Runner {
 
     pub fn trim(&mut self, lpn: u32) -> Result<(), Error> {
         let now = self.issuer.next_issue_time();
-        if let Some(timing) = self.flash.trim(self.region, lpn, now)? {
+        if let Some(timing) = self.target.trim(lpn, now)? {
             self.issuer.complete(timing.end_ns);
         }
         self.append_at[lpn as usize] = 0;
@@ -195,9 +303,15 @@ impl Runner {
         let (r0, r1) = (start.region, end.region);
         let (d0, d1) = (start.device, end.device);
         let (s0, s1) = (start.runner, end.runner);
-        let host_writes = r1.host_writes - r0.host_writes;
-        let gc_page_migrations = r1.gc_page_migrations - r0.gc_page_migrations;
-        let gc_erases = r1.gc_erases - r0.gc_erases;
+        let ftl = end.ftl.zip(start.ftl).map(|(b, a)| b.since(&a));
+        let (host_writes, gc_page_migrations, gc_erases) = match &ftl {
+            Some(f) => (f.host_writes, f.gc_page_migrations, f.gc_erases),
+            None => (
+                r1.host_writes - r0.host_writes,
+                r1.gc_page_migrations - r0.gc_page_migrations,
+                r1.gc_erases - r0.gc_erases,
+            ),
+        };
         let wall_seconds = end.wall.duration_since(start.wall).as_secs_f64();
         let flash_page_programs = (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
         let per_host_write = |x: u64| {
@@ -214,21 +328,23 @@ impl Runner {
                 sum as f64 / n as f64 / 1000.0
             }
         };
-        let wear = self.flash.region(self.region).wear();
+        let wear = self.target.wear();
+        let write_amplification = match &ftl {
+            // Every program the FTL made (copies, merges, translation pages) per host write.
+            Some(f) => f.write_amplification(),
+            None if host_writes == 0 => 0.0,
+            None => (host_writes + gc_page_migrations) as f64 / host_writes as f64,
+        };
         Measured {
             host_writes,
             host_write_deltas: r1.host_write_deltas - r0.host_write_deltas,
             delta_refusals: s1.delta_refusals - s0.delta_refusals,
-            host_reads: r1.host_reads - r0.host_reads,
-            host_trims: r1.host_trims - r0.host_trims,
+            host_reads: ftl.map_or(r1.host_reads - r0.host_reads, |f| f.host_reads),
+            host_trims: ftl.map_or(r1.host_trims - r0.host_trims, |f| f.host_trims),
             gc_page_migrations,
             wl_page_migrations: r1.wl_page_migrations - r0.wl_page_migrations,
             gc_erases,
-            write_amplification: if host_writes == 0 {
-                0.0
-            } else {
-                (host_writes + gc_page_migrations) as f64 / host_writes as f64
-            },
+            write_amplification,
             migrations_per_host_write: per_host_write(gc_page_migrations),
             erases_per_host_write: per_host_write(gc_erases),
             flash_page_programs,
@@ -242,12 +358,13 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
+            ftl,
         }
     }
 
     /// Flushes an image-backed device.
     pub fn finish(mut self) -> Result<(), Error> {
-        self.flash.flush()
+        self.target.flush()
     }
 }
 
@@ -262,7 +379,8 @@ pub struct Measured {
     pub gc_page_migrations: u64,
     pub wl_page_migrations: u64,
     pub gc_erases: u64,
-    /// (host page programs + GC migrations) / host page programs.
+    /// NoFTL: (host page programs + GC migrations) / host page programs; an FTL: every
+    /// flash program it made (copies, merges, translation pages) per host write.
     pub write_amplification: f64,
     pub migrations_per_host_write: f64,
     pub erases_per_host_write: f64,
@@ -278,13 +396,15 @@ pub struct Measured {
     pub wall_seconds: f64,
     pub host_writes_per_wall_second: f64,
     pub flash_page_programs_per_wall_second: f64,
+    /// On an FTL: its counters over the phase (merges, translation pages).
+    pub ftl: Option<FtlCounters>,
 }
 
 impl Measured {
     /// Rows for the printed table.
     pub fn rows(&self) -> Vec<(String, String)> {
         let f = |v: f64, d: usize| format!("{v:.d$}");
-        vec![
+        let mut rows: Vec<(String, String)> = vec![
             ("host writes (out-of-place)".into(), self.host_writes.to_string()),
             ("host write_deltas (in-place appends)".into(), self.host_write_deltas.to_string()),
             ("delta refusals (written out-of-place)".into(), self.delta_refusals.to_string()),
@@ -301,6 +421,13 @@ impl Measured {
             ("wall seconds".into(), f(self.wall_seconds, 3)),
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
             ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
-        ]
+        ];
+        if let Some(c) = &self.ftl {
+            rows.extend([
+                ("merges switch / partial / full".into(), format!("{} / {} / {}", c.merges_switch, c.merges_partial, c.merges_full)),
+                ("translation reads / writes".into(), format!("{} / {}", c.translation_reads, c.translation_writes)),
+            ]);
+        }
+        rows
     }
 }

@@ -10,12 +10,18 @@ pub enum PatternKind {
     Uniform,
     Zipf,
     Hotcold,
+    /// Pages 0, 1, 2, … in order, wrapping around.
+    Sequential,
 }
 
 /// A sampler of logical page numbers in `0..pages`.
 pub enum Pattern {
     Uniform {
         pages: u32,
+    },
+    Sequential {
+        pages: u32,
+        cursor: std::cell::Cell<u32>,
     },
     /// Gray et al.'s zipfian generator ("Quickly generating billion-record synthetic
     /// databases", SIGMOD'94), as used by YCSB: rank 0 is the hottest page.
@@ -44,6 +50,7 @@ impl Pattern {
     ) -> Result<Pattern, String> {
         match kind {
             PatternKind::Uniform => Ok(Pattern::Uniform { pages }),
+            PatternKind::Sequential => Ok(Pattern::Sequential { pages, cursor: std::cell::Cell::new(0) }),
             PatternKind::Zipf => {
                 if !(theta > 0.0 && theta < 1.0) {
                     return Err(format!("--theta {theta}: zipf needs 0 < theta < 1"));
@@ -68,6 +75,11 @@ impl Pattern {
     pub fn next(&self, rng: &mut ChaCha8Rng) -> u32 {
         match *self {
             Pattern::Uniform { pages } => rng.gen_range(0..pages),
+            Pattern::Sequential { pages, ref cursor } => {
+                let lpn = cursor.get();
+                cursor.set((lpn + 1) % pages);
+                lpn
+            }
             Pattern::Zipf { pages, theta, alpha, zetan, eta } => {
                 let u: f64 = rng.gen();
                 let uz = u * zetan;

@@ -270,7 +270,10 @@ impl Database {
         device: Device,
         options: DbOptions,
     ) -> std::result::Result<Database, Box<(Error, Option<Device>)>> {
-        let (flash, done) = Flash::open(device, 0).map_err(|e| Box::new((e.into(), None)))?;
+        let (flash, done) = Flash::open_or_keep(device, 0).map_err(|failed| {
+            let (e, device) = *failed;
+            Box::new((Error::from(e), Some(device)))
+        })?;
         let mut db =
             Database::open_without_restart(Box::new(flash), done, None, options).map_err(|e| Box::new((e, None)))?;
         if db.catalog.log_external {

@@ -57,14 +57,28 @@ impl Flash {
 
     /// Opens a formatted device: reads the layout and rebuilds every region by scan,
     /// starting at `now`. Returns when the scan finished (simulated recovery time).
-    pub fn open(mut device: Device, now: SimTime) -> Result<(Flash, SimTime), Error> {
-        let entries = layout::decode(device.storage().config_area(), device.geometry())?;
+    pub fn open(device: Device, now: SimTime) -> Result<(Flash, SimTime), Error> {
+        Flash::open_or_keep(device, now).map_err(|failed| failed.0)
+    }
+
+    /// [`Flash::open`] that hands the device back when the open fails. A rebuild may
+    /// write (it rewrites the surviving parts of a torn write group), so a power cut can
+    /// land in it; the caller powers the device on and opens it again.
+    pub fn open_or_keep(mut device: Device, now: SimTime) -> Result<(Flash, SimTime), Box<(Error, Device)>> {
+        let entries = match layout::decode(device.storage().config_area(), device.geometry()) {
+            Ok(entries) => entries,
+            Err(e) => return Err(Box::new((e, device))),
+        };
         let mut regions = Vec::with_capacity(entries.len());
         let mut done = now;
         for (spec, chips) in entries {
-            let (region, end) = region::Region::rebuild(spec, chips, &mut device, now)?;
-            done = done.max(end);
-            regions.push(region);
+            match region::Region::rebuild(spec, chips, &mut device, now) {
+                Ok((region, end)) => {
+                    done = done.max(end);
+                    regions.push(region);
+                }
+                Err(e) => return Err(Box::new((e, device))),
+            }
         }
         Ok((Flash { device, regions }, done))
     }

@@ -104,13 +104,16 @@ fn the_callback_or_a_flag_stops_the_run() {
 }
 
 #[test]
-fn an_ftl_storage_is_refused_by_name_until_it_is_wired() {
+fn an_ftl_storage_runs_the_workload_on_the_ftl() {
     let text = format!(
         "{SMALL_TPCB}\n[storage.ftl]\nkind = \"bast\"\nover_provisioning = 0.1\ncmt_entries = 4096\nlog_blocks = 8\n"
     );
     let config = ExperimentConfig::from_toml(&text).unwrap();
-    let err = Experiment::new(config).err().unwrap().to_string();
-    assert!(err.starts_with("storage: ftl:bast is not wired to the engine yet"), "{err}");
+    let result = Experiment::new(config).unwrap().run(&mut |_| Control::Continue).unwrap();
+    let ftl = result.metrics.ftl.expect("FTL counters");
+    assert!(ftl.host_writes > 0 && result.metrics.flash_programs >= ftl.host_writes);
+    assert_eq!(result.metrics.in_place_appends, 0, "an FTL takes no in-place appends");
+    assert_eq!(result.config.storage.to_string(), "ftl:bast");
 }
 
 #[test]
