@@ -3,13 +3,14 @@
 #   make run     the main job: TPC-C with no IPA vs IPA [2x3] on the paper-emulator device
 #   make test    everything CI runs: format check, clippy (warnings denied), all tests, fuzz pass
 #   make bench   the speed benchmarks recorded in docs/benchmarks.md
+#   make long    long kill -9, bit-rot and power-cut runs (not in make test)
 
 CARGO ?= cargo
 # Cases per fuzz_* property test in `make fuzz` (the plain test run uses 256).
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy unit fuzz build run bench
+.PHONY: all test deps fmt-check clippy unit fuzz build run bench long
 
 all: build
 
@@ -35,6 +36,15 @@ unit:
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --workspace --locked fuzz_
 	PROPTEST_CASES=1024 $(CARGO) test -p flash --locked --test model
+
+# Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
+# 2,000 power cuts per torture configuration.
+long: build
+	DELTAFLASH_KILL9_ITERATIONS=300 $(CARGO) test -p deltaflash-cli --locked --test kill9
+	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
+	$(BIN) torture --cuts 2000 --seed 1
+	$(BIN) torture --cuts 2000 --seed 1 --ipa 0x0
+	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192
 
 build:
 	$(CARGO) build --release --locked

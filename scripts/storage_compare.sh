@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# TPC-B and TPC-C on NoFTL (no IPA and IPA [2x4]) and on each conventional FTL, same
+# device and seed: the storage table of docs/results.md. JSON goes to docs/results/.
+# Usage: scripts/storage_compare.sh [SIM_SECONDS]   (default 30; about 10 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIM=${1:-30}
+BIN=target/release/deltaflash
+cargo build --release --locked -q
+COMMON=(--blocks-per-chip 96 --sim-time "$SIM" --warmup 5 --seed 1 --check)
+for wl in tpcb tpcc; do
+  for run in noftl:0x0 noftl:2x4 ftl:page:0x0 ftl:dftl:0x0 ftl:bast:0x0 ftl:fast:0x0; do
+    storage=${run%:*}; ipa=${run##*:}
+    name="storage-$wl-${storage/:/-}-$ipa"
+    echo "== $wl on $storage [$ipa]" >&2
+    "$BIN" bench --workload "$wl" --storage "$storage" --ipa "$ipa" "${COMMON[@]}" \
+      --json "docs/results/$name.json" > /dev/null
+  done
+done
