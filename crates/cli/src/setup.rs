@@ -160,9 +160,7 @@ impl DeviceArgs {
                     self.device, base.channels, base.chips_per_channel
                 ));
             }
-            let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
-            overrides.channels = Some(channels);
-            overrides.chips_per_channel = Some(chips / channels);
+            overrides.set_chips(&base, chips);
         }
         overrides.apply(base).map_err(|e| format!("--device {}: {e}", self.device))
     }

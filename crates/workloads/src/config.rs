@@ -126,9 +126,7 @@ impl DeviceConfig {
             if chips == 0 {
                 return Err(ConfigError::field("device.chips", "must be at least 1, got 0"));
             }
-            let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
-            overrides.channels = Some(channels);
-            overrides.chips_per_channel = Some(chips / channels);
+            overrides.set_chips(&base, chips);
         }
         overrides.apply(base).map_err(|e| ConfigError::field("device", format!("{}: {e}", self.preset)))
     }
