@@ -408,7 +408,8 @@ mod tests {
 
     #[test]
     fn each_bad_field_is_named_with_its_range() {
-        let cases: Vec<(fn(&mut ExperimentConfig), &str)> = vec![
+        type Break = fn(&mut ExperimentConfig);
+        let cases: Vec<(Break, &str)> = vec![
             (|c| c.driver.sim_time_s = 0.0, "driver.sim_time_s: must be in (0, 1000000000]"),
             (|c| c.driver.sim_time_s = f64::NAN, "driver.sim_time_s: must be in"),
             (|c| c.driver.warmup_s = -1.0, "driver.warmup_s: must be in [0,"),
