@@ -424,7 +424,10 @@ impl Measured {
         ];
         if let Some(c) = &self.ftl {
             rows.extend([
-                ("merges switch / partial / full".into(), format!("{} / {} / {}", c.merges_switch, c.merges_partial, c.merges_full)),
+                (
+                    "merges switch / partial / full".into(),
+                    format!("{} / {} / {}", c.merges_switch, c.merges_partial, c.merges_full),
+                ),
                 ("translation reads / writes".into(), format!("{} / {}", c.translation_reads, c.translation_writes)),
             ]);
         }

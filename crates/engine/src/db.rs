@@ -134,6 +134,11 @@ pub struct Database {
     pub(crate) sql_tx: Option<Transaction>,
     /// When the open commit group's log flush is due.
     pub(crate) group_deadline: Option<SimTime>,
+    /// The log's end when flash last held everything with a checkpoint (after a
+    /// checkpoint, or a restart that found nothing to do): a close at that same end with
+    /// no dirty page has nothing to write, so a session that only read leaves the device
+    /// (and its image file) untouched.
+    pub(crate) clean_at_lsn: Option<u64>,
     row: Vec<u8>,
     /// A finished transaction's undo buffers, kept for the next one (no regrowth).
     pub(crate) spare_undo: crate::oplog::UndoLog,
@@ -352,6 +357,7 @@ impl Database {
             dropped: Dropped::default(),
             sql_tx: None,
             group_deadline: None,
+            clean_at_lsn: None,
             row: Vec::new(),
             spare_undo: Default::default(),
         })
@@ -376,7 +382,12 @@ impl Database {
     /// [`Database::close`] on any page device: returns it (and an external log's).
     #[allow(clippy::type_complexity)]
     pub fn close_on(mut self) -> Result<(Box<dyn PageDevice>, Option<Box<dyn PageDevice>>)> {
-        self.checkpoint()?;
+        let clean = self.journal.logs_changes()
+            && self.clean_at_lsn == Some(self.journal.next_lsn())
+            && self.pool.dirty_frames() == 0;
+        if !clean {
+            self.checkpoint()?;
+        }
         let log = match self.journal.take_external() {
             Some(mut device) => {
                 device.flush()?;

@@ -334,6 +334,9 @@ impl Database {
         });
         let waited = self.pool.now().saturating_sub(start);
         self.pool.stats.checkpoint_wait_ns += waited;
+        if result.is_ok() {
+            self.clean_at_lsn = Some(self.journal.next_lsn());
+        }
         result
     }
 
