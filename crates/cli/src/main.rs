@@ -131,7 +131,7 @@ fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
 /// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.
 fn target(common: &CommonArgs, wants_deltas: bool) -> Result<Target, String> {
     let FtlChoice(Some(kind)) = common.run.ftl else {
-        return Ok(Target::Region(setup::format(&common.device, &common.region, wants_deltas)?));
+        return Ok(Target::Region(Box::new(setup::format(&common.device, &common.region, wants_deltas)?)));
     };
     let region = &common.region;
     let mut config = flash::ftl::FtlConfig::new(kind);

@@ -55,7 +55,7 @@ pub struct RunnerStats {
 /// What the runner drives.
 pub enum Target {
     /// Region 0 of a NoFTL device.
-    Region(Flash),
+    Region(Box<Flash>),
     /// A conventional FTL over the whole device (no in-place appends).
     Ftl(Box<dyn Ftl>),
 }

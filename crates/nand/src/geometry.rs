@@ -358,7 +358,7 @@ pub struct GeometryOverrides {
 impl GeometryOverrides {
     /// `chips` chips in all, spread over as many of `base`'s channels as divide them.
     pub fn set_chips(&mut self, base: &Geometry, chips: u32) {
-        let channels = (1..=base.channels.min(chips)).rev().find(|c| chips % c == 0).unwrap_or(1);
+        let channels = (1..=base.channels.min(chips)).rev().find(|c| chips.is_multiple_of(*c)).unwrap_or(1);
         self.channels = Some(channels);
         self.chips_per_channel = Some(chips / channels);
     }
