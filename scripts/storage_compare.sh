@@ -7,13 +7,16 @@ cd "$(dirname "$0")/.."
 SIM=${1:-30}
 BIN=target/release/deltaflash
 cargo build --release --locked -q
-COMMON=(--blocks-per-chip 96 --sim-time "$SIM" --warmup 5 --seed 1 --check)
+COMMON=(--sim-time "$SIM" --warmup 5 --seed 1 --check)
+# Each database fills about half of the NoFTL data regions, so GC works.
+declare -A SIZE=([tpcb]="--scale 4 --blocks-per-chip 48" [tpcc]="--warehouses 1 --blocks-per-chip 96")
 for wl in tpcb tpcc; do
   for run in noftl:0x0 noftl:2x4 ftl:page:0x0 ftl:dftl:0x0 ftl:bast:0x0 ftl:fast:0x0; do
     storage=${run%:*}; ipa=${run##*:}
     name="storage-$wl-${storage/:/-}-$ipa"
     echo "== $wl on $storage [$ipa]" >&2
-    "$BIN" bench --workload "$wl" --storage "$storage" --ipa "$ipa" "${COMMON[@]}" \
+    # shellcheck disable=SC2086
+    "$BIN" bench --workload "$wl" ${SIZE[$wl]} --storage "$storage" --ipa "$ipa" "${COMMON[@]}" \
       --json "docs/results/$name.json" > /dev/null
   done
 done

@@ -299,7 +299,7 @@ fn dispatch_and_config_area() {
     assert_eq!(ftl::stored_config(f.device().storage().config_area()).unwrap(), c);
     for kind in [FtlKind::Block, FtlKind::Bast, FtlKind::Fast] {
         let device = Device::new(Box::new(MemoryStorage::new(geometry(), true)));
-        let config = FtlConfig::new(kind);
+        let config = FtlConfig { log_blocks: 2, over_provisioning: 0.25, ..FtlConfig::new(kind) };
         let f = ftl::format(device, &config).unwrap();
         assert_eq!(f.kind(), kind);
         assert_eq!(ftl::stored_config(f.device().storage().config_area()).unwrap(), config);
