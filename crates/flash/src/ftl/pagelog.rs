@@ -1,5 +1,6 @@
 //! The out-of-place page store under the page-mapping FTL and DFTL: allocation striped
-//! over every chip of the device, tombstones, greedy or cost-benefit GC, OOB format and
+//! over every chip of the device (round-robin per stream, keeping the chips' live pages
+//! within about a block of each other), tombstones, greedy or cost-benefit GC, OOB format and
 //! the rebuild scan. The two FTLs differ only in where the logical-to-physical map lives
 //! (controller RAM, or translation pages on flash behind a cache); they plug into the
 //! store through [`Remap`], which GC calls for every live page it moves.
