@@ -214,7 +214,7 @@ fn layout(dev: &Device, config: &FtlConfig) -> Result<(u32, u32, u32), Error> {
             "DFTL: a metadata-only device keeps no bytes, so translation pages cannot be read back".into(),
         ));
     }
-    let capacity = PageLog::capacity("DFTL", dev.geometry(), config.over_provisioning, &config.gc)?;
+    let capacity = PageLog::capacity("DFTL", dev.geometry(), config.over_provisioning, &config.gc, 3)?;
     let per_page = dev.geometry().page_bytes / 4;
     if per_page == 0 {
         return Err(Error::Config("DFTL: pages under 4 bytes cannot hold a mapping entry".into()));

@@ -42,7 +42,7 @@ pub struct PageFtl {
 
 /// Logical pages a page-mapping FTL offers on `dev` with `config`.
 fn logical_pages(dev: &Device, config: &FtlConfig) -> Result<u32, Error> {
-    Ok(PageLog::capacity("page", dev.geometry(), config.over_provisioning, &config.gc)? as u32)
+    Ok(PageLog::capacity("page", dev.geometry(), config.over_provisioning, &config.gc, 2)? as u32)
 }
 
 impl PageFtl {

@@ -1,5 +1,6 @@
 //! The out-of-place page store under the page-mapping FTL and DFTL: allocation striped
-//! over every chip of the device, tombstones, greedy or cost-benefit GC, OOB format and
+//! over every chip of the device (round-robin per stream, keeping the chips' live pages
+//! within about a block of each other), tombstones, greedy or cost-benefit GC, OOB format and
 //! the rebuild scan. The two FTLs differ only in where the logical-to-physical map lives
 //! (controller RAM, or translation pages on flash behind a cache); they plug into the
 //! store through [`Remap`], which GC calls for every live page it moves.
@@ -209,7 +210,12 @@ pub(crate) struct PageLog {
     copies: Vec<u32>,
     tombstones: HashMap<u32, u32>,
     next_seq: u64,
-    round_robin: usize,
+    /// Next chip of each stream's round-robin. One cursor per stream: with a shared
+    /// one, translation writes interleaved with host writes in a fixed rhythm would
+    /// steer every host write to the same few chips, whose live data then overflows.
+    round_robin: [usize; 3],
+    /// Live pages per chip.
+    chip_live: Vec<u32>,
     /// Set while a victim is being collected: allocation then runs no GC of its own.
     collecting: bool,
     poisoned: bool,
@@ -220,8 +226,10 @@ pub(crate) struct PageLog {
 
 impl PageLog {
     /// Physical pages a store over `geometry` leaves for logical pages and translation
-    /// pages, after over-provisioning; refuses settings GC cannot live with.
-    pub fn capacity(name: &str, geometry: &Geometry, op: f64, gc: &GcConfig) -> Result<u64, Error> {
+    /// pages, after over-provisioning; refuses settings GC cannot live with. `streams`
+    /// is how many allocation streams the FTL writes (2, or 3 with translation pages):
+    /// each keeps an open block per chip, beside the free blocks foreground GC keeps.
+    pub fn capacity(name: &str, geometry: &Geometry, op: f64, gc: &GcConfig, streams: u32) -> Result<u64, Error> {
         if !(0.0..1.0).contains(&op) {
             return Err(Error::Config(format!("{name} FTL: over-provisioning {op} must be in [0, 1)")));
         }
@@ -239,13 +247,13 @@ impl PageLog {
         }
         let total = geometry.total_pages() as u64;
         let logical = (total as f64 * (1.0 - op)).floor() as u64;
-        let reserve =
-            geometry.chips() as u64 * (gc.foreground_free_blocks as u64 + 2) * geometry.pages_per_block as u64;
+        let per_chip = gc.foreground_free_blocks as u64 + streams as u64;
+        let reserve = geometry.chips() as u64 * per_chip * geometry.pages_per_block as u64;
         if total - logical < reserve {
             return Err(Error::Config(format!(
-                "{name} FTL: over-provisioning {op:.3} leaves {} spare pages; GC needs at least {reserve} ({} blocks per chip)",
+                "{name} FTL: over-provisioning {op:.3} leaves {} spare pages; GC needs at least {reserve} ({per_chip} blocks per chip: {} free for foreground GC and one open block for each of {streams} write streams)",
                 total - logical,
-                gc.foreground_free_blocks + 2
+                gc.foreground_free_blocks
             )));
         }
         if logical == 0 || logical >= ID_LIMIT as u64 {
@@ -268,7 +276,8 @@ impl PageLog {
             copies: vec![0; logical_pages as usize],
             tombstones: HashMap::new(),
             next_seq: 1,
-            round_robin: 0,
+            round_robin: [0; 3],
+            chip_live: vec![0; geometry.chips() as usize],
             collecting: false,
             poisoned: false,
             counters: LogCounters::default(),
@@ -417,6 +426,7 @@ impl PageLog {
         let i = ppn.0 as usize;
         self.live[i / 64] |= 1 << (i % 64);
         self.blocks[self.geometry.block_of(ppn).0 as usize].valid += 1;
+        self.chip_live[self.geometry.chip_of(ppn) as usize] += 1;
     }
 
     /// Marks a page stale (its lpn or translation page moved on).
@@ -425,6 +435,7 @@ impl PageLog {
         let i = ppn.0 as usize;
         self.live[i / 64] &= !(1 << (i % 64));
         self.blocks[self.geometry.block_of(ppn).0 as usize].valid -= 1;
+        self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
     fn is_live(&self, ppn: Ppn) -> bool {
@@ -453,19 +464,34 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let chips = self.chips.len();
-        let tries = if chip.is_some() { 1 } else { chips };
-        for _ in 0..tries {
-            let c = chip.unwrap_or_else(|| {
-                let c = self.round_robin;
-                self.round_robin = (c + 1) % chips;
-                c
-            });
+        let order = match chip {
+            Some(c) => vec![c],
+            None => self.striping_order(stream),
+        };
+        for c in order {
             if let Some(found) = self.page_on(dev, remap, c, stream, now)? {
+                if chip.is_none() {
+                    self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+                }
                 return Ok(found);
             }
         }
         Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+    }
+
+    /// The chips a striped write tries, in order: round-robin from the stream's cursor,
+    /// but a chip holding more than a block's worth of live pages above the emptiest
+    /// chip comes after the others. GC moves pages only within a chip, so without this
+    /// the chips' live data drifts apart (each lpn lands on whichever chip the stripe
+    /// was at) and the fullest chip runs out of room while the others have plenty.
+    fn striping_order(&self, stream: Stream) -> Vec<usize> {
+        let chips = self.chips.len();
+        let start = self.round_robin[stream as usize];
+        let least = self.chip_live.iter().copied().min().unwrap_or(0);
+        let slack = self.geometry.pages_per_block;
+        let mut order: Vec<usize> = (0..chips).map(|i| (start + i) % chips).collect();
+        order.sort_by_key(|&c| self.chip_live[c] > least + slack);
+        order
     }
 
     fn page_on<R: Remap>(
