@@ -9,7 +9,7 @@ BIN=target/release/deltaflash
 cargo build --release --locked -q
 COMMON=(--sim-time "$SIM" --warmup 5 --seed 1 --check)
 # Each database fills about half of the NoFTL data regions, so GC works.
-declare -A SIZE=([tpcb]="--scale 4 --blocks-per-chip 48" [tpcc]="--warehouses 1 --blocks-per-chip 96")
+declare -A SIZE=([tpcb]="--scale 4 --blocks-per-chip 56" [tpcc]="--warehouses 1 --blocks-per-chip 96")
 for wl in tpcb tpcc; do
   for run in noftl:0x0 noftl:2x4 ftl:page:0x0 ftl:dftl:0x0 ftl:bast:0x0 ftl:fast:0x0; do
     storage=${run%:*}; ipa=${run##*:}
