@@ -44,7 +44,7 @@ long: build
 	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
 	$(BIN) torture --cuts 2000 --seed 1
 	$(BIN) torture --cuts 2000 --seed 1 --ipa 0x0
-	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192
+	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192 --blocks-per-chip 128
 
 build:
 	$(CARGO) build --release --locked
