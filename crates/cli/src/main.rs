@@ -445,11 +445,8 @@ mod tests {
 
     #[test]
     fn every_flag_has_help_text() {
-        // bench, compare and check take their flags from bench.rs, which is being reworked
-        // into the experiment API (and gets its help text there); checked once it lands.
-        let reworked = ["bench", "compare", "check"];
         let mut missing = Vec::new();
-        for sub in Cli::command().get_subcommands().filter(|s| !reworked.contains(&s.get_name())) {
+        for sub in Cli::command().get_subcommands() {
             for arg in sub.get_arguments() {
                 let builtin = matches!(arg.get_id().as_str(), "help" | "version");
                 if !builtin && arg.get_help().is_none() {

@@ -261,8 +261,12 @@ impl Geometry {
         if self.endurance == 0 {
             return Err("geometry: endurance must be at least 1".into());
         }
-        let pages = self.total_blocks_u64() * self.pages_per_block as u64;
-        if pages >= u32::MAX as u64 {
+        // Four u32 factors: counted in u128 so no header can overflow the check itself.
+        let pages = self.channels as u128
+            * self.chips_per_channel as u128
+            * self.blocks_per_chip as u128
+            * self.pages_per_block as u128;
+        if pages >= u32::MAX as u128 {
             return Err(format!("geometry: {pages} pages in all; at most {} are addressable", u32::MAX - 1));
         }
         Ok(())
@@ -270,10 +274,6 @@ impl Geometry {
 
     pub fn chips(&self) -> u32 {
         self.channels * self.chips_per_channel
-    }
-
-    fn total_blocks_u64(&self) -> u64 {
-        self.channels as u64 * self.chips_per_channel as u64 * self.blocks_per_chip as u64
     }
 
     pub fn total_blocks(&self) -> u32 {
