@@ -132,13 +132,7 @@ impl Target {
             Target::Ftl(f) => {
                 let storage = f.device().storage();
                 let blocks = f.device().geometry().total_blocks();
-                let counts = (0..blocks).map(|b| storage.erase_count(nand::BlockId(b)));
-                let sum: u64 = counts.clone().map(u64::from).sum();
-                WearStats {
-                    pe_min: counts.clone().min().unwrap_or(0),
-                    pe_mean: sum as f64 / blocks.max(1) as f64,
-                    pe_max: counts.max().unwrap_or(0),
-                }
+                WearStats::of((0..blocks).map(|b| storage.erase_count(nand::BlockId(b))))
             }
         }
     }

@@ -90,6 +90,19 @@ pub struct WearStats {
     pub pe_max: u32,
 }
 
+impl WearStats {
+    /// Min, mean and max of blocks' erase counts (all 0 for no blocks).
+    pub fn of(erase_counts: impl Iterator<Item = u32> + Clone) -> WearStats {
+        let blocks = erase_counts.clone().count();
+        let sum: u64 = erase_counts.clone().map(u64::from).sum();
+        WearStats {
+            pe_min: erase_counts.clone().min().unwrap_or(0),
+            pe_mean: sum as f64 / blocks.max(1) as f64,
+            pe_max: erase_counts.max().unwrap_or(0),
+        }
+    }
+}
+
 /// Where a region's pages are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Occupancy {
@@ -325,13 +338,7 @@ impl Region {
     }
 
     pub fn wear(&self) -> WearStats {
-        let counts = self.blocks.iter().map(|b| b.erase_count);
-        let sum: u64 = counts.clone().map(u64::from).sum();
-        WearStats {
-            pe_min: counts.clone().min().unwrap_or(0),
-            pe_mean: sum as f64 / self.blocks.len().max(1) as f64,
-            pe_max: counts.max().unwrap_or(0),
-        }
+        WearStats::of(self.blocks.iter().map(|b| b.erase_count))
     }
 
     /// Erase counts of every block of the region.
