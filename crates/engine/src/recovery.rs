@@ -59,9 +59,10 @@ impl Database {
             }
         }
         self.next_tx = self.next_tx.max(max_tx + 1);
-        if open.is_empty() && records.iter().all(|(lsn, _)| *lsn <= checkpoint) {
-            // A clean shutdown: the checkpoint is the log's last record and no
-            // transaction was active at it. Nothing to redo or undo, nothing to write.
+        if open.is_empty() && dirty.is_empty() && records.iter().all(|(lsn, _)| *lsn <= checkpoint) {
+            // A clean shutdown: the checkpoint is the log's last record, and no
+            // transaction was active and no page dirty at it. Nothing to redo or undo,
+            // nothing to write.
             self.clean_at_lsn = Some(self.journal.next_lsn());
             return Ok(());
         }
