@@ -1,0 +1,549 @@
+//! The file layer: SQLite's files (main database, `-wal`, `-journal`) as extents of an
+//! FTL's logical pages, in simulated time. The on-flash format is in
+//! `docs/format-sqlite.md`.
+//!
+//! Layout: logical pages 0 and 1 hold the file table (two copies written alternately,
+//! copy = generation mod 2; a torn write leaves the other intact, `open` takes the valid
+//! copy with the higher generation). Every other logical page is free or belongs to one
+//! extent of one file. A file grows by whole extents (at least double what it has, so
+//! its extent list stays short); a partial-page write is a read-modify-write of the
+//! logical page, as on an SSD under a file system.
+//!
+//! Invariants:
+//! - Extents never overlap and lie in `[TABLE_PAGES, logical_pages)`; free space is
+//!   exactly the pages no extent holds.
+//! - Bytes of a file at or beyond its size read as zeros; a truncate zeroes the tail of
+//!   its last page, so a later extension shows zeros there too.
+//!
+//! Fault model (power cut at any flash operation; every write that returned is on flash,
+//! there is no volatile cache):
+//! - After [`FileStore::sync`] returns, each file's size, extents and bytes up to its
+//!   size survive. Growth (new extents, larger sizes, new files) is recorded by the next
+//!   table write: a sync, or a truncate/delete.
+//! - Freeing (truncate, delete) writes the table before the freed pages are trimmed or
+//!   reused, so a cut never leaves a file pointing at another file's pages. A cut
+//!   between that table write and the trims leaves free pages with old bytes; a later
+//!   file gets them only through writes, except for holes it never wrote, which may then
+//!   read old bytes instead of zeros (SQLite writes no holes).
+//! - A partial-page write replaces the whole logical page through the FTL, so a torn
+//!   one leaves the old page or the new one, never a mix, on FTLs whose page writes are
+//!   atomic (all of ours rebuild from OOB-checked pages).
+
+use crate::error::Error;
+use flash::ftl::Ftl;
+use nand::{SimTime, SyncPoint};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const MAGIC: &[u8; 8] = b"DFSQLFS1";
+/// Magic, generation, JSON length, crc32 of the JSON.
+const HEADER: usize = 24;
+/// Logical pages holding the file table (two copies).
+pub const TABLE_PAGES: u32 = 2;
+/// Smallest extent a file grows by, in pages.
+const MIN_EXTENT_PAGES: u32 = 8;
+
+/// Consecutive logical pages of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extent {
+    pub first: u32,
+    pub pages: u32,
+}
+
+impl Extent {
+    fn end(&self) -> u64 {
+        self.first as u64 + self.pages as u64
+    }
+}
+
+/// One file in the table.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct FileEntry {
+    size: u64,
+    extents: Vec<Extent>,
+}
+
+impl FileEntry {
+    fn allocated_pages(&self) -> u64 {
+        self.extents.iter().map(|e| e.pages as u64).sum()
+    }
+
+    /// The logical page holding page `index` of the file, if allocated.
+    fn lpn(&self, index: u64) -> Option<u32> {
+        let mut skip = index;
+        for e in &self.extents {
+            if skip < e.pages as u64 {
+                return Some(e.first + skip as u32);
+            }
+            skip -= e.pages as u64;
+        }
+        None
+    }
+}
+
+/// I/O the file layer did for SQLite, in the host's units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileCounters {
+    /// Bytes SQLite asked to read (up to each file's end).
+    pub read_bytes: u64,
+    /// Bytes SQLite wrote.
+    pub write_bytes: u64,
+    /// Logical pages read for SQLite, read-modify-write reads included.
+    pub read_pages: u64,
+    /// Logical pages written for SQLite's data.
+    pub write_pages: u64,
+    /// Partial-page writes that first had to read the page.
+    pub rmw_reads: u64,
+    /// File-table page writes.
+    pub table_writes: u64,
+    /// Logical pages trimmed by truncates and deletes.
+    pub trims: u64,
+    /// `xSync` barriers.
+    pub syncs: u64,
+}
+
+/// SQLite's files on an FTL.
+pub struct FileStore {
+    ftl: Box<dyn Ftl>,
+    page_bytes: usize,
+    now: SimTime,
+    files: BTreeMap<String, FileEntry>,
+    /// Free extents, sorted and coalesced.
+    free: Vec<Extent>,
+    generation: u64,
+    /// The table in RAM has growth the table on flash lacks.
+    dirty: bool,
+    counters: FileCounters,
+}
+
+impl FileStore {
+    /// An empty file table on a freshly formatted FTL.
+    pub fn format(ftl: Box<dyn Ftl>, now: SimTime) -> Result<FileStore, Error> {
+        let mut store = FileStore::empty(ftl, now)?;
+        store.save_table()?;
+        Ok(store)
+    }
+
+    /// Reads the file table of an FTL that [`FileStore::format`] set up.
+    pub fn open(ftl: Box<dyn Ftl>, now: SimTime) -> Result<FileStore, Error> {
+        let mut store = FileStore::empty(ftl, now)?;
+        let mut best: Option<(u64, BTreeMap<String, FileEntry>)> = None;
+        let mut problems = Vec::new();
+        let mut done = now;
+        for copy in 0..TABLE_PAGES {
+            let parsed = match store.ftl.read(copy, now)? {
+                None => Err("never written".to_string()),
+                Some(read) => {
+                    done = done.max(read.timing.end_ns);
+                    parse_table(read.data)
+                }
+            };
+            match parsed {
+                Ok((generation, _)) if generation % TABLE_PAGES as u64 != copy as u64 => problems
+                    .push(format!("copy {copy} holds generation {generation}, which belongs in the other copy")),
+                Ok((generation, files)) => {
+                    if best.as_ref().map_or(true, |(g, _)| generation > *g) {
+                        best = Some((generation, files));
+                    }
+                }
+                Err(e) => problems.push(format!("copy {copy}: {e}")),
+            }
+        }
+        let Some((generation, files)) = best else {
+            return Err(Error::CorruptTable(format!("no valid copy ({})", problems.join("; "))));
+        };
+        store.now = done;
+        store.generation = generation;
+        store.free = free_space(&files, store.ftl.logical_pages())?;
+        store.files = files;
+        Ok(store)
+    }
+
+    fn empty(ftl: Box<dyn Ftl>, now: SimTime) -> Result<FileStore, Error> {
+        if !ftl.device().storage().keeps_data() {
+            return Err(Error::NoPageData);
+        }
+        let logical_pages = ftl.logical_pages();
+        if logical_pages < TABLE_PAGES + MIN_EXTENT_PAGES {
+            return Err(Error::DeviceTooSmall { logical_pages });
+        }
+        Ok(FileStore {
+            page_bytes: ftl.page_bytes(),
+            ftl,
+            now,
+            files: BTreeMap::new(),
+            free: vec![Extent { first: TABLE_PAGES, pages: logical_pages - TABLE_PAGES }],
+            generation: 0,
+            dirty: false,
+            counters: FileCounters::default(),
+        })
+    }
+
+    /// Simulated time: when the last I/O ended (or later, after [`FileStore::advance`]).
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Lets simulated time pass (CPU work, a sleep).
+    pub fn advance(&mut self, ns: u64) {
+        self.now = self.now.saturating_add(ns);
+    }
+
+    pub fn page_bytes(&self) -> usize {
+        self.page_bytes
+    }
+
+    pub fn counters(&self) -> FileCounters {
+        self.counters
+    }
+
+    pub fn ftl(&self) -> &dyn Ftl {
+        self.ftl.as_ref()
+    }
+
+    pub fn into_ftl(self) -> Box<dyn Ftl> {
+        self.ftl
+    }
+
+    /// Logical pages no file holds.
+    pub fn free_pages(&self) -> u64 {
+        self.free.iter().map(|e| e.pages as u64).sum()
+    }
+
+    /// Every file and its size.
+    pub fn files(&self) -> Vec<(String, u64)> {
+        self.files.iter().map(|(name, f)| (name.clone(), f.size)).collect()
+    }
+
+    pub fn size(&self, name: &str) -> Option<u64> {
+        self.files.get(name).map(|f| f.size)
+    }
+
+    /// Adds an empty file (recorded on flash by the next table write); a no-op if it exists.
+    pub fn create(&mut self, name: &str) {
+        if !self.files.contains_key(name) {
+            self.files.insert(name.to_string(), FileEntry::default());
+            self.dirty = true;
+        }
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; bytes beyond the file's end are
+    /// zeroed. Returns how many bytes the file had there.
+    pub fn read(&mut self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, Error> {
+        let size = self.entry(name)?.size;
+        let avail = size.saturating_sub(offset).min(buf.len() as u64) as usize;
+        buf[avail..].fill(0);
+        let pb = self.page_bytes as u64;
+        let issued = self.now;
+        let mut end = issued;
+        let mut pos = 0;
+        while pos < avail {
+            let at = offset + pos as u64;
+            let in_page = (at % pb) as usize;
+            let n = (self.page_bytes - in_page).min(avail - pos);
+            let target = &mut buf[pos..pos + n];
+            match self.files.get(name).and_then(|f| f.lpn(at / pb)) {
+                Some(lpn) => {
+                    self.counters.read_pages += 1;
+                    match self.ftl.read(lpn, issued)? {
+                        Some(read) => {
+                            end = end.max(read.timing.end_ns);
+                            target.copy_from_slice(&read.data[in_page..in_page + n]);
+                        }
+                        None => target.fill(0),
+                    }
+                }
+                None => target.fill(0),
+            }
+            pos += n;
+        }
+        self.now = end;
+        self.counters.read_bytes += avail as u64;
+        Ok(avail)
+    }
+
+    /// Writes `data` at `offset`, growing the file (and its extents) as needed. The
+    /// pages go to the FTL together; partial pages are read first.
+    pub fn write(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let old_size = self.entry(name)?.size;
+        let pb = self.page_bytes as u64;
+        let end_offset = offset + data.len() as u64;
+        self.ensure_pages(name, end_offset.div_ceil(pb))?;
+        let issued = self.now;
+        let mut end = issued;
+        let mut page = vec![0u8; self.page_bytes];
+        let mut pos = 0;
+        while pos < data.len() {
+            let at = offset + pos as u64;
+            let index = at / pb;
+            let in_page = (at % pb) as usize;
+            let n = (self.page_bytes - in_page).min(data.len() - pos);
+            let lpn = self.lpn(name, index)?;
+            let timing = if n == self.page_bytes {
+                self.ftl.write(lpn, &data[pos..pos + n], issued)?
+            } else {
+                let ready = self.read_page_into(lpn, index * pb < old_size, &mut page, issued)?;
+                page[in_page..in_page + n].copy_from_slice(&data[pos..pos + n]);
+                self.ftl.write(lpn, &page, ready)?
+            };
+            self.counters.write_pages += 1;
+            end = end.max(timing.end_ns);
+            pos += n;
+        }
+        self.now = end;
+        self.counters.write_bytes += data.len() as u64;
+        if let Some(f) = self.files.get_mut(name) {
+            if end_offset > f.size {
+                f.size = end_offset;
+                self.dirty = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the file's size. Shrinking zeroes the tail of the last page, frees the
+    /// extents beyond it, writes the table, then trims the freed pages.
+    pub fn truncate(&mut self, name: &str, size: u64) -> Result<(), Error> {
+        let old_size = self.entry(name)?.size;
+        if size >= old_size {
+            if size > old_size {
+                self.entry_mut(name)?.size = size;
+                self.dirty = true;
+            }
+            return Ok(());
+        }
+        let pb = self.page_bytes as u64;
+        if size % pb != 0 {
+            let index = size / pb;
+            let lpn = self.lpn(name, index)?;
+            let mut page = vec![0u8; self.page_bytes];
+            let ready = self.read_page_into(lpn, true, &mut page, self.now)?;
+            page[(size % pb) as usize..].fill(0);
+            self.now = self.ftl.write(lpn, &page, ready)?.end_ns;
+            self.counters.write_pages += 1;
+        }
+        let keep_pages = size.div_ceil(pb);
+        let entry = self.entry_mut(name)?;
+        entry.size = size;
+        let freed = split_off_pages(&mut entry.extents, keep_pages);
+        self.save_table()?;
+        self.release(freed)
+    }
+
+    /// Removes the file: writes the table without it, then trims its pages.
+    pub fn delete(&mut self, name: &str) -> Result<(), Error> {
+        let entry = self.files.remove(name).ok_or_else(|| Error::NoSuchFile(name.to_string()))?;
+        self.save_table()?;
+        self.release(entry.extents)
+    }
+
+    /// The flush barrier: writes the table if files grew, then a commit point on the
+    /// device (an image file's fdatasync, by its sync mode).
+    pub fn sync(&mut self) -> Result<(), Error> {
+        if self.dirty {
+            self.save_table()?;
+        }
+        self.ftl.device_mut().storage_mut().sync(SyncPoint::Commit)?;
+        self.counters.syncs += 1;
+        Ok(())
+    }
+
+    /// Makes everything durable for a clean close: the table, then a checkpoint-class
+    /// sync of an image file.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        if self.dirty {
+            self.save_table()?;
+        }
+        self.ftl.device_mut().storage_mut().flush()?;
+        Ok(())
+    }
+
+    fn entry(&self, name: &str) -> Result<&FileEntry, Error> {
+        self.files.get(name).ok_or_else(|| Error::NoSuchFile(name.to_string()))
+    }
+
+    fn entry_mut(&mut self, name: &str) -> Result<&mut FileEntry, Error> {
+        self.files.get_mut(name).ok_or_else(|| Error::NoSuchFile(name.to_string()))
+    }
+
+    fn lpn(&self, name: &str, index: u64) -> Result<u32, Error> {
+        self.entry(name)?.lpn(index).ok_or_else(|| {
+            Error::CorruptTable(format!("page {index} of file {name} has no extent (a file-layer bug)"))
+        })
+    }
+
+    /// Fills `page` with the logical page (zeros when `has_data` is false or it was
+    /// never written); returns when the read ended.
+    fn read_page_into(&mut self, lpn: u32, has_data: bool, page: &mut [u8], now: SimTime) -> Result<SimTime, Error> {
+        page.fill(0);
+        if !has_data {
+            return Ok(now);
+        }
+        self.counters.read_pages += 1;
+        self.counters.rmw_reads += 1;
+        match self.ftl.read(lpn, now)? {
+            Some(read) => {
+                page.copy_from_slice(read.data);
+                Ok(read.timing.end_ns.max(now))
+            }
+            None => Ok(now),
+        }
+    }
+
+    /// Gives the file at least `pages` allocated pages.
+    fn ensure_pages(&mut self, name: &str, pages: u64) -> Result<(), Error> {
+        let allocated = self.entry(name)?.allocated_pages();
+        if pages <= allocated {
+            return Ok(());
+        }
+        let free_pages = self.free_pages();
+        let needed = pages - allocated;
+        if needed > free_pages {
+            return Err(Error::NoSpace { file: name.to_string(), needed_pages: needed, free_pages });
+        }
+        // Doubling keeps a file's extent list logarithmic in its size.
+        let mut want = needed.max(allocated).max(MIN_EXTENT_PAGES as u64).min(free_pages);
+        let mut got = Vec::new();
+        while want > 0 {
+            let fit = self.free.iter().position(|e| e.pages as u64 >= want);
+            let i = match fit {
+                Some(i) => i,
+                None => (0..self.free.len()).max_by_key(|&i| self.free[i].pages).unwrap_or(0),
+            };
+            let take = (self.free[i].pages as u64).min(want) as u32;
+            got.push(Extent { first: self.free[i].first, pages: take });
+            self.free[i].first += take;
+            self.free[i].pages -= take;
+            if self.free[i].pages == 0 {
+                self.free.remove(i);
+            }
+            want -= take as u64;
+        }
+        let entry = self.entry_mut(name)?;
+        for e in got {
+            match entry.extents.last_mut() {
+                Some(last) if last.end() == e.first as u64 => last.pages += e.pages,
+                _ => entry.extents.push(e),
+            }
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Trims freed extents and returns them to the free list (the table that frees
+    /// them is already on flash).
+    fn release(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
+        let issued = self.now;
+        let mut end = issued;
+        for e in &freed {
+            for lpn in e.first..e.first + e.pages {
+                if let Some(t) = self.ftl.trim(lpn, issued)? {
+                    end = end.max(t.end_ns);
+                }
+                self.counters.trims += 1;
+            }
+        }
+        self.now = end;
+        self.free.extend(freed);
+        self.free.sort_by_key(|e| e.first);
+        let mut merged: Vec<Extent> = Vec::with_capacity(self.free.len());
+        for e in self.free.drain(..) {
+            match merged.last_mut() {
+                Some(last) if last.end() == e.first as u64 => last.pages += e.pages,
+                _ => merged.push(e),
+            }
+        }
+        self.free = merged;
+        Ok(())
+    }
+
+    /// Writes the table to the copy the previous write did not use.
+    fn save_table(&mut self) -> Result<(), Error> {
+        let json = serde_json::to_vec(&self.files).map_err(|e| Error::CorruptTable(format!("encoding: {e}")))?;
+        let room_bytes = self.page_bytes - HEADER;
+        if json.len() > room_bytes {
+            return Err(Error::TableTooLarge { bytes: json.len(), room_bytes });
+        }
+        let generation = self.generation + 1;
+        let mut page = vec![0u8; self.page_bytes];
+        page[..8].copy_from_slice(MAGIC);
+        page[8..16].copy_from_slice(&generation.to_le_bytes());
+        page[16..20].copy_from_slice(&(json.len() as u32).to_le_bytes());
+        page[20..24].copy_from_slice(&crc32fast::hash(&json).to_le_bytes());
+        page[HEADER..HEADER + json.len()].copy_from_slice(&json);
+        let copy = (generation % TABLE_PAGES as u64) as u32;
+        self.now = self.ftl.write(copy, &page, self.now)?.end_ns.max(self.now);
+        self.generation = generation;
+        self.dirty = false;
+        self.counters.table_writes += 1;
+        Ok(())
+    }
+}
+
+/// Decodes one table copy: its generation and files.
+fn parse_table(page: &[u8]) -> Result<(u64, BTreeMap<String, FileEntry>), String> {
+    if page.len() < HEADER || &page[..8] != MAGIC {
+        return Err("no file-table magic".into());
+    }
+    let field = |range: std::ops::Range<usize>| page[range].iter().rev().fold(0u64, |acc, &b| acc << 8 | b as u64);
+    let generation = field(8..16);
+    let len = field(16..20) as usize;
+    let crc = field(20..24) as u32;
+    let Some(json) = page.get(HEADER..HEADER + len) else {
+        return Err(format!("JSON length {len} runs past the page"));
+    };
+    if crc32fast::hash(json) != crc {
+        return Err("checksum mismatch (a torn write)".into());
+    }
+    let files = serde_json::from_slice(json).map_err(|e| format!("JSON: {e}"))?;
+    Ok((generation, files))
+}
+
+/// The pages no file holds; refuses extents out of range or overlapping.
+fn free_space(files: &BTreeMap<String, FileEntry>, logical_pages: u32) -> Result<Vec<Extent>, Error> {
+    let mut used: Vec<(Extent, &str)> =
+        files.iter().flat_map(|(name, f)| f.extents.iter().map(move |e| (*e, name.as_str()))).collect();
+    used.sort_by_key(|(e, _)| e.first);
+    let mut free = Vec::new();
+    let mut cursor = TABLE_PAGES as u64;
+    for (e, name) in used {
+        if (e.first as u64) < cursor || e.end() > logical_pages as u64 || e.pages == 0 {
+            return Err(Error::CorruptTable(format!(
+                "file {name}: extent of {} pages at logical page {} overlaps another or lies outside pages {TABLE_PAGES}..{logical_pages}",
+                e.pages, e.first
+            )));
+        }
+        if e.first as u64 > cursor {
+            free.push(Extent { first: cursor as u32, pages: (e.first as u64 - cursor) as u32 });
+        }
+        cursor = e.end();
+    }
+    if cursor < logical_pages as u64 {
+        free.push(Extent { first: cursor as u32, pages: (logical_pages as u64 - cursor) as u32 });
+    }
+    Ok(free)
+}
+
+/// Keeps the first `keep_pages` pages of `extents`; returns the rest.
+fn split_off_pages(extents: &mut Vec<Extent>, keep_pages: u64) -> Vec<Extent> {
+    let mut kept = 0u64;
+    let mut freed = Vec::new();
+    let mut keep = Vec::new();
+    for e in extents.drain(..) {
+        let room = keep_pages.saturating_sub(kept);
+        if room >= e.pages as u64 {
+            keep.push(e);
+        } else if room > 0 {
+            keep.push(Extent { first: e.first, pages: room as u32 });
+            freed.push(Extent { first: e.first + room as u32, pages: e.pages - room as u32 });
+        } else {
+            freed.push(e);
+        }
+        kept += e.pages as u64;
+    }
+    *extents = keep;
+    freed
+}

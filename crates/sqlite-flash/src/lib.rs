@@ -1,0 +1,204 @@
+//! sqlite_flash — real, unmodified SQLite (rusqlite's bundled build) on emulated flash.
+//!
+//! [`FlashSqlite`] formats or opens a conventional FTL over a NAND device, puts
+//! SQLite's files on it through the file layer ([`files`]), registers a VFS for the
+//! instance ([`vfs`], the crate's only `unsafe` code) and opens a connection. Every
+//! byte SQLite writes reaches the flash through the FTL with the device's timing;
+//! simulated time also advances by a CPU cost per statement and by
+//! [`FlashSqlite::charge_cpu_ns`], so throughput and latency come out in simulated
+//! time, the same for the same seed.
+//!
+//! Fault model: a power cut (nand fault injection) makes SQLite's I/O fail; hand the
+//! device back with [`FlashSqlite::into_device`], power it on and [`FlashSqlite::open`]
+//! it: the FTL rebuilds, the file table is read and SQLite recovers its journal or WAL.
+//! Every commit that returned under `synchronous=FULL` survives.
+
+#![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod error;
+pub mod files;
+pub mod locks;
+#[allow(unsafe_code)]
+mod vfs;
+
+pub use error::Error;
+pub use files::{FileCounters, FileStore};
+pub use vfs::{is_complete, DB_NAME};
+
+use flash::ftl::{FtlConfig, FtlCounters};
+use nand::{Device, SimTime};
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+use std::marker::PhantomData;
+use std::ops::Deref;
+
+/// How an instance runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlashSqliteOptions {
+    /// Simulated CPU time charged when each statement starts running.
+    pub cpu_ns_per_statement: u64,
+    /// Seed of the bytes SQLite asks its VFS for (`xRandomness`).
+    pub seed: u64,
+}
+
+impl Default for FlashSqliteOptions {
+    fn default() -> Self {
+        FlashSqliteOptions { cpu_ns_per_statement: 0, seed: 1 }
+    }
+}
+
+/// What SQLite did to the flash: host I/O through the file layer and the FTL's work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqliteFlashCounters {
+    /// Logical pages read for SQLite (read-modify-write reads included).
+    pub host_read_pages: u64,
+    /// Bytes SQLite read.
+    pub host_read_bytes: u64,
+    /// Logical pages written with SQLite's data.
+    pub host_write_pages: u64,
+    /// Bytes SQLite wrote.
+    pub host_write_bytes: u64,
+    /// Partial-page writes that read the page first.
+    pub rmw_reads: u64,
+    /// File-table page writes (the file system's metadata).
+    pub table_writes: u64,
+    /// Logical pages trimmed by truncates and deletes.
+    pub trims: u64,
+    /// `xSync` flush barriers.
+    pub syncs: u64,
+    /// Statements started (each charged the CPU cost).
+    pub statements: u64,
+    /// The FTL: flash programs, reads, GC migrations, erases, merges.
+    pub ftl: FtlCounters,
+}
+
+/// SQLite on an FTL over an emulated NAND device.
+pub struct FlashSqlite {
+    /// Declared first: connections close before the VFS goes away.
+    conn: Option<Connection>,
+    registration: vfs::Registration,
+}
+
+/// A further connection to the same database; it cannot outlive its instance.
+pub struct ExtraConnection<'a> {
+    conn: Connection,
+    _instance: PhantomData<&'a FlashSqlite>,
+}
+
+impl Deref for ExtraConnection<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl FlashSqlite {
+    /// Formats `ftl` over the device (erasing it), lays an empty file table and opens
+    /// a new, empty database.
+    pub fn create(device: Device, ftl: &FtlConfig, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        let ftl = flash::ftl::format(device, ftl)?;
+        FlashSqlite::start(FileStore::format(ftl, 0)?, opts)
+    }
+
+    /// Opens a device [`FlashSqlite::create`] set up, at simulated time `now`: rebuilds
+    /// the FTL, reads the file table; SQLite recovers on its first read.
+    pub fn open(device: Device, now: SimTime) -> Result<FlashSqlite, Error> {
+        FlashSqlite::open_with(device, now, FlashSqliteOptions::default())
+    }
+
+    /// [`FlashSqlite::open`] with options.
+    pub fn open_with(device: Device, now: SimTime, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        let (ftl, rebuilt) = flash::ftl::open(device, now)?;
+        FlashSqlite::start(FileStore::open(ftl, rebuilt)?, opts)
+    }
+
+    fn start(store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        let registration = vfs::Registration::new(store, opts.cpu_ns_per_statement, opts.seed)?;
+        let conn = registration.open_connection()?;
+        Ok(FlashSqlite { conn: Some(conn), registration })
+    }
+
+    /// The instance's connection.
+    pub fn connection(&self) -> &Connection {
+        // `conn` is `None` only inside `close`/`into_device`, which consume `self`.
+        self.conn.as_ref().unwrap_or_else(|| unreachable!("the connection lives as long as the instance"))
+    }
+
+    /// Another connection to the same database (locks and WAL index are shared).
+    pub fn open_connection(&self) -> Result<ExtraConnection<'_>, Error> {
+        Ok(ExtraConnection { conn: self.registration.open_connection()?, _instance: PhantomData })
+    }
+
+    /// Simulated time now.
+    pub fn now(&self) -> SimTime {
+        self.registration.state().store.as_ref().map_or(0, |s| s.now())
+    }
+
+    /// Charges host CPU time outside SQLite (a workload's own work).
+    pub fn charge_cpu_ns(&self, ns: u64) {
+        if let Some(store) = self.registration.state().store.as_mut() {
+            store.advance(ns);
+        }
+    }
+
+    /// Changes the CPU cost charged per statement.
+    pub fn set_cpu_ns_per_statement(&self, ns: u64) {
+        self.registration.state().cpu_ns_per_statement = ns;
+    }
+
+    pub fn counters(&self) -> SqliteFlashCounters {
+        let state = self.registration.state();
+        let (files, ftl) =
+            state.store.as_ref().map_or_else(Default::default, |s| (s.counters(), s.ftl().counters()));
+        SqliteFlashCounters {
+            host_read_pages: files.read_pages,
+            host_read_bytes: files.read_bytes,
+            host_write_pages: files.write_pages,
+            host_write_bytes: files.write_bytes,
+            rmw_reads: files.rmw_reads,
+            table_writes: files.table_writes,
+            trims: files.trims,
+            syncs: files.syncs,
+            statements: state.statements,
+            ftl,
+        }
+    }
+
+    /// SQLite's files on flash and their sizes, and the logical pages still free.
+    pub fn files(&self) -> (Vec<(String, u64)>, u64) {
+        let state = self.registration.state();
+        state.store.as_ref().map_or_else(Default::default, |s| (s.files(), s.free_pages()))
+    }
+
+    /// The last flash error SQLite saw as an I/O error (SQLite's own message is less
+    /// specific).
+    pub fn last_io_error(&self) -> Option<String> {
+        self.registration.state().last_error.clone()
+    }
+
+    /// Closes SQLite cleanly (a WAL is checkpointed and removed), makes everything
+    /// durable and returns the device.
+    pub fn close(mut self) -> Result<Device, Error> {
+        if let Some(conn) = self.conn.take() {
+            conn.close().map_err(|(_, e)| Error::Sqlite(e))?;
+        }
+        let mut store = self.take_store()?;
+        store.flush()?;
+        Ok(store.into_ftl().into_device())
+    }
+
+    /// Drops the connection without asking for anything more and returns the device as
+    /// it is (after a power cut: powered off; call `power_on` before reopening).
+    pub fn into_device(mut self) -> Device {
+        drop(self.conn.take());
+        match self.take_store() {
+            Ok(store) => store.into_ftl().into_device(),
+            Err(_) => unreachable!("the store is taken only by close/into_device, which consume the instance"),
+        }
+    }
+
+    fn take_store(&mut self) -> Result<FileStore, Error> {
+        self.registration.state().store.take().ok_or(Error::Closed)
+    }
+}
