@@ -20,11 +20,10 @@
 //! - After [`FileStore::sync`] returns, each file's size, extents and bytes up to its
 //!   size survive. Growth (new extents, larger sizes, new files) is recorded by the next
 //!   table write: a sync, or a truncate/delete.
-//! - Freeing (truncate, delete) writes the table before the freed pages are trimmed or
-//!   reused, so a cut never leaves a file pointing at another file's pages. A cut
-//!   between that table write and the trims leaves free pages with old bytes; a later
-//!   file gets them only through writes, except for holes it never wrote, which may then
-//!   read old bytes instead of zeros (SQLite writes no holes).
+//! - Freeing (truncate, delete) writes the table, listing the freed extents as being
+//!   trimmed, before the pages are trimmed or reused, so a cut never leaves a file
+//!   pointing at another file's pages; `open` trims the listed extents again (trims are
+//!   idempotent) before they become free, so a file never reads another's old bytes.
 //! - A partial-page write replaces the whole logical page through the FTL, so a torn
 //!   one leaves the old page or the new one, never a mix, on FTLs whose page writes are
 //!   atomic (all of ours rebuild from OOB-checked pages).
@@ -81,6 +80,13 @@ impl FileEntry {
     }
 }
 
+/// The table as stored: the files, and extents freed but maybe not yet trimmed.
+#[derive(Serialize, Deserialize)]
+struct Table {
+    files: BTreeMap<String, FileEntry>,
+    trimming: Vec<Extent>,
+}
+
 /// I/O the file layer did for SQLite, in the host's units.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileCounters {
@@ -110,6 +116,8 @@ pub struct FileStore {
     files: BTreeMap<String, FileEntry>,
     /// Free extents, sorted and coalesced.
     free: Vec<Extent>,
+    /// Freed extents the table on flash may still list as being trimmed.
+    trimming: Vec<Extent>,
     generation: u64,
     /// The table in RAM has growth the table on flash lacks.
     dirty: bool,
@@ -127,7 +135,7 @@ impl FileStore {
     /// Reads the file table of an FTL that [`FileStore::format`] set up.
     pub fn open(ftl: Box<dyn Ftl>, now: SimTime) -> Result<FileStore, Error> {
         let mut store = FileStore::empty(ftl, now)?;
-        let mut best: Option<(u64, BTreeMap<String, FileEntry>)> = None;
+        let mut best: Option<(u64, Table)> = None;
         let mut problems = Vec::new();
         let mut done = now;
         for copy in 0..TABLE_PAGES {
@@ -141,21 +149,24 @@ impl FileStore {
             match parsed {
                 Ok((generation, _)) if generation % TABLE_PAGES as u64 != copy as u64 => problems
                     .push(format!("copy {copy} holds generation {generation}, which belongs in the other copy")),
-                Ok((generation, files)) => {
+                Ok((generation, table)) => {
                     if best.as_ref().map_or(true, |(g, _)| generation > *g) {
-                        best = Some((generation, files));
+                        best = Some((generation, table));
                     }
                 }
                 Err(e) => problems.push(format!("copy {copy}: {e}")),
             }
         }
-        let Some((generation, files)) = best else {
+        let Some((generation, table)) = best else {
             return Err(Error::CorruptTable(format!("no valid copy ({})", problems.join("; "))));
         };
         store.now = done;
         store.generation = generation;
-        store.free = free_space(&files, store.ftl.logical_pages())?;
-        store.files = files;
+        store.free = free_space(&table, store.ftl.logical_pages())?;
+        store.files = table.files;
+        // A cut may have come before these trims ended; they are idempotent.
+        store.trimming = table.trimming.clone();
+        store.release(table.trimming)?;
         Ok(store)
     }
 
@@ -173,6 +184,7 @@ impl FileStore {
             now,
             files: BTreeMap::new(),
             free: vec![Extent { first: TABLE_PAGES, pages: logical_pages - TABLE_PAGES }],
+            trimming: Vec::new(),
             generation: 0,
             dirty: false,
             counters: FileCounters::default(),
@@ -268,7 +280,11 @@ impl FileStore {
         if data.is_empty() {
             return Ok(());
         }
-        let old_size = self.entry(name)?.size;
+        let mut old_size = self.entry(name)?.size;
+        if offset > old_size {
+            self.zero_tail(name, old_size, offset)?;
+            old_size = self.entry(name)?.size;
+        }
         let pb = self.page_bytes as u64;
         let end_offset = offset + data.len() as u64;
         self.ensure_pages(name, end_offset.div_ceil(pb))?;
@@ -286,6 +302,10 @@ impl FileStore {
                 self.ftl.write(lpn, &data[pos..pos + n], issued)?
             } else {
                 let ready = self.read_page_into(lpn, index * pb < old_size, &mut page, issued)?;
+                // Bytes at or past the old end read as zeros, whatever the page held.
+                if old_size < (index + 1) * pb {
+                    page[old_size.saturating_sub(index * pb) as usize..].fill(0);
+                }
                 page[in_page..in_page + n].copy_from_slice(&data[pos..pos + n]);
                 self.ftl.write(lpn, &page, ready)?
             };
@@ -304,40 +324,47 @@ impl FileStore {
         Ok(())
     }
 
-    /// Sets the file's size. Shrinking zeroes the tail of the last page, frees the
-    /// extents beyond it, writes the table, then trims the freed pages.
+    /// Sets the file's size. Growing writes zeros over the rest of the last page;
+    /// shrinking frees the extents past the new end, writes the table, then trims them.
     pub fn truncate(&mut self, name: &str, size: u64) -> Result<(), Error> {
         let old_size = self.entry(name)?.size;
-        if size >= old_size {
-            if size > old_size {
-                self.entry_mut(name)?.size = size;
-                self.dirty = true;
-            }
+        let pb = self.page_bytes as u64;
+        if size > old_size {
+            self.zero_tail(name, old_size, size)?;
+            self.entry_mut(name)?.size = size;
+            self.dirty = true;
             return Ok(());
         }
-        let pb = self.page_bytes as u64;
-        if size % pb != 0 {
-            let index = size / pb;
-            let lpn = self.lpn(name, index)?;
-            let mut page = vec![0u8; self.page_bytes];
-            let ready = self.read_page_into(lpn, true, &mut page, self.now)?;
-            page[(size % pb) as usize..].fill(0);
-            self.now = self.ftl.write(lpn, &page, ready)?.end_ns;
-            self.counters.write_pages += 1;
+        if size == old_size {
+            return Ok(());
         }
-        let keep_pages = size.div_ceil(pb);
         let entry = self.entry_mut(name)?;
         entry.size = size;
-        let freed = split_off_pages(&mut entry.extents, keep_pages);
-        self.save_table()?;
-        self.release(freed)
+        let freed = split_off_pages(&mut entry.extents, size.div_ceil(pb));
+        self.free_extents(freed)
+    }
+
+    /// Growing a file from `old_size` to `new_size` without data: zeros over the rest
+    /// of the old last page, which may hold bytes a truncate cut off (pages after it
+    /// were trimmed or never written, and read as zeros).
+    fn zero_tail(&mut self, name: &str, old_size: u64, new_size: u64) -> Result<(), Error> {
+        let page_end = old_size.div_ceil(self.page_bytes as u64) * self.page_bytes as u64;
+        let zeros = page_end.min(new_size) - old_size;
+        self.write(name, old_size, &vec![0u8; zeros as usize])
     }
 
     /// Removes the file: writes the table without it, then trims its pages.
     pub fn delete(&mut self, name: &str) -> Result<(), Error> {
         let entry = self.files.remove(name).ok_or_else(|| Error::NoSuchFile(name.to_string()))?;
+        self.free_extents(entry.extents)
+    }
+
+    /// Records `freed` as being trimmed in the table on flash, trims the pages and
+    /// makes them free.
+    fn free_extents(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
+        self.trimming.extend(freed.iter().copied());
         self.save_table()?;
-        self.release(entry.extents)
+        self.release(freed)
     }
 
     /// The flush barrier: writes the table if files grew, then a commit point on the
@@ -434,7 +461,7 @@ impl FileStore {
     }
 
     /// Trims freed extents and returns them to the free list (the table that frees
-    /// them is already on flash).
+    /// them is already on flash). The next table write no longer lists them.
     fn release(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
         let issued = self.now;
         let mut end = issued;
@@ -447,6 +474,10 @@ impl FileStore {
             }
         }
         self.now = end;
+        self.trimming.retain(|t| !freed.contains(t));
+        if !freed.is_empty() {
+            self.dirty = true;
+        }
         self.free.extend(freed);
         self.free.sort_by_key(|e| e.first);
         let mut merged: Vec<Extent> = Vec::with_capacity(self.free.len());
@@ -462,7 +493,8 @@ impl FileStore {
 
     /// Writes the table to the copy the previous write did not use.
     fn save_table(&mut self) -> Result<(), Error> {
-        let json = serde_json::to_vec(&self.files).map_err(|e| Error::CorruptTable(format!("encoding: {e}")))?;
+        let table = Table { files: self.files.clone(), trimming: self.trimming.clone() };
+        let json = serde_json::to_vec(&table).map_err(|e| Error::CorruptTable(format!("encoding: {e}")))?;
         let room_bytes = self.page_bytes - HEADER;
         if json.len() > room_bytes {
             return Err(Error::TableTooLarge { bytes: json.len(), room_bytes });
@@ -484,7 +516,7 @@ impl FileStore {
 }
 
 /// Decodes one table copy: its generation and files.
-fn parse_table(page: &[u8]) -> Result<(u64, BTreeMap<String, FileEntry>), String> {
+fn parse_table(page: &[u8]) -> Result<(u64, Table), String> {
     if page.len() < HEADER || &page[..8] != MAGIC {
         return Err("no file-table magic".into());
     }
@@ -498,14 +530,16 @@ fn parse_table(page: &[u8]) -> Result<(u64, BTreeMap<String, FileEntry>), String
     if crc32fast::hash(json) != crc {
         return Err("checksum mismatch (a torn write)".into());
     }
-    let files = serde_json::from_slice(json).map_err(|e| format!("JSON: {e}"))?;
-    Ok((generation, files))
+    let table = serde_json::from_slice(json).map_err(|e| format!("JSON: {e}"))?;
+    Ok((generation, table))
 }
 
-/// The pages no file holds; refuses extents out of range or overlapping.
-fn free_space(files: &BTreeMap<String, FileEntry>, logical_pages: u32) -> Result<Vec<Extent>, Error> {
+/// The pages no file holds and no trim awaits; refuses extents out of range or
+/// overlapping.
+fn free_space(table: &Table, logical_pages: u32) -> Result<Vec<Extent>, Error> {
     let mut used: Vec<(Extent, &str)> =
-        files.iter().flat_map(|(name, f)| f.extents.iter().map(move |e| (*e, name.as_str()))).collect();
+        table.files.iter().flat_map(|(name, f)| f.extents.iter().map(move |e| (*e, name.as_str()))).collect();
+    used.extend(table.trimming.iter().map(|e| (*e, "(being trimmed)")));
     used.sort_by_key(|(e, _)| e.first);
     let mut free = Vec::new();
     let mut cursor = TABLE_PAGES as u64;
