@@ -14,6 +14,8 @@ mod setup;
 mod shell;
 mod sql;
 mod sqlite_compare;
+mod sqlite_shell;
+mod sqlite_torture;
 mod table;
 mod torture;
 mod trace;
@@ -49,6 +51,9 @@ enum Command {
     /// and the dot commands .help .tables .schema .stats .mode .quit. Interactive on a
     /// terminal; from a pipe or file each statement runs as soon as its `;` arrives.
     Sql(sql::SqlArgs),
+    /// Real SQLite on emulated flash: an SQLite shell whose files live on a conventional
+    /// FTL (--storage ftl:page …), persisted to --image; .stats shows flash counters.
+    Sqlite(sqlite_shell::SqliteArgs),
     /// Run a registered OLTP workload (--workload) on the emulated device in simulated
     /// time and report the IPA paper's metrics; --config FILE.toml describes a whole run.
     Bench(bench::BenchCommand),
@@ -208,6 +213,7 @@ fn main() -> ExitCode {
         Command::FtlBench(args) => ftl_bench(args),
         Command::Replay(args) => replay(args),
         Command::Sql(args) => sql::run(args),
+        Command::Sqlite(args) => sqlite_shell::run(args),
         Command::Bench(cmd) => exit_on(bench::bench(cmd)),
         Command::Compare(cmd) => exit_on(bench::compare(cmd)),
         Command::Check(cmd) => exit_on(bench::check(cmd)),

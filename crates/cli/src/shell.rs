@@ -344,7 +344,7 @@ fn cut_str(message: &str) -> String {
     }
 }
 
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -352,7 +352,7 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 

@@ -42,9 +42,14 @@ pub struct TortureArgs {
     /// written as one atomic group, and the cuts land between its parts too.
     #[arg(long, value_parser = crate::sql::db_page_size)]
     db_page_bytes: Option<usize>,
+    #[command(flatten)]
+    sqlite: crate::sqlite_torture::SqliteTortureArgs,
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
+    if args.sqlite.engine == crate::sqlite_torture::Engine::Sqlite {
+        return crate::sqlite_torture::run(&args.sqlite, &args.device, args.cuts, args.seed, args.accounts, args.transfers);
+    }
     // A small device unless told otherwise, so GC and the log's wrap-around are cut too.
     let mut device = args.device.clone();
     device.chips = device.chips.or(Some(4));

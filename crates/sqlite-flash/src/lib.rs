@@ -165,6 +165,12 @@ impl FlashSqlite {
         }
     }
 
+    /// The NAND device's own counters (every program, copyback, erase).
+    pub fn device_counters(&self) -> nand::DeviceCounters {
+        let state = self.registration.state();
+        state.store.as_ref().map_or_else(Default::default, |s| s.ftl().device().counters())
+    }
+
     /// SQLite's files on flash and their sizes, and the logical pages still free.
     pub fn files(&self) -> (Vec<(String, u64)>, u64) {
         let state = self.registration.state();

@@ -1,0 +1,287 @@
+//! `deltaflash torture --engine sqlite`: real SQLite (`sqlite_flash`) on a
+//! conventional FTL, a bank-transfer workload at `synchronous=FULL`, power cut at N
+//! random flash operations.
+//!
+//! After each cut the device powers on, the FTL rebuilds, SQLite reopens and recovers
+//! its WAL or rollback journal, and the check demands: `PRAGMA integrity_check` = ok;
+//! every transfer whose COMMIT returned is present; no transfer is present that never
+//! started committing; every balance equals its opening balance plus the transfers in
+//! the table; and the recovered database takes a new transfer. Everything is seeded, so
+//! a failing cut replays with the same `--seed` and operation number.
+
+use crate::setup::DeviceArgs;
+use clap::{Args, ValueEnum};
+use flash::ftl::{FtlConfig, FtlKind};
+use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rusqlite::{params, Connection};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use std::collections::BTreeSet;
+
+/// Opening balance of every account.
+const OPENING_BALANCE: i64 = 1_000;
+
+/// Which database the torture runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// The DeltaFlash engine on NoFTL regions (the bank workload).
+    Deltaflash,
+    /// SQLite through the flash VFS on a conventional FTL.
+    Sqlite,
+}
+
+/// SQLite's journal mode during the torture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Journal {
+    Wal,
+    Delete,
+}
+
+impl Journal {
+    fn mode(self) -> &'static str {
+        match self {
+            Journal::Wal => "wal",
+            Journal::Delete => "delete",
+        }
+    }
+}
+
+/// Options of `torture --engine sqlite` (the others are shared with the bank torture).
+#[derive(Args)]
+pub struct SqliteTortureArgs {
+    /// The database under torture.
+    #[arg(long, value_enum, default_value_t = Engine::Deltaflash)]
+    pub engine: Engine,
+    /// SQLite only: the FTL under it (page, dftl, block, bast, fast), with 25%
+    /// over-provisioning so GC fits the small torture device.
+    #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
+    pub ftl: FtlKind,
+    /// SQLite only: journal mode (WAL, or a rollback journal deleted at commit).
+    #[arg(long, value_enum, default_value_t = Journal::Wal)]
+    pub journal: Journal,
+}
+
+fn ftl_kind(s: &str) -> Result<FtlKind, String> {
+    FtlKind::parse(s).ok_or_else(|| format!("unknown FTL `{s}` (expected page, dftl, block, bast or fast)"))
+}
+
+/// One run's shape.
+struct Config {
+    geometry: Geometry,
+    ftl: FtlConfig,
+    journal: Journal,
+    accounts: u32,
+    transfers: u32,
+}
+
+#[derive(Default)]
+struct CutKinds {
+    programs: u64,
+    gc_copies: u64,
+    erases: u64,
+    missed: u64,
+}
+
+pub fn run(
+    args: &SqliteTortureArgs,
+    device: &DeviceArgs,
+    cuts: u32,
+    seed: u64,
+    accounts: u32,
+    transfers: u32,
+) -> Result<bool, String> {
+    let geometry = device.geometry()?;
+    let config = Config {
+        geometry,
+        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(args.ftl) },
+        journal: args.journal,
+        accounts,
+        transfers,
+    };
+    let (load_ops, run_ops) = count_operations(&config, seed)?;
+    eprintln!(
+        "sqlite bank ({} journal, {} FTL): {accounts} accounts, {transfers} transfers ({run_ops} flash operations after a {load_ops}-operation load); {cuts} cuts",
+        config.journal.mode(),
+        args.ftl.name()
+    );
+    let bar = crate::progress(cuts as u64, "cuts");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut kinds = CutKinds::default();
+    let (mut passed, mut failed) = (0, 0);
+    for _ in 0..cuts {
+        let cut_after = rng.gen_range(1..=run_ops.max(1));
+        match run_cut(&config, seed, load_ops + cut_after, &mut kinds) {
+            Ok(()) => passed += 1,
+            Err(e) => {
+                failed += 1;
+                bar.suspend(|| println!("FAIL seed {seed} cut at operation +{cut_after}: {e}"));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "cuts hit: {} page programs, {} GC copies, {} erases, {} missed",
+        kinds.programs, kinds.gc_copies, kinds.erases, kinds.missed
+    );
+    println!("{passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
+
+/// Mutating flash operations so far: what the fault injector counts.
+fn operations(c: nand::DeviceCounters) -> u64 {
+    c.page_programs + c.reprograms + c.copybacks + c.erases
+}
+
+/// Flash operations of the load and of the transfers, without a cut.
+fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
+    let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
+    let db = load(device, config, seed)?;
+    let load_ops = operations(db.device_counters());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for i in 0..config.transfers {
+        transfer(db.connection(), &next_transfer(&mut rng, config, i)).map_err(|e| format!("transfer {i}: {e}"))?;
+    }
+    Ok((load_ops, operations(db.device_counters()) - load_ops))
+}
+
+/// Creates the database and the accounts (one transaction).
+fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
+    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { cpu_ns_per_statement: 10_000, seed })
+        .map_err(|e| format!("creating the database: {e}"))?;
+    let c = db.connection();
+    let setup = || -> rusqlite::Result<()> {
+        let _: String = c.query_row(&format!("PRAGMA journal_mode={}", config.journal.mode()), [], |r| r.get(0))?;
+        // Checkpoints every 64 frames, so cuts land in them too.
+        c.execute_batch(
+            "PRAGMA synchronous=FULL;
+             PRAGMA wal_autocheckpoint=64;
+             CREATE TABLE accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
+             CREATE TABLE transfers(id INTEGER PRIMARY KEY, src INTEGER NOT NULL, dst INTEGER NOT NULL, amount INTEGER NOT NULL);
+             BEGIN;",
+        )?;
+        let mut insert = c.prepare("INSERT INTO accounts VALUES (?1, ?2)")?;
+        for id in 0..config.accounts {
+            insert.execute(params![id, OPENING_BALANCE])?;
+        }
+        c.execute_batch("COMMIT")
+    };
+    setup().map_err(|e| format!("loading the accounts: {e}"))?;
+    Ok(db)
+}
+
+struct Transfer {
+    id: i64,
+    src: i64,
+    dst: i64,
+    amount: i64,
+}
+
+fn next_transfer(rng: &mut ChaCha8Rng, config: &Config, i: u32) -> Transfer {
+    let src = rng.gen_range(0..config.accounts) as i64;
+    let mut dst = rng.gen_range(0..config.accounts) as i64;
+    if dst == src {
+        dst = (dst + 1) % config.accounts as i64;
+    }
+    Transfer { id: i as i64 + 1, src, dst, amount: rng.gen_range(1..50) }
+}
+
+/// One transfer as one transaction; `Ok` once COMMIT returned.
+fn transfer(c: &Connection, t: &Transfer) -> rusqlite::Result<()> {
+    c.execute_batch("BEGIN IMMEDIATE")?;
+    let body = || -> rusqlite::Result<()> {
+        c.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", params![t.amount, t.src])?;
+        c.execute("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2", params![t.amount, t.dst])?;
+        c.execute("INSERT INTO transfers VALUES (?1, ?2, ?3, ?4)", params![t.id, t.src, t.dst, t.amount])?;
+        c.execute_batch("COMMIT")
+    };
+    body().inspect_err(|_| {
+        // After a power cut the rollback fails too; the reopen recovers.
+        let _ = c.execute_batch("ROLLBACK");
+    })
+}
+
+/// Loads, runs transfers until the cut at device operation `cut_at`, reopens and
+/// checks.
+fn run_cut(config: &Config, seed: u64, cut_at: u64, kinds: &mut CutKinds) -> Result<(), String> {
+    let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
+    let db = load(Device::new(Box::new(storage)), config, seed)?;
+    let mut committed = BTreeSet::new();
+    let mut in_flight = None;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for i in 0..config.transfers {
+        let t = next_transfer(&mut rng, config, i);
+        match transfer(db.connection(), &t) {
+            Ok(()) => {
+                committed.insert(t.id);
+            }
+            Err(_) => {
+                in_flight = Some(t.id);
+                break;
+            }
+        }
+    }
+    let mut device = db.into_device();
+    match device.storage().last_torn() {
+        Some(TornOp::Program { .. }) => kinds.programs += 1,
+        Some(TornOp::CopyProgram { .. }) => kinds.gc_copies += 1,
+        Some(TornOp::Erase { .. }) => kinds.erases += 1,
+        None => kinds.missed += 1,
+    }
+    device.power_on();
+    let db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening: {e}"))?;
+    check(&db, config, &committed, in_flight).map_err(|e| match db.last_io_error() {
+        Some(io) => format!("{e} (last flash error: {io})"),
+        None => e,
+    })
+}
+
+fn check(db: &FlashSqlite, config: &Config, committed: &BTreeSet<i64>, in_flight: Option<i64>) -> Result<(), String> {
+    let c = db.connection();
+    let sql = |e: rusqlite::Error| format!("after recovery: {e}");
+    let integrity: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
+    if integrity != "ok" {
+        return Err(format!("integrity_check: {integrity}"));
+    }
+    let mut present = BTreeSet::new();
+    let mut balances = vec![OPENING_BALANCE; config.accounts as usize];
+    let mut stmt = c.prepare("SELECT id, src, dst, amount FROM transfers").map_err(sql)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)))
+        .map_err(sql)?;
+    for row in rows {
+        let (id, src, dst, amount) = row.map_err(sql)?;
+        let (Some(s), Some(d)) = (usize::try_from(src).ok(), usize::try_from(dst).ok()) else {
+            return Err(format!("transfer {id} names account {src} or {dst}, which does not exist"));
+        };
+        if s >= balances.len() || d >= balances.len() {
+            return Err(format!("transfer {id} names account {src} or {dst}, which does not exist"));
+        }
+        balances[s] -= amount;
+        balances[d] += amount;
+        present.insert(id);
+    }
+    if let Some(lost) = committed.difference(&present).next() {
+        return Err(format!("transfer {lost} committed but is missing ({} of {} present)", present.len(), committed.len()));
+    }
+    if let Some(extra) = present.iter().find(|id| !committed.contains(id) && Some(**id) != in_flight) {
+        return Err(format!("transfer {extra} is present but never committed"));
+    }
+    let mut stmt = c.prepare("SELECT id, balance FROM accounts ORDER BY id").map_err(sql)?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).map_err(sql)?;
+    let mut seen = 0;
+    for row in rows {
+        let (id, balance) = row.map_err(sql)?;
+        let expected = usize::try_from(id).ok().and_then(|i| balances.get(i)).copied();
+        if expected != Some(balance) {
+            return Err(format!("account {id} holds {balance}; its transfers give {expected:?}"));
+        }
+        seen += 1;
+    }
+    if seen != config.accounts {
+        return Err(format!("{seen} accounts, expected {}", config.accounts));
+    }
+    let next = Transfer { id: i64::MAX, src: 0, dst: 1, amount: 1 };
+    transfer(c, &next).map_err(|e| format!("a transfer after recovery: {e}"))
+}
