@@ -74,7 +74,7 @@ fn sqlite_shell_persists_to_its_image_and_shows_flash_counters() {
 
 #[test]
 fn sqlite_shell_reports_errors_and_refuses_noftl() {
-    let out = deltaflash(&["sqlite", "-c", "SELECT * FROM missing;", "--chips", "2", "--blocks-per-chip", "32"]);
+    let out = deltaflash(&["sqlite", "-c", "SELECT * FROM missing;", "--chips", "2", "--blocks-per-chip", "64"]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no such table: missing"), "{}", text(&out.stderr));
     let out = deltaflash(&["sqlite", "--storage", "noftl", "-c", "SELECT 1;"]);
