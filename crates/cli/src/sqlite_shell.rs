@@ -72,7 +72,13 @@ pub fn run(args: SqliteArgs) -> Result<(), String> {
         return Err("sqlite needs page data; drop --no-data".into());
     }
     let db = open(&args)?;
-    let mut shell = SqliteShell { db: &db, out: Box::new(io::BufWriter::new(io::stdout())), mode: args.mode, bail: args.bail, failures: 0 };
+    let mut shell = SqliteShell {
+        db: &db,
+        out: Box::new(io::BufWriter::new(io::stdout())),
+        mode: args.mode,
+        bail: args.bail,
+        failures: 0,
+    };
     // A `Stop` only ends the session early (.quit, --bail, a closed pipe).
     let _ = session(&mut shell, &args);
     let failures = shell.failures;
@@ -100,7 +106,11 @@ fn open(args: &SqliteArgs) -> Result<FlashSqlite, String> {
             let config = FtlConfig { over_provisioning: args.over_provisioning, ..FtlConfig::new(args.storage) };
             match image {
                 Some(path) => eprintln!("creating SQLite on {} ({} FTL)", path.display(), args.storage.name()),
-                None => eprintln!("SQLite on an in-memory {} device ({} FTL); nothing is kept", args.device.device, args.storage.name()),
+                None => eprintln!(
+                    "SQLite on an in-memory {} device ({} FTL); nothing is kept",
+                    args.device.device,
+                    args.storage.name()
+                ),
             }
             FlashSqlite::create(device, &config, opts).map_err(|e| {
                 // Leave no half-made image behind.
@@ -170,7 +180,11 @@ impl SqliteShell<'_> {
                 return self.run_reader(&mut io::stdin().lock());
             }
         };
-        let _ = writeln!(io::stderr(), "SQLite {} on emulated flash. Enter SQL ending with `;`, or .help; Ctrl-D ends the session.", rusqlite::version());
+        let _ = writeln!(
+            io::stderr(),
+            "SQLite {} on emulated flash. Enter SQL ending with `;`, or .help; Ctrl-D ends the session.",
+            rusqlite::version()
+        );
         let mut pending = String::new();
         let mut number = 0;
         loop {
@@ -256,7 +270,8 @@ impl SqliteShell<'_> {
     /// SQLite's error, with the flash error behind an I/O error.
     fn explain(&self, e: rusqlite::Error) -> String {
         match self.db.last_io_error() {
-            Some(io) if matches!(e, rusqlite::Error::SqliteFailure(ref f, _) if f.code == rusqlite::ErrorCode::SystemIoFailure) => {
+            Some(io) if matches!(e, rusqlite::Error::SqliteFailure(ref f, _) if f.code == rusqlite::ErrorCode::SystemIoFailure) =>
+            {
                 format!("{e} ({io})")
             }
             _ => e.to_string(),

@@ -9,7 +9,6 @@
 //! the table; and the recovered database takes a new transfer. Everything is seeded, so
 //! a failing cut replays with the same `--seed` and operation number.
 
-use crate::setup::DeviceArgs;
 use clap::{Args, ValueEnum};
 use flash::ftl::{FtlConfig, FtlKind};
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
@@ -85,13 +84,12 @@ struct CutKinds {
 
 pub fn run(
     args: &SqliteTortureArgs,
-    device: &DeviceArgs,
+    geometry: Geometry,
     cuts: u32,
     seed: u64,
     accounts: u32,
     transfers: u32,
 ) -> Result<bool, String> {
-    let geometry = device.geometry()?;
     let config = Config {
         geometry,
         ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(args.ftl) },
@@ -263,7 +261,11 @@ fn check(db: &FlashSqlite, config: &Config, committed: &BTreeSet<i64>, in_flight
         present.insert(id);
     }
     if let Some(lost) = committed.difference(&present).next() {
-        return Err(format!("transfer {lost} committed but is missing ({} of {} present)", present.len(), committed.len()));
+        return Err(format!(
+            "transfer {lost} committed but is missing ({} of {} present)",
+            present.len(),
+            committed.len()
+        ));
     }
     if let Some(extra) = present.iter().find(|id| !committed.contains(id) && Some(**id) != in_flight) {
         return Err(format!("transfer {extra} is present but never committed"));

@@ -47,9 +47,6 @@ pub struct TortureArgs {
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
-    if args.sqlite.engine == crate::sqlite_torture::Engine::Sqlite {
-        return crate::sqlite_torture::run(&args.sqlite, &args.device, args.cuts, args.seed, args.accounts, args.transfers);
-    }
     // A small device unless told otherwise, so GC and the log's wrap-around are cut too.
     let mut device = args.device.clone();
     device.chips = device.chips.or(Some(4));
@@ -58,6 +55,9 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
     let geometry = device.geometry()?;
     if args.device.no_data || args.device.image.is_some() {
         return Err("torture runs on in-memory devices with data; drop --no-data and --image".into());
+    }
+    if args.sqlite.engine == crate::sqlite_torture::Engine::Sqlite {
+        return crate::sqlite_torture::run(&args.sqlite, geometry, args.cuts, args.seed, args.accounts, args.transfers);
     }
     let ipa_mode = match args.ipa_mode.as_str() {
         "auto" if geometry.cell == nand::CellType::Slc => "slc".to_string(),

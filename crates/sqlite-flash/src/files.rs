@@ -147,10 +147,11 @@ impl FileStore {
                 }
             };
             match parsed {
-                Ok((generation, _)) if generation % TABLE_PAGES as u64 != copy as u64 => problems
-                    .push(format!("copy {copy} holds generation {generation}, which belongs in the other copy")),
+                Ok((generation, _)) if generation % TABLE_PAGES as u64 != copy as u64 => {
+                    problems.push(format!("copy {copy} holds generation {generation}, which belongs in the other copy"))
+                }
                 Ok((generation, table)) => {
-                    if best.as_ref().map_or(true, |(g, _)| generation > *g) {
+                    if best.as_ref().is_none_or(|(g, _)| generation > *g) {
                         best = Some((generation, table));
                     }
                 }
@@ -397,9 +398,9 @@ impl FileStore {
     }
 
     fn lpn(&self, name: &str, index: u64) -> Result<u32, Error> {
-        self.entry(name)?.lpn(index).ok_or_else(|| {
-            Error::CorruptTable(format!("page {index} of file {name} has no extent (a file-layer bug)"))
-        })
+        self.entry(name)?
+            .lpn(index)
+            .ok_or_else(|| Error::CorruptTable(format!("page {index} of file {name} has no extent (a file-layer bug)")))
     }
 
     /// Fills `page` with the logical page (zeros when `has_data` is false or it was

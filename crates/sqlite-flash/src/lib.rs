@@ -149,8 +149,7 @@ impl FlashSqlite {
 
     pub fn counters(&self) -> SqliteFlashCounters {
         let state = self.registration.state();
-        let (files, ftl) =
-            state.store.as_ref().map_or_else(Default::default, |s| (s.counters(), s.ftl().counters()));
+        let (files, ftl) = state.store.as_ref().map_or_else(Default::default, |s| (s.counters(), s.ftl().counters()));
         SqliteFlashCounters {
             host_read_pages: files.read_pages,
             host_read_bytes: files.read_bytes,

@@ -375,12 +375,7 @@ unsafe extern "C" fn x_delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, s
     code(&mut state, result, ffi::SQLITE_IOERR_DELETE)
 }
 
-unsafe extern "C" fn x_access(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    flags: c_int,
-    out: *mut c_int,
-) -> c_int {
+unsafe extern "C" fn x_access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
     // SAFETY: SQLite passes its registered VFS, a NUL-terminated name and a writable
     // result.
     unsafe {

@@ -130,7 +130,8 @@ fn files_match_the_model_after_power_cuts() {
     let seed = 11;
     let (store, _, _) = run(None, seed);
     let total = operations(store.ftl().device());
-    let fresh = flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &FtlConfig::new(FtlKind::Page));
+    let fresh =
+        flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &FtlConfig::new(FtlKind::Page));
     let formatted = FileStore::format(fresh.expect("format"), 0).expect("file table");
     let setup = operations(formatted.ftl().device());
     assert!(total > setup + 200, "the run does enough flash work: {total} operations, {setup} to set up");
