@@ -6,8 +6,10 @@
 //! its WAL or rollback journal, and the check demands: `PRAGMA integrity_check` = ok;
 //! every transfer whose COMMIT returned is present; no transfer is present that never
 //! started committing; every balance equals its opening balance plus the transfers in
-//! the table; and the recovered database takes a new transfer. Everything is seeded, so
-//! a failing cut replays with the same `--seed` and operation number.
+//! the table; and the recovered database takes a new transfer. Every fourth cut also
+//! cuts SQLite's recovery (1–7 flash operations into the reopened database's first
+//! work), then reopens and checks again. Everything is seeded, so a failing cut replays
+//! with the same `--seed` and operation number.
 
 use clap::{Args, ValueEnum};
 use flash::ftl::{FtlConfig, FtlKind};
@@ -20,6 +22,8 @@ use std::collections::BTreeSet;
 
 /// Opening balance of every account.
 const OPENING_BALANCE: i64 = 1_000;
+/// Ids of the transfers a check makes after recovery (the first one may be cut).
+const PROBES: [i64; 2] = [i64::MAX - 1, i64::MAX];
 
 /// Which database the torture runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -80,6 +84,7 @@ struct CutKinds {
     gc_copies: u64,
     erases: u64,
     missed: u64,
+    restarts_cut: u64,
 }
 
 pub fn run(
@@ -107,21 +112,23 @@ pub fn run(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut kinds = CutKinds::default();
     let (mut passed, mut failed) = (0, 0);
-    for _ in 0..cuts {
+    for i in 0..cuts {
         let cut_after = rng.gen_range(1..=run_ops.max(1));
-        match run_cut(&config, seed, load_ops + cut_after, &mut kinds) {
+        let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
+        match run_cut(&config, seed, load_ops + cut_after, recovery_cut, &mut kinds) {
             Ok(()) => passed += 1,
             Err(e) => {
                 failed += 1;
-                bar.suspend(|| println!("FAIL seed {seed} cut at operation +{cut_after}: {e}"));
+                let again = recovery_cut.map_or(String::new(), |r| format!(", recovery cut at +{r}"));
+                bar.suspend(|| println!("FAIL seed {seed} cut at operation +{cut_after}{again}: {e}"));
             }
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     println!(
-        "cuts hit: {} page programs, {} GC copies, {} erases, {} missed",
-        kinds.programs, kinds.gc_copies, kinds.erases, kinds.missed
+        "cuts hit: {} page programs, {} GC copies, {} erases, {} missed; {} restarts cut again",
+        kinds.programs, kinds.gc_copies, kinds.erases, kinds.missed, kinds.restarts_cut
     );
     println!("{passed} passed, {failed} failed");
     Ok(failed == 0)
@@ -201,8 +208,15 @@ fn transfer(c: &Connection, t: &Transfer) -> rusqlite::Result<()> {
 }
 
 /// Loads, runs transfers until the cut at device operation `cut_at`, reopens and
-/// checks.
-fn run_cut(config: &Config, seed: u64, cut_at: u64, kinds: &mut CutKinds) -> Result<(), String> {
+/// checks; with `recovery_cut`, the first check is cut that many operations in and
+/// the device reopened and checked once more.
+fn run_cut(
+    config: &Config,
+    seed: u64,
+    cut_at: u64,
+    recovery_cut: Option<u64>,
+    kinds: &mut CutKinds,
+) -> Result<(), String> {
     let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
     let db = load(Device::new(Box::new(storage)), config, seed)?;
     let mut committed = BTreeSet::new();
@@ -228,14 +242,35 @@ fn run_cut(config: &Config, seed: u64, cut_at: u64, kinds: &mut CutKinds) -> Res
         None => kinds.missed += 1,
     }
     device.power_on();
-    let db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening: {e}"))?;
-    check(&db, config, &committed, in_flight).map_err(|e| match db.last_io_error() {
+    let mut may_be_present: Vec<i64> = in_flight.into_iter().collect();
+    let mut db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening: {e}"))?;
+    if let Some(after) = recovery_cut {
+        db.arm_power_cut(after);
+        // Cut or not, this first check is not judged: the second one is.
+        let _ = check(&db, config, &committed, &may_be_present, PROBES[0]);
+        let mut device = db.into_device();
+        if !device.storage().powered() {
+            kinds.restarts_cut += 1;
+        }
+        device.power_on();
+        may_be_present.push(PROBES[0]);
+        db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening after the recovery cut: {e}"))?;
+    }
+    check(&db, config, &committed, &may_be_present, PROBES[1]).map_err(|e| match db.last_io_error() {
         Some(io) => format!("{e} (last flash error: {io})"),
         None => e,
     })
 }
 
-fn check(db: &FlashSqlite, config: &Config, committed: &BTreeSet<i64>, in_flight: Option<i64>) -> Result<(), String> {
+/// Checks the recovered database (see the module comment); transfers in
+/// `may_be_present` were cut while committing. Ends with transfer `probe`.
+fn check(
+    db: &FlashSqlite,
+    config: &Config,
+    committed: &BTreeSet<i64>,
+    may_be_present: &[i64],
+    probe: i64,
+) -> Result<(), String> {
     let c = db.connection();
     let sql = |e: rusqlite::Error| format!("after recovery: {e}");
     let integrity: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
@@ -267,7 +302,7 @@ fn check(db: &FlashSqlite, config: &Config, committed: &BTreeSet<i64>, in_flight
             committed.len()
         ));
     }
-    if let Some(extra) = present.iter().find(|id| !committed.contains(id) && Some(**id) != in_flight) {
+    if let Some(extra) = present.iter().find(|id| !committed.contains(id) && !may_be_present.contains(id)) {
         return Err(format!("transfer {extra} is present but never committed"));
     }
     let mut stmt = c.prepare("SELECT id, balance FROM accounts ORDER BY id").map_err(sql)?;
@@ -284,6 +319,6 @@ fn check(db: &FlashSqlite, config: &Config, committed: &BTreeSet<i64>, in_flight
     if seen != config.accounts {
         return Err(format!("{seen} accounts, expected {}", config.accounts));
     }
-    let next = Transfer { id: i64::MAX, src: 0, dst: 1, amount: 1 };
+    let next = Transfer { id: probe, src: 0, dst: 1, amount: 1 };
     transfer(c, &next).map_err(|e| format!("a transfer after recovery: {e}"))
 }

@@ -22,7 +22,7 @@ fn sqlite_torture_survives_200_power_cuts_in_wal_mode() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("200 passed, 0 failed"), "{stdout}");
-    assert!(stdout.contains("cuts hit: "), "{stdout}");
+    assert!(stdout.contains("cuts hit: ") && stdout.contains("50 restarts cut again"), "{stdout}");
 }
 
 #[test]
@@ -70,6 +70,19 @@ fn sqlite_shell_persists_to_its_image_and_shows_flash_counters() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(stdout, "k,length(v)\n1,9000\n2,3\nintegrity_check\nok\n");
+}
+
+#[test]
+fn sqlite_torture_refuses_bad_options() {
+    for (args, names) in [
+        (&["torture", "--engine", "sqlite", "--sqlite-ftl", "noftl"][..], "ftl"),
+        (&["torture", "--engine", "sqlite", "--journal", "memory"][..], "journal"),
+        (&["torture", "--engine", "sqlite", "--no-data"][..], "--no-data"),
+    ] {
+        let out = deltaflash(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(text(&out.stderr).contains(names), "{args:?}: {}", text(&out.stderr));
+    }
 }
 
 #[test]

@@ -214,6 +214,11 @@ impl FileStore {
         self.ftl.as_ref()
     }
 
+    /// The FTL, for fault injection and tools that look beneath the files.
+    pub fn ftl_mut(&mut self) -> &mut dyn Ftl {
+        self.ftl.as_mut()
+    }
+
     pub fn into_ftl(self) -> Box<dyn Ftl> {
         self.ftl
     }

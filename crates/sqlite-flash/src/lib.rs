@@ -170,6 +170,14 @@ impl FlashSqlite {
         state.store.as_ref().map_or_else(Default::default, |s| s.ftl().device().counters())
     }
 
+    /// Arms a power cut `after_ops` mutating flash operations from now (a device with
+    /// fault injection; others ignore it): to cut SQLite's own recovery.
+    pub fn arm_power_cut(&self, after_ops: u64) {
+        if let Some(store) = self.registration.state().store.as_mut() {
+            store.ftl_mut().device_mut().storage_mut().arm_power_cut(after_ops);
+        }
+    }
+
     /// SQLite's files on flash and their sizes, and the logical pages still free.
     pub fn files(&self) -> (Vec<(String, u64)>, u64) {
         let state = self.registration.state();
