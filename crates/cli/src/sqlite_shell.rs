@@ -58,7 +58,7 @@ pub struct SqliteArgs {
     mode: Mode,
     /// Simulated CPU time charged per statement, in µs (at most 1 s).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    cpu_us_per_statement: u64,
+    statement_cpu_us: u64,
 }
 
 fn ftl_storage(text: &str) -> Result<FtlKind, String> {
@@ -93,7 +93,7 @@ pub fn run(args: SqliteArgs) -> Result<(), String> {
 }
 
 fn open(args: &SqliteArgs) -> Result<FlashSqlite, String> {
-    let opts = FlashSqliteOptions { cpu_ns_per_statement: args.cpu_us_per_statement * 1000, seed: 1 };
+    let opts = FlashSqliteOptions { statement_cpu_ns: args.statement_cpu_us * 1000, seed: 1 };
     match &args.device.image {
         Some(image) if image.exists() => {
             let options = ImageOptions { read_only: false, sync: SyncMode::Full };

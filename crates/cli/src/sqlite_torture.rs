@@ -153,7 +153,7 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
 
 /// Creates the database and the accounts (one transaction).
 fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
-    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { cpu_ns_per_statement: 10_000, seed })
+    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { statement_cpu_ns: 10_000, seed })
         .map_err(|e| format!("creating the database: {e}"))?;
     let c = db.connection();
     let setup = || -> rusqlite::Result<()> {

@@ -37,14 +37,14 @@ use std::ops::Deref;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlashSqliteOptions {
     /// Simulated CPU time charged when each statement starts running.
-    pub cpu_ns_per_statement: u64,
+    pub statement_cpu_ns: u64,
     /// Seed of the bytes SQLite asks its VFS for (`xRandomness`).
     pub seed: u64,
 }
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { cpu_ns_per_statement: 0, seed: 1 }
+        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1 }
     }
 }
 
@@ -114,7 +114,7 @@ impl FlashSqlite {
     }
 
     fn start(store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
-        let registration = vfs::Registration::new(store, opts.cpu_ns_per_statement, opts.seed)?;
+        let registration = vfs::Registration::new(store, opts.statement_cpu_ns, opts.seed)?;
         let conn = registration.open_connection()?;
         Ok(FlashSqlite { conn: Some(conn), registration })
     }
@@ -143,8 +143,8 @@ impl FlashSqlite {
     }
 
     /// Changes the CPU cost charged per statement.
-    pub fn set_cpu_ns_per_statement(&self, ns: u64) {
-        self.registration.state().cpu_ns_per_statement = ns;
+    pub fn set_statement_cpu_ns(&self, ns: u64) {
+        self.registration.state().statement_cpu_ns = ns;
     }
 
     pub fn counters(&self) -> SqliteFlashCounters {

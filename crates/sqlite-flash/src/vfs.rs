@@ -78,7 +78,7 @@ struct ShmFile {
 pub(crate) struct State {
     /// `None` only after the instance handed it back.
     pub store: Option<FileStore>,
-    pub cpu_ns_per_statement: u64,
+    pub statement_cpu_ns: u64,
     pub statements: u64,
     /// The last flash error a VFS call turned into a SQLite error code.
     pub last_error: Option<String>,
@@ -109,10 +109,10 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    pub fn new(store: FileStore, cpu_ns_per_statement: u64, seed: u64) -> Result<Registration, Error> {
+    pub fn new(store: FileStore, statement_cpu_ns: u64, seed: u64) -> Result<Registration, Error> {
         let state = State {
             store: Some(store),
-            cpu_ns_per_statement,
+            statement_cpu_ns,
             statements: 0,
             last_error: None,
             locks: LockTable::default(),
@@ -480,7 +480,7 @@ unsafe extern "C" fn on_statement(_mask: c_uint, context: *mut c_void, _p: *mut 
     let instance = unsafe { &*(context as *const Instance) };
     let mut state = instance.state();
     state.statements += 1;
-    let cost = state.cpu_ns_per_statement;
+    let cost = state.statement_cpu_ns;
     if let Some(store) = state.store.as_mut() {
         store.advance(cost);
     }

@@ -89,9 +89,9 @@ fn read_all(store: &mut FileStore, name: &str) -> Vec<u8> {
 
 /// Runs the ops until the cut; returns the store and the models before and after the
 /// op in flight (equal when no cut came).
-fn run(cut_at: Option<u64>, seed: u64) -> (FileStore, Model, Model) {
+fn run(kind: FtlKind, cut_at: Option<u64>, seed: u64) -> (FileStore, Model, Model) {
     let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at, seed);
-    let ftl = flash::ftl::format(Device::new(Box::new(storage)), &FtlConfig::new(FtlKind::Page)).expect("format");
+    let ftl = flash::ftl::format(Device::new(Box::new(storage)), &config(kind)).expect("format");
     let mut store = FileStore::format(ftl, 0).expect("file table");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut model = Model::new();
@@ -120,38 +120,55 @@ fn run(cut_at: Option<u64>, seed: u64) -> (FileStore, Model, Model) {
     (store, model.clone(), model)
 }
 
+fn config(kind: FtlKind) -> FtlConfig {
+    FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) }
+}
+
 fn operations(device: &Device) -> u64 {
     let c = device.counters();
     c.page_programs + c.reprograms + c.copybacks + c.erases
 }
 
 #[test]
-fn files_match_the_model_after_power_cuts() {
+fn files_match_the_model_after_power_cuts_on_the_page_ftl() {
+    cut_runs(FtlKind::Page, 150);
+}
+
+#[test]
+fn files_match_the_model_after_power_cuts_on_dftl_and_the_block_ftl() {
+    cut_runs(FtlKind::Dftl, 50);
+    cut_runs(FtlKind::Block, 50);
+}
+
+fn cut_runs(kind: FtlKind, cuts: usize) {
     let seed = 11;
-    let (store, _, _) = run(None, seed);
+    let (store, _, _) = run(kind, None, seed);
     let total = operations(store.ftl().device());
-    let fresh =
-        flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &FtlConfig::new(FtlKind::Page));
+    let fresh = flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &config(kind));
     let formatted = FileStore::format(fresh.expect("format"), 0).expect("file table");
     let setup = operations(formatted.ftl().device());
     assert!(total > setup + 200, "the run does enough flash work: {total} operations, {setup} to set up");
     let mut rng = ChaCha8Rng::seed_from_u64(99);
-    for _ in 0..150 {
+    for _ in 0..cuts {
         let cut_at = rng.gen_range(setup + 1..=total);
-        let (store, before, after) = run(Some(cut_at), seed);
+        let (store, before, after) = run(kind, Some(cut_at), seed);
         let mut device = store.into_ftl().into_device();
         device.power_on();
         let (ftl, done) = flash::ftl::open(device, 0).expect("FTL rebuild");
-        let mut store = FileStore::open(ftl, done).unwrap_or_else(|e| panic!("cut at {cut_at}: {e}"));
+        let mut store = FileStore::open(ftl, done).unwrap_or_else(|e| panic!("{kind:?} cut at {cut_at}: {e}"));
         let names: Vec<String> = store.files().into_iter().map(|(n, _)| n).collect();
         let names_before: Vec<String> = before.keys().cloned().collect();
         let names_after: Vec<String> = after.keys().cloned().collect();
-        assert!(names == names_before || names == names_after, "cut at {cut_at}: files {names:?}");
+        assert!(names == names_before || names == names_after, "{kind:?} cut at {cut_at}: files {names:?}");
         for name in names {
             let got = read_all(&mut store, &name);
             let old = before.get(&name).cloned().unwrap_or_default();
             let new = after.get(&name).cloned().unwrap_or_default();
-            assert!(got.len() == old.len() || got.len() == new.len(), "cut at {cut_at}: {name} size {}", got.len());
+            assert!(
+                got.len() == old.len() || got.len() == new.len(),
+                "{kind:?} cut at {cut_at}: {name} size {}",
+                got.len()
+            );
             for (i, page) in got.chunks(2048).enumerate() {
                 let range = i * 2048..i * 2048 + page.len();
                 let expect = |v: &Vec<u8>| {
@@ -159,7 +176,7 @@ fn files_match_the_model_after_power_cuts() {
                     p.resize(page.len(), 0);
                     p
                 };
-                assert!(page == expect(&old) || page == expect(&new), "cut at {cut_at}: {name} page {i}");
+                assert!(page == expect(&old) || page == expect(&new), "{kind:?} cut at {cut_at}: {name} page {i}");
             }
         }
         // The reopened store takes more work.
