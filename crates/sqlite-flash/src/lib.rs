@@ -24,6 +24,8 @@ mod vfs;
 
 pub use error::Error;
 pub use files::{FileCounters, FileStore};
+/// The rusqlite this crate's connections come from (bundled SQLite).
+pub use rusqlite;
 pub use vfs::{is_complete, DB_NAME};
 
 use flash::ftl::{FtlConfig, FtlCounters};
