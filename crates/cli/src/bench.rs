@@ -106,6 +106,9 @@ pub struct WorkloadArgs {
     #[arg(long, value_parser = count::<u32>(workloads::tatp::SUBSCRIBERS), allow_negative_numbers = true,
           help = with_default("tatp: subscribers", param_default("tatp", "subscribers")))]
     subscribers: Option<u32>,
+    #[arg(long, value_parser = count::<u32>(workloads::linkbench::NODES), allow_negative_numbers = true,
+          help = with_default("linkbench: nodes", param_default("linkbench", "nodes")))]
+    nodes: Option<u32>,
     #[arg(long, value_delimiter = ',', value_parser = count::<u32>(workloads::tpcc::MIX_SHARE),
           allow_negative_numbers = true,
           help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel",
@@ -129,6 +132,7 @@ impl WorkloadArgs {
             ("scale", self.scale.map(serde_json::Value::from)),
             ("warehouses", self.warehouses.map(serde_json::Value::from)),
             ("subscribers", self.subscribers.map(serde_json::Value::from)),
+            ("nodes", self.nodes.map(serde_json::Value::from)),
             ("mix", self.mix.clone().map(serde_json::Value::from)),
         ];
         for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
@@ -263,7 +267,7 @@ impl Spelling {
             "driver.progress_interval_s" => "--progress",
             "workload" | "workload.name" => "--workload",
             f => match f.strip_prefix("workload.") {
-                Some(p @ ("scale" | "warehouses" | "subscribers" | "mix")) => return format!("--{p}"),
+                Some(p @ ("scale" | "warehouses" | "subscribers" | "nodes" | "mix")) => return format!("--{p}"),
                 Some(p) => return format!("--param {p}"),
                 None => f,
             },

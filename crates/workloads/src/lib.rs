@@ -5,7 +5,8 @@
 //! result struct. [`registry`]: the workloads by name, with their parameters.
 //! [`workload`]: the trait a workload implements. [`driver`]: K closed-loop terminals,
 //! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
-//! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`bank`]: the power-cut torture test.
+//! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`linkbench`]: LinkBench. [`bank`]: the
+//! power-cut torture test.
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod config;
 pub mod driver;
 pub mod experiment;
 pub mod limits;
+pub mod linkbench;
 pub mod registry;
 pub mod tatp;
 pub mod tpcb;

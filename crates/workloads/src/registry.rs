@@ -109,6 +109,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered::of::<crate::tpcb::TpcbParams>(),
     Registered::of::<crate::tpcc::TpccParams>(),
     Registered::of::<crate::tatp::TatpParams>(),
+    Registered::of::<crate::linkbench::LinkbenchParams>(),
 ];
 
 pub fn names() -> Vec<&'static str> {
@@ -130,7 +131,7 @@ mod tests {
 
     #[test]
     fn every_registered_workload_builds_from_its_defaults_under_its_own_name() {
-        assert_eq!(names(), ["tpcb", "tpcc", "tatp"]);
+        assert_eq!(names(), ["tpcb", "tpcc", "tatp", "linkbench"]);
         for w in REGISTRY {
             let defaults = w.defaults();
             assert!(!defaults.is_empty(), "{} has parameters", w.name);
@@ -159,6 +160,6 @@ mod tests {
         let e = tpcc.configure(&params(json!({"mix": [0, 0, 0, 0, 0]}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.mix"), "{e}");
         let e = find("tpcd").unwrap_err().to_string();
-        assert!(e.contains("registered: tpcb, tpcc, tatp"), "{e}");
+        assert!(e.contains("registered: tpcb, tpcc, tatp, linkbench"), "{e}");
     }
 }
