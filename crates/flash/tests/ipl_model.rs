@@ -63,12 +63,11 @@ fn read(store: &mut IplStore, page: u32) -> Option<Vec<u8>> {
     store.read_page(R, page, &mut buf, 0).unwrap().map(|_| buf)
 }
 
-/// Applies `op`; returns the page it changes and its new content (`None`: trimmed).
-fn apply(
-    store: &mut IplStore,
-    model: &HashMap<u32, Vec<u8>>,
-    op: &Op,
-) -> Result<Option<(u32, Option<Vec<u8>>)>, flash::Error> {
+/// A page and its new content (`None`: trimmed).
+type Change = (u32, Option<Vec<u8>>);
+
+/// Applies `op`; returns the page it changes and its new content.
+fn apply(store: &mut IplStore, model: &HashMap<u32, Vec<u8>>, op: &Op) -> Result<Option<Change>, flash::Error> {
     match *op {
         Op::Write { page, fill } => {
             let data = page_of(page, fill);

@@ -194,16 +194,27 @@ pub struct IplCounters {
 
 impl IplCounters {
     pub fn add(&mut self, o: &IplCounters) {
-        self.page_reads += o.page_reads;
-        self.log_sector_reads += o.log_sector_reads;
-        self.log_page_reads += o.log_page_reads;
-        self.page_writes += o.page_writes;
-        self.log_sector_writes += o.log_sector_writes;
-        self.log_records += o.log_records;
-        self.merges += o.merges;
-        self.merge_page_reads += o.merge_page_reads;
-        self.merge_page_writes += o.merge_page_writes;
-        self.erases += o.erases;
+        self.combine(o, |a, b| a + b);
+    }
+
+    /// The counts since `earlier`.
+    pub fn since(&self, earlier: &IplCounters) -> IplCounters {
+        let mut out = *self;
+        out.combine(earlier, |a, b| a - b);
+        out
+    }
+
+    fn combine(&mut self, o: &IplCounters, f: impl Fn(u64, u64) -> u64) {
+        self.page_reads = f(self.page_reads, o.page_reads);
+        self.log_sector_reads = f(self.log_sector_reads, o.log_sector_reads);
+        self.log_page_reads = f(self.log_page_reads, o.log_page_reads);
+        self.page_writes = f(self.page_writes, o.page_writes);
+        self.log_sector_writes = f(self.log_sector_writes, o.log_sector_writes);
+        self.log_records = f(self.log_records, o.log_records);
+        self.merges = f(self.merges, o.merges);
+        self.merge_page_reads = f(self.merge_page_reads, o.merge_page_reads);
+        self.merge_page_writes = f(self.merge_page_writes, o.merge_page_writes);
+        self.erases = f(self.erases, o.erases);
     }
 }
 
