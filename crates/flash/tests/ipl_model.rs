@@ -124,7 +124,9 @@ fn check_all(store: &mut IplStore, model: &HashMap<u32, Vec<u8>>) {
 /// Runs `ops`; returns whether the cut happened and the torn writes the reopen after
 /// it found.
 fn run(ops: &[Op], cut_at: Option<u64>, seed: u64) -> (bool, u64) {
-    let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at, seed);
+    // Format erases every block first; the cut counts from the first op after it.
+    let format_erases = geometry().total_blocks() as u64;
+    let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at.map(|c| c + format_erases), seed);
     let device = Device::new(Box::new(storage));
     let mut store = IplStore::format(device, config(), vec![RegionSpec::new("data", IpaMode::None)]).unwrap();
     let mut model: HashMap<u32, Vec<u8>> = HashMap::new();

@@ -300,14 +300,14 @@ struct Stored {
 }
 
 impl IplStore {
-    /// Erases nothing: lays out regions on a device whose units are all taken as dirty
-    /// (erased before first use) and stores the layout in the configuration area.
-    pub fn format(device: Device, config: IplConfig, specs: Vec<RegionSpec>) -> Result<IplStore, Error> {
+    /// Erases every unit (at simulated time 0, counted by the device but not as the
+    /// regions' work), lays out `specs` and stores the layout in the configuration area.
+    pub fn format(mut device: Device, config: IplConfig, specs: Vec<RegionSpec>) -> Result<IplStore, Error> {
         let shape = IplShape::new(device.geometry(), &config)?;
-        let mut store = IplStore::empty(device, config, shape, Vec::new());
-        for u in &mut store.units {
-            u.state = UnitState::Dirty;
+        for block in 0..shape.units * config.blocks_per_unit {
+            device.erase(BlockId(block), 0)?;
         }
+        let mut store = IplStore::empty(device, config, shape, Vec::new());
         store.free = (0..shape.units).collect();
         for spec in specs {
             store.place(spec)?;
