@@ -6,6 +6,7 @@ use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
+use workloads::config::IplStorageConfig;
 
 #[derive(Args)]
 pub struct TortureArgs {
@@ -18,9 +19,15 @@ pub struct TortureArgs {
     /// Seed of every random choice (cut points, transfers).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// IPA scheme NxM of the bank's region (0x0: none).
-    #[arg(long, default_value = "2x4")]
-    ipa: String,
+    /// IPA scheme NxM of the bank's region (0x0: none) [default: 2x4, or 0x0 with
+    /// --storage ipl, which takes no other].
+    #[arg(long)]
+    ipa: Option<String>,
+    /// What the database is written through: `noftl` (regions on raw flash) or `ipl`
+    /// (In-Page Logging over the whole device: 1-block units, 8 KiB log region, 512 B
+    /// sectors).
+    #[arg(long, default_value = "noftl", value_parser = ["noftl", "ipl"])]
+    storage: String,
     /// IPA mode of the bank's region: slc, pslc or odd-mlc (the device's cells must fit).
     #[arg(long, default_value = "auto")]
     ipa_mode: String,
@@ -64,21 +71,29 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         "auto" => "odd-mlc".to_string(),
         m => m.to_string(),
     };
+    let ipl = (args.storage == "ipl").then(IplStorageConfig::default);
+    let ipa = args.ipa.clone().unwrap_or_else(|| if ipl.is_some() { "0x0" } else { "2x4" }.to_string());
+    if ipl.is_some() && ipa != "0x0" {
+        return Err(format!(
+            "--ipa {ipa}: In-Page Logging logs page changes itself; --storage ipl takes --ipa 0x0 only"
+        ));
+    }
     let config = BankConfig {
         geometry,
         accounts: args.accounts,
         transfers: args.transfers,
         abort_share: 0.1,
-        ipa: args.ipa.clone(),
+        ipa: ipa.clone(),
         ipa_mode,
         buffer_pages: args.buffer_pages,
         group_commit_ns: args.group_commit_us * 1000,
         db_page_bytes: args.db_page_bytes,
+        ipl,
     };
     let (load_ops, run_ops) = count_operations(&config, args.seed)?;
     eprintln!(
-        "bank: {} accounts, {} transfers ({run_ops} flash operations after a {load_ops}-operation load), IPA [{}]; {} cuts",
-        args.accounts, args.transfers, args.ipa, args.cuts
+        "bank on {}: {} accounts, {} transfers ({run_ops} flash operations after a {load_ops}-operation load), IPA [{ipa}]; {} cuts",
+        args.storage, args.accounts, args.transfers, args.cuts
     );
     let bar = crate::progress(args.cuts as u64, "cuts");
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);

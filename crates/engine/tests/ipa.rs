@@ -161,6 +161,7 @@ proptest! {
                                 }
                             }
                             Eviction::Clean => prop_assert_eq!(body + meta, 0),
+                            Eviction::Logged => prop_assert!(false, "a NoFTL region does not log changes"),
                         }
                         *dirty = false;
                     }

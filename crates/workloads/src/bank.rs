@@ -9,10 +9,12 @@
 //! unchanged, each balance is the initial one plus the transfers present, and the
 //! history index holds exactly the history table's rows.
 
+use crate::config::IplStorageConfig;
 use crate::err;
 use engine::db::BufferSize;
 use engine::types::Value;
 use engine::{Database, DbOptions};
+use flash::IplStore;
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -39,6 +41,9 @@ pub struct BankConfig {
     /// DB page size; `None`: 4 KiB, or one flash page where those are larger. A DB
     /// page of several flash pages is written as one atomic group of them.
     pub db_page_bytes: Option<usize>,
+    /// In-Page Logging over the whole device instead of NoFTL regions (the bank's
+    /// region then needs IPA `0x0`).
+    pub ipl: Option<IplStorageConfig>,
 }
 
 /// Which kind of flash operation a cut tore.
@@ -94,9 +99,34 @@ fn options(config: &BankConfig) -> DbOptions {
     }
 }
 
+/// Formats the device (NoFTL regions, or an IPL store) and creates an empty database.
+fn create(device: Device, config: &BankConfig) -> Result<Database, engine::Error> {
+    let options = options(config);
+    match &config.ipl {
+        None => Database::create(device, options),
+        Some(ipl) => {
+            let store = IplStore::format(device, ipl.store_config(options.page_bytes), Vec::new())?;
+            Database::create_on(Box::new(store), options)
+        }
+    }
+}
+
+/// Opens the database after a cut; hands the device back when the open fails.
+fn open_or_keep(device: Device, config: &BankConfig) -> Result<Database, Box<(engine::Error, Option<Device>)>> {
+    let options = options(config);
+    if config.ipl.is_none() {
+        return Database::open_or_keep(device, options);
+    }
+    let (store, done) = IplStore::open_or_keep(device, 0).map_err(|failed| {
+        let (e, device) = *failed;
+        Box::new((engine::Error::from(e), Some(device)))
+    })?;
+    Database::open_on_or_keep(Box::new(store), done, options)
+}
+
 /// Creates the database and loads the accounts (durable before any cut can matter).
 fn load(device: Device, config: &BankConfig) -> Result<Database, String> {
-    let mut db = Database::create(device, options(config)).map_err(err)?;
+    let mut db = create(device, config).map_err(err)?;
     db.execute(&schema(config)).map_err(err)?;
     let t = db.table_id("account").map_err(err)?;
     let tx = db.begin();
@@ -204,7 +234,8 @@ pub fn run_cut(
             }
         }
         let dev = db.page_device();
-        let log_chips = dev.region_id(engine::db::LOG).map(|r| dev.chips(r).to_vec());
+        // An IPL store spreads every region over all chips: no chip is the log's alone.
+        let log_chips = dev.region_id(engine::db::LOG).filter(|_| !dev.logs_changes()).map(|r| dev.chips(r).to_vec());
         durable = db.durable_lsn();
         let mut device = db.crash();
         classify(&device, &log_chips.unwrap_or_default(), kinds);
@@ -212,7 +243,7 @@ pub fn run_cut(
         if let Some(after) = recovery_cut {
             // Cut the restart itself, then restart again.
             device.storage_mut().arm_power_cut(after);
-            device = match Database::open_or_keep(device, options(config)) {
+            device = match open_or_keep(device, config) {
                 Ok(db) => db.crash(),
                 Err(failed) => match *failed {
                     (_, Some(device)) => {
@@ -224,7 +255,7 @@ pub fn run_cut(
             };
             device.power_on();
         }
-        let mut db = Database::open(device, options(config)).map_err(|e| format!("recovery failed: {e}"))?;
+        let mut db = open_or_keep(device, config).map_err(|failed| format!("recovery failed: {}", failed.0))?;
         // Commits whose record was not durable at the cut may or may not survive.
         let sure: BTreeMap<i64, Transfer> =
             committed.iter().filter(|(_, (_, lsn))| *lsn < durable).map(|(&id, &(t, _))| (id, t)).collect();

@@ -21,6 +21,7 @@ use engine::buffer::PoolStats;
 use engine::store::ObjectCounters;
 use engine::Database;
 use flash::ftl::FtlCounters;
+use flash::IplCounters;
 use flash::RegionCounters;
 use nand::{DeviceCounters, SimTime};
 use rand_chacha::ChaCha8Rng;
@@ -83,6 +84,7 @@ struct Snapshot {
     regions: BTreeMap<String, RegionCounters>,
     device: DeviceCounters,
     ftl: Option<FtlCounters>,
+    ipl: Option<IplCounters>,
     pool: PoolStats,
 }
 
@@ -90,8 +92,8 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
     let objects = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
     let dev = db.page_device();
     let regions = dev.region_ids().map(|r| (dev.region_name(r).to_string(), dev.counters(r))).collect();
-    let (device, ftl) = (dev.device().counters(), dev.ftl_counters());
-    Snapshot { time, transactions, committed, objects, regions, device, ftl, pool: db.pool_stats() }
+    let (device, ftl, ipl) = (dev.device().counters(), dev.ftl_counters(), dev.ipl_counters());
+    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, pool: db.pool_stats() }
 }
 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
@@ -157,6 +159,11 @@ pub struct Metrics {
     /// On a conventional FTL: its device-wide counters (merges, translation pages);
     /// `gc_page_migrations` and `gc_erases` above are then the FTL's, device-wide.
     pub ftl: Option<FtlCounters>,
+    /// Writes sent to an In-Page Logging store as log records (the page not written).
+    pub logged_writes: u64,
+    /// On an In-Page Logging store: its counters over all regions (log sectors read and
+    /// written, merges); its merges also show as GC above (pages programmed, erases).
+    pub ipl: Option<IplCounters>,
     pub time_per_transaction_ms: TimeBreakdown,
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
@@ -246,6 +253,8 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
         flash_erases: b.device.erases - a.device.erases,
         write_amplification: ratio(flash_programs, sent(b) - sent(a)),
         ftl,
+        logged_writes: total.logged_writes,
+        ipl: b.ipl.zip(a.ipl).map(|(b, a)| b.since(&a)),
         time_per_transaction_ms: breakdown(a, b, terminals),
         update_size_writes: total.update_size_writes,
         objects,

@@ -15,6 +15,7 @@ fn config(ipa: &str) -> BankConfig {
         buffer_pages: 16,
         group_commit_ns: 0,
         db_page_bytes: None,
+        ipl: None,
     }
 }
 

@@ -1,0 +1,72 @@
+//! `--storage ipl`: the bank torture test cut 50 times on an In-Page Logging store (4 KiB
+//! and 16 KiB DB pages), and `bench` running TPC-B on it with IPA refused.
+
+use std::process::Command;
+
+fn deltaflash(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
+}
+
+#[test]
+fn torture_on_ipl_passes_50_cuts() {
+    for db_page in ["4096", "16384"] {
+        let out = deltaflash(&[
+            "torture",
+            "--storage",
+            "ipl",
+            "--cuts",
+            "50",
+            "--accounts",
+            "300",
+            "--transfers",
+            "150",
+            "--db-page-bytes",
+            db_page,
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{db_page}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("50 passed, 0 failed"), "{db_page}: {stdout}");
+    }
+}
+
+#[test]
+fn ipl_takes_no_ipa_scheme() {
+    let out = deltaflash(&["torture", "--storage", "ipl", "--ipa", "2x4", "--cuts", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ipa 0x0"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = deltaflash(&["bench", "--storage", "ipl", "--ipa", "2x4"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0x0"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn tpcb_runs_consistently_on_ipl() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ipl.json");
+    let out = deltaflash(&[
+        "bench",
+        "--workload",
+        "tpcb",
+        "--sim-time",
+        "1",
+        "--warmup",
+        "0.2",
+        "--storage",
+        "ipl",
+        "--check",
+        "--chips",
+        "4",
+        "--blocks-per-chip",
+        "64",
+        "--pages-per-block",
+        "32",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(r["consistency_check"]["outcome"], "passed", "{}", r["consistency_check"]);
+    assert_eq!(r["in_place_appends"].as_u64(), Some(0));
+    assert!(r["transactions"].as_u64().unwrap() > 0);
+    assert_eq!(r["config"]["storage"]["ipl"]["log_region_bytes"], 8192);
+}
