@@ -6,6 +6,7 @@
 //! [`workload`]: the trait a workload implements. [`driver`]: K closed-loop terminals,
 //! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`bank`]: the power-cut torture test.
+//! [`sqlite`]: sqlite-bench, YCSB and TPC-C on real SQLite, behind a host trait.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod driver;
 pub mod experiment;
 pub mod limits;
 pub mod registry;
+pub mod sqlite;
 pub mod tatp;
 pub mod tpcb;
 pub mod tpcc;
