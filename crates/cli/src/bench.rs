@@ -26,6 +26,7 @@ use workloads::config::{Eviction, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
+use workloads::sqlite::SQLITE_REGISTRY;
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, ExperimentResult, Progress};
 
 /// `help` with the default value taken from where defaults live.
@@ -51,19 +52,25 @@ fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, Strin
     move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
 }
 
-/// `--storage`: NoFTL (`None`) or a conventional FTL.
+/// `--storage`: NoFTL, a conventional FTL, or (SQLite only) the host's memory or file.
 #[derive(Clone, Copy, Debug)]
-struct StorageChoice(Option<flash::ftl::FtlKind>);
+enum StorageChoice {
+    Noftl,
+    Ftl(flash::ftl::FtlKind),
+    Host,
+}
 
-/// `noftl` or `ftl:KIND`.
+/// `noftl`, `ftl:KIND` or `host`.
 fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("noftl") {
-        return Ok(StorageChoice(None));
+        return Ok(StorageChoice::Noftl);
     }
-    text.strip_prefix("ftl:")
-        .and_then(flash::ftl::FtlKind::parse)
-        .map(|kind| StorageChoice(Some(kind)))
-        .ok_or_else(|| format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"))
+    if text.eq_ignore_ascii_case("host") {
+        return Ok(StorageChoice::Host);
+    }
+    text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
+        format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast or host (SQLite)")
+    })
 }
 
 fn scheme(text: &str) -> Result<IpaScheme, String> {
@@ -77,8 +84,25 @@ fn param(text: &str) -> Result<(String, serde_json::Value), String> {
     Ok((name.trim().to_string(), value))
 }
 
+/// The engine's workloads, then the SQLite-only ones (`--engine sqlite`).
 fn workload_names() -> PossibleValuesParser {
-    PossibleValuesParser::new(REGISTRY.iter().map(|w| PossibleValue::new(w.name).help(w.about)))
+    let engine = REGISTRY.iter().map(|w| PossibleValue::new(w.name).help(w.about));
+    let sqlite = SQLITE_REGISTRY
+        .iter()
+        .filter(|s| REGISTRY.iter().all(|w| w.name != s.name))
+        .map(|s| PossibleValue::new(s.name).help(format!("{} (--engine sqlite)", s.about)));
+    PossibleValuesParser::new(engine.chain(sqlite))
+}
+
+/// One item of `--mix`: a percentage (tpcc) or a YCSB mix letter a–f (ycsb).
+fn mix_item(text: &str) -> Result<serde_json::Value, String> {
+    let t = text.trim();
+    if t.len() == 1 && ("a"..="f").contains(&t.to_ascii_lowercase().as_str()) {
+        return Ok(serde_json::Value::from(t.to_ascii_lowercase()));
+    }
+    count::<u32>(workloads::tpcc::MIX_SHARE)(t)
+        .map(serde_json::Value::from)
+        .map_err(|e| format!("{e} (or a YCSB mix a-f)"))
 }
 
 /// Every registered workload's parameters with their defaults, for `--param`'s help.
@@ -106,11 +130,11 @@ pub struct WorkloadArgs {
     #[arg(long, value_parser = count::<u32>(workloads::tatp::SUBSCRIBERS), allow_negative_numbers = true,
           help = with_default("tatp: subscribers", param_default("tatp", "subscribers")))]
     subscribers: Option<u32>,
-    #[arg(long, value_delimiter = ',', value_parser = count::<u32>(workloads::tpcc::MIX_SHARE),
-          allow_negative_numbers = true,
-          help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel",
+    #[arg(long, value_delimiter = ',', value_parser = mix_item, allow_negative_numbers = true,
+          help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel; \
+                               ycsb: the core workload a, b, c, d, e or f",
                               param_default("tpcc", "mix")))]
-    mix: Option<Vec<u32>>,
+    mix: Option<Vec<serde_json::Value>>,
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param, long_help = params_help(),
           help = "A workload parameter as NAME=VALUE (repeatable; --help lists them)")]
     params: Vec<(String, serde_json::Value)>,
@@ -129,7 +153,10 @@ impl WorkloadArgs {
             ("scale", self.scale.map(serde_json::Value::from)),
             ("warehouses", self.warehouses.map(serde_json::Value::from)),
             ("subscribers", self.subscribers.map(serde_json::Value::from)),
-            ("mix", self.mix.clone().map(serde_json::Value::from)),
+            ("mix", self.mix.clone().map(|m| match &m[..] {
+                [letter @ serde_json::Value::String(_)] => letter.clone(),
+                _ => serde_json::Value::from(m),
+            })),
         ];
         for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
         {
@@ -317,8 +344,9 @@ impl BenchArgs {
         }
         self.workload.apply(&mut c.workload);
         match self.storage {
-            Some(StorageChoice(None)) => c.storage = StorageConfig::Noftl,
-            Some(StorageChoice(Some(kind))) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            Some(StorageChoice::Noftl) => c.storage = StorageConfig::Noftl,
+            Some(StorageChoice::Ftl(kind)) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            Some(StorageChoice::Host) => return Err("--storage host runs SQLite on the host; it needs --engine sqlite".into()),
             None => {}
         }
         if let StorageConfig::Ftl(ftl) = &mut c.storage {
@@ -380,6 +408,8 @@ pub struct BenchCommand {
     /// git commit).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    sqlite: crate::sqlite_bench::SqliteArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -514,7 +544,54 @@ fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
     })
 }
 
+/// `bench --engine sqlite`: the workload flags and `--seed`, `--cpu-us`, `--check`,
+/// `--storage` go to the SQLite run; the engine's and the device's flags are refused.
+fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
+    use crate::sqlite_bench::{SqliteRun, SqliteStorage};
+    let c = &cmd.common;
+    let engine_only = [
+        ("--config", c.config.is_some()),
+        ("--buffer", c.buffer.is_some()),
+        ("--eviction", c.eviction.is_some()),
+        ("--ipa-mode", c.ipa_mode.is_some()),
+        ("--v", c.v.is_some()),
+        ("--ipa-objects", !c.ipa_objects.is_empty()),
+        ("--schema", c.schema.is_some()),
+        ("--checkpoint-log-share", c.checkpoint_log_share.is_some()),
+        ("--log-chips", c.log_chips.is_some()),
+        ("--sim-time", c.sim_time.is_some()),
+        ("--warmup", c.warmup.is_some()),
+        ("--terminals", c.terminals.is_some()),
+        ("--group-commit-us", c.group_commit_us.is_some()),
+        ("--progress", c.progress.is_some()),
+        ("--cmt-entries", c.cmt_entries.is_some()),
+        ("--log-blocks", c.log_blocks.is_some()),
+        ("--ipa", cmd.ipa.is_some()),
+    ];
+    if let Some((flag, _)) = engine_only.iter().find(|(_, given)| *given) {
+        return Err(format!("{flag} is a DeltaFlash engine setting; --engine sqlite does not take it"));
+    }
+    let mut workload = WorkloadConfig { name: "sqlite-bench".into(), params: Default::default() };
+    c.workload.apply(&mut workload);
+    let storage = match c.storage {
+        None | Some(StorageChoice::Host) => SqliteStorage::Host,
+        Some(StorageChoice::Noftl) => SqliteStorage::Noftl,
+        Some(StorageChoice::Ftl(kind)) => SqliteStorage::Ftl(kind),
+    };
+    let run = SqliteRun { workload, storage, seed: c.seed, cpu_us: c.cpu_us, check: c.check, json: cmd.json.clone() };
+    crate::sqlite_bench::run(&cmd.sqlite, run)
+}
+
 pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
+    if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite {
+        return bench_sqlite(cmd);
+    }
+    if let Some(flag) = cmd.sqlite.sqlite_only_flags().first() {
+        return Err(format!("{flag} is a setting of SQLite runs; it needs --engine sqlite"));
+    }
+    if let Some(name) = cmd.common.workload.workload.as_ref().filter(|n| REGISTRY.iter().all(|w| w.name != n.as_str())) {
+        return Err(format!("--workload {name} runs on SQLite only; add --engine sqlite"));
+    }
     let (config, spelling) = cmd.common.config(cmd.ipa)?;
     let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
