@@ -278,3 +278,62 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         None => true,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv_run(json: PathBuf) -> SqliteRun {
+        let params = serde_json::json!({"num": 300, "value_size": 512, "batch": 4});
+        SqliteRun {
+            workload: WorkloadConfig { name: "sqlite-bench".into(), params: params.as_object().cloned().unwrap_or_default() },
+            storage: SqliteStorage::Host,
+            seed: Some(5),
+            cpu_us: Some(3.0),
+            check: true,
+            json: Some(json),
+        }
+    }
+
+    #[test]
+    fn the_json_is_the_same_for_the_same_seed_apart_from_wall_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = |name: &str| {
+            let args = SqliteArgs { sync: Some(Synchronous::Normal), ..Default::default() };
+            assert_eq!(run(&args, kv_run(dir.path().join(name))), Ok(true));
+            let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+            assert!(v["run_wall_seconds"].as_f64().is_some());
+            v.as_object_mut().unwrap().remove("run_wall_seconds");
+            v
+        };
+        let a = read("a.json");
+        assert_eq!(a, read("b.json"));
+        assert_eq!(a["run"]["cpu_ns_per_statement"], 3000);
+        assert_eq!(a["run"]["synchronous"], "normal");
+        assert_eq!(a["transactions"], 3 * 75);
+        for p in ["p50_us", "p95_us", "p99_us"] {
+            assert!(a["latency"][p].as_f64().is_some_and(|v| v > 0.0), "{p}");
+        }
+    }
+
+    #[test]
+    fn flags_become_parameters_and_errors_name_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = SqliteArgs { records: Some(10), ..Default::default() };
+        let e = run(&args, kv_run(dir.path().join("x.json"))).unwrap_err();
+        assert!(e.starts_with("--records: sqlite-bench takes no parameter `records`"), "{e}");
+        assert_eq!(spell("workload.value_size"), "--value-size");
+        assert_eq!(spell("workload.field_bytes"), "--param field_bytes");
+        let mut params = Params::new();
+        SqliteArgs { ops: vec!["overwrite".into()], num: Some(9), ..Default::default() }.apply(&mut params);
+        assert_eq!(serde_json::Value::Object(params), serde_json::json!({"ops": ["overwrite"], "num": 9}));
+    }
+
+    #[test]
+    fn sqlite_needs_a_block_device() {
+        let e = open_host(SqliteStorage::Noftl, None).err().unwrap();
+        assert!(e.contains("needs a block device"), "{e}");
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None).err().unwrap();
+        assert!(e.starts_with("--storage ftl:page"), "{e}");
+    }
+}

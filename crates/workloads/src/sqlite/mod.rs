@@ -80,7 +80,8 @@ pub trait SqliteHost {
     fn now(&self) -> SimTime;
     /// Advances the simulated clock by CPU work (the runner charges a cost per statement).
     fn charge_cpu_ns(&mut self, ns: u64);
-    /// The device's counters; `None` when SQLite is not on emulated flash.
+    /// The device's counters; `None` when SQLite is not on emulated flash. The runner
+    /// reads them around every transaction, so this should be a copy of counters.
     fn flash(&self) -> Option<FlashSnapshot>;
     /// Ages the device before the database is created, as the NoLgn-FTL paper does (§4.1):
     /// random whole-page overwrites of logical pages outside SQLite's files (their
