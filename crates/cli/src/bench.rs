@@ -153,10 +153,13 @@ impl WorkloadArgs {
             ("scale", self.scale.map(serde_json::Value::from)),
             ("warehouses", self.warehouses.map(serde_json::Value::from)),
             ("subscribers", self.subscribers.map(serde_json::Value::from)),
-            ("mix", self.mix.clone().map(|m| match &m[..] {
-                [letter @ serde_json::Value::String(_)] => letter.clone(),
-                _ => serde_json::Value::from(m),
-            })),
+            (
+                "mix",
+                self.mix.clone().map(|m| match &m[..] {
+                    [letter @ serde_json::Value::String(_)] => letter.clone(),
+                    _ => serde_json::Value::from(m),
+                }),
+            ),
         ];
         for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
         {
@@ -346,7 +349,9 @@ impl BenchArgs {
         match self.storage {
             Some(StorageChoice::Noftl) => c.storage = StorageConfig::Noftl,
             Some(StorageChoice::Ftl(kind)) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
-            Some(StorageChoice::Host) => return Err("--storage host runs SQLite on the host; it needs --engine sqlite".into()),
+            Some(StorageChoice::Host) => {
+                return Err("--storage host runs SQLite on the host; it needs --engine sqlite".into())
+            }
             None => {}
         }
         if let StorageConfig::Ftl(ftl) = &mut c.storage {
@@ -589,7 +594,8 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     if let Some(flag) = cmd.sqlite.sqlite_only_flags().first() {
         return Err(format!("{flag} is a setting of SQLite runs; it needs --engine sqlite"));
     }
-    if let Some(name) = cmd.common.workload.workload.as_ref().filter(|n| REGISTRY.iter().all(|w| w.name != n.as_str())) {
+    if let Some(name) = cmd.common.workload.workload.as_ref().filter(|n| REGISTRY.iter().all(|w| w.name != n.as_str()))
+    {
         return Err(format!("--workload {name} runs on SQLite only; add --engine sqlite"));
     }
     let (config, spelling) = cmd.common.config(cmd.ipa)?;

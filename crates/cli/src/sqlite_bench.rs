@@ -208,8 +208,9 @@ fn print_result(r: &SqliteResult) {
         None => rows.push(Row::kv("flash", "none (host storage)")),
     }
     print_table(&rows);
-    let mut kinds =
-        vec![Row::new(["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs"].map(String::from).into())];
+    let mut kinds = vec![Row::new(
+        ["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs"].map(String::from).into(),
+    )];
     for (name, k) in &r.kinds {
         kinds.push(Row::new(vec![
             name.clone(),
@@ -286,7 +287,10 @@ mod tests {
     fn kv_run(json: PathBuf) -> SqliteRun {
         let params = serde_json::json!({"num": 300, "value_size": 512, "batch": 4});
         SqliteRun {
-            workload: WorkloadConfig { name: "sqlite-bench".into(), params: params.as_object().cloned().unwrap_or_default() },
+            workload: WorkloadConfig {
+                name: "sqlite-bench".into(),
+                params: params.as_object().cloned().unwrap_or_default(),
+            },
             storage: SqliteStorage::Host,
             seed: Some(5),
             cpu_us: Some(3.0),
@@ -301,7 +305,8 @@ mod tests {
         let read = |name: &str| {
             let args = SqliteArgs { sync: Some(Synchronous::Normal), ..Default::default() };
             assert_eq!(run(&args, kv_run(dir.path().join(name))), Ok(true));
-            let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
             assert!(v["run_wall_seconds"].as_f64().is_some());
             v.as_object_mut().unwrap().remove("run_wall_seconds");
             v

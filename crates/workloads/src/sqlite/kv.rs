@@ -57,7 +57,12 @@ pub struct SqliteBenchParams {
 
 impl Default for SqliteBenchParams {
     fn default() -> Self {
-        SqliteBenchParams { ops: vec![Op::Fillrandom, Op::Overwrite, Op::Readrandom], num: 100_000, value_size: 4096, batch: 1 }
+        SqliteBenchParams {
+            ops: vec![Op::Fillrandom, Op::Overwrite, Op::Readrandom],
+            num: 100_000,
+            value_size: 4096,
+            batch: 1,
+        }
     }
 }
 
@@ -243,9 +248,13 @@ mod tests {
         let mut host = HostSqlite::create(&dir.path().join("bench.db")).unwrap();
         let p = SqliteBenchParams { ops: vec![Op::Overwrite, Op::Readrandom], num: 200, value_size: 16384, batch: 20 };
         let params = p.params();
-        let r = run(&mut host, &mut SqliteBench::new(p), params, &SqliteRunConfig { check: true, ..Default::default() }, &mut |_, _| {
-            Control::Continue
-        })
+        let r = run(
+            &mut host,
+            &mut SqliteBench::new(p),
+            params,
+            &SqliteRunConfig { check: true, ..Default::default() },
+            &mut |_, _| Control::Continue,
+        )
         .unwrap();
         assert_eq!(r.journal_mode, "wal");
         assert_eq!(r.consistency_check, Some(crate::experiment::Consistency::Passed));

@@ -282,7 +282,10 @@ pub static SQLITE_REGISTRY: &[RegisteredSqlite] = &[
 pub fn find(name: &str) -> Result<&'static RegisteredSqlite, ConfigError> {
     SQLITE_REGISTRY.iter().find(|w| w.name == name).ok_or_else(|| {
         let names: Vec<&str> = SQLITE_REGISTRY.iter().map(|w| w.name).collect();
-        ConfigError::field("workload.name", format!("unknown SQLite workload `{name}` (registered: {})", names.join(", ")))
+        ConfigError::field(
+            "workload.name",
+            format!("unknown SQLite workload `{name}` (registered: {})", names.join(", ")),
+        )
     })
 }
 

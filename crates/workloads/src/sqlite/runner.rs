@@ -258,17 +258,25 @@ pub fn run(
     let mut kinds: Vec<KindAcc> = workload
         .kinds()
         .iter()
-        .map(|_| KindAcc { transactions: 0, committed: 0, time_ns: 0, histogram: histogram(), flash: Default::default() })
+        .map(|_| KindAcc {
+            transactions: 0,
+            committed: 0,
+            time_ns: 0,
+            histogram: histogram(),
+            flash: Default::default(),
+        })
         .collect();
     let mut committed = 0;
     for n in 0..total {
-        if n % 256 == 0 && progress(n, total) == Control::Stop {
+        if n.is_multiple_of(256) && progress(n, total) == Control::Stop {
             return Err(format!("{name}: stopped after {n} of {total} transactions"));
         }
         let (t0, f0) = (s.host().now(), s.host().flash());
-        let (kind, ok) = workload.transaction(&mut s, n, &mut rng).map_err(|e| format!("{name}: transaction {n}: {e}"))?;
+        let (kind, ok) =
+            workload.transaction(&mut s, n, &mut rng).map_err(|e| format!("{name}: transaction {n}: {e}"))?;
         let latency_ns = s.host().now() - t0;
-        let acc = kinds.get_mut(kind).ok_or_else(|| format!("{name}: transaction kind {kind} is not one of its kinds"))?;
+        let acc =
+            kinds.get_mut(kind).ok_or_else(|| format!("{name}: transaction kind {kind} is not one of its kinds"))?;
         all.saturating_record(latency_ns.max(1));
         acc.histogram.saturating_record(latency_ns.max(1));
         acc.transactions += 1;

@@ -144,7 +144,7 @@ impl Loader {
     fn put<P: rusqlite::Params>(&mut self, s: &mut Session<'_>, sql: &str, row: P) -> Result<(), String> {
         s.exec(sql, row)?;
         self.rows += 1;
-        if self.rows % LOAD_BATCH == 0 {
+        if self.rows.is_multiple_of(LOAD_BATCH) {
             s.batch("COMMIT; BEGIN")?;
         }
         Ok(())
@@ -153,14 +153,23 @@ impl Loader {
 
 impl TpccSql {
     pub fn new(p: TpccSqlParams) -> TpccSql {
-        TpccSql { warehouses: p.warehouses.into(), p, load: Constants::default(), run: Constants::default(), new_orders: 0 }
+        TpccSql {
+            warehouses: p.warehouses.into(),
+            p,
+            load: Constants::default(),
+            run: Constants::default(),
+            new_orders: 0,
+        }
     }
 
     /// Draws the load's and the run's NURand constants (the run's C_LAST differs from
     /// the load's by 65..=119, but not 96 or 112: clause 2.1.6.1).
     fn constants(&mut self, rng: &mut ChaCha8Rng) {
-        self.load =
-            Constants { c_last: rng.gen_range(0..=255), c_id: rng.gen_range(0..=1023), ol_i_id: rng.gen_range(0..=8191) };
+        self.load = Constants {
+            c_last: rng.gen_range(0..=255),
+            c_id: rng.gen_range(0..=1023),
+            ol_i_id: rng.gen_range(0..=8191),
+        };
         let delta = loop {
             let d = rng.gen_range(65..=119);
             if d != 96 && d != 112 {
@@ -211,7 +220,8 @@ impl TpccSql {
                 ],
             )?;
             for c in 1..=CUSTOMERS {
-                let last = if c <= 1000 { last_name(c - 1) } else { last_name(nurand(rng, 255, 0, 999, self.load.c_last)) };
+                let last =
+                    if c <= 1000 { last_name(c - 1) } else { last_name(nurand(rng, 255, 0, 999, self.load.c_last)) };
                 let [s1, s2, city, state, zip] = address(rng);
                 let credit = if rng.gen_range(1..=10) == 1 { "BC" } else { "GC" };
                 let row: Vec<rusqlite::types::Value> = vec![
@@ -340,14 +350,12 @@ impl TpccSql {
             |r| r.get::<_, i64>(0),
         )?;
         let now = s.host().now() as i64;
-        s.exec(
-            "INSERT INTO orders VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
-            [o_id, d, w, c, now, lines, all_local],
-        )?;
+        s.exec("INSERT INTO orders VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)", [o_id, d, w, c, now, lines, all_local])?;
         s.exec("INSERT INTO new_order VALUES (?1, ?2, ?3)", [o_id, d, w])?;
         let dist_column = format!("s_dist_{d:02}");
         for (n, (item, supply, quantity)) in items.into_iter().enumerate() {
-            let price = s.row("SELECT i_price, i_name, i_data FROM item WHERE i_id = ?1", [item], |r| r.get::<_, i64>(0))?;
+            let price =
+                s.row("SELECT i_price, i_name, i_data FROM item WHERE i_id = ?1", [item], |r| r.get::<_, i64>(0))?;
             let Some(price) = price else {
                 s.batch("ROLLBACK")?;
                 return Ok(false);
@@ -478,9 +486,10 @@ impl TpccSql {
                 [w, d, o_id],
                 |r| r.get::<_, i64>(0),
             )?;
-            s.exec("UPDATE orders SET o_carrier_id = ?4 WHERE o_w_id = ?1 AND o_d_id = ?2 AND o_id = ?3", [
-                w, d, o_id, carrier,
-            ])?;
+            s.exec(
+                "UPDATE orders SET o_carrier_id = ?4 WHERE o_w_id = ?1 AND o_d_id = ?2 AND o_id = ?3",
+                [w, d, o_id, carrier],
+            )?;
             let now = s.host().now() as i64;
             s.exec(
                 "UPDATE order_line SET ol_delivery_d = ?4 WHERE ol_w_id = ?1 AND ol_d_id = ?2 AND ol_o_id = ?3",
@@ -533,7 +542,13 @@ impl SqliteWorkload for TpccSql {
             l.put(
                 s,
                 "INSERT INTO item VALUES (?1, ?2, ?3, ?4, ?5)",
-                rusqlite::params![i, rng.gen_range(1..=10_000), letters(rng, 14, 24), rng.gen_range(100..=10_000), data(rng)],
+                rusqlite::params![
+                    i,
+                    rng.gen_range(1..=10_000),
+                    letters(rng, 14, 24),
+                    rng.gen_range(100..=10_000),
+                    data(rng)
+                ],
             )?;
         }
         for w in 1..=self.warehouses {
@@ -609,11 +624,15 @@ impl SqliteWorkload for TpccSql {
             }
             if let (Some(lo), Some(hi)) = (min_no, max_no) {
                 if Some(hi - lo + 1) != count_no {
-                    return Err(format!("condition 3: district ({w}, {d}) new orders {lo}..={hi} but {count_no:?} rows"));
+                    return Err(format!(
+                        "condition 3: district ({w}, {d}) new orders {lo}..={hi} but {count_no:?} rows"
+                    ));
                 }
             }
             if ol_cnt != ol_rows {
-                return Err(format!("condition 4: district ({w}, {d}) sum(o_ol_cnt) {ol_cnt:?} != order lines {ol_rows:?}"));
+                return Err(format!(
+                    "condition 4: district ({w}, {d}) sum(o_ol_cnt) {ol_cnt:?} != order lines {ol_rows:?}"
+                ));
             }
         }
         Ok(())

@@ -93,13 +93,21 @@ pub struct YcsbParams {
 
 impl Default for YcsbParams {
     fn default() -> Self {
-        YcsbParams { mix: Mix::A, records: 100_000, operations: 100_000, distribution: None, fields: 10, field_bytes: 100 }
+        YcsbParams {
+            mix: Mix::A,
+            records: 100_000,
+            operations: 100_000,
+            distribution: None,
+            fields: 10,
+            field_bytes: 100,
+        }
     }
 }
 
 impl SqliteParams for YcsbParams {
     const NAME: &'static str = "ycsb";
-    const ABOUT: &'static str = "YCSB core workloads a-f: zipfian/latest/uniform keys, scans (e), read-modify-write (f)";
+    const ABOUT: &'static str =
+        "YCSB core workloads a-f: zipfian/latest/uniform keys, scans (e), read-modify-write (f)";
 
     fn check(&self) -> Result<(), (&'static str, String)> {
         RECORDS.check(self.records).map_err(|p| ("records", p))?;
@@ -308,7 +316,8 @@ mod tests {
     #[test]
     fn every_mix_has_its_shares_and_keeps_its_rows() {
         for mix in [Mix::A, Mix::B, Mix::C, Mix::D, Mix::E, Mix::F] {
-            let p = YcsbParams { mix, records: 500, operations: 3000, fields: 3, field_bytes: 20, ..Default::default() };
+            let p =
+                YcsbParams { mix, records: 500, operations: 3000, fields: 3, field_bytes: 20, ..Default::default() };
             let r = ycsb(p, 1);
             assert_eq!(r.consistency_check, Some(Consistency::Passed), "{mix:?}");
             let (shares, _) = mix.shares();
@@ -321,12 +330,20 @@ mod tests {
 
     #[test]
     fn a_read_modify_write_costs_two_statements_and_a_scan_one() {
-        let p = YcsbParams { mix: Mix::F, records: 200, operations: 1000, fields: 2, field_bytes: 10, ..Default::default() };
+        let p = YcsbParams {
+            mix: Mix::F,
+            records: 200,
+            operations: 1000,
+            fields: 2,
+            field_bytes: 10,
+            ..Default::default()
+        };
         let r = ycsb(p, 4);
         let (reads, rmws) = (r.kinds["read"].transactions, r.kinds["read-modify-write"].transactions);
         assert_eq!(r.statements, reads + 2 * rmws);
         assert!(r.kinds["read-modify-write"].latency.p50_us >= 2.0 * r.kinds["read"].latency.p50_us);
-        let p = YcsbParams { mix: Mix::E, records: 200, operations: 500, fields: 2, field_bytes: 10, ..Default::default() };
+        let p =
+            YcsbParams { mix: Mix::E, records: 200, operations: 500, fields: 2, field_bytes: 10, ..Default::default() };
         assert_eq!(ycsb(p, 4).statements, 500);
     }
 
@@ -339,7 +356,6 @@ mod tests {
             distribution: Some(Distribution::Uniform),
             fields: 2,
             field_bytes: 16,
-            ..Default::default()
         };
         let a = ycsb(p.clone(), 9);
         assert_eq!(a.deterministic_json(), ycsb(p.clone(), 9).deterministic_json());
