@@ -371,6 +371,79 @@ mod tests {
         assert!(Synchronous::parse("off").unwrap_err().contains("normal or full"));
     }
 
+    /// A host whose "device" programs two pages per statement and reads one, and
+    /// which records the aging asked for.
+    struct CountingHost {
+        inner: crate::sqlite::HostSqlite,
+        statements: u64,
+        aged_to: Option<f64>,
+    }
+
+    impl SqliteHost for CountingHost {
+        fn connection(&self) -> &rusqlite::Connection {
+            self.inner.connection()
+        }
+        fn now(&self) -> SimTime {
+            self.inner.now()
+        }
+        fn charge_cpu_ns(&mut self, ns: u64) {
+            self.statements += 1;
+            self.inner.charge_cpu_ns(ns);
+        }
+        fn flash(&self) -> Option<FlashSnapshot> {
+            let n = self.statements;
+            Some(FlashSnapshot { host_reads: n, host_writes: n, flash_programs: 2 * n, ..Default::default() })
+        }
+        fn precondition(&mut self, free_share: f64, _rng: &mut ChaCha8Rng) -> Result<(), String> {
+            assert_eq!(self.statements, 0, "aging comes before any statement");
+            self.aged_to = Some(free_share);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn flash_counters_are_measured_per_run_and_per_kind_after_aging() {
+        use crate::sqlite::kv::{Op, SqliteBench, SqliteBenchParams};
+        let mut host =
+            CountingHost { inner: crate::sqlite::HostSqlite::in_memory().unwrap(), statements: 0, aged_to: None };
+        let p = SqliteBenchParams { ops: vec![Op::Overwrite, Op::Readrandom], num: 100, value_size: 256, batch: 5 };
+        let config = SqliteRunConfig { free_space: Some(FreeSpace::Pct25), ..Default::default() };
+        let params = crate::sqlite::ConfiguredSqlite::params(&p);
+        let r = run(&mut host, &mut SqliteBench::new(p), params, &config, &mut |_, _| Control::Continue).unwrap();
+        assert_eq!(host.aged_to, Some(0.25));
+        let f = r.flash.as_ref().unwrap();
+        // Setup and load statements are not counted; every measured one is.
+        assert_eq!(f.counters.host_writes, r.statements);
+        assert_eq!(f.counters.host_writes, 2 * (20 * 7));
+        assert_eq!(f.write_amplification, 2.0);
+        assert_eq!(f.flash_programs_per_transaction, 14.0);
+        let per_kind: u64 = r.kinds.values().map(|k| k.flash.as_ref().unwrap().counters.flash_programs).sum();
+        assert_eq!(per_kind, f.counters.flash_programs);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["flash"]["flash_programs"], 2 * 280, "counters sit flat in the JSON, as in bench's");
+        assert_eq!(json["run"]["free_space"], "25%");
+    }
+
+    #[test]
+    fn a_stop_ends_the_run() {
+        use crate::sqlite::kv::{SqliteBench, SqliteBenchParams};
+        let mut host = crate::sqlite::HostSqlite::in_memory().unwrap();
+        let p = SqliteBenchParams { num: 1000, value_size: 256, ..Default::default() };
+        let params = crate::sqlite::ConfiguredSqlite::params(&p);
+        let mut seen = 0;
+        let e = run(&mut host, &mut SqliteBench::new(p), params, &SqliteRunConfig::default(), &mut |done, total| {
+            seen = total;
+            if done >= 512 {
+                Control::Stop
+            } else {
+                Control::Continue
+            }
+        })
+        .unwrap_err();
+        assert_eq!(seen, 3000);
+        assert_eq!(e, "sqlite-bench: stopped after 512 of 3000 transactions");
+    }
+
     #[test]
     fn latency_percentiles_come_from_the_histogram() {
         let mut h = histogram();
