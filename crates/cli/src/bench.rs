@@ -26,6 +26,7 @@ use workloads::config::{Eviction, IplStorageConfig, StorageConfig, WorkloadConfi
 use workloads::experiment::Consistency;
 use workloads::limits::{self, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
+use workloads::sqlite::SQLITE_REGISTRY;
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, ExperimentResult, Progress};
 
 /// `help` with the default value taken from where defaults live.
@@ -51,15 +52,17 @@ fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, Strin
     move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
 }
 
-/// `--storage`: NoFTL, a conventional FTL or In-Page Logging.
+/// `--storage`: NoFTL, a conventional FTL, In-Page Logging, or (SQLite only) the host's
+/// memory or file.
 #[derive(Clone, Copy, Debug)]
 enum StorageChoice {
     Noftl,
     Ftl(flash::ftl::FtlKind),
     Ipl,
+    Host,
 }
 
-/// `noftl`, `ftl:KIND` or `ipl`.
+/// `noftl`, `ftl:KIND`, `ipl` or `host`.
 fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("noftl") {
         return Ok(StorageChoice::Noftl);
@@ -67,8 +70,11 @@ fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("ipl") {
         return Ok(StorageChoice::Ipl);
     }
+    if text.eq_ignore_ascii_case("host") {
+        return Ok(StorageChoice::Host);
+    }
     text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
-        format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast or ipl")
+        format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ipl or host (SQLite)")
     })
 }
 
@@ -83,8 +89,26 @@ fn param(text: &str) -> Result<(String, serde_json::Value), String> {
     Ok((name.trim().to_string(), value))
 }
 
+/// The engine's workloads, then the SQLite-only ones (`--engine sqlite`; accepted but
+/// not listed, the `--workload` help names them).
 fn workload_names() -> PossibleValuesParser {
-    PossibleValuesParser::new(REGISTRY.iter().map(|w| PossibleValue::new(w.name).help(w.about)))
+    let engine = REGISTRY.iter().map(|w| PossibleValue::new(w.name).help(w.about));
+    let sqlite = SQLITE_REGISTRY
+        .iter()
+        .filter(|s| REGISTRY.iter().all(|w| w.name != s.name))
+        .map(|s| PossibleValue::new(s.name).hide(true));
+    PossibleValuesParser::new(engine.chain(sqlite))
+}
+
+/// One item of `--mix`: a percentage (tpcc) or a YCSB mix letter a–f (ycsb).
+fn mix_item(text: &str) -> Result<serde_json::Value, String> {
+    let t = text.trim();
+    if t.len() == 1 && ("a"..="f").contains(&t.to_ascii_lowercase().as_str()) {
+        return Ok(serde_json::Value::from(t.to_ascii_lowercase()));
+    }
+    count::<u32>(workloads::tpcc::MIX_SHARE)(t)
+        .map(serde_json::Value::from)
+        .map_err(|e| format!("{e} (or a YCSB mix a-f)"))
 }
 
 /// Every registered workload's parameters with their defaults, for `--param`'s help.
@@ -100,7 +124,8 @@ fn params_help() -> String {
 /// The workload and its parameters: shared by `bench`, `compare` and `check`.
 #[derive(Args, Clone)]
 pub struct WorkloadArgs {
-    /// The workload (default: tpcb for bench and compare, tpcc for check).
+    /// The workload (default: tpcb for bench and compare, tpcc for check). With
+    /// `bench --engine sqlite`: sqlite-bench (the default), ycsb or tpcc.
     #[arg(long, value_parser = workload_names())]
     workload: Option<String>,
     #[arg(long, value_parser = count::<u32>(workloads::tpcb::SCALE), allow_negative_numbers = true,
@@ -115,11 +140,11 @@ pub struct WorkloadArgs {
     #[arg(long, value_parser = count::<u32>(workloads::linkbench::NODES), allow_negative_numbers = true,
           help = with_default("linkbench: nodes", param_default("linkbench", "nodes")))]
     nodes: Option<u32>,
-    #[arg(long, value_delimiter = ',', value_parser = count::<u32>(workloads::tpcc::MIX_SHARE),
-          allow_negative_numbers = true,
-          help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel",
+    #[arg(long, value_delimiter = ',', value_parser = mix_item, allow_negative_numbers = true,
+          help = with_default("tpcc: mix in percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel; \
+                               ycsb: the core workload a, b, c, d, e or f",
                               param_default("tpcc", "mix")))]
-    mix: Option<Vec<u32>>,
+    mix: Option<Vec<serde_json::Value>>,
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param, long_help = params_help(),
           help = "A workload parameter as NAME=VALUE (repeatable; --help lists them)")]
     params: Vec<(String, serde_json::Value)>,
@@ -139,7 +164,13 @@ impl WorkloadArgs {
             ("warehouses", self.warehouses.map(serde_json::Value::from)),
             ("subscribers", self.subscribers.map(serde_json::Value::from)),
             ("nodes", self.nodes.map(serde_json::Value::from)),
-            ("mix", self.mix.clone().map(serde_json::Value::from)),
+            (
+                "mix",
+                self.mix.clone().map(|m| match &m[..] {
+                    [letter @ serde_json::Value::String(_)] => letter.clone(),
+                    _ => serde_json::Value::from(m),
+                }),
+            ),
         ];
         for (name, value) in flags.into_iter().filter_map(|(n, v)| Some((n.to_string(), v?))).chain(self.params.clone())
         {
@@ -344,6 +375,9 @@ impl BenchArgs {
                     c.engine.ipa = IpaScheme::NONE.to_string();
                 }
             }
+            Some(StorageChoice::Host) => {
+                return Err("--storage host runs SQLite on the host; it needs --engine sqlite".into())
+            }
             None => {}
         }
         if let StorageConfig::Ipl(ipl) = &mut c.storage {
@@ -411,6 +445,8 @@ pub struct BenchCommand {
     /// git commit).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    sqlite: crate::sqlite_bench::SqliteArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -545,7 +581,55 @@ fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
     })
 }
 
+/// `bench --engine sqlite`: the workload flags and `--seed`, `--cpu-us`, `--check`,
+/// `--storage` go to the SQLite run; the engine's and the device's flags are refused.
+fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
+    use crate::sqlite_bench::{SqliteRun, SqliteStorage};
+    let c = &cmd.common;
+    let engine_only = [
+        ("--config", c.config.is_some()),
+        ("--buffer", c.buffer.is_some()),
+        ("--eviction", c.eviction.is_some()),
+        ("--ipa-mode", c.ipa_mode.is_some()),
+        ("--v", c.v.is_some()),
+        ("--ipa-objects", !c.ipa_objects.is_empty()),
+        ("--schema", c.schema.is_some()),
+        ("--checkpoint-log-share", c.checkpoint_log_share.is_some()),
+        ("--log-chips", c.log_chips.is_some()),
+        ("--sim-time", c.sim_time.is_some()),
+        ("--warmup", c.warmup.is_some()),
+        ("--terminals", c.terminals.is_some()),
+        ("--group-commit-us", c.group_commit_us.is_some()),
+        ("--progress", c.progress.is_some()),
+        ("--cmt-entries", c.cmt_entries.is_some()),
+        ("--log-blocks", c.log_blocks.is_some()),
+        ("--ipa", cmd.ipa.is_some()),
+    ];
+    if let Some((flag, _)) = engine_only.iter().find(|(_, given)| *given) {
+        return Err(format!("{flag} is a DeltaFlash engine setting; --engine sqlite does not take it"));
+    }
+    let mut workload = WorkloadConfig { name: "sqlite-bench".into(), params: Default::default() };
+    c.workload.apply(&mut workload);
+    let storage = match c.storage {
+        None | Some(StorageChoice::Host) => SqliteStorage::Host,
+        Some(StorageChoice::Noftl) => SqliteStorage::Noftl,
+        Some(StorageChoice::Ftl(kind)) => SqliteStorage::Ftl(kind),
+    };
+    let run = SqliteRun { workload, storage, seed: c.seed, cpu_us: c.cpu_us, check: c.check, json: cmd.json.clone() };
+    crate::sqlite_bench::run(&cmd.sqlite, run)
+}
+
 pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
+    if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite {
+        return bench_sqlite(cmd);
+    }
+    if let Some(flag) = cmd.sqlite.sqlite_only_flags().first() {
+        return Err(format!("{flag} is a setting of SQLite runs; it needs --engine sqlite"));
+    }
+    if let Some(name) = cmd.common.workload.workload.as_ref().filter(|n| REGISTRY.iter().all(|w| w.name != n.as_str()))
+    {
+        return Err(format!("--workload {name} runs on SQLite only; add --engine sqlite"));
+    }
     let (config, spelling) = cmd.common.config(cmd.ipa)?;
     let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;

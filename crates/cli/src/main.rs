@@ -13,6 +13,7 @@ mod runner;
 mod setup;
 mod shell;
 mod sql;
+mod sqlite_bench;
 mod sqlite_compare;
 mod sqlite_shell;
 mod sqlite_torture;
@@ -56,6 +57,7 @@ enum Command {
     Sqlite(sqlite_shell::SqliteArgs),
     /// Run a registered OLTP workload (--workload) on the emulated device in simulated
     /// time and report the IPA paper's metrics; --config FILE.toml describes a whole run.
+    /// With --engine sqlite: sqlite-bench, ycsb or tpcc on real SQLite.
     Bench(bench::BenchCommand),
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7.

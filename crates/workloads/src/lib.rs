@@ -6,7 +6,7 @@
 //! [`workload`]: the trait a workload implements. [`driver`]: K closed-loop terminals,
 //! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`linkbench`]: LinkBench. [`bank`]: the
-//! power-cut torture test.
+//! power-cut torture test. [`sqlite`]: sqlite-bench, YCSB and TPC-C on real SQLite, behind a host trait.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +17,7 @@ pub mod experiment;
 pub mod limits;
 pub mod linkbench;
 pub mod registry;
+pub mod sqlite;
 pub mod tatp;
 pub mod tpcb;
 pub mod tpcc;

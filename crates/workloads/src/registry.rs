@@ -85,23 +85,37 @@ impl Registered {
 }
 
 fn configure<P: WorkloadParams>(params: &Params) -> Result<Box<dyn Configured>, ConfigError> {
+    Ok(Box::new(parse_params::<P>(P::NAME, params, P::check)?))
+}
+
+/// Parses a workload's parameter struct from `params` (missing ones take their defaults)
+/// and checks it: an unknown name, a value that does not fit or one out of range is
+/// refused naming `workload.PARAMETER`. Shared with the SQLite workloads' registry.
+pub fn parse_params<P: Serialize + DeserializeOwned + Default>(
+    workload: &str,
+    params: &Params,
+    check: fn(&P) -> Result<(), (&'static str, String)>,
+) -> Result<P, ConfigError> {
     let parse = |map: Params| serde_json::from_value::<P>(serde_json::Value::Object(map));
-    let known = P::default().params();
+    let known = match serde_json::to_value(P::default()) {
+        Ok(serde_json::Value::Object(map)) => map,
+        other => panic!("{workload}: parameters must serialise to a map, got {other:?}"),
+    };
     if let Some(name) = params.keys().find(|k| !known.contains_key(*k)) {
         let names: Vec<&str> = known.keys().map(String::as_str).collect();
         return Err(ConfigError::field(
             format!("workload.{name}"),
-            format!("{} takes no parameter `{name}` (it takes: {})", P::NAME, names.join(", ")),
+            format!("{workload} takes no parameter `{name}` (it takes: {})", names.join(", ")),
         ));
     }
     let p: P = parse(params.clone()).map_err(|e| {
         // Name the parameter whose value does not fit: the first that fails alone.
         let culprit = params.iter().find(|(k, v)| parse(Params::from_iter([((*k).clone(), (*v).clone())])).is_err());
         let field = culprit.map_or("workload".to_string(), |(k, _)| format!("workload.{k}"));
-        ConfigError::field(field, format!("{}: {e}", P::NAME))
+        ConfigError::field(field, format!("{workload}: {e}"))
     })?;
-    p.check().map_err(|(name, problem)| ConfigError::field(format!("workload.{name}"), problem))?;
-    Ok(Box::new(p))
+    check(&p).map_err(|(name, problem)| ConfigError::field(format!("workload.{name}"), problem))?;
+    Ok(p)
 }
 
 /// Every workload an experiment can run. Adding one: its file, and a line here.

@@ -111,21 +111,21 @@ fn text(v: &Value) -> &str {
     }
 }
 
-fn nurand(rng: &mut ChaCha8Rng, a: i64, x: i64, y: i64, c: i64) -> i64 {
+pub(crate) fn nurand(rng: &mut ChaCha8Rng, a: i64, x: i64, y: i64, c: i64) -> i64 {
     (((rng.gen_range(0..=a) | rng.gen_range(x..=y)) + c) % (y - x + 1)) + x
 }
 
-fn last_name(n: i64) -> String {
+pub(crate) fn last_name(n: i64) -> String {
     let n = n as usize;
     format!("{}{}{}", SYLLABLES[n / 100], SYLLABLES[n / 10 % 10], SYLLABLES[n % 10])
 }
 
-fn letters(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> String {
+pub(crate) fn letters(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> String {
     let n = rng.gen_range(lo..=hi);
     (0..n).map(|_| (b'a' + rng.gen_range(0..26u8)) as char).collect()
 }
 
-fn zip(rng: &mut ChaCha8Rng) -> String {
+pub(crate) fn zip(rng: &mut ChaCha8Rng) -> String {
     format!("{:04}11111", rng.gen_range(0..10000))
 }
 
