@@ -332,7 +332,11 @@ impl Database {
         Ok(QueryResult::Done(format!("index {name} on {}", self.catalog.tables[t].name)))
     }
 
+    /// Trims and releases the pages of an object the catalog no longer lists. A
+    /// checkpoint first makes that catalog durable and moves restart's redo past every
+    /// logged change of those pages (redo must not meet a page that was trimmed).
     pub(crate) fn free_object(&mut self, space: &ObjectSpace) -> Result<()> {
+        self.checkpoint()?;
         for page in space.pages().collect::<Vec<_>>() {
             self.pool.discard(crate::store::PageId { region: space.region, page })?;
         }
@@ -487,9 +491,11 @@ impl Database {
                 cols.push(format!("PRIMARY KEY ({})", pk.join(", ")));
             }
             out += &format!("CREATE TABLE {} ({}) TABLESPACE {};\n", t.name, cols.join(", "), t.tablespace);
+            out += &alter_ipa_ddl("TABLE", &t.name, &t.ipa_layouts);
             for i in self.catalog.indexes_of(&t.name) {
                 let ix = &self.catalog.indexes[i];
                 if ix.name == format!("{}_pkey", t.name) {
+                    out += &alter_ipa_ddl("INDEX", &ix.name, &ix.ipa_layouts);
                     continue;
                 }
                 let cols: Vec<&str> = ix.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
@@ -501,9 +507,20 @@ impl Database {
                     cols.join(", "),
                     ix.tablespace
                 );
+                out += &alter_ipa_ddl("INDEX", &ix.name, &ix.ipa_layouts);
             }
         }
         out
+    }
+}
+
+/// The `ALTER … SET IPA` that gives an object its own current scheme (none if it has
+/// its region's).
+fn alter_ipa_ddl(kind: &str, name: &str, layouts: &[crate::delta::IpaScheme]) -> String {
+    match layouts.last() {
+        Some(s) if s.enabled() => format!("ALTER {kind} {name} SET IPA = {s} V = {};\n", s.v),
+        Some(s) => format!("ALTER {kind} {name} SET IPA = {s};\n"),
+        None => String::new(),
     }
 }
 

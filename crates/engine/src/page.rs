@@ -381,6 +381,32 @@ mod tests {
     }
 
     proptest! {
+        /// A page moved to another body end keeps its tuples and slot numbers, passes
+        /// `check`, erases its new delta area, and refuses (unchanged) when too full.
+        #[test]
+        fn relayout_keeps_tuples(tuples in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..40), 0..12), gone in any::<usize>(), new_end in 36usize..512) {
+            let mut p = fresh();
+            for t in &tuples {
+                insert(&mut p, BODY, t);
+            }
+            if !tuples.is_empty() {
+                delete(&mut p, BODY, gone % tuples.len());
+            }
+            let before: Vec<Option<Vec<u8>>> = (0..slot_count(&p)).map(|i| get(&p, BODY, i).map(<[u8]>::to_vec)).collect();
+            let old = p.clone();
+            if relayout(&mut p, new_end) {
+                prop_assert_eq!(body_end(&p), new_end);
+                check(&p, new_end).unwrap();
+                let after: Vec<Option<Vec<u8>>> = (0..slot_count(&p)).map(|i| get(&p, new_end, i).map(<[u8]>::to_vec)).collect();
+                prop_assert_eq!(after, before);
+                prop_assert!(p[new_end..].iter().all(|&b| b == 0xFF));
+            } else {
+                prop_assert_eq!(p, old);
+                let live: usize = before.iter().flatten().map(Vec::len).sum();
+                prop_assert!(HEADER_BYTES + live + SLOT_BYTES * before.len() > new_end || new_end < HEADER_BYTES + SLOT_BYTES * (before.len() + 1));
+            }
+        }
+
         /// The page against a `Vec<Option<Vec<u8>>>` model of its slots.
         #[test]
         fn page_matches_model(ops in proptest::collection::vec(op(), 1..80)) {
