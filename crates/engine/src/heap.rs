@@ -4,6 +4,10 @@
 //! one. An update of equal length rewrites the tuple's bytes in place (for fixed-width
 //! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
 //! moves within its page, or to another page, which gives it a new RID.
+//!
+//! A page still in an older IPA layout of its object (`ALTER … SET IPA`) and too full
+//! for the new delta area makes room the same way: the updated tuple moves to another
+//! page, and the page adopts the new layout once the space it leaves suffices.
 
 use crate::buffer::Pages;
 use crate::error::{Error, Result};
@@ -105,11 +109,14 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
         return Ok(None);
     }
     let unchanged = page::get(p, body_end, slot) == Some(tuple);
-    if unchanged || page::replace(a.page_mut(f), body_end, slot, tuple) {
+    // `fetch` adopted the object's layout if the page had room for it.
+    let adopted = body_end == a.body_end();
+    if unchanged || (adopted && page::replace(a.page_mut(f), body_end, slot, tuple)) {
         a.pool.unpin(f);
         return Ok(Some(rid));
     }
     page::delete(a.page_mut(f), body_end, slot);
+    a.adopt(f);
     a.pool.unpin(f);
     insert(a, tuple).map(Some)
 }
