@@ -29,8 +29,8 @@ use crate::db::{pages, Database, Object, QueryResult};
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::heap;
-use crate::sql::ObjectKind;
 use crate::space::ObjectSpace;
+use crate::sql::ObjectKind;
 use crate::types;
 use flash::{IpaMode, RegionId};
 

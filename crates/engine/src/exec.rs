@@ -297,8 +297,17 @@ impl Database {
         let (id, space) = self.new_space(ts)?;
         let table = self.catalog.tables[t].name.clone();
         let tablespace = self.catalog.tablespace(ts)?.name.clone();
-        let def =
-            IndexDef { id, name: name.into(), table, columns, unique, tablespace, root: 0, space, ipa_layouts: Vec::new() };
+        let def = IndexDef {
+            id,
+            name: name.into(),
+            table,
+            columns,
+            unique,
+            tablespace,
+            root: 0,
+            space,
+            ipa_layouts: Vec::new(),
+        };
         self.catalog.indexes.push(def);
         let index = self.catalog.indexes.len() - 1;
         let tx = self.begin();

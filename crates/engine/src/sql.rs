@@ -551,7 +551,9 @@ impl Parser {
                 return Ok(st);
             }
         }
-        self.fail("expected a statement (CREATE, DROP, ALTER, INSERT, SELECT, UPDATE, DELETE, BEGIN, COMMIT or ROLLBACK)")
+        self.fail(
+            "expected a statement (CREATE, DROP, ALTER, INSERT, SELECT, UPDATE, DELETE, BEGIN, COMMIT or ROLLBACK)",
+        )
     }
 
     fn create_region(&mut self) -> Result<Statement> {
@@ -644,7 +646,12 @@ impl Parser {
         if self.eat_sym('-') {
             mode = format!("{mode}-{}", self.word("an IPA mode")?);
         }
-        mode.parse().map_err(|m: String| Error::Parse { line: at.line, column: at.column, token: mode.clone(), message: m })
+        mode.parse().map_err(|m: String| Error::Parse {
+            line: at.line,
+            column: at.column,
+            token: mode.clone(),
+            message: m,
+        })
     }
 
     fn create_tablespace(&mut self) -> Result<Statement> {

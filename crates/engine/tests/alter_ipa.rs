@@ -284,7 +284,11 @@ fn cut_run(seed: u64, cut_at: Option<u64>) -> Seen {
         let mut allowed = vec![sure];
         allowed.extend(history.iter().filter(|(_, lsn)| *lsn >= seen.durable).map(|(v, _)| *v));
         allowed.extend(seen.in_flight.filter(|(key, _)| *key == k).map(|(_, v)| v));
-        assert!(allowed.contains(&got[&k]), "cut at {cut_at:?}: key {k} reads {}, expected one of {allowed:?}", got[&k]);
+        assert!(
+            allowed.contains(&got[&k]),
+            "cut at {cut_at:?}: key {k} reads {}, expected one of {allowed:?}",
+            got[&k]
+        );
     }
     assert_eq!(got.len(), KEYS as usize, "cut at {cut_at:?}: rows");
     // The catalog: every ALTER that returned is there, nothing half-moved is.
