@@ -277,6 +277,13 @@ pub struct BenchArgs {
     /// Check the workload's consistency conditions after the run.
     #[arg(long)]
     check: bool,
+    /// Run the statements of --switch-ddl this many simulated seconds into the
+    /// measurement, on the live database (e.g. an ALTER TABLE … SET IPA mid-run).
+    #[arg(long, value_parser = float(limits::SIM_TIME_S), allow_negative_numbers = true, requires = "switch_ddl")]
+    switch_at: Option<f64>,
+    /// SQL file run at --switch-at (ALTER TABLE|INDEX … SET IPA / SET TABLESPACE).
+    #[arg(long, requires = "switch_at")]
+    switch_ddl: Option<PathBuf>,
 }
 
 /// How errors name config fields: as the flags that set them, or as fields of the file.
@@ -311,6 +318,8 @@ impl Spelling {
             "driver.sim_time_s" => "--sim-time",
             "driver.cpu_per_operation_us" => "--cpu-us",
             "driver.progress_interval_s" => "--progress",
+            "driver.switch_at_s" => "--switch-at",
+            "driver.switch_ddl" => "--switch-ddl",
             "workload" | "workload.name" => "--workload",
             f => match f.strip_prefix("workload.") {
                 Some(p @ ("scale" | "warehouses" | "subscribers" | "nodes" | "mix")) => return format!("--{p}"),
@@ -419,6 +428,13 @@ impl BenchArgs {
         set(&mut r.cpu_per_operation_us, self.cpu_us);
         set(&mut r.progress_interval_s, self.progress);
         r.check |= self.check;
+        if let Some(path) = &self.switch_ddl {
+            r.switch_ddl =
+                Some(std::fs::read_to_string(path).map_err(|err| format!("--switch-ddl {}: {err}", path.display()))?);
+        }
+        if self.switch_at.is_some() {
+            r.switch_at_s = self.switch_at;
+        }
         set(&mut c.seed, self.seed);
         let spelling = Spelling {
             config: self.config.as_ref().map(|p| p.display().to_string()),
@@ -508,12 +524,16 @@ fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<Experim
                 ));
             }
             Progress::Interval(line) => log(format!(
-                "{label} {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}",
+                "{label} {:>7.1} s  {:>9.1} tps  read {:.3} ms  write {:.3} ms  erases {}  \
+                 out-of-place {}  appends {}  GC migrations {}",
                 line.sim_seconds,
                 line.throughput_tps,
                 line.read_latency_ms,
                 line.write_latency_ms,
-                line.gc_erases_so_far
+                line.gc_erases_so_far,
+                line.out_of_place_writes,
+                line.in_place_appends,
+                line.gc_page_migrations
             )),
         }
         Control::Continue

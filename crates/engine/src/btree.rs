@@ -119,7 +119,6 @@ type Descent = (Vec<(u32, usize)>, u32, FrameId);
 
 /// Walks from the root to the leaf for `key`.
 fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
-    let body_end = pool.store().body_end(space.region);
     let mut path = Vec::new();
     let mut no = root;
     loop {
@@ -128,6 +127,7 @@ fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> 
         }
         let f = pool.fetch(PageId { region: space.region, page: no })?;
         let p = pool.page(f);
+        let body_end = page::body_end(p);
         let leaf = check_node(p, no);
         let next = match leaf {
             Ok(false) => {
@@ -161,9 +161,9 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
 
 /// The value stored under `key`.
 pub fn get(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    let body_end = pool.store().body_end(space.region);
     let (_, _, f) = descend(pool, space, root, key)?;
     let p = pool.page(f);
+    let body_end = page::body_end(p);
     let out = search(p, body_end, key).ok().map(|i| value_of(entry_at(p, body_end, i)).to_vec());
     pool.unpin(f);
     Ok(out)
@@ -177,13 +177,13 @@ pub fn scan(
     from: &[u8],
     mut visit: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<()> {
-    let body_end = pool.store().body_end(space.region);
     let (_, mut no, leaf) = descend(pool, space, root, from)?;
     let mut first = true;
     let mut hops = 0u64;
     while no != NO_PAGE {
         let f = if first { leaf } else { pool.fetch(PageId { region: space.region, page: no })? };
         let p = pool.page(f);
+        let body_end = page::body_end(p);
         if let Err(e) = check_node(p, no) {
             pool.unpin(f);
             return Err(e);
@@ -219,7 +219,8 @@ pub fn insert(a: &mut ObjectAccess, root: u32, key: &[u8], value: &[u8]) -> Resu
         )));
     }
     let (mut path, leaf, f) = descend(&mut a.pool, a.space, root, key)?;
-    let Err(pos) = search(a.pool.page(f), body_end, key) else {
+    a.adopt(f);
+    let Err(pos) = search(a.pool.page(f), page::body_end(a.pool.page(f)), key) else {
         a.pool.unpin(f);
         return Ok(false);
     };
@@ -234,6 +235,8 @@ pub fn insert(a: &mut ObjectAccess, root: u32, key: &[u8], value: &[u8]) -> Resu
 
 /// A node's contents, read out of its page.
 struct Node {
+    /// The body end of the page it was read from (it fits that layout).
+    body_end: usize,
     leaf: bool,
     level: u8,
     next: u32,
@@ -242,9 +245,10 @@ struct Node {
 }
 
 fn read_node(a: &ObjectAccess, f: FrameId, no: u32) -> Result<Node> {
-    let body_end = a.body_end();
     let p = a.pool.page(f);
+    let body_end = page::body_end(p);
     Ok(Node {
+        body_end,
         leaf: check_node(p, no)?,
         level: page::level(p),
         next: page::next(p),
@@ -253,11 +257,17 @@ fn read_node(a: &ObjectAccess, f: FrameId, no: u32) -> Result<Node> {
     })
 }
 
-/// Rewrites the pinned page `f` to hold `node` (its delta area untouched).
+/// Rewrites the pinned page `f` to hold `node`, in the object's current layout if the
+/// node fits it, else in the one it was read from (its delta area untouched unless the
+/// layout changes).
 fn write_node(a: &mut ObjectAccess, f: FrameId, node: &Node) {
-    let body_end = a.body_end();
+    let target = a.body_end();
+    let body_end = if entries_bytes(&node.entries) <= target - page::HEADER_BYTES { target } else { node.body_end };
     let object = a.object;
     let p = a.page_mut(f);
+    if page::body_end(p) != body_end {
+        p[body_end..].fill(0xFF);
+    }
     let no = page::page_no(p);
     let lsn = page::lsn(p);
     let kind = if node.leaf { Kind::Leaf } else { Kind::Inner };
@@ -284,7 +294,7 @@ fn insert_into(
     tuple: Vec<u8>,
     is_root: bool,
 ) -> Result<Option<(Vec<u8>, u32)>> {
-    let body_end = a.body_end();
+    let body_end = page::body_end(a.pool.page(f));
     if page::insert_at(a.page_mut(f), body_end, pos, &tuple) {
         a.pool.unpin(f);
         return Ok(None);
@@ -318,8 +328,14 @@ fn insert_into(
     };
     let kind = if node.leaf { Kind::Leaf } else { Kind::Inner };
     let (r, rf) = a.new_page(kind, node.level)?;
-    let right =
-        Node { leaf: node.leaf, level: node.level, next: node.next, leftmost: right_leftmost, entries: right_entries };
+    let right = Node {
+        body_end: node.body_end,
+        leaf: node.leaf,
+        level: node.level,
+        next: node.next,
+        leftmost: right_leftmost,
+        entries: right_entries,
+    };
     write_node(a, rf, &right);
     a.pool.unpin(rf);
     if is_root {
@@ -329,8 +345,14 @@ fn insert_into(
         write_node(a, lf, &left);
         a.pool.unpin(lf);
         let level = left.level + 1;
-        let root =
-            Node { leaf: false, level, next: NO_PAGE, leftmost: l, entries: vec![entry(&separator, &r.to_le_bytes())] };
+        let root = Node {
+            body_end: left.body_end,
+            leaf: false,
+            level,
+            next: NO_PAGE,
+            leftmost: l,
+            entries: vec![entry(&separator, &r.to_le_bytes())],
+        };
         write_node(a, f, &root);
         a.pool.unpin(f);
         return Ok(None);
@@ -343,8 +365,9 @@ fn insert_into(
 
 /// Removes `key`; `false` if it was not there.
 pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
-    let body_end = a.body_end();
     let (mut path, _, f) = descend(&mut a.pool, a.space, root, key)?;
+    a.adopt(f);
+    let body_end = page::body_end(a.pool.page(f));
     let Ok(i) = search(a.pool.page(f), body_end, key) else {
         a.pool.unpin(f);
         return Ok(false);
@@ -357,6 +380,7 @@ pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
             break;
         }
         let pf = a.fetch(parent)?;
+        let body_end = page::body_end(a.pool.page(pf));
         underfull = page::used_bytes(a.pool.page(pf), body_end) < (body_end - page::HEADER_BYTES) / 4;
         a.pool.unpin(pf);
     }
@@ -367,9 +391,9 @@ pub fn delete(a: &mut ObjectAccess, root: u32, key: &[u8]) -> Result<bool> {
 /// Merges the child at `position` of `parent` with a sibling if both fit one page;
 /// the right one is freed and its separator leaves the parent.
 fn merge(a: &mut ObjectAccess, parent: u32, position: usize) -> Result<bool> {
-    let body_end = a.body_end();
     let pf = a.fetch(parent)?;
     let p = a.pool.page(pf);
+    let body_end = page::body_end(p);
     let n = page::slot_count(p);
     let right_pos = if position < n { position + 1 } else { position };
     if right_pos == 0 {
@@ -394,7 +418,8 @@ fn merge(a: &mut ObjectAccess, parent: u32, position: usize) -> Result<bool> {
         l.entries.push(entry(&separator, &r.leftmost.to_le_bytes()));
     }
     l.entries.extend(r.entries);
-    if entries_bytes(&l.entries) > body_end - page::HEADER_BYTES {
+    // The merged node must fit the layout it will be written in.
+    if entries_bytes(&l.entries) > a.body_end().max(l.body_end) - page::HEADER_BYTES {
         a.pool.unpin(lf);
         a.pool.unpin(rf);
         return Ok(false);
@@ -406,6 +431,7 @@ fn merge(a: &mut ObjectAccess, parent: u32, position: usize) -> Result<bool> {
     a.pool.unpin(lf);
     a.free_page(right)?;
     let pf = a.fetch(parent)?;
+    let body_end = page::body_end(a.pool.page(pf));
     page::remove_at(a.page_mut(pf), body_end, right_pos - 1);
     a.pool.unpin(pf);
     Ok(true)
@@ -439,7 +465,6 @@ fn collapse_root(a: &mut ObjectAccess, root: u32) -> Result<()> {
 
 /// Every page of the tree, for checks and `DROP`.
 pub fn pages(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<Vec<u32>> {
-    let body_end = pool.store().body_end(space.region);
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(no) = stack.pop() {
@@ -451,6 +476,7 @@ pub fn pages(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32) -> Result<Vec
         let p = pool.page(f);
         if page::kind(p) == Kind::Inner as u8 {
             stack.push(page::aux(p));
+            let body_end = page::body_end(p);
             stack.extend((0..page::slot_count(p)).map(|i| child_of(entry_at(p, body_end, i))));
         }
         pool.unpin(f);

@@ -15,6 +15,11 @@
 //! A write goes to the copy the previous one did not use, so a torn catalog write
 //! leaves the other copy intact; opening takes the valid copy with the higher
 //! generation.
+//!
+//! An object's IPA scheme is its region's until `ALTER … SET IPA` gives it its own:
+//! then `ipa_layouts` lists every scheme its pages may still have, the current one
+//! last (pages adopt it lazily), and no two of them reserve the same number of bytes,
+//! so a page's body end names its scheme.
 
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
@@ -50,6 +55,9 @@ pub struct TableDef {
     /// Column positions of the primary key (empty: none).
     pub primary_key: Vec<usize>,
     pub space: ObjectSpace,
+    /// IPA schemes the table's pages may have, current last (empty: its region's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ipa_layouts: Vec<IpaScheme>,
 }
 
 impl TableDef {
@@ -71,6 +79,9 @@ pub struct IndexDef {
     pub tablespace: String,
     pub root: u32,
     pub space: ObjectSpace,
+    /// IPA schemes the index's pages may have, current last (empty: its region's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ipa_layouts: Vec<IpaScheme>,
 }
 
 impl IndexDef {
@@ -160,6 +171,17 @@ impl Catalog {
         let tables = self.tables.iter_mut().map(|t| (t.id, &mut t.space));
         let mut all = tables.chain(self.indexes.iter_mut().map(|i| (i.id, &mut i.space)));
         all.find(|(id, _)| *id == object).map(|(_, s)| s)
+    }
+
+    /// Every table and index: (object id, its space, its IPA layouts).
+    pub fn objects(&self) -> impl Iterator<Item = (u32, &ObjectSpace, &[IpaScheme])> {
+        let tables = self.tables.iter().map(|t| (t.id, &t.space, &t.ipa_layouts[..]));
+        tables.chain(self.indexes.iter().map(|i| (i.id, &i.space, &i.ipa_layouts[..])))
+    }
+
+    /// The IPA scheme new pages of an object get: its own, or its region's.
+    pub fn scheme_of(&self, space: &ObjectSpace, layouts: &[IpaScheme]) -> IpaScheme {
+        layouts.last().copied().unwrap_or(self.regions[space.region as usize].scheme)
     }
 
     /// DB pages held by tables and indexes.
@@ -292,6 +314,14 @@ impl Catalog {
             let columns = self.tables[t].columns.len();
             if let Some(&c) = i.columns.iter().find(|&&c| c >= columns) {
                 return Err(format!("index {} names column {c} of table {}'s {columns}", i.name, i.table));
+            }
+        }
+        let names = self.tables.iter().map(|t| &t.name).chain(self.indexes.iter().map(|i| &i.name));
+        for ((_, _, layouts), name) in self.objects().zip(names) {
+            for (k, s) in layouts.iter().enumerate() {
+                if layouts[..k].iter().any(|o| o.area_bytes() == s.area_bytes()) {
+                    return Err(format!("{name} lists two IPA layouts of {} bytes", s.area_bytes()));
+                }
             }
         }
         Ok(())

@@ -316,6 +316,9 @@ impl Database {
         for (i, r) in catalog.regions.iter().enumerate() {
             store.set_scheme(RegionId(i), r.scheme)?;
         }
+        for (id, _, layouts) in catalog.objects() {
+            store.set_layouts(id, layouts);
+        }
         let journal: Box<dyn Journal> = match (catalog.log_region, catalog.log_external, external_log) {
             (Some(region), false, None) => Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None)),
             (None, true, Some(log)) => Box::new(AriesJournal::new(store.device(), RegionId(0), Some(log))),
@@ -475,15 +478,16 @@ impl Database {
     pub fn object_stats(&self) -> Vec<ObjectStats> {
         let counters = self.pool.store().counters();
         let region_of = |space: &ObjectSpace| &self.catalog.regions[space.region as usize];
-        let tables = self.catalog.tables.iter().map(|t| (t.id, t.name.clone(), "table", region_of(&t.space)));
-        let indexes = self.catalog.indexes.iter().map(|i| (i.id, i.name.clone(), "index", region_of(&i.space)));
+        let tables = self.catalog.tables.iter().map(|t| (t.name.clone(), "table"));
+        let indexes = self.catalog.indexes.iter().map(|i| (i.name.clone(), "index"));
         tables
             .chain(indexes)
-            .map(|(id, name, kind, region)| ObjectStats {
+            .zip(self.catalog.objects())
+            .map(|((name, kind), (id, space, layouts))| ObjectStats {
                 name,
                 kind,
-                region: region.name.clone(),
-                scheme: region.scheme,
+                region: region_of(space).name.clone(),
+                scheme: self.catalog.scheme_of(space, layouts),
                 counters: counters.get(&id).copied().unwrap_or_default(),
             })
             .collect()

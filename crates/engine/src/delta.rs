@@ -196,6 +196,8 @@ pub enum OutOfPlaceReason {
     Overflow,
     /// The flash layer refused the append (page type, NOP, OOB slots).
     Refused,
+    /// The page adopts its object's new scheme (`ALTER … SET IPA`): a new layout.
+    Relayout,
 }
 
 /// How an evicted page goes to flash.

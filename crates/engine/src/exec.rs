@@ -1,4 +1,5 @@
-//! Statements: DDL (regions, tablespaces, tables, indexes, drops) and DML routed to
+//! Statements: DDL (regions, tablespaces, tables, indexes, drops, `ALTER` in
+//! [`crate::alter`]) and DML routed to
 //! the row operations of [`Database`], with the access-path choice for WHERE clauses
 //! and the schema printed back as DDL.
 
@@ -8,7 +9,7 @@ use crate::db::{coerce, extent_pages, pages, Database, Object, QueryResult, Tabl
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
 use crate::space::{ObjectSpace, RegionPages};
-use crate::sql::{self, Condition, SetExpr, Statement};
+use crate::sql::{self, AlterChange, Condition, SetExpr, Statement};
 use crate::types::{self, Column, Value};
 use flash::{IpaMode, RegionId, RegionSpec};
 
@@ -49,6 +50,7 @@ impl Database {
                 | Statement::CreateIndex { .. }
                 | Statement::DropTable(_)
                 | Statement::DropIndex(_)
+                | Statement::Alter { .. }
         );
         match st {
             Statement::Begin if self.sql_tx.is_some() => Err(Error::Invalid("a transaction is already open".into())),
@@ -124,6 +126,12 @@ impl Database {
             }
             Statement::DropTable(name) => self.drop_table(&name),
             Statement::DropIndex(name) => self.drop_index(&name),
+            Statement::Alter { kind, name, change: AlterChange::Ipa { scheme, mode } } => {
+                self.alter_ipa(kind, &name, scheme, mode)
+            }
+            Statement::Alter { kind, name, change: AlterChange::Tablespace(ts) } => {
+                self.alter_tablespace(kind, &name, &ts)
+            }
             Statement::Insert { table, columns, rows } => {
                 let t = self.catalog.table(&table)?;
                 let n = rows.len();
@@ -225,7 +233,7 @@ impl Database {
         Ok(QueryResult::Done(format!("tablespace {name} in region {region}, extents of {extent_pages} pages")))
     }
 
-    fn new_space(&mut self, tablespace: &str) -> Result<(u32, ObjectSpace)> {
+    pub(crate) fn new_space(&mut self, tablespace: &str) -> Result<(u32, ObjectSpace)> {
         let ts = self.catalog.tablespace(tablespace)?;
         let space = ObjectSpace::new(ts.region, ts.extent_pages);
         self.catalog.next_object += 1;
@@ -265,6 +273,7 @@ impl Database {
             columns,
             primary_key: Vec::new(),
             space,
+            ipa_layouts: Vec::new(),
         };
         table.primary_key = primary_key.iter().map(|k| table.column(k)).collect::<Result<_>>()?;
         let ts = table.tablespace.clone();
@@ -288,7 +297,17 @@ impl Database {
         let (id, space) = self.new_space(ts)?;
         let table = self.catalog.tables[t].name.clone();
         let tablespace = self.catalog.tablespace(ts)?.name.clone();
-        let def = IndexDef { id, name: name.into(), table, columns, unique, tablespace, root: 0, space };
+        let def = IndexDef {
+            id,
+            name: name.into(),
+            table,
+            columns,
+            unique,
+            tablespace,
+            root: 0,
+            space,
+            ipa_layouts: Vec::new(),
+        };
         self.catalog.indexes.push(def);
         let index = self.catalog.indexes.len() - 1;
         let tx = self.begin();
@@ -322,7 +341,11 @@ impl Database {
         Ok(QueryResult::Done(format!("index {name} on {}", self.catalog.tables[t].name)))
     }
 
-    fn free_object(&mut self, space: &ObjectSpace) -> Result<()> {
+    /// Trims and releases the pages of an object the catalog no longer lists. A
+    /// checkpoint first makes that catalog durable and moves restart's redo past every
+    /// logged change of those pages (redo must not meet a page that was trimmed).
+    pub(crate) fn free_object(&mut self, space: &ObjectSpace) -> Result<()> {
+        self.checkpoint()?;
         for page in space.pages().collect::<Vec<_>>() {
             self.pool.discard(crate::store::PageId { region: space.region, page })?;
         }
@@ -477,9 +500,11 @@ impl Database {
                 cols.push(format!("PRIMARY KEY ({})", pk.join(", ")));
             }
             out += &format!("CREATE TABLE {} ({}) TABLESPACE {};\n", t.name, cols.join(", "), t.tablespace);
+            out += &alter_ipa_ddl("TABLE", &t.name, &t.ipa_layouts);
             for i in self.catalog.indexes_of(&t.name) {
                 let ix = &self.catalog.indexes[i];
                 if ix.name == format!("{}_pkey", t.name) {
+                    out += &alter_ipa_ddl("INDEX", &ix.name, &ix.ipa_layouts);
                     continue;
                 }
                 let cols: Vec<&str> = ix.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
@@ -491,9 +516,20 @@ impl Database {
                     cols.join(", "),
                     ix.tablespace
                 );
+                out += &alter_ipa_ddl("INDEX", &ix.name, &ix.ipa_layouts);
             }
         }
         out
+    }
+}
+
+/// The `ALTER … SET IPA` that gives an object its own current scheme (none if it has
+/// its region's).
+fn alter_ipa_ddl(kind: &str, name: &str, layouts: &[crate::delta::IpaScheme]) -> String {
+    match layouts.last() {
+        Some(s) if s.enabled() => format!("ALTER {kind} {name} SET IPA = {s} V = {};\n", s.v),
+        Some(s) => format!("ALTER {kind} {name} SET IPA = {s};\n"),
+        None => String::new(),
     }
 }
 

@@ -4,6 +4,10 @@
 //! one. An update of equal length rewrites the tuple's bytes in place (for fixed-width
 //! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
 //! moves within its page, or to another page, which gives it a new RID.
+//!
+//! A page still in an older IPA layout of its object (`ALTER … SET IPA`) and too full
+//! for the new delta area makes room the same way: the updated tuple moves to another
+//! page, and the page adopts the new layout once the space it leaves suffices.
 
 use crate::buffer::Pages;
 use crate::error::{Error, Result};
@@ -55,10 +59,10 @@ fn check_fits(a: &ObjectAccess, tuple: &[u8]) -> Result<()> {
 /// Inserts a tuple and returns its RID.
 pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
     check_fits(a, tuple)?;
-    let body_end = a.body_end();
     let candidates: Vec<u32> = a.space.with_room.iter().rev().copied().chain(a.space.last_page()).collect();
     for no in candidates {
         let f = a.fetch(no)?;
+        let body_end = page::body_end(a.pool.page(f));
         let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len();
         if fits {
             let slot = page::insert(a.page_mut(f), body_end, tuple);
@@ -71,6 +75,7 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
         a.space.with_room.retain(|&p| p != no);
     }
     let (no, f) = a.new_page(Kind::Heap, 0)?;
+    let body_end = a.body_end();
     let slot = page::insert(a.page_mut(f), body_end, tuple);
     a.pool.unpin(f);
     // `check_fits` bounds a row by what an empty page holds.
@@ -80,9 +85,9 @@ pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
 
 /// Calls `read` with the tuple at `rid`; `None` if there is none.
 pub fn get<T>(pool: &mut Pages<'_>, space: &ObjectSpace, rid: Rid, read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
-    let body_end = pool.store().body_end(space.region);
     let f = pool.fetch(PageId { region: space.region, page: rid.page })?;
     let p = pool.page(f);
+    let body_end = page::body_end(p);
     let out = (page::kind(p) == Kind::Heap as u8 && (rid.slot as usize) < page::slot_count(p))
         .then(|| page::get(p, body_end, rid.slot as usize))
         .flatten()
@@ -95,30 +100,33 @@ pub fn get<T>(pool: &mut Pages<'_>, space: &ObjectSpace, rid: Rid, read: impl Fn
 /// or `None` if there is no tuple at `rid`.
 pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid>> {
     check_fits(a, tuple)?;
-    let body_end = a.body_end();
     let f = a.fetch(rid.page)?;
     let slot = rid.slot as usize;
     let p = a.pool.page(f);
+    let body_end = page::body_end(p);
     if slot >= page::slot_count(p) || page::get(p, body_end, slot).is_none() {
         a.pool.unpin(f);
         return Ok(None);
     }
     let unchanged = page::get(p, body_end, slot) == Some(tuple);
-    if unchanged || page::replace(a.page_mut(f), body_end, slot, tuple) {
+    // `fetch` adopted the object's layout if the page had room for it.
+    let adopted = body_end == a.body_end();
+    if unchanged || (adopted && page::replace(a.page_mut(f), body_end, slot, tuple)) {
         a.pool.unpin(f);
         return Ok(Some(rid));
     }
     page::delete(a.page_mut(f), body_end, slot);
+    a.adopt(f);
     a.pool.unpin(f);
     insert(a, tuple).map(Some)
 }
 
 /// Deletes the tuple at `rid`; `false` if there was none.
 pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
-    let body_end = a.body_end();
     let f = a.fetch(rid.page)?;
     let slot = rid.slot as usize;
     let p = a.pool.page(f);
+    let body_end = page::body_end(p);
     let present = slot < page::slot_count(p) && page::get(p, body_end, slot).is_some();
     if present {
         page::delete(a.page_mut(f), body_end, slot);
@@ -132,10 +140,10 @@ pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
 
 /// Visits every tuple in page order until `visit` returns `false`.
 pub fn scan(pool: &mut Pages<'_>, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
-    let body_end = pool.store().body_end(space.region);
     for no in space.pages() {
         let f = pool.fetch(PageId { region: space.region, page: no })?;
         let p = pool.page(f);
+        let body_end = page::body_end(p);
         let mut go_on = true;
         for slot in 0..page::slot_count(p) {
             if let Some(t) = page::get(p, body_end, slot) {

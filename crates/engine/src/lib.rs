@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+mod alter;
 pub mod btree;
 pub mod buffer;
 pub mod catalog;

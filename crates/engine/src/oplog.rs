@@ -8,6 +8,10 @@
 //! then may the pages be written: they were pinned until here, and writing one forces
 //! the log up to its LSN first. A new page is logged as a redo-only format record.
 //!
+//! Changes are logged over the whole page, delta area included: a page that adopts a
+//! new IPA layout (`ALTER … SET IPA`) moves its slot directory and erases its new delta
+//! area, and undo and redo must restore that too.
+//!
 //! The journal decides what is logged: without a log ([`crate::journal::NoJournal`])
 //! the same path stamps page LSNs from a counter, logs nothing, and keeps the before
 //! images for an abort all the same.
@@ -105,7 +109,7 @@ pub enum OpKind {
 }
 
 impl BufferPool {
-    /// Logs the change of frame `f`'s page body from `before`, over the spans in
+    /// Logs the change of frame `f`'s page from `before`, over the spans in
     /// `self.spans`; returns its LSN.
     #[allow(clippy::too_many_arguments)]
     fn log_change(
@@ -118,9 +122,7 @@ impl BufferPool {
         prev: u64,
     ) -> Result<u64> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
-        let body_end = self.store.body_end(pid.region);
-        let start = self.span(f).start;
-        let change = Change { kind, page: pid, before, after: &self.data[start..start + body_end], spans: &self.spans };
+        let change = Change { kind, page: pid, before, after: &self.data[self.span(f)], spans: &self.spans };
         journal.append(&mut |out| change.encode(tx, prev, out))
     }
 
@@ -135,7 +137,6 @@ impl BufferPool {
     /// against the formatted page.
     pub fn log_format(&mut self, journal: &mut dyn Journal, f: FrameId, tx: u64, prev: u64) -> Result<u64> {
         let pid = self.frames[f].page.expect("a formatted frame holds a page");
-        let body_end = self.store.body_end(pid.region);
         let lsn = journal.take_page_lsn();
         let span = self.span(f);
         page::set_lsn(&mut self.data[span.clone()], lsn);
@@ -145,8 +146,8 @@ impl BufferPool {
         if journal.logs_changes() {
             // Taken out while the page is logged against it.
             let mut zeros = std::mem::take(&mut self.zeros);
-            zeros.resize(body_end, 0);
-            logrec::diff_spans(&zeros, &self.data[span.start..span.start + body_end], &mut self.spans);
+            zeros.resize(span.len(), 0);
+            logrec::diff_spans(&zeros, &self.data[span.clone()], &mut self.spans);
             let logged = self.log_change(journal, f, ChangeKind::Format, &zeros, tx, prev);
             self.zeros = zeros;
             debug_assert_eq!(logged.as_ref().ok(), Some(&lsn));
@@ -207,15 +208,13 @@ impl BufferPool {
         undo: Option<&mut UndoLog>,
     ) -> Result<()> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
-        let body_end = self.store.body_end(pid.region);
         let span = self.span(f);
-        let before = &before[..body_end];
-        if crate::delta::first_difference(before, &self.data[span.start..span.start + body_end], 0).is_none() {
+        if crate::delta::first_difference(before, &self.data[span.clone()], 0).is_none() {
             return Ok(());
         }
         let lsn = journal.take_page_lsn();
         page::set_lsn(&mut self.data[span.clone()], lsn);
-        logrec::diff_spans(before, &self.data[span.start..span.start + body_end], &mut self.spans);
+        logrec::diff_spans(before, &self.data[span.clone()], &mut self.spans);
         if let (OpKind::Update, Some(undo)) = (kind, undo) {
             undo.push(*prev, pid, before, &self.spans);
         }
@@ -256,18 +255,17 @@ impl BufferPool {
             self.unpin(f);
             return Ok(());
         }
-        let body_end = self.store.body_end(pid.region);
         self.mark_dirty_for_redo(f);
         let p = &mut self.data[span];
         if format {
-            p[..body_end].fill(0);
+            p.fill(0);
         }
         for r in ranges {
             let at = r.offset as usize;
             let end = at + r.after.len();
-            if end > body_end {
+            if end > p.len() {
                 self.unpin(f);
-                return Err(Error::Corrupt(format!("log record for page {} writes beyond its body", pid.page)));
+                return Err(Error::Corrupt(format!("log record for page {} writes beyond its end", pid.page)));
             }
             p[at..end].copy_from_slice(&r.after);
         }

@@ -22,6 +22,10 @@
 //! A deleted slot has offset 0. Tuples never overlap and lie in [32, free_start).
 //! Methods take the page as a byte slice plus its `body_end`; [`check`] validates an
 //! untrusted page before any other method touches it.
+//!
+//! A page carries its own layout: free_end + 4·slot count is its `body_end` ([`body_end`])
+//! whatever its tuples do, so pages of one object may differ in delta area while an
+//! `ALTER … SET IPA` is being adopted ([`relayout`] moves a page to another one).
 
 use crate::error::{Error, Result};
 
@@ -137,6 +141,45 @@ pub fn get_mut(p: &mut [u8], body_end: usize, i: usize) -> Option<&mut [u8]> {
     let s = slot_at(body_end, i);
     let (off, len) = (u16_at(p, s), u16_at(p, s + 2));
     (off != 0).then(move || &mut p[off..off + len])
+}
+
+/// Where the page's delta area starts, as its header says: free_end + 4·slot count
+/// (every slot operation keeps this sum). Trusted only after [`check`] on a page read
+/// from flash.
+pub fn body_end(p: &[u8]) -> usize {
+    free_end(p) + SLOT_BYTES * slot_count(p)
+}
+
+/// Moves the page to the layout whose body ends at `new_end`: compacts its tuples if
+/// that makes room, moves the slot directory to end at `new_end` and erases the new
+/// delta area (from `new_end` on). `false`, with the page unchanged, if its tuples and
+/// slots do not fit the new body.
+pub fn relayout(p: &mut [u8], new_end: usize) -> bool {
+    let old_end = body_end(p);
+    let n = slot_count(p);
+    if new_end == old_end {
+        return true;
+    }
+    if new_end > p.len() || new_end < HEADER_BYTES + SLOT_BYTES * (n + 1) {
+        return false;
+    }
+    let live: usize = (0..n).filter_map(|i| get(p, old_end, i)).map(<[u8]>::len).sum();
+    if HEADER_BYTES + live + SLOT_BYTES * n > new_end {
+        return false;
+    }
+    if free_start(p) + SLOT_BYTES * n > new_end {
+        compact(p, old_end);
+    }
+    let slots = p[old_end - SLOT_BYTES * n..old_end].to_vec();
+    p[new_end - SLOT_BYTES * n..new_end].copy_from_slice(&slots);
+    // Bytes between the tuples and the moved directory are free space: zero them, as
+    // a fresh page has them.
+    let gap_end = new_end - SLOT_BYTES * n;
+    let start = free_start(p);
+    p[start..gap_end].fill(0);
+    set_u16(p, 22, gap_end);
+    p[new_end..].fill(0xFF);
+    true
 }
 
 /// Bytes free for one more tuple and its slot, counting space a compaction would win.
@@ -338,6 +381,32 @@ mod tests {
     }
 
     proptest! {
+        /// A page moved to another body end keeps its tuples and slot numbers, passes
+        /// `check`, erases its new delta area, and refuses (unchanged) when too full.
+        #[test]
+        fn relayout_keeps_tuples(tuples in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..40), 0..12), gone in any::<usize>(), new_end in 36usize..512) {
+            let mut p = fresh();
+            for t in &tuples {
+                insert(&mut p, BODY, t);
+            }
+            if !tuples.is_empty() {
+                delete(&mut p, BODY, gone % tuples.len());
+            }
+            let before: Vec<Option<Vec<u8>>> = (0..slot_count(&p)).map(|i| get(&p, BODY, i).map(<[u8]>::to_vec)).collect();
+            let old = p.clone();
+            if relayout(&mut p, new_end) {
+                prop_assert_eq!(body_end(&p), new_end);
+                check(&p, new_end).unwrap();
+                let after: Vec<Option<Vec<u8>>> = (0..slot_count(&p)).map(|i| get(&p, new_end, i).map(<[u8]>::to_vec)).collect();
+                prop_assert_eq!(after, before);
+                prop_assert!(p[new_end..].iter().all(|&b| b == 0xFF));
+            } else {
+                prop_assert_eq!(p, old);
+                let live: usize = before.iter().flatten().map(Vec::len).sum();
+                prop_assert!(HEADER_BYTES + live + SLOT_BYTES * before.len() > new_end || new_end < HEADER_BYTES + SLOT_BYTES * (before.len() + 1));
+            }
+        }
+
         /// The page against a `Vec<Option<Vec<u8>>>` model of its slots.
         #[test]
         fn page_matches_model(ops in proptest::collection::vec(op(), 1..80)) {

@@ -13,8 +13,14 @@ use std::collections::{BTreeMap, HashMap};
 
 impl Database {
     /// Brings the database back to its last committed state: the journal says what to
-    /// redo and undo (nothing without a log).
+    /// redo and undo (nothing without a log); then drops what an interrupted
+    /// `ALTER … SET TABLESPACE` left.
     pub(crate) fn restart(&mut self) -> Result<()> {
+        self.redo_and_undo()?;
+        self.drop_copies()
+    }
+
+    fn redo_and_undo(&mut self) -> Result<()> {
         if !self.journal.logs_changes() {
             return Ok(());
         }

@@ -153,13 +153,31 @@ impl ObjectAccess<'_> {
         PageId { region: self.space.region, page }
     }
 
+    /// Where the delta area of the object's new pages starts (its current IPA scheme).
     pub fn body_end(&self) -> usize {
-        self.pool.store().body_end(self.space.region)
+        self.pool.store().object_body_end(self.object, self.space.region)
     }
 
+    /// Pins a page to change it; it adopts the object's current layout first if it has
+    /// an older one and its tuples fit ([`ObjectAccess::adopt`]).
     pub fn fetch(&mut self, page: u32) -> Result<FrameId> {
         let pid = self.pid(page);
-        self.pool.fetch(pid)
+        let f = self.pool.fetch(pid)?;
+        self.adopt(f);
+        Ok(f)
+    }
+
+    /// Moves the pinned page `f` to the object's current layout (`ALTER … SET IPA`)
+    /// when it has another one and its tuples fit; a logged change of the operation,
+    /// so undo and redo treat it like any other.
+    pub fn adopt(&mut self, f: FrameId) {
+        let target = self.body_end();
+        if page::body_end(self.pool.page(f)) != target {
+            let mut copy = self.pool.page(f).to_vec();
+            if page::relayout(&mut copy, target) {
+                self.pool.page_mut(f).copy_from_slice(&copy);
+            }
+        }
     }
 
     /// Allocates and formats a page (both logged); returns its number and pinned frame.

@@ -184,6 +184,23 @@ pub enum SetExpr {
     Add(String, Value),
 }
 
+/// What `ALTER TABLE|INDEX` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Table,
+    Index,
+}
+
+/// What `ALTER TABLE|INDEX name SET …` changes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterChange {
+    /// `SET IPA = NxM [V = v] [MODE m]`: the object's [N×M] scheme; the mode, if named,
+    /// must be its region's.
+    Ipa { scheme: IpaScheme, mode: Option<IpaMode> },
+    /// `SET TABLESPACE t`: move the object to another tablespace (and region).
+    Tablespace(String),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Statement {
     CreateRegion { name: String, options: RegionOptions },
@@ -192,6 +209,7 @@ pub enum Statement {
     CreateIndex { name: String, unique: bool, table: String, columns: Vec<String>, tablespace: Option<String> },
     DropTable(String),
     DropIndex(String),
+    Alter { kind: ObjectKind, name: String, change: AlterChange },
     Insert { table: String, columns: Option<Vec<String>>, rows: Vec<Vec<Value>> },
     Select { table: String, columns: Option<Vec<String>>, filter: Vec<Condition> },
     Update { table: String, sets: Vec<(String, SetExpr)>, filter: Vec<Condition> },
@@ -505,6 +523,9 @@ impl Parser {
             }
             return self.fail("expected TABLE or INDEX after DROP");
         }
+        if self.eat_kw("ALTER") {
+            return self.alter();
+        }
         if self.eat_kw("INSERT") {
             return self.insert();
         }
@@ -530,7 +551,9 @@ impl Parser {
                 return Ok(st);
             }
         }
-        self.fail("expected a statement (CREATE, DROP, INSERT, SELECT, UPDATE, DELETE, BEGIN, COMMIT or ROLLBACK)")
+        self.fail(
+            "expected a statement (CREATE, DROP, ALTER, INSERT, SELECT, UPDATE, DELETE, BEGIN, COMMIT or ROLLBACK)",
+        )
     }
 
     fn create_region(&mut self) -> Result<Statement> {
@@ -547,18 +570,7 @@ impl Parser {
                 "MAX_CHANNELS" => {
                     o.max_channels = Some(self.word_as("a channel count", |w| parse_int(w, "MAX_CHANNELS"))?)
                 }
-                "IPA_MODE" => {
-                    let mut mode = self.word("an IPA mode")?;
-                    if self.eat_sym('-') {
-                        mode = format!("{mode}-{}", self.word("an IPA mode")?);
-                    }
-                    o.ipa_mode = Some(mode.parse().map_err(|m: String| Error::Parse {
-                        line: key.line,
-                        column: key.column,
-                        token: mode.clone(),
-                        message: m,
-                    })?);
-                }
+                "IPA_MODE" => o.ipa_mode = Some(self.ipa_mode()?),
                 "IPA" => {
                     let s: IpaScheme = self.word_as("an IPA scheme NxM", |w| w.parse())?;
                     o.scheme = Some((s.n, s.m));
@@ -584,6 +596,62 @@ impl Parser {
         }
         self.sym(')')?;
         Ok(Statement::CreateRegion { name, options: o })
+    }
+
+    fn alter(&mut self) -> Result<Statement> {
+        let kind = if self.eat_kw("TABLE") {
+            ObjectKind::Table
+        } else if self.eat_kw("INDEX") {
+            ObjectKind::Index
+        } else {
+            return self.fail("expected TABLE or INDEX after ALTER");
+        };
+        let name = self.ident(if kind == ObjectKind::Table { "a table name" } else { "an index name" })?;
+        self.kw("SET")?;
+        if self.eat_kw("TABLESPACE") {
+            let _ = self.eat_sym('=');
+            let ts = self.ident("a tablespace name")?;
+            return Ok(Statement::Alter { kind, name, change: AlterChange::Tablespace(ts) });
+        }
+        if !self.eat_kw("IPA") {
+            return self.fail("expected IPA = NxM or TABLESPACE name after SET");
+        }
+        self.sym('=')?;
+        let s: IpaScheme = self.word_as("an IPA scheme NxM", |w| w.parse())?;
+        let mut v = None;
+        let mut mode = None;
+        loop {
+            let _ = self.eat_sym(',');
+            if v.is_none() && self.eat_kw("V") {
+                self.sym('=')?;
+                v = Some(self.word_as("a V count", |w| parse_int::<u8>(w, "V"))?);
+            } else if mode.is_none() && self.eat_kw("MODE") {
+                let _ = self.eat_sym('=');
+                mode = Some(self.ipa_mode()?);
+            } else {
+                break;
+            }
+        }
+        let scheme = match v {
+            Some(v) => IpaScheme::new(s.n, s.m, v).or_else(|m| self.fail(&m))?,
+            None => s,
+        };
+        Ok(Statement::Alter { kind, name, change: AlterChange::Ipa { scheme, mode } })
+    }
+
+    /// An IPA mode: `none`, `slc`, `pslc` or `odd-mlc` (a word, a `-` and a word).
+    fn ipa_mode(&mut self) -> Result<IpaMode> {
+        let at = self.peek().clone();
+        let mut mode = self.word("an IPA mode")?;
+        if self.eat_sym('-') {
+            mode = format!("{mode}-{}", self.word("an IPA mode")?);
+        }
+        mode.parse().map_err(|m: String| Error::Parse {
+            line: at.line,
+            column: at.column,
+            token: mode.clone(),
+            message: m,
+        })
     }
 
     fn create_tablespace(&mut self) -> Result<Statement> {

@@ -6,6 +6,11 @@
 //! of its region; its delta area sits at the end of the last one, which is the only one
 //! appended to. Per object (the id in each page header) the store counts reads,
 //! out-of-place writes, in-place appends, net changed and gross written bytes.
+//!
+//! A page's IPA scheme is its object's (after `ALTER … SET IPA`) or its region's. An
+//! object may have pages of older schemes until they adopt the new one; the page's own
+//! body end (see [`page::body_end`]) says which, and a page whose layout differs from
+//! its copy on flash is written out-of-place.
 
 use crate::delta::{self, Changes, Eviction, FlashState, IpaScheme, OutOfPlaceReason};
 use crate::error::{Error, Result};
@@ -109,6 +114,8 @@ pub struct PageStore {
     flash_page_bytes: usize,
     /// IPA scheme per region index.
     schemes: Vec<IpaScheme>,
+    /// Objects with schemes of their own: the ones their pages may have, current last.
+    layouts: BTreeMap<u32, Vec<IpaScheme>>,
     counters: BTreeMap<u32, ObjectCounters>,
     changes: Changes,
     records: Vec<u8>,
@@ -130,6 +137,7 @@ impl PageStore {
             page_bytes,
             flash_page_bytes,
             schemes,
+            layouts: BTreeMap::new(),
             counters: BTreeMap::new(),
             changes: Changes::default(),
             records: Vec::new(),
@@ -187,9 +195,54 @@ impl PageStore {
         self.schemes[region as usize]
     }
 
-    /// Where the delta area of pages in `region` starts.
+    /// Where the delta area of pages in `region` starts, for objects with no scheme of
+    /// their own.
     pub fn body_end(&self, region: u16) -> usize {
         self.page_bytes - self.scheme(region).area_bytes()
+    }
+
+    /// Gives an object schemes of its own (`ALTER … SET IPA`): the ones its pages may
+    /// have, current last; empty: its region's.
+    pub fn set_layouts(&mut self, object: u32, layouts: &[IpaScheme]) {
+        if layouts.is_empty() {
+            self.layouts.remove(&object);
+        } else {
+            self.layouts.insert(object, layouts.to_vec());
+        }
+    }
+
+    /// The scheme new pages of `object` (in `region`) get.
+    pub fn object_scheme(&self, object: u32, region: u16) -> IpaScheme {
+        self.layouts.get(&object).and_then(|l| l.last().copied()).unwrap_or(self.scheme(region))
+    }
+
+    /// Where the delta area of new pages of `object` starts.
+    pub fn object_body_end(&self, object: u32, region: u16) -> usize {
+        self.page_bytes - self.object_scheme(object, region).area_bytes()
+    }
+
+    /// The scheme of a page of `object` whose body ends at `body_end`, if that is one
+    /// of the object's layouts.
+    fn layout(&self, object: u32, region: u16, body_end: usize) -> Option<IpaScheme> {
+        let fits = |s: &IpaScheme| self.page_bytes - s.area_bytes() == body_end;
+        match self.layouts.get(&object) {
+            Some(l) => l.iter().rev().copied().find(fits),
+            None => Some(self.scheme(region)).filter(fits),
+        }
+    }
+
+    /// [`PageStore::layout`] of a page's header, or [`Error::Corrupt`].
+    fn page_layout(&self, pid: PageId, p: &[u8]) -> Result<(IpaScheme, usize)> {
+        let body_end = page::body_end(p);
+        let scheme = self.layout(page::object(p), pid.region, body_end).ok_or_else(|| {
+            Error::Corrupt(format!(
+                "region {} page {}: its header puts the delta area at byte {body_end}, which no IPA scheme of object {} does",
+                pid.region,
+                pid.page,
+                page::object(p)
+            ))
+        })?;
+        Ok((scheme, body_end))
     }
 
     /// DB pages the region can hold.
@@ -235,8 +288,8 @@ impl PageStore {
     /// page was never written. A page that does not parse is [`Error::Corrupt`].
     pub fn fetch(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<Option<(FlashState, SimTime)>> {
         let Some((whole, torn_tail, done)) = self.read_parts(pid, buf, now)? else { return Ok(None) };
-        let scheme = self.scheme(pid.region);
-        let body_end = self.body_end(pid.region);
+        // The layout as written out-of-place (delta-records keep it).
+        let (scheme, body_end) = self.page_layout(pid, buf)?;
         let whole = (self.flash_pages_per_page() as usize - 1) * self.flash_page_bytes + whole;
         let applied = delta::apply_records(scheme, buf, body_end, whole)?;
         page::check(buf, body_end)?;
@@ -266,12 +319,16 @@ impl PageStore {
         state: &mut FlashState,
         now: SimTime,
     ) -> Result<Written> {
-        let scheme = self.scheme(pid.region);
-        let body_end = self.body_end(pid.region);
+        let (scheme, body_end) = self.page_layout(pid, page)?;
+        // A page that adopted its object's new scheme leaves its old layout on flash.
+        let relayout = state.on_flash && page::body_end(base) != body_end;
         let slots_from = page::free_end(page).min(page::free_end(base)).max(page::HEADER_BYTES);
         delta::diff(&base[..body_end], &page[..body_end], page::HEADER_BYTES, slots_from, &mut self.changes);
         let net = self.changes.bytes() as u64;
         let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
+        if relayout {
+            eviction = Eviction::OutOfPlace(OutOfPlaceReason::Relayout);
+        }
         let object = page::object(page);
         if state.on_flash && net > 0 {
             let body = self.changes.body.len() as u64;

@@ -293,6 +293,13 @@ pub struct DriverOptions {
     pub progress_interval_s: f64,
     /// Check the workload's consistency conditions after the run.
     pub check: bool,
+    /// Simulated seconds into the measurement at which `switch_ddl` runs on the live
+    /// database (an online `ALTER … SET IPA` mid-run); none: no switch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch_at_s: Option<f64>,
+    /// The statements run at `switch_at_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch_ddl: Option<String>,
 }
 
 impl Default for DriverOptions {
@@ -304,6 +311,8 @@ impl Default for DriverOptions {
             cpu_per_operation_us: 10.0,
             progress_interval_s: 0.0,
             check: false,
+            switch_at_s: None,
+            switch_ddl: None,
         }
     }
 }
@@ -351,6 +360,17 @@ impl ExperimentConfig {
         range("driver.sim_time_s", limits::SIM_TIME_S, d.sim_time_s)?;
         range("driver.cpu_per_operation_us", limits::CPU_PER_OPERATION_US, d.cpu_per_operation_us)?;
         range("driver.progress_interval_s", limits::PROGRESS_INTERVAL_S, d.progress_interval_s)?;
+        match (d.switch_at_s, &d.switch_ddl) {
+            (Some(at), Some(_)) if !(0.0..=d.sim_time_s).contains(&at) => {
+                return Err(ConfigError::field(
+                    "driver.switch_at_s",
+                    format!("must lie in the measured time [0, {}], got {at}", d.sim_time_s),
+                ))
+            }
+            (Some(_), None) => return Err(ConfigError::field("driver.switch_ddl", "is needed with a switch time")),
+            (None, Some(_)) => return Err(ConfigError::field("driver.switch_at_s", "is needed with switch DDL")),
+            _ => {}
+        }
         let e = &mut c.engine;
         range("engine.buffer_share", limits::BUFFER_SHARE, e.buffer_share)?;
         range("engine.checkpoint_log_share", limits::CHECKPOINT_LOG_SHARE, e.checkpoint_log_share)?;

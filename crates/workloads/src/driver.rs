@@ -73,6 +73,9 @@ pub struct DriverConfig {
     pub cpu_ns_per_operation: SimTime,
     /// Simulated seconds between interval lines (0: none).
     pub progress_s: f64,
+    /// Statements run once this many simulated seconds into the measurement, between
+    /// transactions (an online layout change mid-run).
+    pub switch: Option<(f64, String)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -117,6 +120,10 @@ pub struct Interval {
     pub read_latency_ms: f64,
     pub write_latency_ms: f64,
     pub gc_erases_so_far: u64,
+    /// Page writes in the interval: out-of-place, in-place appends, and GC migrations.
+    pub out_of_place_writes: u64,
+    pub in_place_appends: u64,
+    pub gc_page_migrations: u64,
 }
 
 /// Per-object results.
@@ -297,6 +304,7 @@ pub fn run(
     let mut last_interval: Option<Snapshot> = None;
     let mut next_interval = warm_end + step;
     let mut intervals = Vec::new();
+    let mut switch = config.switch.as_ref().map(|(at, ddl)| (warm_end + (at * 1e9) as SimTime, ddl));
     loop {
         let next = clocks.iter().enumerate().filter(|&(t, _)| waiting[t].is_none()).min_by_key(|&(_, &c)| c);
         if let Some(deadline) = db.group_deadline() {
@@ -326,6 +334,9 @@ pub fn run(
                     gc_erases_so_far: s
                         .ftl
                         .map_or_else(|| data_regions(&s).map(|(_, c)| c.gc_erases).sum(), |f| f.gc_erases),
+                    out_of_place_writes: m.out_of_place_writes,
+                    in_place_appends: m.in_place_appends,
+                    gc_page_migrations: m.gc_page_migrations,
                 };
                 let control = on_event(Event::Interval(&line));
                 intervals.push(line);
@@ -340,6 +351,9 @@ pub fn run(
             break;
         }
         db.set_now(now);
+        if let Some((_, ddl)) = switch.take_if(|(at, _)| now >= *at) {
+            db.execute(ddl).map_err(|e| RunError::Failed(format!("the switch DDL: {e}")))?;
+        }
         let logged_from = db.log_end_lsn();
         let outcome = workload.transaction(db, terminal, rng).map_err(RunError::Failed)?;
         transactions += 1;

@@ -34,6 +34,7 @@ fn run_with_group_commit(
     db.set_buffer(BufferSize::Share(0.1)).unwrap();
     db.set_group_commit(group_commit_ns);
     let config = DriverConfig {
+        switch: None,
         terminals: 4,
         warmup_s: 0.2,
         duration_s: seconds,
