@@ -633,9 +633,22 @@ fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
     let storage = match c.storage {
         None | Some(StorageChoice::Host) => SqliteStorage::Host,
         Some(StorageChoice::Noftl) => SqliteStorage::Noftl,
+        Some(StorageChoice::Ipl) => {
+            return Err("--storage ipl logs changes of the DeltaFlash engine's pages; SQLite needs a block device: \
+                        use --storage host or an FTL (ftl:KIND)"
+                .into())
+        }
         Some(StorageChoice::Ftl(kind)) => SqliteStorage::Ftl(kind),
     };
-    let run = SqliteRun { workload, storage, seed: c.seed, cpu_us: c.cpu_us, check: c.check, json: cmd.json.clone() };
+    let run = SqliteRun {
+        workload,
+        storage,
+        seed: c.seed,
+        cpu_us: c.cpu_us,
+        check: c.check,
+        json: cmd.json.clone(),
+        device: c.device.clone(),
+    };
     crate::sqlite_bench::run(&cmd.sqlite, run)
 }
 

@@ -11,10 +11,14 @@
 //! `--engine sqlite`.
 //!
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
-//! CPU-only clock. SQLite on emulated flash (`--storage ftl:KIND`) comes with the SQLite
-//! VFS: [`open_host`] is the one place that builds its `SqliteHost`.
+//! CPU-only clock; `ftl:KIND` is SQLite through the VFS (`sqlite_flash`) on that FTL over
+//! the device the device flags describe. [`open_host`] is the one place that builds the
+//! `SqliteHost`.
 
+use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
+use flash::ftl::FtlConfig;
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -139,10 +143,14 @@ pub struct SqliteRun {
     pub cpu_us: Option<f64>,
     pub check: bool,
     pub json: Option<PathBuf>,
+    /// The emulated device (for SQLite on flash).
+    pub device: DeviceArgs,
 }
 
-/// The host SQLite runs on.
-fn open_host(storage: SqliteStorage, file: Option<&PathBuf>) -> Result<Box<dyn SqliteHost>, String> {
+/// The host SQLite runs on: plain SQLite, or SQLite through the VFS on a fresh FTL over
+/// the device `device` describes (the runner charges the per-statement CPU cost, so the
+/// instance charges none of its own).
+fn open_host(storage: SqliteStorage, file: Option<&PathBuf>, device: &DeviceArgs) -> Result<Box<dyn SqliteHost>, String> {
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
             Some(path) => HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?,
@@ -151,11 +159,16 @@ fn open_host(storage: SqliteStorage, file: Option<&PathBuf>) -> Result<Box<dyn S
         SqliteStorage::Noftl => {
             Err("--storage noftl: SQLite needs a block device; use --storage host or an FTL (ftl:KIND)".into())
         }
-        SqliteStorage::Ftl(kind) => Err(format!(
-            "--storage ftl:{}: SQLite on emulated flash needs the SQLite VFS (crate sqlite_flash), which bench does not \
-             build yet; use --storage host",
-            kind.name()
-        )),
+        SqliteStorage::Ftl(kind) => {
+            if file.is_some() {
+                return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
+            }
+            let device = device.create()?;
+            let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };
+            let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
+                .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
+            Ok(Box::new(sqlite))
+        }
     }
 }
 
@@ -246,7 +259,7 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     };
     // Refuse bad parameters before opening anything.
     workloads::sqlite::find(&run.workload.name).and_then(|w| w.configure(&params)).map_err(spelled)?;
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref())?;
+    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
@@ -296,7 +309,15 @@ mod tests {
             cpu_us: Some(3.0),
             check: true,
             json: Some(json),
+            device: default_device(),
         }
+    }
+
+    /// The device flags as parsed from an empty command line.
+    fn default_device() -> DeviceArgs {
+        use clap::{Args, FromArgMatches};
+        let matches = DeviceArgs::augment_args(clap::Command::new("t")).get_matches_from(["t"]);
+        DeviceArgs::from_arg_matches(&matches).unwrap()
     }
 
     #[test]
@@ -336,9 +357,11 @@ mod tests {
 
     #[test]
     fn sqlite_needs_a_block_device() {
-        let e = open_host(SqliteStorage::Noftl, None).err().unwrap();
+        let device = default_device();
+        let e = open_host(SqliteStorage::Noftl, None, &device).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None).err().unwrap();
-        assert!(e.starts_with("--storage ftl:page"), "{e}");
+        let file = PathBuf::from("x.db");
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device).err().unwrap();
+        assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
     }
 }

@@ -34,6 +34,9 @@ use nand::{SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The file [`FileStore::age`] fills; SQLite never opens it (its names are paths).
+pub const AGING_FILE: &str = "deltaflash-aging";
+
 const MAGIC: &[u8; 8] = b"DFSQLFS1";
 /// Magic, generation, JSON length, crc32 of the JSON.
 const HEADER: usize = 24;
@@ -382,6 +385,31 @@ impl FileStore {
         self.ftl.device_mut().storage_mut().sync(SyncPoint::Commit)?;
         self.counters.syncs += 1;
         Ok(())
+    }
+
+    /// Ages the device as the NoLgn-FTL paper does (§4.1) before SQLite's files exist:
+    /// [`AGING_FILE`] takes `pages` logical pages, written once in order, then gets
+    /// `overwrites` random whole-page overwrites, so the FTL's GC runs in its steady
+    /// state. The file stays: its pages are the space a used device no longer has free.
+    pub fn age(&mut self, pages: u64, overwrites: u64, rng: &mut impl rand::Rng) -> Result<(), Error> {
+        if pages == 0 {
+            return Ok(());
+        }
+        self.create(AGING_FILE);
+        const CHUNK_PAGES: u64 = 64;
+        let pb = self.page_bytes as u64;
+        let chunk = vec![0xA5u8; (CHUNK_PAGES * pb) as usize];
+        let mut at = 0;
+        while at < pages {
+            let n = (pages - at).min(CHUNK_PAGES);
+            self.write(AGING_FILE, at * pb, &chunk[..(n * pb) as usize])?;
+            at += n;
+        }
+        for _ in 0..overwrites {
+            let page = rng.gen_range(0..pages);
+            self.write(AGING_FILE, page * pb, &chunk[..self.page_bytes])?;
+        }
+        self.sync()
     }
 
     /// Makes everything durable for a clean close: the table, then a checkpoint-class

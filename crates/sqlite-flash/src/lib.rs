@@ -23,7 +23,7 @@ pub mod locks;
 mod vfs;
 
 pub use error::Error;
-pub use files::{FileCounters, FileStore};
+pub use files::{FileCounters, FileStore, AGING_FILE};
 /// The rusqlite this crate's connections come from (bundled SQLite).
 pub use rusqlite;
 pub use vfs::{is_complete, DB_NAME};
@@ -164,6 +164,17 @@ impl FlashSqlite {
             statements: state.statements,
             ftl,
         }
+    }
+
+    /// Ages the device until `free_share` of the logical pages no file holds stays free
+    /// (see [`FileStore::age`]): the rest is written once and overwritten at random as
+    /// many times again. Call it before the database has data. Returns the aging pages.
+    pub fn age(&self, free_share: f64, rng: &mut impl rand::Rng) -> Result<u64, Error> {
+        let mut state = self.registration.state();
+        let store = state.store.as_mut().ok_or(Error::Closed)?;
+        let pages = (store.free_pages() as f64 * (1.0 - free_share.clamp(0.0, 1.0))).floor() as u64;
+        store.age(pages, pages, rng)?;
+        Ok(pages)
     }
 
     /// The NAND device's own counters (every program, copyback, erase).

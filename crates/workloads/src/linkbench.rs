@@ -873,6 +873,7 @@ mod tests {
             duration_s: 1.0,
             cpu_ns_per_operation: 10_000,
             progress_s: 0.5,
+            switch: None,
         };
         let m = driver::run(&mut db, &mut lb, &config, &mut rng, &mut |_| Control::Continue).unwrap();
         assert_eq!(lb.check(&mut db), Ok(()), "{ipa}");
