@@ -395,13 +395,10 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         }
     };
     let best = evaluated.iter().map(|e| e.selective.ipa_share).fold(0.0, f64::max);
-    let pick = evaluated
-        .iter()
-        .filter(|e| e.selective.ipa_share >= best * policy.tolerance)
-        .min_by(|a, b| {
-            let key = |e: &Evaluated| (e.selective.space_overhead_db_pct, e.scheme.area_bytes(), e.scheme.n);
-            key(a).partial_cmp(&key(b)).unwrap_or(std::cmp::Ordering::Equal)
-        })?;
+    let pick = evaluated.iter().filter(|e| e.selective.ipa_share >= best * policy.tolerance).min_by(|a, b| {
+        let key = |e: &Evaluated| (e.selective.space_overhead_db_pct, e.scheme.area_bytes(), e.scheme.n);
+        key(a).partial_cmp(&key(b)).unwrap_or(std::cmp::Ordering::Equal)
+    })?;
     let top = evaluated
         .iter()
         .max_by(|a, b| a.selective.ipa_share.total_cmp(&b.selective.ipa_share))
@@ -526,7 +523,6 @@ pub(crate) mod tests_support {
             data_chips: 10,
         }
     }
-
 }
 
 #[cfg(test)]

@@ -97,7 +97,8 @@ pub fn recommendation(r: &Recommendation) -> String {
 /// The DDL of the recommended layout, for `bench --schema`.
 pub fn ddl(r: &Recommendation, title: &str) -> String {
     let ipa = r.ipa_tables();
-    let mut out = format!("-- {title}\n-- Written by `deltaflash advise`; run it with `deltaflash bench --schema FILE`.\n");
+    let mut out =
+        format!("-- {title}\n-- Written by `deltaflash advise`; run it with `deltaflash bench --schema FILE`.\n");
     if ipa.is_empty() {
         out += "-- No table is predicted to gain from IPA: one plain region.\n";
         out += "CREATE REGION plain (IPA_MODE=none);\nCREATE TABLESPACE ts_data (REGION=plain);\n";
@@ -138,7 +139,13 @@ fn escape(s: &str) -> String {
 
 /// An SVG line chart: axes from 0 to 1 on y, `x_ticks` as (position in [0, 1], label),
 /// one polyline per series of (x, y) in [0, 1]².
-fn chart(title: &str, x_label: &str, y_label: &str, x_ticks: &[(f64, String)], series: &[(String, Vec<(f64, f64)>)]) -> String {
+fn chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_ticks: &[(f64, String)],
+    series: &[(String, Vec<(f64, f64)>)],
+) -> String {
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
     let px = |x: f64| LEFT + x * pw;
     let py = |y: f64| TOP + (1.0 - y) * ph;
@@ -187,7 +194,11 @@ fn chart(title: &str, x_label: &str, y_label: &str, x_ticks: &[(f64, String)], s
     for (i, (name, points)) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let path: Vec<String> = points.iter().map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
-        let _ = writeln!(s, "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>", path.join(" "));
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
         let ly = TOP + 10.0 + i as f64 * 16.0;
         let _ = writeln!(
             s,
@@ -277,7 +288,11 @@ mod tests {
         let skew = skew_svg(&s);
         assert_eq!(skew.matches("<polyline").count(), 2);
         // The hot table's curve passes (1%, 50/105).
-        assert!(skew.contains(&format!("{:.1},{:.1}", LEFT + 0.01 * (W - LEFT - RIGHT), TOP + (1.0 - 50.0 / 105.0) * (H - TOP - BOTTOM))));
+        assert!(skew.contains(&format!(
+            "{:.1},{:.1}",
+            LEFT + 0.01 * (W - LEFT - RIGHT),
+            TOP + (1.0 - 50.0 / 105.0) * (H - TOP - BOTTOM)
+        )));
         let t = table(&s);
         assert!(t.lines().nth(1).unwrap().starts_with("hot "));
     }
