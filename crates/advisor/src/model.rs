@@ -88,7 +88,7 @@ pub fn appends_per_cycle(h: &Histogram, scheme: IpaScheme) -> f64 {
         let mut next = vec![0.0; n + 1];
         for (s, &qs) in q.iter().enumerate().filter(|(_, &v)| v > 0.0) {
             for (r, &pr) in p.iter().enumerate() {
-                if s + r + 1 <= n {
+                if s + r < n {
                     next[s + r + 1] += qs * pr;
                 }
             }

@@ -93,7 +93,10 @@ struct FromImage {
 /// Reads the catalog and the log of a database image.
 fn read_image(path: &Path) -> Result<FromImage, String> {
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let storage = nand::MemoryStorage::open_image(path).map_err(|e| at(&e))?;
+    // A scratch copy in memory: opening (restart, closing checkpoint) leaves the image as it is.
+    let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
+    let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
+    let _lock = storage.detach_image();
     let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
     let catalog = db.catalog().clone();
     let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
