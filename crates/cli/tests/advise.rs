@@ -45,7 +45,8 @@ fn advise_reads_a_baseline_run_and_its_ddl_runs_under_bench_schema() {
     let dir = tempfile::tempdir().unwrap();
     let (image, result) = (dir.path().join("base.img"), dir.path().join("base.json"));
     ok(&[&["bench", "--ipa", "0x0", "--image", path(&image), "--json", path(&result)], TINY].concat());
-    let (ddl, report, plots) = (dir.path().join("layout.sql"), dir.path().join("advice.json"), dir.path().join("plots"));
+    let (ddl, report, plots) =
+        (dir.path().join("layout.sql"), dir.path().join("advice.json"), dir.path().join("plots"));
     let stdout = ok(&[
         "advise",
         "--analyze",
