@@ -232,6 +232,9 @@ pub struct Recommendation {
     pub v: u8,
     /// slc, pslc or odd-mlc.
     pub mode: String,
+    /// The mode global IPA runs in: odd-mlc on MLC/TLC, as pslc would take half or
+    /// two thirds of the whole database's capacity.
+    pub global_mode: String,
     /// Chips of the IPA region (the plain region takes the rest).
     pub ipa_chips: u32,
     pub tables: Vec<TableChoice>,
@@ -361,6 +364,7 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         all
     };
     let full = candidates(1.0);
+    let global_mode = if bits == 1 { "slc" } else { "odd-mlc" };
     let best_full = full.iter().map(|e| e.selective.ipa_share).fold(0.0, f64::max);
     let (mode, evaluated) = if bits == 1 {
         reasoning.push("SLC flash: IPA_MODE=slc, every page takes appends".to_string());
@@ -452,6 +456,12 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
             why,
         });
     }
+    // Global IPA under the chosen scheme, in its own mode.
+    let global = if global_mode == mode {
+        pick.global.clone()
+    } else {
+        evaluate(input, &tables, pick.scheme, lsb_share(global_mode, input.cell), policy).global
+    };
     let ipa_pages: u64 = choices.iter().filter(|c| c.in_ipa_region).map(|c| c.pages).sum();
     let ipa_chips = ipa_chips(input.data_chips, ipa_pages, total_pages, mode, bits);
     reasoning.push(format!(
@@ -466,23 +476,28 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         m: pick.scheme.m,
         v: pick.scheme.v,
         mode: mode.to_string(),
+        global_mode: global_mode.to_string(),
         ipa_chips,
         tables: choices,
         selective: pick.selective.clone(),
-        global: pick.global.clone(),
+        global,
         reasoning,
     })
 }
 
-/// Chips for the IPA region: its pages' share of the data chips (× bits per cell in
-/// pslc), rounded up, leaving the plain region at least one.
+/// Chips for the IPA region: the split of the data chips that leaves the fuller of
+/// the two regions least full, the IPA region's pages counted × bits per cell in pslc
+/// (its lost capacity); each region gets at least one chip.
 fn ipa_chips(data_chips: u32, ipa_pages: u64, total_pages: u64, mode: &str, bits: u32) -> u32 {
     let factor = if mode == "pslc" { bits as f64 } else { 1.0 };
-    let want = (data_chips as f64 * factor * ipa_pages as f64 / total_pages.max(1) as f64).ceil() as u32;
-    want.clamp(1, data_chips.saturating_sub(1).max(1))
+    let (ipa, plain) = (ipa_pages as f64 * factor, total_pages.saturating_sub(ipa_pages) as f64);
+    if data_chips < 2 || plain == 0.0 {
+        return data_chips.max(1);
+    }
+    let fullest = |k: u32| (ipa / k as f64).max(plain / (data_chips - k) as f64);
+    (1..data_chips).min_by(|&a, &b| fullest(a).total_cmp(&fullest(b))).unwrap_or(1)
 }
 
-/// The hand-built baseline the tests share.
 #[cfg(test)]
 pub(crate) mod tests_support {
     use super::*;
@@ -570,8 +585,10 @@ mod tests {
         assert!((r.selective.space_overhead_page_pct - area * 100.0 / 4096.0).abs() < 1e-9);
         assert!((r.selective.space_overhead_db_pct - area * 100.0 / 4096.0 * 110.0 / 1000.0).abs() < 1e-9);
         assert!(r.global.space_overhead_db_pct > r.selective.space_overhead_db_pct);
-        // 110 of 1000 pages on 10 chips: 2 chips (rounded up).
-        assert_eq!(r.ipa_chips, 2);
+        // 110 of 1000 pages on 10 chips: 1 chip leaves it 110 per chip against 890/9;
+        // 2 would leave the plain region 890/8.
+        assert_eq!(r.ipa_chips, 1);
+        assert_eq!(r.global_mode, "slc");
         assert!(r.reasoning.iter().any(|l| l.starts_with("cold: plain")));
     }
 
@@ -581,7 +598,10 @@ mod tests {
         i.cell = CellType::Mlc;
         let r = recommend(&i, &Policy::default()).unwrap();
         assert_eq!(r.mode, "pslc");
-        assert_eq!(r.ipa_chips, 3);
+        // pslc: 220 page-equivalents against 890: 2 chips (110 per chip, 890/8 = 111).
+        assert_eq!(r.ipa_chips, 2);
+        assert_eq!(r.global_mode, "odd-mlc");
+        assert!(r.global.ipa_share < r.selective.ipa_share);
         i.objects[0].pages = 5000;
         let r = recommend(&i, &Policy::default()).unwrap();
         assert_eq!(r.mode, "odd-mlc");

@@ -77,7 +77,7 @@ pub fn recommendation(r: &Recommendation) -> String {
         let _ = writeln!(out, "  - {line}");
     }
     let rows = vec![
-        vec!["predicted".to_string(), "selective".into(), "global".into()],
+        vec!["predicted".to_string(), format!("selective ({})", r.mode), format!("global ({})", r.global_mode)],
         vec!["IPA share of host writes".into(), pct(r.selective.ipa_share), pct(r.global.ipa_share)],
         vec!["GC migrations/erases saved".into(), pct(r.selective.gc_reduction), pct(r.global.gc_reduction)],
         vec![
@@ -273,7 +273,7 @@ mod tests {
     fn the_ddl_places_the_chosen_tables_in_the_ipa_region() {
         let r = recommend(&input(), &Policy::default()).unwrap();
         let text = ddl(&r, "test");
-        assert!(text.contains("CREATE REGION ipa (IPA_MODE=slc, IPA=3x1, V=12, MAX_CHIPS=2);"), "{text}");
+        assert!(text.contains("CREATE REGION ipa (IPA_MODE=slc, IPA=3x1, V=12, MAX_CHIPS=1);"), "{text}");
         assert!(text.contains("CREATE TABLESPACE ts_hot (REGION=ipa);"));
         assert!(text.contains("CREATE TABLESPACE ts_data (REGION=plain);"));
         assert!(!text.contains("ts_cold"));

@@ -204,12 +204,13 @@ pub(crate) fn global_config(advice: &Advice) -> ExperimentConfig {
     let mut c = advice.config.clone();
     c.engine.ipa = r.scheme.clone();
     c.engine.v = r.v;
-    c.engine.ipa_mode = r.mode.clone();
+    c.engine.ipa_mode = r.global_mode.clone();
     c
 }
 
 pub(crate) fn selective_config(advice: &Advice, ddl: &str) -> ExperimentConfig {
     let mut c = global_config(advice);
+    c.engine.ipa_mode = advice.recommendation.mode.clone();
     c.engine.schema = Some(ddl.to_string());
     c
 }

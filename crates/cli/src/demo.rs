@@ -41,8 +41,10 @@ fn table(advice: &Advice, global: &Value, selective: &Value) -> String {
     let r = &advice.recommendation;
     let b = &advice.baseline;
     let mut out = format!(
-        "| metric | baseline [0x0] | global [{0}] | Δ% | selective [{0}] ({1}) | Δ% |\n|---|---|---|---|---|---|\n",
+        "| metric | baseline [0x0] | global [{0}] {1} | Δ% | selective [{0}] {2}: {3} | Δ% |\n|---|---|---|---|---|---|\n",
         r.scheme,
+        r.global_mode,
+        r.mode,
         r.ipa_tables().join(", ")
     );
     let split = |v: &Value| {
