@@ -465,8 +465,8 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
     let ipa_pages: u64 = choices.iter().filter(|c| c.in_ipa_region).map(|c| c.pages).sum();
     let ipa_chips = ipa_chips(input.data_chips, ipa_pages, total_pages, mode, bits);
     reasoning.push(format!(
-        "the IPA region gets {ipa_chips} of the {} data chips: its tables' share of the pages{}, so both regions \
-         fill alike",
+        "the IPA region gets {ipa_chips} of the {} data chips: the split that leaves the fuller region least \
+         full, its tables' pages counted{}",
         input.data_chips,
         if mode == "pslc" { format!(", × {bits} for pslc's lost capacity") } else { String::new() }
     ));
