@@ -287,7 +287,7 @@ pub struct BenchArgs {
 }
 
 /// How errors name config fields: as the flags that set them, or as fields of the file.
-struct Spelling {
+pub(crate) struct Spelling {
     config: Option<String>,
     schema: Option<String>,
 }
@@ -330,7 +330,7 @@ impl Spelling {
         flag.to_string()
     }
 
-    fn error(&self, e: &ExperimentError) -> String {
+    pub(crate) fn error(&self, e: &ExperimentError) -> String {
         e.message(&|field| self.spell(field))
     }
 }
@@ -348,7 +348,7 @@ fn read_config(path: &Path) -> Result<ExperimentConfig, String> {
 
 impl BenchArgs {
     /// The experiment: the file's (or the defaults), with the flags given applied.
-    fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
+    pub(crate) fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
         let mut c = match &self.config {
             Some(path) => read_config(path)?,
             None => ExperimentConfig::default(),
@@ -488,7 +488,7 @@ pub struct CompareCommand {
 
 /// Runs one experiment with a progress bar in `bars` (scheme, simulated seconds, tps);
 /// its log lines go to stderr above the bars.
-fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<ExperimentResult, ExperimentError> {
+pub(crate) fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Result<ExperimentResult, ExperimentError> {
     let driver = &experiment.config().driver;
     let total_s = driver.warmup_s + driver.sim_time_s;
     let label = format!("[{}]", experiment.scheme());
@@ -585,7 +585,7 @@ fn rows(run: &ExperimentResult) -> Vec<(&'static str, f64)> {
     rows
 }
 
-fn show(v: f64) -> String {
+pub(crate) fn show(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {

@@ -5,7 +5,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod advise;
 mod bench;
+mod demo;
 mod engine_bench;
 mod inspect;
 mod recovery_bench;
@@ -62,6 +64,13 @@ enum Command {
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7.
     Compare(bench::CompareCommand),
+    /// The IPA advisor: run a baseline without IPA (or read one: --analyze), report per
+    /// table and index its update sizes, skew and read/write ratio, and recommend an IPA
+    /// region layout ([N×M], V, mode, tables) with the predicted effect.
+    Advise(advise::AdviseArgs),
+    /// The IPA demo's scenarios on one seed: baseline, advisor, global IPA, selective
+    /// IPA in the advised regions, side by side.
+    Demo(demo::DemoArgs),
     /// Check a workload's consistency conditions (TPC-C 1–4, TPC-B balances) on a
     /// database image written by `bench --image`.
     Check(bench::CheckCommand),
@@ -219,6 +228,8 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => exit_on(bench::bench(cmd)),
         Command::Compare(cmd) => exit_on(bench::compare(cmd)),
         Command::Check(cmd) => exit_on(bench::check(cmd)),
+        Command::Advise(args) => exit_on(advise::advise_command(args)),
+        Command::Demo(args) => exit_on(demo::run(args)),
         Command::EngineBench(args) => engine_bench::run(args),
         Command::SqliteCompare(args) => sqlite_compare::run(args),
         Command::RecoveryBench(args) => recovery_bench::run(args),

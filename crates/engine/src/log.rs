@@ -238,6 +238,51 @@ impl Log {
     }
 }
 
+/// Every record still readable in the log region, oldest first, for analysis (the IPA
+/// advisor reads a finished run's updates; restart reads from the truncation point with
+/// [`Log::open`]). The ring's pages are taken back from the newest while their numbers
+/// run consecutively; decoding starts at the first offset of that stream from which
+/// records (length and checksum holding) chain to its end, since the oldest page may
+/// begin inside a record. An empty or unreadable ring gives no records.
+pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> Result<Vec<LoggedRecord>> {
+    let log = Log::create(device, region);
+    let mut pages: std::collections::BTreeMap<u64, Vec<u8>> = std::collections::BTreeMap::new();
+    for lpn in 0..log.capacity_pages {
+        let Some(read) = device.read(region, lpn as u32, now)? else { continue };
+        let p = read.data;
+        let seq = crate::page::le_u64(&p[4..12]);
+        let used = crate::page::le_u32(&p[12..16]) as u64;
+        if &p[0..4] != MAGIC || used > log.payload || seq % log.capacity_pages != lpn {
+            continue;
+        }
+        let payload = &p[PAGE_HEADER..PAGE_HEADER + used as usize];
+        let mut h = crc32fast::Hasher::new();
+        h.update(&p[..16]);
+        h.update(payload);
+        if h.finalize() == crate::page::le_u32(&p[16..20]) {
+            pages.insert(seq, payload.to_vec());
+        }
+    }
+    let Some(&newest) = pages.keys().next_back() else { return Ok(Vec::new()) };
+    let mut first = newest;
+    while first > 0 && pages.get(&(first - 1)).is_some_and(|p| p.len() as u64 == log.payload) {
+        first -= 1;
+    }
+    let stream: Vec<u8> = (first..=newest).flat_map(|n| pages.remove(&n).unwrap_or_default()).collect();
+    let base = first * log.payload;
+    let end = base + stream.len() as u64;
+    // Records are at most a few pages long: a boundary lies within the first ones.
+    for at in 0..stream.len().min(4 * log.payload as usize) {
+        if let Ok((found, stop)) = records(&stream, base, base + at as u64) {
+            // Eight records in a row with valid checksums do not happen by chance.
+            if (stop == end && !found.is_empty()) || found.len() >= 8 {
+                return Ok(found);
+            }
+        }
+    }
+    Ok(Vec::new())
+}
+
 /// Decodes the records of `stream` (starting at stream offset `base`) from `from` on,
 /// stopping at the first torn or missing one; also returns where that one starts.
 fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<LoggedRecord>, u64)> {

@@ -1,0 +1,175 @@
+//! The prediction model: how many of an object's page writes an IPA scheme [N×M] turns
+//! into in-place appends, from the baseline's histogram of changed body bytes per write.
+//!
+//! An eviction changing U body bytes needs r = max(1, ⌈U/M⌉) delta-records (§6.2). A
+//! page's writes form cycles: one out-of-place write, then appends while the records
+//! used since it stay within N; the eviction that would exceed N goes out-of-place and
+//! starts the next cycle. With the evictions of an object independent and distributed
+//! as its histogram, the expected appends per cycle are E[A] = Σ_k P(S_k ≤ N), S_k the
+//! records of k evictions, and the share of appends among writes of pages already on
+//! flash is E[A] / (1 + E[A]). First writes of new pages are always out-of-place.
+//! Within a histogram bucket [2^k, 2^(k+1)) the byte counts are taken as uniform.
+//! Metadata changes (header, slot directory) are assumed to fit V pairs per record
+//! (the paper's V = 12 bound for OLTP, §6.1). Invariant: every share is in [0, 1].
+
+use engine::store::UPDATE_SIZE_BUCKETS;
+use engine::IpaScheme;
+
+/// A histogram of writes by changed body bytes (buckets of `update_size_writes`).
+pub type Histogram = [u64; UPDATE_SIZE_BUCKETS];
+
+/// The byte counts bucket `k` holds, as an inclusive range; `None` for the last,
+/// open-ended bucket (8 KiB or more, which no scheme fits). Bucket 0 (0 or 1 byte)
+/// needs one record either way, so it is taken as 1 byte.
+pub fn bucket_bytes(k: usize) -> Option<(u64, u64)> {
+    match k {
+        0 => Some((1, 1)),
+        k if k + 1 < UPDATE_SIZE_BUCKETS => Some((1 << k, (1 << (k + 1)) - 1)),
+        _ => None,
+    }
+}
+
+/// Writes counted in the histogram.
+pub fn total(h: &Histogram) -> u64 {
+    h.iter().sum()
+}
+
+/// The share of the histogram's writes that change at most `bytes` body bytes.
+pub fn share_at_most(h: &Histogram, bytes: u64) -> f64 {
+    let all = total(h);
+    if all == 0 {
+        return 0.0;
+    }
+    let fitting: f64 = h
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &count)| {
+            let (lo, hi) = bucket_bytes(k)?;
+            let inside = (bytes.min(hi) + 1).saturating_sub(lo);
+            Some(count as f64 * inside as f64 / (hi - lo + 1) as f64)
+        })
+        .sum();
+    fitting / all as f64
+}
+
+/// P(one eviction needs r records) for r = 1..=n at index r − 1, under scheme's M;
+/// the rest of the mass needs more than N records.
+fn records_distribution(h: &Histogram, scheme: IpaScheme) -> Vec<f64> {
+    let (n, m) = (scheme.n as u64, scheme.m as u64);
+    let all = total(h) as f64;
+    let mut p = vec![0.0; n as usize];
+    if all == 0.0 || m == 0 {
+        return p;
+    }
+    for (k, &count) in h.iter().enumerate() {
+        let Some((lo, hi)) = bucket_bytes(k) else { continue };
+        let width = (hi - lo + 1) as f64;
+        for r in 1..=n {
+            let (from, to) = ((r - 1) * m + 1, r * m);
+            let overlap = (to.min(hi) + 1).saturating_sub(from.max(lo));
+            p[r as usize - 1] += count as f64 * overlap as f64 / width / all;
+        }
+    }
+    p
+}
+
+/// E[A], the expected appends after one out-of-place write of a page.
+pub fn appends_per_cycle(h: &Histogram, scheme: IpaScheme) -> f64 {
+    if !scheme.enabled() {
+        return 0.0;
+    }
+    let p = records_distribution(h, scheme);
+    let n = scheme.n as usize;
+    // q[s]: P(S_k = s) for s ≤ N; S_0 = 0.
+    let mut q = vec![0.0; n + 1];
+    q[0] = 1.0;
+    let mut expected = 0.0;
+    for _ in 1..=n {
+        let mut next = vec![0.0; n + 1];
+        for (s, &qs) in q.iter().enumerate().filter(|(_, &v)| v > 0.0) {
+            for (r, &pr) in p.iter().enumerate() {
+                if s + r < n {
+                    next[s + r + 1] += qs * pr;
+                }
+            }
+        }
+        expected += next.iter().sum::<f64>();
+        q = next;
+    }
+    expected
+}
+
+/// The share of writes of pages already on flash that become appends.
+pub fn append_share(h: &Histogram, scheme: IpaScheme) -> f64 {
+    let e = appends_per_cycle(h, scheme);
+    e / (1.0 + e)
+}
+
+/// Predicted appends among an object's writes: `writes` in all, `h` those of pages
+/// already on flash; `lsb_share` is the share of flash pages that take appends (1 in
+/// slc and pslc mode, ½ in odd-mlc on MLC: a page written out-of-place to an MSB page
+/// takes no append, so its cycle has none).
+pub fn predicted_appends(h: &Histogram, writes: u64, scheme: IpaScheme, lsb_share: f64) -> f64 {
+    let on_flash = total(h).min(writes) as f64;
+    let e = appends_per_cycle(h, scheme) * lsb_share;
+    on_flash * e / (1.0 + e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scheme(n: u8, m: u8) -> IpaScheme {
+        IpaScheme::new(n, m, IpaScheme::DEFAULT_V).unwrap()
+    }
+
+    #[test]
+    fn shares_interpolate_within_buckets() {
+        let mut h = Histogram::default();
+        h[0] = 10; // 0–1 byte
+        h[2] = 10; // 4–7 bytes
+        h[13] = 20; // 8 KiB or more
+        assert_eq!(total(&h), 40);
+        assert!((share_at_most(&h, 1) - 0.25).abs() < 1e-12);
+        // 4 and 5 of 4..=7 fit 5 bytes: half the bucket.
+        assert!((share_at_most(&h, 5) - 0.375).abs() < 1e-12);
+        assert!((share_at_most(&h, 7) - 0.5).abs() < 1e-12);
+        assert!((share_at_most(&h, 100_000) - 0.5).abs() < 1e-12);
+        assert_eq!(share_at_most(&Histogram::default(), 9), 0.0);
+    }
+
+    #[test]
+    fn one_record_evictions_fill_the_area_exactly() {
+        // Every eviction changes 1 byte: one record each, N appends per cycle.
+        let mut h = Histogram::default();
+        h[0] = 100;
+        for n in 1..=4 {
+            let s = scheme(n, 3);
+            assert!((appends_per_cycle(&h, s) - n as f64).abs() < 1e-12);
+            assert!((append_share(&h, s) - n as f64 / (n as f64 + 1.0)).abs() < 1e-12);
+        }
+        // 100 writes of pages on flash and 50 first writes; odd-MLC halves E[A].
+        assert!((predicted_appends(&h, 150, scheme(2, 3), 1.0) - 100.0 * 2.0 / 3.0).abs() < 1e-9);
+        assert!((predicted_appends(&h, 150, scheme(2, 3), 0.5) - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn evictions_too_large_for_the_area_never_append() {
+        let mut h = Histogram::default();
+        h[5] = 7; // 32–63 bytes: more than 2 × 8
+        assert_eq!(appends_per_cycle(&h, scheme(2, 8)), 0.0);
+        assert_eq!(appends_per_cycle(&h, IpaScheme::NONE), 0.0);
+    }
+
+    #[test]
+    fn mixed_record_counts_follow_the_renewal_sum() {
+        // Under [2×3], half the evictions need 1 record (1 byte); of the other half
+        // (4–7 bytes), 4–6 need 2 and 7 needs 3, more than N.
+        let mut h = Histogram::default();
+        h[0] = 1;
+        h[2] = 1;
+        let s = scheme(2, 3);
+        // P(S1 ≤ 2) = 1/2 + 3/8; P(S2 ≤ 2) = P(1, 1) = 1/4.
+        assert!((appends_per_cycle(&h, s) - 1.125).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,341 @@
+//! `deltaflash advise`: the IPA advisor on a baseline run. It runs the baseline (the
+//! bench flags, without IPA) itself, or reads one (`--analyze IMAGE --baseline
+//! RESULT.json`, both from `bench --ipa 0x0 --image IMAGE --json RESULT.json`), gathers
+//! per object the catalog's pages, the engine's counters and the log's updates, and
+//! prints the `advisor` crate's statistics and recommendation; `--json`, `--ddl` and
+//! `--plots` write them out, `--verify` runs the recommended layout and sets the
+//! measurement beside the prediction.
+//!
+//! Sources: the ARIES log (records still in the log region after the run, read with
+//! `engine::log::history`) has updates and their byte ranges but no evictions, so the
+//! eviction figures come from the engine's per-object counters of the measured run.
+//! A database image or result that does not parse is an error naming the file.
+
+use crate::bench::{run_with_bar, show, BenchArgs, Spelling};
+use advisor::{Input, ObjectInput, Policy, Recommendation};
+use clap::Args;
+use engine::logrec::Body;
+use engine::{Database, DbOptions, IpaScheme};
+use indicatif::MultiProgress;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use workloads::{Experiment, ExperimentConfig, ExperimentResult};
+
+#[derive(Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    common: BenchArgs,
+    /// Analyse this database image of a finished baseline run (`bench --ipa 0x0
+    /// --image IMAGE`) instead of running one; needs --baseline.
+    #[arg(long, value_name = "IMAGE", requires = "baseline")]
+    analyze: Option<PathBuf>,
+    /// The `bench --json` result of the run in --analyze (its per-object counters).
+    #[arg(long, value_name = "RESULT.json", requires = "analyze")]
+    baseline: Option<PathBuf>,
+    /// Write the statistics and the recommendation as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the recommended layout as SQL that `bench --schema` runs unchanged.
+    #[arg(long)]
+    ddl: Option<PathBuf>,
+    /// Write update-size-cdf.svg and skew.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Run the recommended layout (same flags and seed) and print predicted against
+    /// measured IPA share, space overhead, GC work per host write and throughput.
+    #[arg(long, conflicts_with = "analyze")]
+    verify: bool,
+}
+
+/// A baseline and what the advisor made of it.
+pub(crate) struct Advice {
+    pub config: ExperimentConfig,
+    pub spelling: Spelling,
+    /// The baseline's result as `bench --json` writes it.
+    pub baseline: Value,
+    pub stats: Vec<advisor::ObjectStats>,
+    pub recommendation: Recommendation,
+    pub log_records: usize,
+}
+
+/// Runs the baseline (no IPA) from the bench flags, reads its image, and advises.
+pub(crate) fn advise_on_run(common: &BenchArgs) -> Result<Advice, String> {
+    let (mut config, spelling) = common.config(Some(IpaScheme::NONE))?;
+    if config.engine.schema.is_some() || !config.engine.ipa_objects.is_empty() {
+        return Err("the baseline runs without IPA in one region: drop --schema and --ipa-objects".into());
+    }
+    // The log and catalog are read back from the image afterwards.
+    let scratch = config.device.image.is_none();
+    let image = config
+        .device
+        .image
+        .get_or_insert_with(|| std::env::temp_dir().join(format!("deltaflash-advise-{}.img", std::process::id())));
+    let image = image.clone();
+    eprintln!("baseline: {} without IPA", config.workload.name);
+    let experiment = Experiment::new(config.clone()).map_err(|e| spelling.error(&e))?;
+    let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e));
+    let read = run.and_then(|run| Ok((read_image(&image)?, run)));
+    if scratch {
+        let _ = std::fs::remove_file(&image);
+    }
+    let (from_image, run) = read?;
+    config.device.image = None;
+    advise(config, spelling, run.to_json(), from_image, "the baseline run")
+}
+
+/// What the image holds: objects with pages and log updates, and the device.
+struct FromImage {
+    input: Input,
+    log_records: usize,
+}
+
+/// Reads the catalog and the log of a database image.
+fn read_image(path: &Path) -> Result<FromImage, String> {
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    // A scratch copy in memory: opening (restart, closing checkpoint) leaves the image as it is.
+    let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
+    let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
+    let _lock = storage.detach_image();
+    let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
+    let catalog = db.catalog().clone();
+    let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
+    let region = |name: &str| device.region_id(name);
+    let log = region(engine::db::LOG)
+        .ok_or_else(|| at(&"the database keeps no log region (it was not written with the ARIES journal)"))?;
+    let system_chips = region(engine::db::SYSTEM).map_or(0, |r| device.chips(r).len());
+    let (log_chips, geometry) = (device.chips(log).len(), device.device().geometry().clone());
+    let records = engine::log::history(device.as_mut(), log, 0).map_err(|e| at(&e))?;
+
+    let mut objects = Vec::new();
+    let mut owner: HashMap<(u16, u32), usize> = HashMap::new();
+    let tables = catalog.tables.iter().map(|t| (t.name.clone(), "table", t.name.clone(), &t.space));
+    let indexes = catalog.indexes.iter().map(|i| (i.name.clone(), "index", i.table.clone(), &i.space));
+    for (name, kind, table, space) in tables.chain(indexes) {
+        let mut pages = 0;
+        for (k, &start) in space.extents.iter().enumerate() {
+            let used = if k + 1 == space.extents.len() { space.used_in_last } else { space.extent_pages };
+            for p in start..start + used {
+                owner.insert((space.region, p), objects.len());
+            }
+            pages += used as u64;
+        }
+        pages = pages.saturating_sub(space.free.len() as u64);
+        objects.push(ObjectInput { name, kind: kind.into(), table, pages, ..Default::default() });
+    }
+    let mut per_page: HashMap<(u16, u32), u64> = HashMap::new();
+    for (_, record) in &records {
+        if let Body::Update { page, ranges } = &record.body {
+            let Some(&i) = owner.get(&(page.region, page.page)) else { continue };
+            *per_page.entry((page.region, page.page)).or_default() += 1;
+            objects[i].update_bytes.push(ranges.iter().map(|r| r.after.len() as u64).sum());
+        }
+    }
+    for (key, count) in per_page {
+        if let Some(&i) = owner.get(&key) {
+            objects[i].page_updates.push(count);
+        }
+    }
+    let data_chips = geometry.chips().saturating_sub((system_chips + log_chips) as u32).max(1);
+    Ok(FromImage {
+        input: Input {
+            objects,
+            page_bytes: catalog.page_bytes,
+            flash_page_bytes: device.page_bytes(),
+            cell: geometry.cell,
+            data_chips,
+        },
+        log_records: records.len(),
+    })
+}
+
+/// Adds the per-object counters of a `bench --json` result to `input`.
+fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(), String> {
+    let objects = result
+        .get("objects")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{source}: no \"objects\" array (is it a `bench --json` result?)"))?;
+    for (k, o) in objects.iter().enumerate() {
+        let field = |name: &str| {
+            o.get(name).and_then(Value::as_u64).ok_or_else(|| format!("{source}: objects[{k}].{name} is not a count"))
+        };
+        let name =
+            o.get("name").and_then(Value::as_str).ok_or_else(|| format!("{source}: objects[{k}] has no name"))?;
+        let sizes = o
+            .get("update_size_writes")
+            .and_then(Value::as_array)
+            .filter(|a| a.len() == engine::store::UPDATE_SIZE_BUCKETS)
+            .ok_or_else(|| {
+                format!(
+                    "{source}: objects[{k}].update_size_writes is not {} counts",
+                    engine::store::UPDATE_SIZE_BUCKETS
+                )
+            })?;
+        let Some(target) = input.objects.iter_mut().find(|t| t.name == name) else {
+            return Err(format!("{source}: object `{name}` is not in the database image's catalog"));
+        };
+        target.reads = field("reads")?;
+        target.writes = field("out_of_place_writes")? + field("in_place_appends")?;
+        for (b, v) in target.write_sizes.iter_mut().zip(sizes) {
+            *b = v.as_u64().ok_or_else(|| format!("{source}: objects[{k}].update_size_writes holds {v}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn advise(
+    config: ExperimentConfig,
+    spelling: Spelling,
+    baseline: Value,
+    from_image: FromImage,
+    source: &str,
+) -> Result<Advice, String> {
+    let FromImage { mut input, log_records } = from_image;
+    add_counters(&mut input, &baseline, source)?;
+    let stats = advisor::analyze(&input);
+    let recommendation = advisor::recommend(&input, &Policy::default())
+        .ok_or_else(|| format!("{source} wrote no data pages in its measured time: nothing to advise on"))?;
+    Ok(Advice { config, spelling, baseline, stats, recommendation, log_records })
+}
+
+/// The layouts a recommendation leads to: IPA everywhere, or the advised regions.
+pub(crate) fn global_config(advice: &Advice) -> ExperimentConfig {
+    let r = &advice.recommendation;
+    let mut c = advice.config.clone();
+    c.engine.ipa = r.scheme.clone();
+    c.engine.v = r.v;
+    c.engine.ipa_mode = r.global_mode.clone();
+    c
+}
+
+pub(crate) fn selective_config(advice: &Advice, ddl: &str) -> ExperimentConfig {
+    let mut c = global_config(advice);
+    c.engine.ipa_mode = advice.recommendation.mode.clone();
+    c.engine.schema = Some(ddl.to_string());
+    c
+}
+
+pub(crate) fn ddl_of(advice: &Advice) -> String {
+    let c = &advice.config;
+    advisor::render::ddl(
+        &advice.recommendation,
+        &format!(
+            "IPA layout for {} {}, seed {}",
+            c.workload.name,
+            serde_json::to_string(&c.workload.params).unwrap_or_default(),
+            c.seed
+        ),
+    )
+}
+
+pub(crate) fn run(advice: &Advice, config: ExperimentConfig) -> Result<ExperimentResult, String> {
+    let experiment = Experiment::new(config).map_err(|e| advice.spelling.error(&e))?;
+    run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| advice.spelling.error(&e))
+}
+
+/// A metric of a `bench --json` result.
+pub(crate) fn metric(result: &Value, name: &str) -> f64 {
+    result.get(name).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+/// Share of host writes that were appends.
+pub(crate) fn ipa_share(result: &Value) -> f64 {
+    metric(result, "in_place_appends") / metric(result, "host_writes").max(1.0)
+}
+
+/// Database growth over the baseline's, in percent: the space the delta areas took.
+pub(crate) fn space_overhead_pct(result: &Value, baseline: &Value) -> f64 {
+    (metric(result, "database_mib") / metric(baseline, "database_mib").max(f64::MIN_POSITIVE) - 1.0) * 100.0
+}
+
+/// Predicted beside measured, as rows of (metric, predicted, measured).
+fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String)> {
+    let (b, p) = (&advice.baseline, &advice.recommendation.selective);
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
+    let ratio = |name: &str| {
+        let base = metric(b, name);
+        (show(base * (1.0 - p.gc_reduction)), show(metric(measured, name)))
+    };
+    let (mig_p, mig_m) = ratio("gc_migrations_per_host_write");
+    let (era_p, era_m) = ratio("gc_erases_per_host_write");
+    vec![
+        ("IPA share of host writes".into(), pct(p.ipa_share), pct(ipa_share(measured))),
+        (
+            "space overhead (database growth)".into(),
+            format!("{:.2}%", p.space_overhead_db_pct),
+            format!("{:.2}%", space_overhead_pct(measured, b)),
+        ),
+        ("GC migrations per host write".into(), mig_p, mig_m),
+        ("GC erases per host write".into(), era_p, era_m),
+        (
+            "throughput [tps] (baseline as predicted)".into(),
+            show(metric(b, "throughput_tps")),
+            show(metric(measured, "throughput_tps")),
+        ),
+    ]
+}
+
+pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
+    let advice = match (&args.analyze, &args.baseline) {
+        (Some(image), Some(result)) => {
+            let source = result.display().to_string();
+            let text = std::fs::read_to_string(result).map_err(|e| format!("{source}: {e}"))?;
+            let baseline: Value = serde_json::from_str(&text).map_err(|e| format!("{source}: {e}"))?;
+            let config = baseline
+                .get("config")
+                .map(|c| ExperimentConfig::from_json(&c.to_string()))
+                .ok_or_else(|| format!("{source}: no \"config\" (is it a `bench --json` result?)"))?
+                .map_err(|e| format!("{source}: config: {e}"))?;
+            let (_, spelling) = args.common.config(None)?;
+            advise(config, spelling, baseline, read_image(image)?, &source)?
+        }
+        _ => advise_on_run(&args.common)?,
+    };
+    println!("{}", advisor::render::table(&advice.stats));
+    println!("Log records read: {} (updates, their sizes and skew come from these)\n", advice.log_records);
+    println!("{}", advisor::render::recommendation(&advice.recommendation));
+    let ddl = ddl_of(&advice);
+    if let Some(path) = &args.ddl {
+        std::fs::write(path, &ddl).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("layout written to {} (run it with `deltaflash bench --schema {0}`)", path.display());
+    }
+    if let Some(dir) = &args.plots {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (file, svg) in [
+            ("update-size-cdf.svg", advisor::render::update_size_cdf_svg(&advice.stats)),
+            ("skew.svg", advisor::render::skew_svg(&advice.stats)),
+        ] {
+            let path = dir.join(file);
+            std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        eprintln!("plots written to {}", dir.display());
+    }
+    let mut verified = Value::Null;
+    if args.verify {
+        eprintln!("verify: the recommended layout, same flags and seed");
+        let measured = run(&advice, selective_config(&advice, &ddl))?.to_json();
+        let rows = verify_rows(&advice, &measured);
+        println!("\n| metric | predicted | measured |\n|---|---|---|");
+        for (name, p, m) in &rows {
+            println!("| {name} | {p} | {m} |");
+        }
+        verified = json!({
+            "rows": rows.iter().map(|(n, p, m)| json!({"metric": n, "predicted": p, "measured": m})).collect::<Vec<_>>(),
+            "result": measured,
+        });
+    }
+    if let Some(path) = &args.json {
+        let value = json!({
+            "objects": advice.stats,
+            "recommendation": advice.recommendation,
+            "ddl": ddl,
+            "sources": advisor::SOURCES.iter().map(|(f, s)| json!({"figure": f, "source": s})).collect::<Vec<_>>(),
+            "log_records": advice.log_records,
+            "baseline": advice.baseline,
+            "verify": verified,
+        });
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())? + "\n";
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(true)
+}

@@ -1,0 +1,105 @@
+//! `deltaflash advise` and `deltaflash demo` end to end on a tiny TATP.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// TATP with 1,000 subscribers on a 4-chip device: a second of simulated time.
+const TINY: &[&str] = &[
+    "--workload",
+    "tatp",
+    "--subscribers",
+    "1000",
+    "--chips",
+    "4",
+    "--blocks-per-chip",
+    "64",
+    "--pages-per-block",
+    "64",
+    "--sim-time",
+    "1",
+    "--warmup",
+    "0.5",
+];
+
+fn deltaflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = deltaflash(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn advise_reads_a_baseline_run_and_its_ddl_runs_under_bench_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (image, result) = (dir.path().join("base.img"), dir.path().join("base.json"));
+    ok(&[&["bench", "--ipa", "0x0", "--image", path(&image), "--json", path(&result)], TINY].concat());
+    let (ddl, report, plots) =
+        (dir.path().join("layout.sql"), dir.path().join("advice.json"), dir.path().join("plots"));
+    let stdout = ok(&[
+        "advise",
+        "--analyze",
+        path(&image),
+        "--baseline",
+        path(&result),
+        "--ddl",
+        path(&ddl),
+        "--json",
+        path(&report),
+        "--plots",
+        path(&plots),
+    ]);
+    assert!(stdout.contains("Recommendation: IPA ["), "{stdout}");
+    let advice = json(&report);
+    // Every TATP table and index is reported; the log was read; subscriber, the most
+    // updated table with a few bytes per update, goes to the IPA region.
+    assert_eq!(advice["objects"].as_array().unwrap().len(), 9);
+    assert!(advice["log_records"].as_u64().unwrap() > 1000, "{}", advice["log_records"]);
+    let subscriber = &advice["objects"][0];
+    assert_eq!(subscriber["name"], "subscriber");
+    assert!(subscriber["updates"].as_u64().unwrap() > 0 && subscriber["evictions"].as_u64().unwrap() > 0);
+    let tables = advice["recommendation"]["tables"].as_array().unwrap();
+    let chosen = |name: &str| tables.iter().any(|t| t["table"] == name && t["in_ipa_region"] == true);
+    assert!(chosen("subscriber"), "{tables:?}");
+    assert!(!chosen("access_info"), "access_info is never updated");
+    for svg in ["update-size-cdf.svg", "skew.svg"] {
+        let text = std::fs::read_to_string(plots.join(svg)).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("<polyline"), "{svg}");
+    }
+    // The DDL runs unchanged, and the layout takes appends.
+    let layout = dir.path().join("layout.json");
+    ok(&[&["bench", "--schema", path(&ddl), "--check", "--json", path(&layout)], TINY].concat());
+    assert!(json(&layout)["in_place_appends"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn advise_verify_and_demo_run_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("base.img");
+    let stdout = ok(&[&["advise", "--verify", "--image", path(&image)], TINY].concat());
+    assert!(stdout.contains("| IPA share of host writes |"), "{stdout}");
+    assert!(stdout.contains("| GC erases per host write |"), "{stdout}");
+    let demo = dir.path().join("demo.json");
+    let stdout = ok(&[&["demo", "--json", path(&demo)], TINY].concat());
+    assert!(stdout.contains("| metric | baseline [0x0] | global ["), "{stdout}");
+    let v = json(&demo);
+    for run in ["baseline", "global", "selective"] {
+        assert_eq!(v[run]["seed"], 1, "{run}");
+        assert!(v[run]["transactions"].as_u64().unwrap() > 0, "{run}");
+    }
+    assert_eq!(v["baseline"]["in_place_appends"], 0);
+    assert!(v["global"]["in_place_appends"].as_u64().unwrap() > 0);
+    assert!(v["selective"]["in_place_appends"].as_u64().unwrap() > 0);
+    assert!(v["selective"]["config"]["engine"]["schema"].as_str().unwrap().contains("CREATE REGION ipa"));
+}
