@@ -73,6 +73,7 @@ impl NodeBuffer {
                 if frame.dirty {
                     store.write_back(id, &frame.node)?;
                 }
+                store.evicted(id);
             }
         }
         self.lru.extend(skipped);

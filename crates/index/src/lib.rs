@@ -58,6 +58,9 @@ impl<S: NodeStore + ?Sized> NodeStore for Box<S> {
     fn write_back(&mut self, id: NodeId, node: &Node) -> Result<(), Error> {
         (**self).write_back(id, node)
     }
+    fn evicted(&mut self, id: NodeId) {
+        (**self).evicted(id)
+    }
     fn freed(&mut self, id: NodeId) -> Result<(), Error> {
         (**self).freed(id)
     }

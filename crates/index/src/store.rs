@@ -61,6 +61,8 @@ pub trait NodeStore {
     }
     /// A dirty node leaves the buffer or is flushed.
     fn write_back(&mut self, id: NodeId, node: &Node) -> Result<(), Error>;
+    /// Node `id` left the buffer (after [`NodeStore::write_back`] if it was dirty).
+    fn evicted(&mut self, _id: NodeId) {}
     /// Node `id` is no longer part of the tree.
     fn freed(&mut self, id: NodeId) -> Result<(), Error>;
     /// The paths (leaf-most node first, root last) of an operation's changes.
