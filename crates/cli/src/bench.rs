@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workloads::config::{Eviction, StorageConfig, WorkloadConfig};
+use workloads::config::{Eviction, IplStorageConfig, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
@@ -51,19 +51,25 @@ fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, Strin
     move |text| range.parse(text).and_then(|v| T::try_from(v).map_err(|_| format!("{v} is too large")))
 }
 
-/// `--storage`: NoFTL (`None`) or a conventional FTL.
+/// `--storage`: NoFTL, a conventional FTL or In-Page Logging.
 #[derive(Clone, Copy, Debug)]
-struct StorageChoice(Option<flash::ftl::FtlKind>);
+enum StorageChoice {
+    Noftl,
+    Ftl(flash::ftl::FtlKind),
+    Ipl,
+}
 
-/// `noftl` or `ftl:KIND`.
+/// `noftl`, `ftl:KIND` or `ipl`.
 fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("noftl") {
-        return Ok(StorageChoice(None));
+        return Ok(StorageChoice::Noftl);
     }
-    text.strip_prefix("ftl:")
-        .and_then(flash::ftl::FtlKind::parse)
-        .map(|kind| StorageChoice(Some(kind)))
-        .ok_or_else(|| format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"))
+    if text.eq_ignore_ascii_case("ipl") {
+        return Ok(StorageChoice::Ipl);
+    }
+    text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
+        format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast or ipl")
+    })
 }
 
 fn scheme(text: &str) -> Result<IpaScheme, String> {
@@ -214,10 +220,19 @@ pub struct BenchArgs {
                                     defaults().seed))]
     seed: Option<u64>,
     /// What the engine writes its pages through: `noftl` (regions on raw flash, with
-    /// IPA) or a conventional FTL over the whole device: `ftl:page`, `ftl:dftl`,
-    /// `ftl:block`, `ftl:bast`, `ftl:fast` (an FTL refuses in-place appends) [default: noftl].
+    /// IPA), a conventional FTL over the whole device: `ftl:page`, `ftl:dftl`,
+    /// `ftl:block`, `ftl:bast`, `ftl:fast` (an FTL refuses in-place appends), or `ipl`
+    /// (In-Page Logging on raw flash; IPA 0x0 unless --ipa is given) [default: noftl].
     #[arg(long, value_parser = storage_kind)]
     storage: Option<StorageChoice>,
+    /// IPL: bytes of each erase unit's log region, a whole number of flash pages
+    /// [default: 8192].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    log_region_bytes: Option<u32>,
+    /// IPL: bytes of a log sector (one partial program), dividing the flash page
+    /// [default: 512].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    sector_bytes: Option<u32>,
     /// DFTL: mapping entries its cached mapping table holds.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     cmt_entries: Option<u32>,
@@ -317,9 +332,21 @@ impl BenchArgs {
         }
         self.workload.apply(&mut c.workload);
         match self.storage {
-            Some(StorageChoice(None)) => c.storage = StorageConfig::Noftl,
-            Some(StorageChoice(Some(kind))) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            Some(StorageChoice::Noftl) => c.storage = StorageConfig::Noftl,
+            Some(StorageChoice::Ftl(kind)) => c.storage = StorageConfig::Ftl(FtlConfig::new(kind)),
+            Some(StorageChoice::Ipl) => {
+                c.storage = StorageConfig::Ipl(IplStorageConfig::default());
+                if ipa.is_none() {
+                    c.engine.ipa = IpaScheme::NONE.to_string();
+                }
+            }
             None => {}
+        }
+        if let StorageConfig::Ipl(ipl) = &mut c.storage {
+            set(&mut ipl.log_region_bytes, self.log_region_bytes);
+            set(&mut ipl.sector_bytes, self.sector_bytes);
+        } else if self.log_region_bytes.is_some() || self.sector_bytes.is_some() {
+            return Err("--log-region-bytes and --sector-bytes need --storage ipl".into());
         }
         if let StorageConfig::Ftl(ftl) = &mut c.storage {
             set(&mut ftl.cmt_entries, self.cmt_entries);

@@ -61,6 +61,8 @@ pub struct PoolStats {
     pub cleaner_writes: u64,
     pub out_of_place_writes: u64,
     pub in_place_appends: u64,
+    /// Writes sent as log records to an In-Page Logging device.
+    pub logged_writes: u64,
     /// Page reads from flash and the sum of their latencies (issue to data, queueing
     /// behind other I/O on the chip included).
     pub page_reads: u64,
@@ -395,6 +397,7 @@ impl BufferPool {
         match written.eviction {
             Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
             Eviction::Append { .. } => self.stats.in_place_appends += 1,
+            Eviction::Logged => self.stats.logged_writes += 1,
             Eviction::Clean => {}
         }
         if written.eviction != Eviction::Clean {

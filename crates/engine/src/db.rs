@@ -279,8 +279,17 @@ impl Database {
             let (e, device) = *failed;
             Box::new((Error::from(e), Some(device)))
         })?;
-        let mut db =
-            Database::open_without_restart(Box::new(flash), done, None, options).map_err(|e| Box::new((e, None)))?;
+        Database::open_on_or_keep(Box::new(flash), done, options)
+    }
+
+    /// [`Database::open_on`] that hands the device back when the restart fails (a
+    /// power cut during recovery); `done` is when the device's own open ended.
+    pub fn open_on_or_keep(
+        device: Box<dyn PageDevice>,
+        done: SimTime,
+        options: DbOptions,
+    ) -> std::result::Result<Database, Box<(Error, Option<Device>)>> {
+        let mut db = Database::open_without_restart(device, done, None, options).map_err(|e| Box::new((e, None)))?;
         if db.catalog.log_external {
             let e = Error::Invalid(
                 "this database keeps its log on an external device: open it with open_with_external_log".into(),

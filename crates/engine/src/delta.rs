@@ -208,6 +208,8 @@ pub enum Eviction {
     Append {
         records: usize,
     },
+    /// The changes went to an In-Page Logging device as log records (`write_log`).
+    Logged,
 }
 
 /// The IPA eviction rule (§6.2): a page that was never written, or whose changes do not

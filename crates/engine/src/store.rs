@@ -32,6 +32,9 @@ pub struct ObjectCounters {
     pub delta_records: u64,
     /// Appends the flash layer refused (page type, NOP, OOB slots); written out-of-place.
     pub delta_refusals: u64,
+    /// Writes of pages on flash sent as their changed byte ranges to an In-Page
+    /// Logging device (`PageDevice::write_log`), the page itself not written.
+    pub logged_writes: u64,
     /// Changed bytes at each write, against the page as last read or written.
     pub net_changed_bytes: u64,
     /// Out-of-place writes × page size + delta-records × record size (paper §8).
@@ -52,9 +55,9 @@ pub fn update_size_bucket(bytes: u64) -> usize {
 }
 
 impl ObjectCounters {
-    /// Host writes: out-of-place writes plus in-place appends.
+    /// Host writes: out-of-place writes, in-place appends and logged writes.
     pub fn host_writes(&self) -> u64 {
-        self.out_of_place_writes + self.in_place_appends
+        self.out_of_place_writes + self.in_place_appends + self.logged_writes
     }
 
     /// DBMS write amplification: gross written bytes / net changed bytes.
@@ -79,6 +82,7 @@ impl ObjectCounters {
         self.in_place_appends = f(self.in_place_appends, o.in_place_appends);
         self.delta_records = f(self.delta_records, o.delta_records);
         self.delta_refusals = f(self.delta_refusals, o.delta_refusals);
+        self.logged_writes = f(self.logged_writes, o.logged_writes);
         self.net_changed_bytes = f(self.net_changed_bytes, o.net_changed_bytes);
         self.gross_written_bytes = f(self.gross_written_bytes, o.gross_written_bytes);
         for (a, b) in self.update_size_writes.iter_mut().zip(o.update_size_writes) {
@@ -86,6 +90,10 @@ impl ObjectCounters {
         }
     }
 }
+
+/// Changed bytes closer than this are logged as one run (a log record's header costs
+/// about as much as the bytes between them).
+const LOG_RUN_GAP: usize = 8;
 
 /// What a write did, for the buffer pool's frame state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +277,9 @@ impl PageStore {
             let body = self.changes.body.len() as u64;
             self.counters.entry(object).or_default().update_size_writes[update_size_bucket(body)] += 1;
         }
+        if state.on_flash && self.device.logs_changes() {
+            return self.write_logged(pid, page, base, net, now);
+        }
         let mut done = now;
         if let Eviction::Append { records } = eviction {
             match self.append(pid, page, scheme, body_end, state.records as usize, records, now) {
@@ -299,6 +310,32 @@ impl PageStore {
         }
         base.copy_from_slice(page);
         Ok(Written { eviction, done })
+    }
+
+    /// In-Page Logging: the changed bytes of a page on flash go to the device as log
+    /// records (runs of the `delta::diff` offsets, joined across gaps shorter than
+    /// `LOG_RUN_GAP`); the page is not written.
+    fn write_logged(&mut self, pid: PageId, page: &[u8], base: &mut [u8], net: u64, now: SimTime) -> Result<Written> {
+        if net == 0 {
+            return Ok(Written { eviction: Eviction::Clean, done: now });
+        }
+        let mut offsets: Vec<usize> = self.changes.body.iter().chain(&self.changes.meta).map(|&o| o as usize).collect();
+        offsets.sort_unstable();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for o in offsets {
+            match runs.last_mut() {
+                Some((_, end)) if o < *end + LOG_RUN_GAP => *end = o + 1,
+                _ => runs.push((o, o + 1)),
+            }
+        }
+        let ranges: Vec<(usize, &[u8])> = runs.iter().map(|&(from, to)| (from, &page[from..to])).collect();
+        let timing = self.device.write_log(RegionId(pid.region as usize), self.lpn(pid, 0), &ranges, now)?;
+        let c = self.counters.entry(page::object(page)).or_default();
+        c.logged_writes += 1;
+        c.net_changed_bytes += net;
+        c.gross_written_bytes += runs.iter().map(|(from, to)| (to - from) as u64).sum::<u64>();
+        base.copy_from_slice(page);
+        Ok(Written { eviction: Eviction::Logged, done: timing.end_ns.max(now) })
     }
 
     /// Encodes `records` new delta-records after the `existing` ones into the frame's

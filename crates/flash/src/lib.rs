@@ -16,6 +16,7 @@
 pub mod error;
 pub mod ftl;
 pub mod ftl_volume;
+pub mod ipl;
 pub mod layout;
 pub mod oob;
 pub mod page_device;
@@ -25,6 +26,7 @@ pub mod spec;
 
 pub use error::{DeltaRefusal, Error};
 pub use ftl_volume::FtlVolume;
+pub use ipl::{IplConfig, IplCounters, IplStore};
 pub use page_device::PageDevice;
 pub use policy::VictimPolicy;
 pub use region::{Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};

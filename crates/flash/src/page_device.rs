@@ -5,7 +5,7 @@
 //! (`system` with the catalog, `log`, and the data regions `CREATE REGION` adds), so
 //! every operation names its region. Implementations: [`crate::Flash`] (NoFTL regions
 //! on raw NAND, the IPA paper's path) and [`crate::FtlVolume`] (static partitions of
-//! a conventional FTL's block device).
+//! a conventional FTL's block device) and [`crate::ipl::IplStore`] (In-Page Logging).
 //!
 //! Contract:
 //! - `write_pages` writes k ≥ 1 whole consecutive logical pages (one DB page). An
@@ -14,6 +14,8 @@
 //! - `write_delta` appends bytes in place to a written page. It may be refused with
 //!   [`Error::DeltaRefused`]; the caller then writes the page out of place. Nothing is
 //!   changed by a refusal.
+//! - `write_log` (In-Page Logging devices, `logs_changes()`) logs changed byte ranges
+//!   of a page on flash; other devices refuse it with [`Error::DeltaRefused`].
 //! - `sync` is the durability point: once it returns, every write that returned before
 //!   it survives a power cut. Simulated devices need nothing for that.
 //! - Errors other than a refusal may leave the region needing a reopen, as for
@@ -21,6 +23,7 @@
 
 use crate::error::Error;
 use crate::ftl::FtlCounters;
+use crate::ipl::IplCounters;
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::{Flash, RegionId};
@@ -53,6 +56,24 @@ pub trait PageDevice: Send {
         bytes: &[u8],
         now: SimTime,
     ) -> Result<OpTiming, Error>;
+    /// Whether the device takes changes to a page on flash as log records
+    /// ([`PageDevice::write_log`]) instead of page writes (In-Page Logging).
+    fn logs_changes(&self) -> bool {
+        false
+    }
+    /// Logs changed byte ranges `(offset from the start of first_lpn, bytes)` of a page
+    /// on flash as its change records; the page itself is not written. Devices that do
+    /// not log refuse ([`Error::DeltaRefused`]) and change nothing.
+    fn write_log(
+        &mut self,
+        region: RegionId,
+        first_lpn: u32,
+        ranges: &[(usize, &[u8])],
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        let _ = (region, ranges, now);
+        Err(Error::DeltaRefused { lpn: first_lpn, reason: crate::DeltaRefusal::NoInPlaceAppend })
+    }
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
     /// Makes every write that returned durable as far as the device's sync mode asks at
@@ -63,6 +84,10 @@ pub trait PageDevice: Send {
     /// Device-wide counters of a conventional FTL underneath (GC, merges, translation
     /// pages); `None` on NoFTL, whose GC is counted per region.
     fn ftl_counters(&self) -> Option<FtlCounters> {
+        None
+    }
+    /// Counters of an In-Page Logging store (log sectors, merges); `None` elsewhere.
+    fn ipl_counters(&self) -> Option<IplCounters> {
         None
     }
     /// Where the region's pages are; `None` where the device does not know (an FTL

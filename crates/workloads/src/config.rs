@@ -141,6 +141,44 @@ pub enum StorageConfig {
     Noftl,
     /// A conventional FTL over the whole device.
     Ftl(FtlConfig),
+    /// In-Page Logging on native flash (no IPA: run the engine with scheme 0x0).
+    Ipl(IplStorageConfig),
+}
+
+/// The IPL store's unit split; its DB page is the engine's (`engine.db_page_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IplStorageConfig {
+    /// Blocks per erase unit.
+    pub blocks_per_unit: u32,
+    /// Bytes of each unit's log region (whole flash pages).
+    pub log_region_bytes: u32,
+    /// Bytes of a log sector (one partial program).
+    pub sector_bytes: u32,
+}
+
+impl Default for IplStorageConfig {
+    /// The IPA paper's §8.3 setting: one-block units, 8 KiB log region, 512 B sectors.
+    fn default() -> Self {
+        let d = flash::IplConfig::default();
+        IplStorageConfig {
+            blocks_per_unit: d.blocks_per_unit,
+            log_region_bytes: d.log_region_bytes,
+            sector_bytes: d.sector_bytes,
+        }
+    }
+}
+
+impl IplStorageConfig {
+    /// The store's configuration for DB pages of `db_page_bytes`.
+    pub fn store_config(&self, db_page_bytes: usize) -> flash::IplConfig {
+        flash::IplConfig {
+            blocks_per_unit: self.blocks_per_unit,
+            db_page_bytes: db_page_bytes as u32,
+            log_region_bytes: self.log_region_bytes,
+            sector_bytes: self.sector_bytes,
+        }
+    }
 }
 
 impl fmt::Display for StorageConfig {
@@ -148,6 +186,7 @@ impl fmt::Display for StorageConfig {
         match self {
             StorageConfig::Noftl => f.write_str("noftl"),
             StorageConfig::Ftl(c) => write!(f, "ftl:{}", c.kind.name()),
+            StorageConfig::Ipl(_) => f.write_str("ipl"),
         }
     }
 }
@@ -320,6 +359,12 @@ impl ExperimentConfig {
         let base: IpaScheme = e.ipa.parse().map_err(|p| ConfigError::field("engine.ipa", p))?;
         let scheme = IpaScheme::new(base.n, base.m, e.v).map_err(|p| ConfigError::field("engine.ipa", p))?;
         e.ipa = scheme.to_string();
+        if scheme.enabled() && matches!(self.storage, StorageConfig::Ipl(_)) {
+            return Err(ConfigError::field(
+                "engine.ipa",
+                format!("In-Page Logging logs page changes itself: run it with IPA 0x0, not {scheme}"),
+            ));
+        }
         let mode = resolve_ipa_mode(&e.ipa_mode, scheme, geometry.cell)?;
         let ipa =
             if scheme.enabled() { format!(", IPA={}x{}, V={}", scheme.n, scheme.m, scheme.v) } else { String::new() };
@@ -464,6 +509,13 @@ mod tests {
         assert_eq!(ExperimentConfig::from_toml(&c.to_toml().unwrap()).unwrap(), c);
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(ExperimentConfig::from_json(&json).unwrap(), c);
+        let ipl = "[storage.ipl]\nlog_region_bytes = 16384\n";
+        let c = ExperimentConfig::from_toml(ipl).unwrap();
+        assert_eq!(
+            c.storage,
+            StorageConfig::Ipl(IplStorageConfig { log_region_bytes: 16384, ..IplStorageConfig::default() })
+        );
+        assert_eq!(c.storage.to_string(), "ipl");
         let ftl = "[storage.ftl]\nkind = \"dftl\"\nover_provisioning = 0.1\ncmt_entries = 512\nlog_blocks = 8\n";
         let c = ExperimentConfig::from_toml(ftl).unwrap();
         assert_eq!(c.storage.to_string(), "ftl:dftl");

@@ -16,7 +16,7 @@ use crate::driver::{self, Control, DriverConfig, Event, Interval, Metrics, RunEr
 use crate::workload::Workload;
 use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
-use flash::FtlVolume;
+use flash::{FtlVolume, IplStore};
 use nand::{Device, MemoryStorage, Storage};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -258,6 +258,13 @@ impl Experiment {
                 let ftl = flash::ftl::format(self.device()?, ftl).map_err(|e| setup(e.into()))?;
                 let volume = FtlVolume::format(ftl, Vec::new(), 0).map_err(|e| setup(e.into()))?;
                 Database::create_on(Box::new(volume), options)
+            }
+            StorageConfig::Ipl(ipl) => {
+                // In-Page Logging over the whole device, its DB page the engine's; the
+                // database's regions are partitions of its erase units.
+                let store = IplStore::format(self.device()?, ipl.store_config(page_bytes), Vec::new())
+                    .map_err(|e| setup(e.into()))?;
+                Database::create_on(Box::new(store), options)
             }
         }
         .map_err(setup)?;
