@@ -72,6 +72,12 @@ pub struct IndexBenchArgs {
     /// BFTL: NTT pages per node before a compaction (default 4 for one-page nodes, else 32).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     compaction_threshold: Option<usize>,
+    /// IPL: bytes of each erase unit's log region (whole flash pages).
+    #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    log_region_bytes: u32,
+    /// IPL: bytes of a log sector (one partial program).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    sector_bytes: u32,
     /// Device blocks: data blocks for btree/bftl (default: the most the index can need),
     /// all blocks for native indexes.
     #[arg(long, value_parser = clap::value_parser!(u32).range(3..=1 << 24))]
@@ -172,6 +178,8 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         buffer_frames: args.buffer_frames,
         entries: args.inserts as u64,
         compaction_threshold: args.compaction_threshold.unwrap_or(0),
+        ipl_log_region_bytes: args.log_region_bytes,
+        ipl_sector_bytes: args.sector_bytes,
         blocks: args.blocks,
     };
     let err = |e: index::Error| e.to_string();

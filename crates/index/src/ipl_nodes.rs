@@ -233,8 +233,9 @@ impl NodeStore for IplNodes {
         )
     }
 
+    /// One slot short of the page: an insert is logged before the split that follows it.
     fn capacity(&self, _level: u8, _height: u8) -> usize {
-        (self.node_bytes - HEADER) / crate::node::ENTRY_BYTES
+        (self.node_bytes - HEADER) / crate::node::ENTRY_BYTES - 1
     }
 
     fn allocate(&mut self) -> Result<NodeId, Error> {

@@ -10,7 +10,7 @@
 //!
 //! Modules: [`node`] (nodes, images, physiological records), [`store`] (the seam),
 //! `buffer` (LRU frames), [`tree`], one module per store ([`ftl_store`], [`bftl`],
-//! [`mutree`]), [`setup`] (devices sized for an index), [`error`].
+//! [`mutree`], [`ipl_nodes`]), [`setup`] (devices sized for an index), [`error`].
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +18,7 @@ pub mod bftl;
 mod buffer;
 pub mod error;
 pub mod ftl_store;
+pub mod ipl_nodes;
 pub mod mutree;
 pub mod node;
 pub mod setup;

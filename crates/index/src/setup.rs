@@ -11,6 +11,7 @@
 use crate::bftl::Bftl;
 use crate::error::Error;
 use crate::ftl_store::FtlStore;
+use crate::ipl_nodes::IplNodes;
 use crate::mutree::MuTree;
 use crate::node::capacity_of;
 use crate::store::NodeStore;
@@ -76,6 +77,10 @@ pub struct IndexSpec {
     pub entries: u64,
     /// BFTL: NTT pages per node before a compaction (0: 4 for one-page nodes, else 32).
     pub compaction_threshold: usize,
+    /// IPL: bytes of each erase unit's log region and of a log sector (the paper: 8 KB
+    /// of 512 B sectors).
+    pub ipl_log_region_bytes: u32,
+    pub ipl_sector_bytes: u32,
     /// Data blocks instead of the computed bound (FTL-based indexes) or total blocks
     /// (native indexes).
     pub blocks: Option<u32>,
@@ -120,14 +125,17 @@ pub fn build(spec: &IndexSpec, base: &Geometry) -> Result<BTree<Box<dyn NodeStor
             let blocks = spec.blocks.unwrap_or((pages * 5 / 4).div_ceil(base.pages_per_block as u64) as u32 + 4);
             Box::new(MuTree::new(device(base, blocks)?)?)
         }
-        (IndexKind::Ipl, _) => {
-            return Err(Error::Config(
-                "the IPL B+-tree needs the IPL store (crates/flash/src/ipl), which this build does not have yet".into(),
-            ))
+        (IndexKind::Ipl, Storage::Native) => {
+            let f = base.page_bytes as u64;
+            let log_pages = (spec.ipl_log_region_bytes as u64).div_ceil(f);
+            let per_unit = (base.pages_per_block as u64).saturating_sub(log_pages) / (spec.node_bytes as u64).div_ceil(f);
+            let units = max_nodes(spec.entries, spec.node_bytes).div_ceil(per_unit.max(1)) + 2;
+            let blocks = spec.blocks.unwrap_or(units as u32);
+            Box::new(IplNodes::new(device(base, blocks)?, spec.node_bytes, spec.ipl_log_region_bytes, spec.ipl_sector_bytes)?)
         }
         (index, storage) => {
             return Err(Error::Config(format!(
-                "{index:?} does not run on {storage:?} storage (btree and bftl: page, bast, fast; mutree: native)"
+                "{index:?} does not run on {storage:?} storage (btree and bftl: page, bast, fast; ipl and mutree: native)"
             )))
         }
     };

@@ -41,6 +41,8 @@ pub fn spec(index: IndexKind, storage: Storage, node_bytes: usize) -> IndexSpec 
         buffer_frames: 2,
         entries: 3000,
         compaction_threshold: 0,
+        ipl_log_region_bytes: 1024,
+        ipl_sector_bytes: 128,
         blocks: None,
     }
 }
@@ -101,6 +103,16 @@ proptest! {
     }
 
     #[test]
+    fn ipl_btree(ops in proptest::collection::vec(op(3000), 1..2500)) {
+        run(IndexKind::Ipl, Storage::Native, 512, &ops);
+    }
+
+    #[test]
+    fn ipl_btree_two_page_nodes(ops in proptest::collection::vec(op(3000), 1..2500)) {
+        run(IndexKind::Ipl, Storage::Native, 1024, &ops);
+    }
+
+    #[test]
     fn mutree_on_native_flash(ops in proptest::collection::vec(op(3000), 1..2500)) {
         run(IndexKind::MuTree, Storage::Native, 512, &ops);
     }
@@ -118,6 +130,7 @@ fn grow_and_shrink_every_index() {
         (IndexKind::Btree, Storage::Fast, 512),
         (IndexKind::Bftl, Storage::Fast, 512),
         (IndexKind::MuTree, Storage::Native, 512),
+        (IndexKind::Ipl, Storage::Native, 512),
     ] {
         keys.shuffle(&mut rng);
         let mut ops: Vec<Op> = keys.iter().map(|&k| Op::Insert(k, k ^ 0x5555)).collect();
@@ -158,9 +171,12 @@ fn same_seed_same_counters() {
         let s = tree.store();
         (s.device().counters(), s.counters(), s.usage(), s.now())
     };
-    for (index, storage) in
-        [(IndexKind::Btree, Storage::Bast), (IndexKind::Bftl, Storage::Fast), (IndexKind::MuTree, Storage::Native)]
-    {
+    for (index, storage) in [
+        (IndexKind::Btree, Storage::Bast),
+        (IndexKind::Bftl, Storage::Fast),
+        (IndexKind::MuTree, Storage::Native),
+        (IndexKind::Ipl, Storage::Native),
+    ] {
         let a = once(index, storage);
         assert_eq!(a, once(index, storage), "{index:?}");
         assert!(a.0.page_programs > 0 && a.3 > 0, "{index:?} did no flash work: {a:?}");
