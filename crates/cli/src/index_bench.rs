@@ -45,9 +45,13 @@ pub struct IndexBenchArgs {
     /// default fast for btree and bftl, native otherwise.
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
-    /// BAST/FAST log blocks (page FTL: spare blocks) as a percentage of the data blocks.
+    /// BAST/FAST log blocks (page FTL: spare blocks) as a percentage of the data blocks
+    /// the tree is expected to fill (random inserts fill nodes to ln 2 ≈ 69%).
     #[arg(long, default_value_t = 11.0, value_parser = percent)]
     log_blocks: f64,
+    /// BAST/FAST log blocks as a count (overrides --log-blocks; the paper's Fig. 6 uses 16 and 32).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    log_block_count: Option<u32>,
     /// Node bytes: a whole number of flash pages (2048 or 8192 on the IPL chip).
     #[arg(long, default_value_t = 8192, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(512..=65536))]
     node_bytes: usize,
@@ -120,9 +124,10 @@ impl Snapshot {
         let s = tree.store();
         let d = s.device().counters();
         let c = s.counters();
+        // A copyback (FTL merges) is a page read and a page program on the chip.
         Snapshot {
-            reads: d.page_reads,
-            writes: d.page_programs + d.reprograms,
+            reads: d.page_reads + d.copybacks,
+            writes: d.page_programs + d.reprograms + d.copybacks,
             erases: d.erases,
             node_reads: c.node_reads,
             extra_reads: c.extra_reads,
@@ -174,6 +179,7 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         index: kind,
         storage,
         log_share: args.log_blocks / 100.0,
+        log_block_count: args.log_block_count,
         node_bytes: args.node_bytes,
         buffer_frames: args.buffer_frames,
         entries: args.inserts as u64,
@@ -184,7 +190,12 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     };
     let err = |e: index::Error| e.to_string();
     let mut tree = build(&spec, &base).map_err(err)?;
-    eprintln!("{} on {} blocks, {} frames", tree.store().describe(), tree.store().device().geometry().total_blocks(), args.buffer_frames);
+    eprintln!(
+        "{} on {} blocks, {} frames",
+        tree.store().describe(),
+        tree.store().device().geometry().total_blocks(),
+        args.buffer_frames
+    );
 
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let mut keys: Vec<u32> = (1..=args.inserts).collect();
@@ -228,9 +239,21 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         ("scan", queried.phase(&scanned_at, args.scans as u64)),
     ];
     let mut rows = vec![Row::new(
-        ["phase", "ops", "reads", "node reads", "add. reads", "internal reads", "writes", "erases", "merges", "sim I/O s", "wall s"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "phase",
+            "ops",
+            "reads",
+            "node reads",
+            "add. reads",
+            "internal reads",
+            "writes",
+            "erases",
+            "merges",
+            "sim I/O s",
+            "wall s",
+        ]
+        .map(String::from)
+        .to_vec(),
     )];
     for (name, p) in &phases {
         let n = |k: &str| p[k].as_u64().unwrap_or(0).to_string();

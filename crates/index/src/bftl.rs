@@ -203,7 +203,8 @@ fn apply_units(units: &[u8], id: NodeId, node: &mut Node, location: &dyn Fn() ->
             return Err(Error::Corrupt { what: "BFTL index unit (node without record)", location: location() });
         };
         if owner == id {
-            node.apply(&rec).map_err(|e| Error::Corrupt { what: "BFTL index unit", location: format!("{}: {e}", location()) })?;
+            node.apply(&rec)
+                .map_err(|e| Error::Corrupt { what: "BFTL index unit", location: format!("{}: {e}", location()) })?;
         }
         at += 4 + used;
     }
@@ -212,7 +213,12 @@ fn apply_units(units: &[u8], id: NodeId, node: &mut Node, location: &dyn Fn() ->
 
 impl NodeStore for Bftl {
     fn describe(&self) -> String {
-        format!("BFTL on the {} FTL, {} B nodes, compaction beyond {} pages", self.ftl.kind().name(), self.node_bytes, self.threshold)
+        format!(
+            "BFTL on the {} FTL, {} B nodes, compaction beyond {} pages",
+            self.ftl.kind().name(),
+            self.node_bytes,
+            self.threshold
+        )
     }
 
     fn capacity(&self, level: u8, _height: u8) -> usize {

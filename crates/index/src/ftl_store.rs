@@ -31,7 +31,9 @@ impl FtlStore {
     pub fn new(ftl: Box<dyn Ftl>, node_bytes: usize, log_blocks: u32) -> Result<FtlStore, Error> {
         let page = ftl.page_bytes();
         if node_bytes == 0 || node_bytes % page != 0 {
-            return Err(Error::Config(format!("node size {node_bytes} B is not a multiple of the {page}-byte flash page")));
+            return Err(Error::Config(format!(
+                "node size {node_bytes} B is not a multiple of the {page}-byte flash page"
+            )));
         }
         Ok(FtlStore {
             pages_per_node: (node_bytes / page) as u32,

@@ -37,7 +37,6 @@ struct Slotted {
     first: u32,
     keys: Vec<u32>,
     ptrs: Vec<u32>,
-    slot_of: FxHashMap<u32, u32>,
 }
 
 /// Byte ranges of the image a change touched.
@@ -63,12 +62,16 @@ impl Slotted {
         (0, b)
     }
 
+    /// The slot of `key` (a linear scan: cheaper than keeping a map per node).
+    fn slot(&self, key: u32) -> Option<usize> {
+        self.keys.iter().position(|&k| k == key)
+    }
+
     fn put(&mut self, key: u32, ptr: u32, out: &mut Changes) {
-        if let Some(&i) = self.slot_of.get(&key) {
-            self.ptrs[i as usize] = ptr;
-            out.push((HEADER + 8 * i as usize + 4, ptr.to_le_bytes().to_vec()));
+        if let Some(i) = self.slot(key) {
+            self.ptrs[i] = ptr;
+            out.push((HEADER + 8 * i + 4, ptr.to_le_bytes().to_vec()));
         } else {
-            self.slot_of.insert(key, self.keys.len() as u32);
             self.keys.push(key);
             self.ptrs.push(ptr);
             out.push(self.entry(self.keys.len() - 1));
@@ -78,14 +81,10 @@ impl Slotted {
 
     /// Removes `key`'s slot, moving the last slot into it; returns the slot refilled.
     fn del(&mut self, key: u32) -> Option<usize> {
-        let i = self.slot_of.remove(&key)? as usize;
+        let i = self.slot(key)?;
         self.keys.swap_remove(i);
         self.ptrs.swap_remove(i);
-        if i < self.keys.len() {
-            self.slot_of.insert(self.keys[i], i as u32);
-            return Some(i);
-        }
-        None
+        (i < self.keys.len()).then_some(i)
     }
 
     /// Brings the slots to `node` after a change too large for the cases above.
@@ -103,9 +102,9 @@ impl Slotted {
                 touched.push(i);
             }
         }
+        let have: rustc_hash::FxHashSet<u32> = self.keys.iter().copied().collect();
         for (&k, &p) in node.keys.iter().zip(&node.ptrs[skip..]) {
-            if !self.slot_of.contains_key(&k) {
-                self.slot_of.insert(k, self.keys.len() as u32);
+            if !have.contains(&k) {
                 self.keys.push(k);
                 self.ptrs.push(p);
                 touched.push(self.keys.len() - 1);
@@ -139,7 +138,16 @@ impl Slotted {
         out
     }
 
-    fn encode(&self, id: NodeId, out: &mut [u8]) {
+    /// The whole image; slots are sorted first (a whole write may reorder them), so
+    /// that only entries added since are out of order when the node is read back.
+    fn encode(&mut self, id: NodeId, out: &mut [u8]) {
+        let mut pairs: Vec<u64> =
+            self.keys.iter().zip(&self.ptrs).map(|(&k, &p)| (k as u64) << 32 | p as u64).collect();
+        pairs.sort_unstable();
+        for (i, pair) in pairs.into_iter().enumerate() {
+            self.keys[i] = (pair >> 32) as u32;
+            self.ptrs[i] = pair as u32;
+        }
         out.fill(0xFF);
         let (_, h) = self.header(id);
         out[..HEADER].copy_from_slice(&h);
@@ -167,21 +175,23 @@ impl Slotted {
         let mut pairs = Vec::with_capacity(count);
         for i in 0..count {
             let (k, p) = (u32_at(HEADER + 8 * i), u32_at(HEADER + 8 * i + 4));
-            if s.slot_of.insert(k, i as u32).is_some() {
-                return Err(corrupt("IPL node (a key in two slots)"));
-            }
             s.keys.push(k);
             s.ptrs.push(p);
-            pairs.push((k, p));
+            pairs.push((k as u64) << 32 | p as u64);
         }
-        pairs.sort_unstable();
-        let mut node = Node { level: s.level, keys: Vec::with_capacity(count), ptrs: Vec::with_capacity(count + 1), next: s.next };
+        // Stable sort: it takes the sorted run of the last whole write in one pass.
+        pairs.sort();
+        if pairs.windows(2).any(|w| w[0] >> 32 == w[1] >> 32) {
+            return Err(corrupt("IPL node (a key in two slots)"));
+        }
+        let mut node =
+            Node { level: s.level, keys: Vec::with_capacity(count), ptrs: Vec::with_capacity(count + 1), next: s.next };
         if s.level > 0 {
             node.ptrs.push(s.first);
         }
-        for (k, p) in pairs {
-            node.keys.push(k);
-            node.ptrs.push(p);
+        for pair in pairs {
+            node.keys.push((pair >> 32) as u32);
+            node.ptrs.push(pair as u32);
         }
         Ok((node, s))
     }
@@ -257,10 +267,10 @@ impl NodeStore for IplNodes {
     }
 
     fn load(&mut self, id: NodeId) -> Result<Node, Error> {
-        let done = self.ipl.read_page(self.region, id, &mut self.image, self.now)?.ok_or_else(|| Error::Corrupt {
-            what: "IPL node (never written)",
-            location: format!("node {id}"),
-        })?;
+        let done = self
+            .ipl
+            .read_page(self.region, id, &mut self.image, self.now)?
+            .ok_or_else(|| Error::Corrupt { what: "IPL node (never written)", location: format!("node {id}") })?;
         self.now = self.now.max(done);
         let (node, slots) = Slotted::decode(&self.image, id, &|| format!("node {id}, DB page {id}"))?;
         self.slots.insert(id, slots);
@@ -290,7 +300,7 @@ impl NodeStore for IplNodes {
             }
             return Ok(());
         }
-        let slots = self.slots.get(&id).ok_or_else(|| Error::Corrupt {
+        let slots = self.slots.get_mut(&id).ok_or_else(|| Error::Corrupt {
             what: "IPL node write (node not buffered)",
             location: format!("node {id}"),
         })?;

@@ -126,7 +126,10 @@ impl MuTree {
             .min_by_key(|&b| self.block_valid[b as usize])
             .ok_or_else(|| Error::Full("μ-Tree: no block to collect".into()))?;
         if self.block_valid[victim as usize] >= self.ppb {
-            return Err(Error::Full(format!("μ-Tree: every block is full of valid pages ({} blocks)", self.is_free.len())));
+            return Err(Error::Full(format!(
+                "μ-Tree: every block is full of valid pages ({} blocks)",
+                self.is_free.len()
+            )));
         }
         for i in 0..self.ppb {
             let old = victim * self.ppb + i;

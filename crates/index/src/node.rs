@@ -44,14 +44,24 @@ pub struct Node {
 pub enum Rec {
     /// Leaf: insert or overwrite `key`. Internal: insert separator `key` with `ptr` as
     /// the child to its right.
-    Put { key: u32, ptr: u32 },
+    Put {
+        key: u32,
+        ptr: u32,
+    },
     /// Leaf: remove `key`. Internal: remove separator `key` and the child to its right.
-    Del { key: u32 },
+    Del {
+        key: u32,
+    },
     /// Keep the first `keep` keys (and their values, or `keep + 1` children).
-    Truncate { keep: u16 },
+    Truncate {
+        keep: u16,
+    },
     Next(NodeId),
     /// Empty node at `level`; an internal node starts with the single child `first`.
-    Reset { level: u8, first: u32 },
+    Reset {
+        level: u8,
+        first: u32,
+    },
 }
 
 impl Node {

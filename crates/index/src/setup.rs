@@ -68,9 +68,11 @@ impl Storage {
 pub struct IndexSpec {
     pub index: IndexKind,
     pub storage: Storage,
-    /// BAST and FAST: log blocks as a share of the data blocks; page FTL: spare blocks
-    /// as a share of the data blocks.
+    /// BAST and FAST: log blocks as a share of the data blocks the tree is expected to
+    /// fill; page FTL: spare blocks likewise.
     pub log_share: f64,
+    /// Log (or spare) blocks as a count, instead of `log_share`.
+    pub log_block_count: Option<u32>,
     pub node_bytes: usize,
     pub buffer_frames: usize,
     /// Entries the device is sized for.
@@ -99,11 +101,20 @@ fn max_nodes(entries: u64, node_bytes: usize) -> u64 {
     total + 4
 }
 
+/// Blocks of node pages a tree of `entries` random inserts is expected to fill: nodes
+/// ln 2 ≈ 69% full (Yao 1978).
+fn expected_data_blocks(entries: u64, node_bytes: usize, base: &Geometry) -> u64 {
+    let nodes = (entries as f64 / (capacity_of(node_bytes, true).max(3) as f64 * std::f64::consts::LN_2)).ceil() as u64;
+    let pages = nodes * node_bytes.div_ceil(base.page_bytes as usize) as u64;
+    pages.div_ceil(base.pages_per_block as u64).max(1)
+}
+
 /// A traditional B+-tree, BFTL or μ-Tree as `spec` asks, on a device of `base`'s shape.
 pub fn build(spec: &IndexSpec, base: &Geometry) -> Result<BTree<Box<dyn NodeStore>>, Error> {
     let store: Box<dyn NodeStore> = match (spec.index, spec.storage) {
         (IndexKind::Btree, storage) if storage != Storage::Native => {
-            let pages = max_nodes(spec.entries, spec.node_bytes) * spec.node_bytes.div_ceil(base.page_bytes as usize) as u64;
+            let pages =
+                max_nodes(spec.entries, spec.node_bytes) * spec.node_bytes.div_ceil(base.page_bytes as usize) as u64;
             let (ftl, logs) = ftl_for(spec, base, pages)?;
             Box::new(FtlStore::new(ftl, spec.node_bytes, logs)?)
         }
@@ -128,16 +139,20 @@ pub fn build(spec: &IndexSpec, base: &Geometry) -> Result<BTree<Box<dyn NodeStor
         (IndexKind::Ipl, Storage::Native) => {
             let f = base.page_bytes as u64;
             let log_pages = (spec.ipl_log_region_bytes as u64).div_ceil(f);
-            let per_unit = (base.pages_per_block as u64).saturating_sub(log_pages) / (spec.node_bytes as u64).div_ceil(f);
+            let per_unit =
+                (base.pages_per_block as u64).saturating_sub(log_pages) / (spec.node_bytes as u64).div_ceil(f);
             let units = max_nodes(spec.entries, spec.node_bytes).div_ceil(per_unit.max(1)) + 2;
             let blocks = spec.blocks.unwrap_or(units as u32);
-            Box::new(IplNodes::new(device(base, blocks)?, spec.node_bytes, spec.ipl_log_region_bytes, spec.ipl_sector_bytes)?)
+            Box::new(IplNodes::new(
+                device(base, blocks)?,
+                spec.node_bytes,
+                spec.ipl_log_region_bytes,
+                spec.ipl_sector_bytes,
+            )?)
         }
-        (index, storage) => {
-            return Err(Error::Config(format!(
-                "{index:?} does not run on {storage:?} storage (btree and bftl: page, bast, fast; ipl and mutree: native)"
-            )))
-        }
+        (index, storage) => return Err(Error::Config(format!(
+            "{index:?} does not run on {storage:?} storage (btree and bftl: page, bast, fast; ipl and mutree: native)"
+        ))),
     };
     BTree::new(store, spec.buffer_frames)
 }
@@ -157,16 +172,20 @@ fn device(base: &Geometry, blocks: u32) -> Result<Device, Error> {
 fn ftl_for(spec: &IndexSpec, base: &Geometry, pages: u64) -> Result<(Box<dyn flash::ftl::Ftl>, u32), Error> {
     let ppb = base.pages_per_block as u64;
     let data = spec.blocks.map_or(pages.div_ceil(ppb) as u32 + 1, |b| b.max(1));
-    let share_blocks = (data as f64 * spec.log_share).round() as u32;
-    let (kind, logs, spare) = match spec.storage {
-        Storage::Page => (FtlKind::Page, 0, share_blocks.max(5)),
-        Storage::Bast => (FtlKind::Bast, share_blocks.max(1), share_blocks.max(1) + 2),
-        Storage::Fast => (FtlKind::Fast, share_blocks.max(2), share_blocks.max(2) + 2),
+    let expected = expected_data_blocks(spec.entries, spec.node_bytes, base);
+    let share_blocks = spec.log_block_count.unwrap_or((expected as f64 * spec.log_share).round() as u32);
+    let (kind, logs) = match spec.storage {
+        Storage::Page => (FtlKind::Page, 0),
+        Storage::Bast => (FtlKind::Bast, share_blocks.max(1)),
+        Storage::Fast => (FtlKind::Fast, share_blocks.max(2)),
         Storage::Native => return Err(Error::Config("an FTL index needs page, bast or fast storage".into())),
     };
+    // BAST and FAST keep a merge destination and a spare beyond their log blocks; the
+    // page FTL needs some free blocks for GC.
+    let spare = if logs == 0 { share_blocks.max(5) } else { logs + 2 };
     let total = data + spare;
     let mut config = FtlConfig::new(kind);
-    config.log_blocks = logs.max(2);
+    config.log_blocks = if logs == 0 { 2 } else { logs };
     // Half a block less than the spare blocks, so the floor in the FTL lands on `data`.
     config.over_provisioning = (spare as f64 - 0.5) / total as f64;
     let ftl = flash::ftl::format(device(base, total)?, &config)?;

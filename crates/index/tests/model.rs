@@ -37,6 +37,7 @@ pub fn spec(index: IndexKind, storage: Storage, node_bytes: usize) -> IndexSpec 
         index,
         storage,
         log_share: 0.2,
+        log_block_count: None,
         node_bytes,
         buffer_frames: 2,
         entries: 3000,
