@@ -87,36 +87,23 @@ impl Slotted {
         (i < self.keys.len()).then_some(i)
     }
 
-    /// Brings the slots to `node` after a change too large for the cases above.
+    /// Brings the slots to `node` after a split or rebalance: the slots become the
+    /// node's sorted entries (so the next read finds them in order) and only the slots
+    /// that differ are logged.
     fn resync(&mut self, id: NodeId, node: &Node, out: &mut Changes) {
         let skip = usize::from(!node.is_leaf());
-        let want: FxHashMap<u32, u32> = node.keys.iter().copied().zip(node.ptrs[skip..].iter().copied()).collect();
-        let mut touched = Vec::new();
-        let gone: Vec<u32> = self.keys.iter().copied().filter(|k| !want.contains_key(k)).collect();
-        for k in gone {
-            touched.extend(self.del(k));
-        }
-        for (i, k) in self.keys.iter().enumerate() {
-            if want[k] != self.ptrs[i] {
-                self.ptrs[i] = want[k];
-                touched.push(i);
-            }
-        }
-        let have: rustc_hash::FxHashSet<u32> = self.keys.iter().copied().collect();
-        for (&k, &p) in node.keys.iter().zip(&node.ptrs[skip..]) {
-            if !have.contains(&k) {
-                self.keys.push(k);
-                self.ptrs.push(p);
-                touched.push(self.keys.len() - 1);
-            }
-        }
+        let (old_keys, old_ptrs) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.ptrs));
+        self.keys = node.keys.clone();
+        self.ptrs = node.ptrs[skip..].to_vec();
         self.level = node.level;
         self.next = node.next;
         self.first = if node.is_leaf() { NIL } else { node.ptrs[0] };
         out.push(self.header(id));
-        touched.sort_unstable();
-        touched.dedup();
-        out.extend(touched.into_iter().filter(|&i| i < self.keys.len()).map(|i| self.entry(i)));
+        for i in 0..self.keys.len() {
+            if old_keys.get(i) != Some(&self.keys[i]) || old_ptrs.get(i) != Some(&self.ptrs[i]) {
+                out.push(self.entry(i));
+            }
+        }
     }
 
     fn apply(&mut self, id: NodeId, node: &Node, rec: &Rec) -> Changes {
@@ -195,6 +182,18 @@ impl Slotted {
         }
         Ok((node, s))
     }
+}
+
+/// Joins changes that touch adjacent bytes into one record.
+fn coalesce(changes: Changes) -> Changes {
+    let mut out: Changes = Vec::with_capacity(changes.len());
+    for (offset, bytes) in changes {
+        match out.last_mut() {
+            Some((at, b)) if *at + b.len() == offset => b.extend(bytes),
+            _ => out.push((offset, bytes)),
+        }
+    }
+    out
 }
 
 pub struct IplNodes {
@@ -284,7 +283,7 @@ impl NodeStore for IplNodes {
         })?;
         let changes = slots.apply(id, node, rec);
         if self.on_flash[id as usize] {
-            for (offset, bytes) in changes {
+            for (offset, bytes) in coalesce(changes) {
                 if let Some(t) = self.ipl.log(self.region, id, offset, &bytes, self.now)? {
                     self.now = self.now.max(t.end_ns);
                 }

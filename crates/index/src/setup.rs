@@ -150,9 +150,11 @@ pub fn build(spec: &IndexSpec, base: &Geometry) -> Result<BTree<Box<dyn NodeStor
                 spec.ipl_sector_bytes,
             )?)
         }
-        (index, storage) => return Err(Error::Config(format!(
+        (index, storage) => {
+            return Err(Error::Config(format!(
             "{index:?} does not run on {storage:?} storage (btree and bftl: page, bast, fast; ipl and mutree: native)"
-        ))),
+        )))
+        }
     };
     BTree::new(store, spec.buffer_frames)
 }
