@@ -30,7 +30,7 @@ impl FtlStore {
     /// `log_blocks`: the FTL's log blocks (BAST, FAST), reported apart in [`Usage`].
     pub fn new(ftl: Box<dyn Ftl>, node_bytes: usize, log_blocks: u32) -> Result<FtlStore, Error> {
         let page = ftl.page_bytes();
-        if node_bytes == 0 || node_bytes % page != 0 {
+        if node_bytes == 0 || !node_bytes.is_multiple_of(page) {
             return Err(Error::Config(format!(
                 "node size {node_bytes} B is not a multiple of the {page}-byte flash page"
             )));
