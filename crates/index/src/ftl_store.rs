@@ -85,6 +85,10 @@ impl NodeStore for FtlStore {
     }
 
     fn load(&mut self, id: NodeId) -> Result<Node, Error> {
+        // `id` may come from a child pointer read back from flash.
+        if id >= self.next_id {
+            return Err(Error::Corrupt { what: "child pointer (no such node)", location: format!("node {id}") });
+        }
         let page = self.ftl.page_bytes();
         for j in 0..self.pages_per_node {
             let lpn = self.lpn(id, j);

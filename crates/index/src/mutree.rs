@@ -198,7 +198,8 @@ impl NodeStore for MuTree {
     }
 
     fn load(&mut self, id: NodeId) -> Result<Node, Error> {
-        let ppn = self.loc[id as usize];
+        // `id` may come from a child pointer read back from flash.
+        let ppn = self.loc.get(id as usize).copied().unwrap_or(NONE);
         if ppn == NONE {
             return Err(Error::Corrupt { what: "μ-Tree node (never written)", location: format!("node {id}") });
         }
