@@ -9,6 +9,7 @@ mod advise;
 mod bench;
 mod demo;
 mod engine_bench;
+mod index_bench;
 mod inspect;
 mod recovery_bench;
 mod runner;
@@ -86,6 +87,9 @@ enum Command {
     /// Power-cut torture: a bank workload cut at N random flash operations, each followed
     /// by restart recovery and consistency checks. Exits non-zero on any failure.
     Torture(torture::TortureArgs),
+    /// Flash-aware B+-trees (IPL B+-tree, B+-tree on an FTL, BFTL, μ-Tree): inserts,
+    /// point queries and range scans with their flash reads, writes, erases and merges.
+    IndexBench(index_bench::IndexBenchArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -234,6 +238,7 @@ fn main() -> ExitCode {
         Command::SqliteCompare(args) => sqlite_compare::run(args),
         Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => exit_on(torture::run(args)),
+        Command::IndexBench(args) => index_bench::run(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {
