@@ -74,7 +74,9 @@ fn storage_kind(text: &str) -> Result<StorageChoice, String> {
         return Ok(StorageChoice::Host);
     }
     text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
-        format!("`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ipl or host (SQLite)")
+        format!(
+            "`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ipl or host (SQLite)"
+        )
     })
 }
 
@@ -189,6 +191,11 @@ pub struct BenchArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     device: DeviceArgs,
+    /// With --image: when the image file is synced to disk (off, normal: at
+    /// checkpoints, full: at every commit) [default: off; a benchmark measures
+    /// simulated time, and syncing only costs wall time].
+    #[arg(long, value_parser = workloads::config::ImageSync::parse)]
+    image_sync: Option<workloads::config::ImageSync>,
     #[command(flatten)]
     workload: WorkloadArgs,
     #[arg(long, value_parser = float(limits::BUFFER_SHARE), allow_negative_numbers = true,
@@ -304,6 +311,7 @@ impl Spelling {
             "device.pages_per_block" => "--pages-per-block",
             "device.page_bytes" => "--page-bytes",
             "device.image" => "--image",
+            "device.image_sync" => "--image-sync",
             "engine.buffer_share" => "--buffer",
             "engine.ipa" => "--ipa",
             "engine.ipa_mode" => "--ipa-mode",
@@ -373,6 +381,12 @@ impl BenchArgs {
         device.no_data |= d.no_data;
         if d.image.is_some() {
             device.image = d.image.clone();
+        }
+        if let Some(sync) = self.image_sync {
+            if device.image.is_none() {
+                return Err("--image-sync needs --image".into());
+            }
+            device.image_sync = sync;
         }
         self.workload.apply(&mut c.workload);
         match self.storage {
@@ -608,6 +622,7 @@ fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
     let c = &cmd.common;
     let engine_only = [
         ("--config", c.config.is_some()),
+        ("--image-sync", c.image_sync.is_some()),
         ("--buffer", c.buffer.is_some()),
         ("--eviction", c.eviction.is_some()),
         ("--ipa-mode", c.ipa_mode.is_some()),

@@ -17,10 +17,10 @@
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
-use flash::ftl::FtlConfig;
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use clap::{Args, ValueEnum};
+use flash::ftl::FtlConfig;
 use indicatif::{ProgressBar, ProgressStyle};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use std::path::PathBuf;
 use workloads::config::WorkloadConfig;
 use workloads::registry::Params;
@@ -150,7 +150,11 @@ pub struct SqliteRun {
 /// The host SQLite runs on: plain SQLite, or SQLite through the VFS on a fresh FTL over
 /// the device `device` describes (the runner charges the per-statement CPU cost, so the
 /// instance charges none of its own).
-fn open_host(storage: SqliteStorage, file: Option<&PathBuf>, device: &DeviceArgs) -> Result<Box<dyn SqliteHost>, String> {
+fn open_host(
+    storage: SqliteStorage,
+    file: Option<&PathBuf>,
+    device: &DeviceArgs,
+) -> Result<Box<dyn SqliteHost>, String> {
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
             Some(path) => HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?,

@@ -1,6 +1,6 @@
 //! The file layer: SQLite's files (main database, `-wal`, `-journal`) as extents of an
 //! FTL's logical pages, in simulated time. The on-flash format is in
-//! `docs/format-sqlite.md`.
+//! `docs/format.md` (SQLite on flash).
 //!
 //! Layout: logical pages 0 and 1 hold the file table (two copies written alternately,
 //! copy = generation mod 2; a torn write leaves the other intact, `open` takes the valid
@@ -396,6 +396,8 @@ impl FileStore {
             return Ok(());
         }
         self.create(AGING_FILE);
+        // Allocated whole up front: growing it by doubling would take the free share too.
+        self.ensure_pages(AGING_FILE, pages)?;
         const CHUNK_PAGES: u64 = 64;
         let pb = self.page_bytes as u64;
         let chunk = vec![0xA5u8; (CHUNK_PAGES * pb) as usize];

@@ -167,13 +167,16 @@ impl FlashSqlite {
     }
 
     /// Ages the device until `free_share` of the logical pages no file holds stays free
-    /// (see [`FileStore::age`]): the rest is written once and overwritten at random as
-    /// many times again. Call it before the database has data. Returns the aging pages.
+    /// (see [`FileStore::age`]): the rest is written once, then overwritten at random by
+    /// as many one-page writes as the FTL has logical pages (the NoLgn-FTL paper's 4
+    /// million 4 KB writes on its 16 GB device), so GC runs. Call it before the
+    /// database has data. Returns the aging pages.
     pub fn age(&self, free_share: f64, rng: &mut impl rand::Rng) -> Result<u64, Error> {
         let mut state = self.registration.state();
         let store = state.store.as_mut().ok_or(Error::Closed)?;
         let pages = (store.free_pages() as f64 * (1.0 - free_share.clamp(0.0, 1.0))).floor() as u64;
-        store.age(pages, pages, rng)?;
+        let overwrites = store.ftl().logical_pages() as u64;
+        store.age(pages, overwrites, rng)?;
         Ok(pages)
     }
 

@@ -132,3 +132,26 @@ fn the_same_run_gives_the_same_counters_and_time() {
     assert_eq!(t_a, t_b);
     assert!(a.statements >= 300);
 }
+
+#[test]
+fn aging_leaves_the_free_share_and_sqlite_works_in_it() {
+    use rand::SeedableRng;
+    let db = create(FtlKind::Page);
+    let free_before = db.files().1;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let pages = db.age(0.5, &mut rng).unwrap();
+    assert_eq!(pages, free_before / 2);
+    let (files, free_after) = db.files();
+    let aging = (sqlite_flash::AGING_FILE.to_string(), pages * small_geometry().page_bytes as u64);
+    assert!(files.contains(&aging), "{files:?}");
+    assert_eq!(free_after, free_before - pages, "the aging file takes exactly its pages");
+    let c = db.counters();
+    assert!(c.host_write_pages >= pages + free_before, "written once, then one overwrite per logical page: {c:?}");
+    assert!(c.ftl.gc_erases > 0, "random overwrites of half the device make GC work: {c:?}");
+    let conn = db.connection();
+    conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)").unwrap();
+    for i in 0..100 {
+        conn.execute("INSERT INTO t VALUES (?1, zeroblob(3000))", params![i]).unwrap();
+    }
+    assert_eq!(count(&db, "SELECT count(*) FROM t"), 100);
+}

@@ -94,6 +94,47 @@ pub struct DeviceConfig {
     /// Persist the device to this new image file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
+    /// When the image is synced to the host's disk.
+    #[serde(skip_serializing_if = "ImageSync::is_off")]
+    pub image_sync: ImageSync,
+}
+
+/// When a run's image file is `fdatasync`ed ([`nand::SyncMode`]). Off by default: a
+/// benchmark measures simulated time, and syncing each commit to the host's disk only
+/// costs wall time (a killed process still loses nothing; a host crash may).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageSync {
+    #[default]
+    Off,
+    Normal,
+    Full,
+}
+
+impl ImageSync {
+    fn is_off(&self) -> bool {
+        *self == ImageSync::Off
+    }
+
+    /// `off`, `normal` or `full`.
+    pub fn parse(text: &str) -> Result<ImageSync, String> {
+        match text {
+            "off" => Ok(ImageSync::Off),
+            "normal" => Ok(ImageSync::Normal),
+            "full" => Ok(ImageSync::Full),
+            _ => Err(format!("`{text}` is not an image sync mode: off, normal or full")),
+        }
+    }
+}
+
+impl From<ImageSync> for nand::SyncMode {
+    fn from(s: ImageSync) -> nand::SyncMode {
+        match s {
+            ImageSync::Off => nand::SyncMode::Off,
+            ImageSync::Normal => nand::SyncMode::Normal,
+            ImageSync::Full => nand::SyncMode::Full,
+        }
+    }
 }
 
 impl Default for DeviceConfig {
@@ -107,6 +148,7 @@ impl Default for DeviceConfig {
             host_queue_depth: None,
             no_data: false,
             image: None,
+            image_sync: ImageSync::Off,
         }
     }
 }

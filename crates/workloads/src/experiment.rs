@@ -349,7 +349,7 @@ impl Experiment {
         let (geometry, keep_data) = (self.derived.geometry.clone(), !self.config.device.no_data);
         let storage: Box<dyn Storage> = match &self.config.device.image {
             Some(path) => Box::new(
-                MemoryStorage::create_image(path, geometry, keep_data)
+                MemoryStorage::create_image_with(path, geometry, keep_data, self.config.device.image_sync.into())
                     .map_err(|e| ConfigError::field("device.image", format!("{}: {e}", path.display())))?,
             ),
             None => Box::new(MemoryStorage::new(geometry, keep_data)),
