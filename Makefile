@@ -38,13 +38,16 @@ fuzz:
 	PROPTEST_CASES=1024 $(CARGO) test -p flash --locked --test model
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
-# 2,000 power cuts per torture configuration.
+# 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite).
 long: build
 	DELTAFLASH_KILL9_ITERATIONS=300 $(CARGO) test -p deltaflash-cli --locked --test kill9
 	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
 	$(BIN) torture --cuts 2000 --seed 1
 	$(BIN) torture --cuts 2000 --seed 1 --ipa 0x0
 	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192 --blocks-per-chip 128
+	$(BIN) torture --cuts 2000 --seed 1 --storage ipl
+	$(BIN) torture --cuts 2000 --seed 1 --engine sqlite
+	$(BIN) torture --cuts 500 --seed 1 --engine sqlite --journal delete
 
 build:
 	$(CARGO) build --release --locked

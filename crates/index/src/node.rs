@@ -301,4 +301,24 @@ mod tests {
         assert!(Rec::decode(&[9], &|| "p".into()).is_err());
         assert_eq!(Rec::decode(&[0xFF, 1], &|| "p".into()).unwrap(), None);
     }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, and node images with bytes flipped, decode to a node, a
+        /// record or an error, never a panic.
+        #[test]
+        fn fuzz_node_and_record_decoders_never_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            flips in proptest::collection::vec((0usize..256, proptest::prelude::any::<u8>()), 0..6),
+        ) {
+            let _ = Node::decode(&bytes, &|| "fuzz".into());
+            let _ = Rec::decode(&bytes, &|| "fuzz".into());
+            let n = Node { level: 0, keys: vec![1, 5, 9], ptrs: vec![10, 50, 90], next: NIL };
+            let mut image = vec![0xFF; 256];
+            n.encode(3, &mut image);
+            for (at, mask) in flips {
+                image[at] ^= mask;
+            }
+            let _ = Node::decode(&image, &|| "fuzz".into());
+        }
+    }
 }

@@ -336,4 +336,23 @@ mod tests {
         r.apply_to_part(1, &mut part1);
         assert_eq!(part1, [9, 9, 0, 0, 0, 0, 0, 0]);
     }
+
+    proptest::proptest! {
+        /// Arbitrary OOB and sector bytes, and valid sectors with bytes flipped, decode
+        /// to a value or an error, never a panic.
+        #[test]
+        fn fuzz_ipl_tag_and_sector_decoders_never_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1100),
+            flips in proptest::collection::vec((0usize..512, proptest::prelude::any::<u8>()), 0..6),
+        ) {
+            let _ = Tag::decode(&bytes);
+            let _ = Sector::decode(&bytes);
+            let records = vec![Record::Bytes { offset: 40, bytes: bytes.iter().copied().take(300).collect() }];
+            let mut sector = Sector { db_page: 1, seq: 2, index: 0, count: 1, records }.encode(512);
+            for (at, mask) in flips {
+                sector[at] ^= mask;
+            }
+            let _ = Sector::decode(&sector);
+        }
+    }
 }
