@@ -90,6 +90,11 @@ pub trait PageDevice: Send {
     fn ipl_counters(&self) -> Option<IplCounters> {
         None
     }
+    /// The In-Page Logging counters of one region (a data region's merges apart from
+    /// the log's); `None` elsewhere.
+    fn ipl_region_counters(&self, _region: RegionId) -> Option<IplCounters> {
+        None
+    }
     /// Where the region's pages are; `None` where the device does not know (an FTL
     /// hides its physical pages).
     fn occupancy(&self, region: RegionId) -> Option<Occupancy>;

@@ -88,6 +88,7 @@ struct Snapshot {
     device: DeviceCounters,
     ftl: Option<FtlCounters>,
     ipl: Option<IplCounters>,
+    ipl_regions: BTreeMap<String, IplCounters>,
     pool: PoolStats,
 }
 
@@ -95,8 +96,12 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
     let objects = db.object_stats().into_iter().map(|s| (s.name, s.counters)).collect();
     let dev = db.page_device();
     let regions = dev.region_ids().map(|r| (dev.region_name(r).to_string(), dev.counters(r))).collect();
+    let ipl_regions = dev
+        .region_ids()
+        .filter_map(|r| dev.ipl_region_counters(r).map(|c| (dev.region_name(r).to_string(), c)))
+        .collect();
     let (device, ftl, ipl) = (dev.device().counters(), dev.ftl_counters(), dev.ipl_counters());
-    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, pool: db.pool_stats() }
+    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, ipl_regions, pool: db.pool_stats() }
 }
 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
@@ -171,6 +176,13 @@ pub struct Metrics {
     /// On an In-Page Logging store: its counters over all regions (log sectors read and
     /// written, merges); its merges also show as GC above (pages programmed, erases).
     pub ipl: Option<IplCounters>,
+    /// Each region's counters (data regions, `log`, `system`): flash pages read and
+    /// written by the host, appends, GC.
+    pub regions: BTreeMap<String, RegionCounters>,
+    /// On an In-Page Logging store: its counters per region, so that the data regions'
+    /// merges, erases and log reads stand apart from the log and system regions'.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ipl_regions: BTreeMap<String, IplCounters>,
     pub time_per_transaction_ms: TimeBreakdown,
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
@@ -262,6 +274,16 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
         ftl,
         logged_writes: total.logged_writes,
         ipl: b.ipl.zip(a.ipl).map(|(b, a)| b.since(&a)),
+        regions: b
+            .regions
+            .iter()
+            .map(|(n, c)| (n.clone(), c.since(&a.regions.get(n).copied().unwrap_or_default())))
+            .collect(),
+        ipl_regions: b
+            .ipl_regions
+            .iter()
+            .map(|(n, c)| (n.clone(), c.since(&a.ipl_regions.get(n).copied().unwrap_or_default())))
+            .collect(),
         time_per_transaction_ms: breakdown(a, b, terminals),
         update_size_writes: total.update_size_writes,
         objects,

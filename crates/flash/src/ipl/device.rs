@@ -149,6 +149,9 @@ impl PageDevice for IplStore {
     fn ipl_counters(&self) -> Option<IplCounters> {
         Some(IplStore::ipl_counters(self))
     }
+    fn ipl_region_counters(&self, region: RegionId) -> Option<IplCounters> {
+        Some(IplStore::counters(self, region))
+    }
     fn occupancy(&self, _region: RegionId) -> Option<Occupancy> {
         None
     }

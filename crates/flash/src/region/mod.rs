@@ -68,6 +68,25 @@ pub struct RegionCounters {
     pub retired_blocks: u64,
 }
 
+impl RegionCounters {
+    /// The counts since `earlier` (a snapshot of the same region).
+    pub fn since(&self, earlier: &RegionCounters) -> RegionCounters {
+        let d = |a: u64, b: u64| a - b;
+        RegionCounters {
+            host_reads: d(self.host_reads, earlier.host_reads),
+            host_writes: d(self.host_writes, earlier.host_writes),
+            host_write_deltas: d(self.host_write_deltas, earlier.host_write_deltas),
+            host_trims: d(self.host_trims, earlier.host_trims),
+            gc_page_migrations: d(self.gc_page_migrations, earlier.gc_page_migrations),
+            wl_page_migrations: d(self.wl_page_migrations, earlier.wl_page_migrations),
+            gc_erases: d(self.gc_erases, earlier.gc_erases),
+            foreground_gc_collections: d(self.foreground_gc_collections, earlier.foreground_gc_collections),
+            background_gc_collections: d(self.background_gc_collections, earlier.background_gc_collections),
+            retired_blocks: d(self.retired_blocks, earlier.retired_blocks),
+        }
+    }
+}
+
 /// What the last rebuild found besides whole pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RebuildReport {
