@@ -69,4 +69,13 @@ fn tpcb_runs_consistently_on_ipl() {
     assert_eq!(r["in_place_appends"].as_u64(), Some(0));
     assert!(r["transactions"].as_u64().unwrap() > 0);
     assert_eq!(r["config"]["storage"]["ipl"]["log_region_bytes"], 8192);
+    // Per region (Table 2 counts only the data regions): the regions' IPL counters add
+    // up to the store's, and the data region logged its evictions.
+    let regions = r["ipl_regions"].as_object().expect("ipl_regions");
+    for (name, total) in r["ipl"].as_object().expect("ipl") {
+        let sum: u64 = regions.values().map(|c| c[name].as_u64().unwrap()).sum();
+        assert_eq!(Some(sum), total.as_u64(), "{name}");
+    }
+    assert!(r["ipl_regions"]["data"]["log_sector_writes"].as_u64().unwrap() > 0, "{}", r["ipl_regions"]);
+    assert_eq!(r["regions"]["data"]["gc_erases"], r["ipl_regions"]["data"]["erases"]);
 }
