@@ -6,6 +6,12 @@
 //! `--plots` write them out, `--verify` runs the recommended layout and sets the
 //! measurement beside the prediction.
 //!
+//! `--watch` advises mid-run and switches online: it runs the first `--watch-after`
+//! seconds at 0x0 in a data region whose IPA mode allows appends (SET IPA refuses mode
+//! none), advises on that run, then runs the same config and seed from the start with
+//! the recommendation applied as `ALTER … SET IPA` at that time. Determinism makes the
+//! second run equal the analysed one up to the switch; the interval lines check it.
+//!
 //! Sources: the ARIES log (records still in the log region after the run, read with
 //! `engine::log::history`) has updates and their byte ranges but no evictions, so the
 //! eviction figures come from the engine's per-object counters of the measured run.
