@@ -6,6 +6,12 @@
 //! `--plots` write them out, `--verify` runs the recommended layout and sets the
 //! measurement beside the prediction.
 //!
+//! `--watch` advises mid-run and switches online: it runs the first `--watch-after`
+//! seconds at 0x0 in a data region whose IPA mode allows appends (SET IPA refuses mode
+//! none), advises on that run, then runs the same config and seed from the start with
+//! the recommendation applied as `ALTER … SET IPA` at that time. Determinism makes the
+//! second run equal the analysed one up to the switch; the interval lines check it.
+//!
 //! Sources: the ARIES log (records still in the log region after the run, read with
 //! `engine::log::history`) has updates and their byte ranges but no evictions, so the
 //! eviction figures come from the engine's per-object counters of the measured run.
@@ -46,6 +52,15 @@ pub struct AdviseArgs {
     /// measured IPA share, space overhead, GC work per host write and throughput.
     #[arg(long, conflicts_with = "analyze")]
     verify: bool,
+    /// Run the workload at 0x0 (in a region whose IPA mode allows appends), advise on
+    /// the run so far at --watch-after and apply the recommendation to the running
+    /// database as `ALTER … SET IPA`, then run to the end; prints the interval series.
+    #[arg(long, conflicts_with_all = ["analyze", "verify"])]
+    watch: bool,
+    /// Simulated seconds into the measurement at which --watch advises and switches
+    /// (default: half of --sim-time).
+    #[arg(long, value_name = "SECONDS", requires = "watch")]
+    watch_after: Option<f64>,
 }
 
 /// A baseline and what the advisor made of it.
@@ -61,10 +76,21 @@ pub(crate) struct Advice {
 
 /// Runs the baseline (no IPA) from the bench flags, reads its image, and advises.
 pub(crate) fn advise_on_run(common: &BenchArgs) -> Result<Advice, String> {
-    let (mut config, spelling) = common.config(Some(IpaScheme::NONE))?;
+    let (config, spelling) = baseline_config(common)?;
+    advise_on_config(config, spelling)
+}
+
+/// The bench flags at IPA 0x0, in one region.
+fn baseline_config(common: &BenchArgs) -> Result<(ExperimentConfig, Spelling), String> {
+    let (config, spelling) = common.config(Some(IpaScheme::NONE))?;
     if config.engine.schema.is_some() || !config.engine.ipa_objects.is_empty() {
         return Err("the baseline runs without IPA in one region: drop --schema and --ipa-objects".into());
     }
+    Ok((config, spelling))
+}
+
+/// Runs `config` (a run without IPA), reads its image, and advises.
+fn advise_on_config(mut config: ExperimentConfig, spelling: Spelling) -> Result<Advice, String> {
     // The log and catalog are read back from the image afterwards.
     let scratch = config.device.image.is_none();
     let image = config
@@ -275,7 +301,133 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
     ]
 }
 
+/// The run `--watch` makes: the bench flags at 0x0 in a data region whose IPA mode
+/// allows appends (SET IPA refuses a region of mode none), with the switch time set and
+/// its statements still to come, and interval lines on.
+fn watch_config(args: &AdviseArgs) -> Result<(ExperimentConfig, Spelling), String> {
+    let (mut config, spelling) = baseline_config(&args.common)?;
+    let duration_s = config.driver.sim_time_s;
+    let after_s = args.watch_after.unwrap_or(duration_s / 2.0);
+    if !(after_s > 0.0 && after_s < duration_s) {
+        return Err(format!(
+            "--watch-after {after_s}: the switch must fall inside the measured time, 0 < SECONDS < {duration_s} (--sim-time)"
+        ));
+    }
+    let mode = match config.engine.ipa_mode.as_str() {
+        "none" => {
+            return Err("--ipa-mode none: --watch switches objects to IPA, which needs a region of mode slc, pslc \
+                        or odd-mlc (leave --ipa-mode out for the device's default)"
+                .into())
+        }
+        "auto" => String::new(),
+        m => format!("IPA_MODE={m}, "),
+    };
+    eprintln!(
+        "watch: ALTER … SET IPA needs a region whose IPA mode allows appends, so the data region is created with \
+         {}IPA=0x0: every object starts without IPA",
+        if mode.is_empty() { "the device's IPA mode and " } else { &mode }
+    );
+    config.engine.schema = Some(format!(
+        "-- advise --watch: starts at 0x0 in a region that allows appends.\n\
+         CREATE REGION data ({mode}IPA=0x0);\nCREATE TABLESPACE ts_data (REGION=data);\n"
+    ));
+    config.driver.switch_at_s = Some(after_s);
+    if config.driver.progress_interval_s == 0.0 {
+        config.driver.progress_interval_s = after_s / 5.0;
+    }
+    Ok((config, spelling))
+}
+
+/// The recommendation as ALTERs: each table of the IPA region and its indexes get the
+/// recommended scheme (the mode stays the region's).
+fn alter_statements(advice: &Advice) -> String {
+    let r = &advice.recommendation;
+    let tables = r.ipa_tables();
+    let mut out = String::new();
+    for o in advice.stats.iter().filter(|o| tables.contains(&o.table.as_str())) {
+        let kind = if o.kind == "index" { "INDEX" } else { "TABLE" };
+        out += &format!("ALTER {kind} {} SET IPA = {}x{} V = {};\n", o.name, r.n, r.m, r.v);
+    }
+    out
+}
+
+/// Page writes, appends, GC migrations and mean throughput over interval lines.
+fn interval_totals(lines: &[&Value]) -> (f64, f64, f64, f64) {
+    let sum = |name: &str| lines.iter().map(|l| metric(l, name)).sum::<f64>();
+    let tps = sum("throughput_tps") / (lines.len().max(1) as f64);
+    (sum("out_of_place_writes"), sum("in_place_appends"), sum("gc_page_migrations"), tps)
+}
+
+/// `--watch`, after the advice on the run so far: runs the whole workload again from
+/// the start with the same flags and seed (so up to the switch it is the run just
+/// analysed, which is checked line by line), applies the ALTERs at the switch time
+/// and prints the interval series and the halves before and after.
+fn watch(advice: &Advice, mut config: ExperimentConfig) -> Result<Value, String> {
+    let after_s = config.driver.switch_at_s.unwrap_or_default();
+    // An interval line is stamped at the first transaction at or past its time, so the
+    // one due at the switch time ends just after it, but before the ALTERs run.
+    let half_step_s = config.driver.progress_interval_s / 2.0;
+    let pre_switch = |l: &Value| metric(l, "sim_seconds") < after_s + half_step_s;
+    let r = &advice.recommendation;
+    let alters = alter_statements(advice);
+    if alters.is_empty() {
+        println!("\nwatch: no table is predicted to gain from IPA: nothing to switch, the run goes on at 0x0.");
+        config.driver.switch_at_s = None;
+    } else {
+        println!("\nwatch: at {after_s} s the running database gets\n{alters}");
+        if !matches!(config.engine.ipa_mode.as_str(), "auto") || r.mode != r.global_mode {
+            println!(
+                "(the region's IPA mode is {}: the mode belongs to the region, so the ALTERs keep it; the \
+                 prediction assumed {})\n",
+                if config.engine.ipa_mode == "auto" { &r.global_mode } else { &config.engine.ipa_mode },
+                r.mode
+            );
+        }
+        config.driver.switch_ddl = Some(alters.clone());
+    }
+    eprintln!("watch: the run from the start, switching at {after_s} s");
+    let result = run(advice, config)?.to_json();
+    let empty = Vec::new();
+    let lines = |v: &Value| v.get("intervals").and_then(Value::as_array).unwrap_or(&empty).clone();
+    let (analysed, all) = (lines(&advice.baseline), lines(&result));
+    let same = analysed.len() <= all.len() && analysed.iter().zip(&all).all(|(a, b)| a == b);
+    if same {
+        println!("The first {} interval lines are those of the analysed run, to the count.", analysed.len());
+    } else {
+        println!("WARNING: the run before the switch differs from the analysed run (not deterministic?)");
+    }
+    println!("\n| sim s | throughput [tps] | out-of-place | appends | GC migrations | GC erases so far | read [ms] |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut marked = false;
+    for l in &all {
+        let at = metric(l, "sim_seconds");
+        if !marked && !pre_switch(l) {
+            println!("| **{after_s} switch** | | | | | | |");
+            marked = true;
+        }
+        println!(
+            "| {at:.2} | {} | {} | {} | {} | {} | {:.3} |",
+            show(metric(l, "throughput_tps")),
+            metric(l, "out_of_place_writes"),
+            metric(l, "in_place_appends"),
+            metric(l, "gc_page_migrations"),
+            metric(l, "gc_erases_so_far"),
+            metric(l, "read_latency_ms")
+        );
+    }
+    let (before, after): (Vec<&Value>, Vec<&Value>) = all.iter().partition(|l| pre_switch(l));
+    println!("\n| | before the switch | after |\n|---|---|---|");
+    let (b, a) = (interval_totals(&before), interval_totals(&after));
+    let share = |t: (f64, f64, f64, f64)| format!("{:.1}%", t.1 / (t.0 + t.1).max(1.0) * 100.0);
+    let per_write = |t: (f64, f64, f64, f64)| format!("{:.3}", t.2 / (t.0 + t.1).max(1.0));
+    println!("| mean throughput [tps] | {} | {} |", show(b.3), show(a.3));
+    println!("| appends share of page writes | {} | {} |", share(b), share(a));
+    println!("| GC migrations per page write | {} | {} |", per_write(b), per_write(a));
+    Ok(json!({ "switch_at_s": after_s, "alters": alters, "prefix_matches": same, "result": result }))
+}
+
 pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
+    let mut watch_plan = None;
     let advice = match (&args.analyze, &args.baseline) {
         (Some(image), Some(result)) => {
             let source = result.display().to_string();
@@ -288,6 +440,16 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
                 .map_err(|e| format!("{source}: config: {e}"))?;
             let (_, spelling) = args.common.config(None)?;
             advise(config, spelling, baseline, read_image(image)?, &source)?
+        }
+        _ if args.watch => {
+            let (config, spelling) = watch_config(&args)?;
+            let mut prefix = config.clone();
+            let after_s = config.driver.switch_at_s.unwrap_or_default();
+            prefix.driver.sim_time_s = after_s;
+            prefix.driver.switch_at_s = None;
+            eprintln!("watch: the first {after_s} measured seconds at 0x0, advised on at {after_s} s");
+            watch_plan = Some(config);
+            advise_on_config(prefix, spelling)?
         }
         _ => advise_on_run(&args.common)?,
     };
@@ -324,6 +486,10 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
             "result": measured,
         });
     }
+    let watched = match watch_plan {
+        Some(config) => watch(&advice, config)?,
+        None => Value::Null,
+    };
     if let Some(path) = &args.json {
         let value = json!({
             "objects": advice.stats,
@@ -333,6 +499,7 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
             "log_records": advice.log_records,
             "baseline": advice.baseline,
             "verify": verified,
+            "watch": watched,
         });
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -103,3 +103,41 @@ fn advise_verify_and_demo_run_end_to_end() {
     assert!(v["selective"]["in_place_appends"].as_u64().unwrap() > 0);
     assert!(v["selective"]["config"]["engine"]["schema"].as_str().unwrap().contains("CREATE REGION ipa"));
 }
+
+#[test]
+fn advise_watch_switches_the_running_database_to_the_advised_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("watch.json");
+    let stdout =
+        ok(&[&["advise", "--watch", "--watch-after", "0.5", "--progress", "0.1", "--json", path(&report)], TINY]
+            .concat());
+    assert!(stdout.contains("ALTER TABLE subscriber SET IPA = "), "{stdout}");
+    assert!(stdout.contains("| **0.5 switch** |"), "{stdout}");
+    assert!(stdout.contains("are those of the analysed run"), "{stdout}");
+    let v = json(&report);
+    let watch = &v["watch"];
+    assert_eq!(watch["prefix_matches"], true);
+    assert!(watch["alters"].as_str().unwrap().contains("ALTER INDEX subscriber_pkey SET IPA"));
+    // The run started at 0x0 in a region that allows appends: no append before the
+    // switch, appends in every interval after it.
+    let result = &watch["result"];
+    assert!(result["config"]["engine"]["schema"].as_str().unwrap().contains("IPA=0x0"));
+    let lines = result["intervals"].as_array().unwrap();
+    assert_eq!(lines.len(), 10);
+    for l in lines {
+        let appends = l["in_place_appends"].as_u64().unwrap();
+        if l["sim_seconds"].as_f64().unwrap() < 0.55 {
+            assert_eq!(appends, 0, "{l}");
+        } else {
+            assert!(appends > 0, "{l}");
+        }
+    }
+}
+
+#[test]
+fn advise_watch_refuses_a_switch_outside_the_measured_time() {
+    let out = deltaflash(&[&["advise", "--watch", "--watch-after", "1"], TINY].concat());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--watch-after 1: the switch must fall inside the measured time"), "{stderr}");
+}
