@@ -297,29 +297,43 @@ impl<'a> Shell<'a> {
         })
     }
 
-    /// Writes and flushes; a closed pipe or a failed write ends the session.
     fn emit(&mut self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Flow {
-        match write(&mut self.out).and_then(|()| self.out.flush()) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Stop::Closed),
-            Err(e) => {
-                self.failures += 1;
-                let _ = writeln!(io::stderr(), "error: writing the output: {e}");
-                Err(Stop::Closed)
-            }
-        }
+        emit(&mut self.out, &mut self.failures, write)
     }
 
-    /// Reports an error; under `--bail` the session stops.
     fn fail(&mut self, message: &str) -> Flow {
-        self.failures += 1;
-        let _ = self.out.flush();
-        let _ = writeln!(io::stderr(), "{message}");
-        if self.bail {
-            Err(Stop::Quit)
-        } else {
-            Ok(())
+        fail(&mut self.out, &mut self.failures, self.bail, message)
+    }
+}
+
+/// Writes and flushes; a closed pipe or a failed write (counted in `failures`) ends
+/// the session. Shared by the SQL and SQLite shells.
+pub(crate) fn emit(
+    out: &mut dyn Write,
+    failures: &mut usize,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Flow {
+    match write(out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Stop::Closed),
+        Err(e) => {
+            *failures += 1;
+            let _ = writeln!(io::stderr(), "error: writing the output: {e}");
+            Err(Stop::Closed)
         }
+    }
+}
+
+/// Reports an error on standard error (after flushing the output, so the two stay in
+/// order) and counts it; under `--bail` the session stops.
+pub(crate) fn fail(out: &mut dyn Write, failures: &mut usize, bail: bool, message: &str) -> Flow {
+    *failures += 1;
+    let _ = out.flush();
+    let _ = writeln!(io::stderr(), "{message}");
+    if bail {
+        Err(Stop::Quit)
+    } else {
+        Ok(())
     }
 }
 

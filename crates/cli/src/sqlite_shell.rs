@@ -10,7 +10,7 @@
 //! with the device's timing whatever happens later.
 
 use crate::setup::DeviceArgs;
-use crate::shell::{csv_field, json_string, Flow, Mode, Stop};
+use crate::shell::{self, csv_field, json_string, Flow, Mode, Stop};
 use crate::table::{write_table, Row};
 use clap::Args;
 use flash::ftl::{FtlConfig, FtlKind};
@@ -334,28 +334,12 @@ impl SqliteShell<'_> {
         }
     }
 
-    /// Writes and flushes; a closed pipe ends the session.
     fn emit(&mut self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Flow {
-        match write(&mut self.out).and_then(|()| self.out.flush()) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Stop::Closed),
-            Err(e) => {
-                self.failures += 1;
-                let _ = writeln!(io::stderr(), "error: writing the output: {e}");
-                Err(Stop::Closed)
-            }
-        }
+        shell::emit(&mut self.out, &mut self.failures, write)
     }
 
     fn fail(&mut self, message: &str) -> Flow {
-        self.failures += 1;
-        let _ = self.out.flush();
-        let _ = writeln!(io::stderr(), "{message}");
-        if self.bail {
-            Err(Stop::Quit)
-        } else {
-            Ok(())
-        }
+        shell::fail(&mut self.out, &mut self.failures, self.bail, message)
     }
 }
 

@@ -76,11 +76,35 @@ impl WorkloadParams for TpccParams {
 }
 
 /// NURand constants (clause 2.1.6): C for c_last, c_id and ol_i_id.
-#[derive(Clone, Copy, Debug)]
-struct Constants {
-    c_last: i64,
-    c_id: i64,
-    ol_i_id: i64,
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Constants {
+    pub(crate) c_last: i64,
+    pub(crate) c_id: i64,
+    pub(crate) ol_i_id: i64,
+}
+
+impl Constants {
+    /// The load's and the run's NURand constants: the run's C_LAST differs from the
+    /// load's by 65..=119, but not 96 or 112 (clause 2.1.6.1).
+    pub(crate) fn draw(rng: &mut ChaCha8Rng) -> (Constants, Constants) {
+        let load = Constants {
+            c_last: rng.gen_range(0..=255),
+            c_id: rng.gen_range(0..=1023),
+            ol_i_id: rng.gen_range(0..=8191),
+        };
+        let delta = loop {
+            let d = rng.gen_range(65..=119);
+            if d != 96 && d != 112 {
+                break d;
+            }
+        };
+        let run = Constants {
+            c_last: (load.c_last + delta) % 256,
+            c_id: rng.gen_range(0..=1023),
+            ol_i_id: rng.gen_range(0..=8191),
+        };
+        (load, run)
+    }
 }
 
 pub struct Tpcc {
@@ -135,23 +159,7 @@ fn dec(scaled: i64, scale: u8) -> Value {
 
 impl Tpcc {
     pub fn new(warehouses: i64, mix: Mix, rng: &mut ChaCha8Rng) -> Tpcc {
-        let load = Constants {
-            c_last: rng.gen_range(0..=255),
-            c_id: rng.gen_range(0..=1023),
-            ol_i_id: rng.gen_range(0..=8191),
-        };
-        // The run's C_LAST differs from the load's by 65..=119, but not 96 or 112 (2.1.6.1).
-        let delta = loop {
-            let d = rng.gen_range(65..=119);
-            if d != 96 && d != 112 {
-                break d;
-            }
-        };
-        let run = Constants {
-            c_last: (load.c_last + delta) % 256,
-            c_id: rng.gen_range(0..=1023),
-            ol_i_id: rng.gen_range(0..=8191),
-        };
+        let (load, run) = Constants::draw(rng);
         Tpcc { warehouses: warehouses.max(1), mix, load, run, tables: None }
     }
 

@@ -5,7 +5,6 @@
 use super::format::Record;
 use super::IplStore;
 use crate::error::{DeltaRefusal, Error};
-use crate::ftl::FtlCounters;
 use crate::ipl::IplCounters;
 use crate::page_device::PageDevice;
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
@@ -142,9 +141,6 @@ impl PageDevice for IplStore {
             foreground_gc_collections: p.ipl.merges,
             ..p.counters
         }
-    }
-    fn ftl_counters(&self) -> Option<FtlCounters> {
-        None
     }
     fn ipl_counters(&self) -> Option<IplCounters> {
         Some(IplStore::ipl_counters(self))

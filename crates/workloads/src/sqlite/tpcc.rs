@@ -14,7 +14,7 @@
 
 use super::{Kind, Session, SqliteParams, SqliteWorkload};
 use crate::limits::CountRange;
-use crate::tpcc::{last_name, letters, nurand, zip, Mix, CUSTOMERS, DISTRICTS, ITEMS, MIX_SHARE};
+use crate::tpcc::{last_name, letters, nurand, zip, Constants, Mix, CUSTOMERS, DISTRICTS, ITEMS, MIX_SHARE};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -94,14 +94,6 @@ CREATE TABLE stock (s_i_id INTEGER, s_w_id INTEGER, s_quantity INTEGER, s_dist_0
   PRIMARY KEY (s_w_id, s_i_id));
 ";
 
-/// NURand's C for c_last, c_id and ol_i_id (clause 2.1.6).
-#[derive(Clone, Copy, Debug, Default)]
-struct Constants {
-    c_last: i64,
-    c_id: i64,
-    ol_i_id: i64,
-}
-
 pub struct TpccSql {
     p: TpccSqlParams,
     warehouses: i64,
@@ -162,25 +154,9 @@ impl TpccSql {
         }
     }
 
-    /// Draws the load's and the run's NURand constants (the run's C_LAST differs from
-    /// the load's by 65..=119, but not 96 or 112: clause 2.1.6.1).
+    /// Draws the load's and the run's NURand constants ([`Constants::draw`]).
     fn constants(&mut self, rng: &mut ChaCha8Rng) {
-        self.load = Constants {
-            c_last: rng.gen_range(0..=255),
-            c_id: rng.gen_range(0..=1023),
-            ol_i_id: rng.gen_range(0..=8191),
-        };
-        let delta = loop {
-            let d = rng.gen_range(65..=119);
-            if d != 96 && d != 112 {
-                break d;
-            }
-        };
-        self.run = Constants {
-            c_last: (self.load.c_last + delta) % 256,
-            c_id: rng.gen_range(0..=1023),
-            ol_i_id: rng.gen_range(0..=8191),
-        };
+        (self.load, self.run) = Constants::draw(rng);
     }
 
     fn load_warehouse(&self, s: &mut Session<'_>, l: &mut Loader, w: i64, rng: &mut ChaCha8Rng) -> Result<(), String> {
