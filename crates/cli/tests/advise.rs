@@ -1,39 +1,12 @@
 //! `deltaflash advise` and `deltaflash demo` end to end on a tiny TATP.
 
-use serde_json::Value;
+mod common;
+use common::{deltaflash, json, ok, FOUR_CHIPS};
 use std::path::Path;
-use std::process::{Command, Output};
 
 /// TATP with 1,000 subscribers on a 4-chip device: a second of simulated time.
-const TINY: &[&str] = &[
-    "--workload",
-    "tatp",
-    "--subscribers",
-    "1000",
-    "--chips",
-    "4",
-    "--blocks-per-chip",
-    "64",
-    "--pages-per-block",
-    "64",
-    "--sim-time",
-    "1",
-    "--warmup",
-    "0.5",
-];
-
-fn deltaflash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = deltaflash(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+fn tiny() -> Vec<&'static str> {
+    [&["--workload", "tatp", "--subscribers", "1000", "--sim-time", "1", "--warmup", "0.5"], FOUR_CHIPS].concat()
 }
 
 fn path(p: &Path) -> &str {
@@ -44,7 +17,7 @@ fn path(p: &Path) -> &str {
 fn advise_reads_a_baseline_run_and_its_ddl_runs_under_bench_schema() {
     let dir = tempfile::tempdir().unwrap();
     let (image, result) = (dir.path().join("base.img"), dir.path().join("base.json"));
-    ok(&[&["bench", "--ipa", "0x0", "--image", path(&image), "--json", path(&result)], TINY].concat());
+    ok(&[&["bench", "--ipa", "0x0", "--image", path(&image), "--json", path(&result)], &tiny()[..]].concat());
     let (ddl, report, plots) =
         (dir.path().join("layout.sql"), dir.path().join("advice.json"), dir.path().join("plots"));
     let stdout = ok(&[
@@ -79,7 +52,7 @@ fn advise_reads_a_baseline_run_and_its_ddl_runs_under_bench_schema() {
     }
     // The DDL runs unchanged, and the layout takes appends.
     let layout = dir.path().join("layout.json");
-    ok(&[&["bench", "--schema", path(&ddl), "--check", "--json", path(&layout)], TINY].concat());
+    ok(&[&["bench", "--schema", path(&ddl), "--check", "--json", path(&layout)], &tiny()[..]].concat());
     assert!(json(&layout)["in_place_appends"].as_u64().unwrap() > 0);
 }
 
@@ -87,11 +60,11 @@ fn advise_reads_a_baseline_run_and_its_ddl_runs_under_bench_schema() {
 fn advise_verify_and_demo_run_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("base.img");
-    let stdout = ok(&[&["advise", "--verify", "--image", path(&image)], TINY].concat());
+    let stdout = ok(&[&["advise", "--verify", "--image", path(&image)], &tiny()[..]].concat());
     assert!(stdout.contains("| IPA share of host writes |"), "{stdout}");
     assert!(stdout.contains("| GC erases per host write |"), "{stdout}");
     let demo = dir.path().join("demo.json");
-    let stdout = ok(&[&["demo", "--json", path(&demo)], TINY].concat());
+    let stdout = ok(&[&["demo", "--json", path(&demo)], &tiny()[..]].concat());
     assert!(stdout.contains("| metric | baseline [0x0] | global ["), "{stdout}");
     let v = json(&demo);
     for run in ["baseline", "global", "selective"] {
@@ -108,9 +81,11 @@ fn advise_verify_and_demo_run_end_to_end() {
 fn advise_watch_switches_the_running_database_to_the_advised_layout() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("watch.json");
-    let stdout =
-        ok(&[&["advise", "--watch", "--watch-after", "0.5", "--progress", "0.1", "--json", path(&report)], TINY]
-            .concat());
+    let stdout = ok(&[
+        &["advise", "--watch", "--watch-after", "0.5", "--progress", "0.1", "--json", path(&report)],
+        &tiny()[..],
+    ]
+    .concat());
     assert!(stdout.contains("ALTER TABLE subscriber SET IPA = "), "{stdout}");
     assert!(stdout.contains("| **0.5 switch** |"), "{stdout}");
     assert!(stdout.contains("are those of the analysed run"), "{stdout}");
@@ -136,7 +111,7 @@ fn advise_watch_switches_the_running_database_to_the_advised_layout() {
 
 #[test]
 fn advise_watch_refuses_a_switch_outside_the_measured_time() {
-    let out = deltaflash(&[&["advise", "--watch", "--watch-after", "1"], TINY].concat());
+    let out = deltaflash(&[&["advise", "--watch", "--watch-after", "1"], &tiny()[..]].concat());
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--watch-after 1: the switch must fall inside the measured time"), "{stderr}");

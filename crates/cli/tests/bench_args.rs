@@ -2,15 +2,8 @@
 //! naming the flag (or the config file's field and position) and the allowed range;
 //! `compare --format markdown` writes a markdown table with its legend and nothing else.
 
-use std::process::{Command, Output};
-
-fn deltaflash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{deltaflash, stderr, FOUR_CHIPS, SHORT_RUN};
 
 /// (arguments, what the error must contain: the flag, then the range or the problem).
 const REFUSED: &[(&[&str], &[&str])] = &[
@@ -116,28 +109,15 @@ fn a_schema_without_the_ipa_placeholder_cannot_compare_schemes() {
     assert!(out.stdout.is_empty(), "nothing ran");
 }
 
-/// A small TATP database on four chips: a compare of two schemes in seconds.
-const SMALL_TATP: &[&str] = &[
-    "--workload",
-    "tatp",
-    "--subscribers",
-    "2000",
-    "--chips",
-    "4",
-    "--blocks-per-chip",
-    "64",
-    "--pages-per-block",
-    "64",
-    "--sim-time",
-    "0.5",
-    "--warmup",
-    "0.2",
-];
+/// A small TATP database (on four chips: a compare of two schemes in seconds).
+const TATP: &[&str] = &["--workload", "tatp", "--subscribers", "2000"];
 
 #[test]
 fn compare_markdown_is_one_table_and_its_legend() {
-    let out =
-        deltaflash(&[&["compare", "--schemes", "0x0,2x4", "--check", "--format", "markdown"], SMALL_TATP].concat());
+    let out = deltaflash(
+        &[&["compare", "--schemes", "0x0,2x4", "--check", "--format", "markdown"], TATP, FOUR_CHIPS, SHORT_RUN]
+            .concat(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();

@@ -1,25 +1,12 @@
 //! The `deltaflash` binary end to end, on small devices.
 
+mod common;
+use common::{checked_bench_json, deltaflash, json_without, stderr, SMALL};
 use std::path::Path;
-use std::process::{Command, Output};
 
-const SMALL: &[&str] = &["--chips", "4", "--blocks-per-chip", "32", "--pages-per-block", "16"];
-
-fn deltaflash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
+/// An `ftl-bench` JSON without its wall-time fields.
 fn json_without_wall_time(path: &Path) -> serde_json::Value {
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let o = v.as_object_mut().unwrap();
-    for key in ["wall_seconds", "host_writes_per_wall_second", "flash_page_programs_per_wall_second"] {
-        assert!(o.remove(key).is_some(), "{key} missing");
-    }
-    v
+    json_without(path, &["wall_seconds", "host_writes_per_wall_second", "flash_page_programs_per_wall_second"])
 }
 
 #[test]
@@ -211,18 +198,7 @@ const TPCB_DEVICE: &[&str] = &["--chips", "4", "--blocks-per-chip", "96", "--pag
 fn bench_same_seed_same_json_and_compare_renders() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str| {
-        let path = dir.path().join(name);
-        let p = path.to_str().unwrap().to_string();
-        let mut args = vec!["bench", "--sim-time", "2", "--warmup", "1", "--check", "--json", &p];
-        args.extend_from_slice(TPCB_DEVICE);
-        let out = deltaflash(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("consistency check passed"));
-        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        for key in ["wall_seconds", "run_wall_seconds", "simulated_seconds_per_wall_second"] {
-            v.as_object_mut().unwrap().remove(key).expect(key);
-        }
-        v
+        checked_bench_json(&dir.path().join(name), &[&["--sim-time", "2", "--warmup", "1"], TPCB_DEVICE].concat())
     };
     let a = run("a.json");
     for key in [

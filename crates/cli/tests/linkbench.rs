@@ -1,49 +1,21 @@
 //! LinkBench through the binary: `bench --workload linkbench --nodes N` and `compare`,
 //! its consistency check, its objects in the results, and `--nodes` refused out of range.
 
-use std::process::{Command, Output};
+mod common;
+use common::{checked_bench_json, deltaflash, stderr, FOUR_CHIPS, SHORT_RUN};
 
-fn deltaflash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
+/// 3,000 nodes (about 2 MiB with links and counts).
+const LINKBENCH: &[&str] = &["--workload", "linkbench", "--nodes", "3000"];
+
+fn small_linkbench() -> Vec<&'static str> {
+    [LINKBENCH, FOUR_CHIPS, SHORT_RUN].concat()
 }
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// 3,000 nodes (about 2 MiB with links and counts) on four small chips.
-const SMALL_LINKBENCH: &[&str] = &[
-    "--workload",
-    "linkbench",
-    "--nodes",
-    "3000",
-    "--chips",
-    "4",
-    "--blocks-per-chip",
-    "64",
-    "--pages-per-block",
-    "64",
-    "--sim-time",
-    "0.5",
-    "--warmup",
-    "0.2",
-];
 
 #[test]
 fn bench_runs_linkbench_checks_it_and_reports_its_objects() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str| {
-        let path = dir.path().join(name);
-        let p = path.to_str().unwrap().to_string();
-        let out = deltaflash(&[&["bench", "--ipa", "2x3", "--check", "--json", &p], SMALL_LINKBENCH].concat());
-        assert!(out.status.success(), "{}", stderr(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("consistency check passed"));
-        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        for key in ["wall_seconds", "run_wall_seconds", "simulated_seconds_per_wall_second"] {
-            v.as_object_mut().unwrap().remove(key).expect(key);
-        }
-        v
-    };
+    let run =
+        |name: &str| checked_bench_json(&dir.path().join(name), &[&["--ipa", "2x3"], &small_linkbench()[..]].concat());
     let a = run("a.json");
     assert_eq!(a["config"]["workload"]["name"], "linkbench");
     assert_eq!(a["config"]["workload"]["nodes"], 3000);
@@ -60,8 +32,9 @@ fn bench_runs_linkbench_checks_it_and_reports_its_objects() {
 
 #[test]
 fn compare_runs_linkbench_on_both_schemes() {
-    let out =
-        deltaflash(&[&["compare", "--schemes", "0x0,2x3", "--check", "--format", "json"], SMALL_LINKBENCH].concat());
+    let out = deltaflash(
+        &[&["compare", "--schemes", "0x0,2x3", "--check", "--format", "json"], &small_linkbench()[..]].concat(),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("consistency check passed"), "{}", stderr(&out));
     let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
