@@ -27,6 +27,10 @@
 //! - A partial-page write replaces the whole logical page through the FTL, so a torn
 //!   one leaves the old page or the new one, never a mix, on FTLs whose page writes are
 //!   atomic (all of ours rebuild from OOB-checked pages).
+//!
+//! SW-WAL (`swwal.rs`, when the table says so): `-wal` files are frame-aligned, and a
+//! write that repeats the WAL frame SQLite just read becomes a remap queued in RAM until
+//! the next sync, like a write in a volatile cache (its own fault model is there).
 
 use crate::error::Error;
 use flash::ftl::Ftl;
