@@ -164,8 +164,12 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
 
 /// Creates the database and the accounts (one transaction).
 fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
-    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { statement_cpu_ns: 10_000, seed, sw_wal: config.journal == Journal::SwWal })
-        .map_err(|e| format!("creating the database: {e}"))?;
+    let db = FlashSqlite::create(
+        device,
+        &config.ftl,
+        FlashSqliteOptions { statement_cpu_ns: 10_000, seed, sw_wal: config.journal == Journal::SwWal },
+    )
+    .map_err(|e| format!("creating the database: {e}"))?;
     let c = db.connection();
     let setup = || -> rusqlite::Result<()> {
         let _: String = c.query_row(&format!("PRAGMA journal_mode={}", config.journal.mode()), [], |r| r.get(0))?;

@@ -45,6 +45,9 @@ const FRAME_HEADER_BYTES: u64 = TAG_BYTES as u64;
 /// The suffix SQLite gives a database's WAL.
 const WAL_SUFFIX: &str = "-wal";
 
+/// A frame header as stored in its page's OOB (`None`: an untagged page).
+type Tag = Option<[u8; TAG_BYTES]>;
+
 /// SW-WAL's state in RAM.
 #[derive(Default)]
 pub(super) struct SwWal {
@@ -118,7 +121,7 @@ impl FileStore {
     pub(super) fn try_remap_write(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<bool, Error> {
         let pb = self.page_bytes as u64;
         let Some(sw) = self.sw_wal.as_mut() else { return Ok(false) };
-        if data.len() as u64 != pb || offset % pb != 0 || name.ends_with(WAL_SUFFIX) {
+        if data.len() as u64 != pb || !offset.is_multiple_of(pb) || name.ends_with(WAL_SUFFIX) {
             return Ok(false);
         }
         let src = match &sw.last_frame {
@@ -157,12 +160,7 @@ impl FileStore {
 
     /// A WAL file page's bytes and tag (zeros and none past the file's pages or never
     /// written); returns when the read ended.
-    fn wal_page(
-        &mut self,
-        wal: &str,
-        index: u64,
-        now: SimTime,
-    ) -> Result<(Vec<u8>, Option<[u8; TAG_BYTES]>, SimTime), Error> {
+    fn wal_page(&mut self, wal: &str, index: u64, now: SimTime) -> Result<(Vec<u8>, Tag, SimTime), Error> {
         let mut page = vec![0u8; self.page_bytes];
         let size = self.entry(wal)?.size;
         if index >= wal_pages(size, self.page_bytes as u64) {
@@ -210,7 +208,7 @@ impl FileStore {
         let issued = self.now;
         let mut end = issued;
         // The last page read, when one request spans a frame's header and data.
-        let mut cached: Option<(u64, Vec<u8>, Option<[u8; TAG_BYTES]>)> = None;
+        let mut cached: Option<(u64, Vec<u8>, Tag)> = None;
         let mut pos = 0;
         while pos < avail {
             let at = offset + pos as u64;
@@ -237,7 +235,8 @@ impl FileStore {
                 (_, f) => {
                     let d = (f - FRAME_HEADER_BYTES) as usize;
                     target.copy_from_slice(&page[d..d + n as usize]);
-                    if d == 0 && n == pb {
+                    // Only a frame on flash (tagged) can be a remap's source.
+                    if d == 0 && n == pb && tag.is_some() {
                         let lpn = self.lpn(wal, index)?;
                         self.sw().last_frame = Some((wal.to_string(), lpn, page.clone()));
                     }

@@ -444,9 +444,10 @@ impl PageLog {
                         let Some(entries) = h.verifies(read.data).then(|| decode_record(read.data)).flatten() else {
                             continue;
                         };
-                        let dsts: Vec<u32> = entries.iter().map(|e| e.0).filter(|&d| d < logical_pages).collect();
+                        let mut dsts = Vec::with_capacity(entries.len());
                         for &(dst, target) in entries.iter().filter(|e| e.0 < logical_pages && e.1 != 0) {
                             log.copies[dst as usize] += 1;
+                            dsts.push(dst);
                             candidates.push((dst as u64, Reverse((h.seq, h.gen)), ppn.0, target));
                         }
                         log.records.insert(ppn.0, dsts);
