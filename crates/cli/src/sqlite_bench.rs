@@ -82,6 +82,17 @@ pub struct SqliteArgs {
     /// Host storage: the SQLite database file (its -wal beside it) instead of memory.
     #[arg(long, value_name = "PATH")]
     sqlite_file: Option<PathBuf>,
+    /// SQLite on flash: base-wal (SQLite's WAL through the file layer) or sw-wal (WAL
+    /// frames page-aligned on flash, checkpoints by remapping; page FTL) [default: base-wal].
+    #[arg(long, value_enum)]
+    journal: Option<SqliteJournal>,
+}
+
+/// How SQLite on flash journals (`--journal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SqliteJournal {
+    BaseWal,
+    SwWal,
 }
 
 impl SqliteArgs {
@@ -99,6 +110,7 @@ impl SqliteArgs {
             ("--sync", self.sync.is_some()),
             ("--free-space", self.free_space.is_some()),
             ("--sqlite-file", self.sqlite_file.is_some()),
+            ("--journal", self.journal.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -154,7 +166,11 @@ fn open_host(
     storage: SqliteStorage,
     file: Option<&PathBuf>,
     device: &DeviceArgs,
+    journal: Option<SqliteJournal>,
 ) -> Result<Box<dyn SqliteHost>, String> {
+    if journal.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
+        return Err("--journal chooses how SQLite on flash journals; it needs --storage ftl:KIND".into());
+    }
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
             Some(path) => HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?,
@@ -168,7 +184,8 @@ fn open_host(
                 return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
             }
             let device = device.create()?;
-            let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };
+            let sw_wal = journal == Some(SqliteJournal::SwWal);
+            let options = FlashSqliteOptions { statement_cpu_ns: 0, sw_wal, ..Default::default() };
             let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
                 .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
             Ok(Box::new(sqlite))
@@ -219,6 +236,7 @@ fn print_result(r: &SqliteResult) {
             Row::kv("flash erases", f.counters.flash_erases),
             Row::kv("GC page migrations", f.counters.gc_page_migrations),
             Row::kv("GC erases", f.counters.gc_erases),
+            Row::kv("remaps (programs saved)", f.counters.remaps),
             Row::kv("flash programs per transaction", format!("{:.3}", f.flash_programs_per_transaction)),
             Row::kv("device write amplification", format!("{:.3}", f.write_amplification)),
         ]),
@@ -263,7 +281,7 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     };
     // Refuse bad parameters before opening anything.
     workloads::sqlite::find(&run.workload.name).and_then(|w| w.configure(&params)).map_err(spelled)?;
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device)?;
+    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, args.journal)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
@@ -362,10 +380,14 @@ mod tests {
     #[test]
     fn sqlite_needs_a_block_device() {
         let device = default_device();
-        let e = open_host(SqliteStorage::Noftl, None, &device).err().unwrap();
+        let e = open_host(SqliteStorage::Noftl, None, &device, None).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
         let file = PathBuf::from("x.db");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device).err().unwrap();
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None).err().unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
+        let e = open_host(SqliteStorage::Host, None, &device, Some(SqliteJournal::SwWal)).err().unwrap();
+        assert!(e.contains("needs --storage ftl"), "{e}");
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(SqliteJournal::SwWal));
+        assert!(e.err().unwrap().contains("only the page FTL"));
     }
 }

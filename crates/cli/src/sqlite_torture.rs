@@ -39,13 +39,23 @@ pub enum Engine {
 pub enum Journal {
     Wal,
     Delete,
+    /// SW-WAL: WAL frames page-aligned on flash, checkpoints by remapping (page FTL).
+    SwWal,
 }
 
 impl Journal {
+    /// SQLite's `journal_mode`.
     fn mode(self) -> &'static str {
         match self {
-            Journal::Wal => "wal",
+            Journal::Wal | Journal::SwWal => "wal",
             Journal::Delete => "delete",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Journal::SwWal => "sw-wal",
+            other => other.mode(),
         }
     }
 }
@@ -60,7 +70,8 @@ pub struct SqliteTortureArgs {
     /// over-provisioning so GC fits the small torture device.
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,
-    /// SQLite only: journal mode (WAL, or a rollback journal deleted at commit).
+    /// SQLite only: journal mode (WAL, a rollback journal deleted at commit, or SW-WAL:
+    /// the WAL frame-aligned on flash and checkpoints by remapping, page FTL only).
     #[arg(long, value_enum, default_value_t = Journal::Wal)]
     pub journal: Journal,
 }
@@ -105,7 +116,7 @@ pub fn run(
     let (load_ops, run_ops) = count_operations(&config, seed)?;
     eprintln!(
         "sqlite bank ({} journal, {} FTL): {accounts} accounts, {transfers} transfers ({run_ops} flash operations after a {load_ops}-operation load); {cuts} cuts",
-        config.journal.mode(),
+        config.journal.name(),
         args.ftl.name()
     );
     let bar = crate::progress(cuts as u64, "cuts");
@@ -153,8 +164,12 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
 
 /// Creates the database and the accounts (one transaction).
 fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
-    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { statement_cpu_ns: 10_000, seed })
-        .map_err(|e| format!("creating the database: {e}"))?;
+    let db = FlashSqlite::create(
+        device,
+        &config.ftl,
+        FlashSqliteOptions { statement_cpu_ns: 10_000, seed, sw_wal: config.journal == Journal::SwWal },
+    )
+    .map_err(|e| format!("creating the database: {e}"))?;
     let c = db.connection();
     let setup = || -> rusqlite::Result<()> {
         let _: String = c.query_row(&format!("PRAGMA journal_mode={}", config.journal.mode()), [], |r| r.get(0))?;

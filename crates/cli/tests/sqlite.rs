@@ -26,6 +26,20 @@ fn sqlite_torture_survives_200_power_cuts_in_wal_mode() {
 }
 
 #[test]
+fn sqlite_torture_survives_100_power_cuts_with_sw_wal() {
+    // Checkpoints every 64 frames remap database pages onto WAL frames; cuts land in
+    // frame writes, remap records and GC.
+    let mut args = vec!["torture", "--engine", "sqlite", "--journal", "sw-wal", "--cuts", "100", "--seed", "9"];
+    args.extend(["--accounts", "200", "--transfers", "150"]);
+    args.extend(SMALL);
+    let out = deltaflash(&args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("100 passed, 0 failed"), "{stdout}");
+    assert!(text(&out.stderr).contains("sw-wal journal"), "{}", text(&out.stderr));
+}
+
+#[test]
 fn sqlite_torture_with_a_rollback_journal() {
     let mut args = vec!["torture", "--engine", "sqlite", "--journal", "delete", "--cuts", "40", "--seed", "3"];
     args.extend(["--accounts", "100", "--transfers", "80"]);

@@ -27,12 +27,21 @@
 //! - A partial-page write replaces the whole logical page through the FTL, so a torn
 //!   one leaves the old page or the new one, never a mix, on FTLs whose page writes are
 //!   atomic (all of ours rebuild from OOB-checked pages).
+//!
+//! SW-WAL (`swwal.rs`, when the table says so): `-wal` files are frame-aligned, and a
+//! write that repeats the WAL frame SQLite just read becomes a remap queued in RAM until
+//! the next sync, like a write in a volatile cache (its own fault model is there).
 
 use crate::error::Error;
 use flash::ftl::Ftl;
 use nand::{SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// SW-WAL: frame-aligned WAL files and checkpoints by remapping (a child module, so it
+/// works on the store's state; its hooks below are one line each).
+#[path = "swwal.rs"]
+mod swwal;
 
 /// The file [`FileStore::age`] fills; SQLite never opens it (its names are paths).
 pub const AGING_FILE: &str = "deltaflash-aging";
@@ -88,6 +97,9 @@ impl FileEntry {
 struct Table {
     files: BTreeMap<String, FileEntry>,
     trimming: Vec<Extent>,
+    /// The store runs SW-WAL: `-wal` files are frame-aligned (see `swwal.rs`).
+    #[serde(default)]
+    sw_wal: bool,
 }
 
 /// I/O the file layer did for SQLite, in the host's units.
@@ -125,14 +137,28 @@ pub struct FileStore {
     /// The table in RAM has growth the table on flash lacks.
     dirty: bool,
     counters: FileCounters,
+    /// `Some` when the store runs SW-WAL.
+    sw_wal: Option<swwal::SwWal>,
 }
 
 impl FileStore {
     /// An empty file table on a freshly formatted FTL.
     pub fn format(ftl: Box<dyn Ftl>, now: SimTime) -> Result<FileStore, Error> {
+        FileStore::format_with(ftl, now, false)
+    }
+
+    /// [`FileStore::format`], running SW-WAL if `sw_wal` (kept in the table, so `open`
+    /// finds it): WAL files frame-aligned, checkpoints by remapping.
+    pub fn format_with(ftl: Box<dyn Ftl>, now: SimTime, sw_wal: bool) -> Result<FileStore, Error> {
         let mut store = FileStore::empty(ftl, now)?;
+        store.sw_wal = sw_wal.then(swwal::SwWal::default);
         store.save_table()?;
         Ok(store)
+    }
+
+    /// Whether the store runs SW-WAL.
+    pub fn sw_wal(&self) -> bool {
+        self.sw_wal.is_some()
     }
 
     /// Reads the file table of an FTL that [`FileStore::format`] set up.
@@ -168,6 +194,7 @@ impl FileStore {
         store.generation = generation;
         store.free = free_space(&table, store.ftl.logical_pages())?;
         store.files = table.files;
+        store.sw_wal = table.sw_wal.then(swwal::SwWal::default);
         // A cut may have come before these trims ended; they are idempotent.
         store.trimming = table.trimming.clone();
         store.release(table.trimming)?;
@@ -192,6 +219,7 @@ impl FileStore {
             generation: 0,
             dirty: false,
             counters: FileCounters::default(),
+            sw_wal: None,
         })
     }
 
@@ -251,6 +279,9 @@ impl FileStore {
     /// Reads up to `buf.len()` bytes at `offset`; bytes beyond the file's end are
     /// zeroed. Returns how many bytes the file had there.
     pub fn read(&mut self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize, Error> {
+        if self.frame_aligned(name) {
+            return self.wal_read(name, offset, buf);
+        }
         let size = self.entry(name)?.size;
         let avail = size.saturating_sub(offset).min(buf.len() as u64) as usize;
         buf[avail..].fill(0);
@@ -266,7 +297,7 @@ impl FileStore {
             match self.files.get(name).and_then(|f| f.lpn(at / pb)) {
                 Some(lpn) => {
                     self.counters.read_pages += 1;
-                    match self.ftl.read(lpn, issued)? {
+                    match self.ftl.read(self.resolve(lpn), issued)? {
                         Some(read) => {
                             end = end.max(read.timing.end_ns);
                             target.copy_from_slice(&read.data[in_page..in_page + n]);
@@ -289,6 +320,12 @@ impl FileStore {
         if data.is_empty() {
             return Ok(());
         }
+        if self.frame_aligned(name) {
+            return self.wal_write(name, offset, data);
+        }
+        if self.try_remap_write(name, offset, data)? {
+            return Ok(());
+        }
         let mut old_size = self.entry(name)?.size;
         if offset > old_size {
             self.zero_tail(name, old_size, offset)?;
@@ -308,6 +345,7 @@ impl FileStore {
             let n = (self.page_bytes - in_page).min(data.len() - pos);
             let lpn = self.lpn(name, index)?;
             let timing = if n == self.page_bytes {
+                self.before_overwrite(lpn)?;
                 self.ftl.write(lpn, &data[pos..pos + n], issued)?
             } else {
                 let ready = self.read_page_into(lpn, index * pb < old_size, &mut page, issued)?;
@@ -316,6 +354,7 @@ impl FileStore {
                     page[old_size.saturating_sub(index * pb) as usize..].fill(0);
                 }
                 page[in_page..in_page + n].copy_from_slice(&data[pos..pos + n]);
+                self.before_overwrite(lpn)?;
                 self.ftl.write(lpn, &page, ready)?
             };
             self.counters.write_pages += 1;
@@ -336,6 +375,9 @@ impl FileStore {
     /// Sets the file's size. Growing writes zeros over the rest of the last page;
     /// shrinking frees the extents past the new end, writes the table, then trims them.
     pub fn truncate(&mut self, name: &str, size: u64) -> Result<(), Error> {
+        if self.frame_aligned(name) {
+            return self.wal_truncate(name, size);
+        }
         let old_size = self.entry(name)?.size;
         let pb = self.page_bytes as u64;
         if size > old_size {
@@ -364,6 +406,7 @@ impl FileStore {
 
     /// Removes the file: writes the table without it, then trims its pages.
     pub fn delete(&mut self, name: &str) -> Result<(), Error> {
+        self.forget_wal(name);
         let entry = self.files.remove(name).ok_or_else(|| Error::NoSuchFile(name.to_string()))?;
         self.free_extents(entry.extents)
     }
@@ -379,6 +422,7 @@ impl FileStore {
     /// The flush barrier: writes the table if files grew, then a commit point on the
     /// device (an image file's fdatasync, by its sync mode).
     pub fn sync(&mut self) -> Result<(), Error> {
+        self.flush_remaps()?;
         if self.dirty {
             self.save_table()?;
         }
@@ -417,6 +461,7 @@ impl FileStore {
     /// Makes everything durable for a clean close: the table, then a checkpoint-class
     /// sync of an image file.
     pub fn flush(&mut self) -> Result<(), Error> {
+        self.flush_remaps()?;
         if self.dirty {
             self.save_table()?;
         }
@@ -447,7 +492,7 @@ impl FileStore {
         }
         self.counters.read_pages += 1;
         self.counters.rmw_reads += 1;
-        match self.ftl.read(lpn, now)? {
+        match self.ftl.read(self.resolve(lpn), now)? {
             Some(read) => {
                 page.copy_from_slice(read.data);
                 Ok(read.timing.end_ns.max(now))
@@ -503,6 +548,7 @@ impl FileStore {
         let mut end = issued;
         for e in &freed {
             for lpn in e.first..e.first + e.pages {
+                self.before_overwrite(lpn)?;
                 if let Some(t) = self.ftl.trim(lpn, issued)? {
                     end = end.max(t.end_ns);
                 }
@@ -529,7 +575,7 @@ impl FileStore {
 
     /// Writes the table to the copy the previous write did not use.
     fn save_table(&mut self) -> Result<(), Error> {
-        let table = Table { files: self.files.clone(), trimming: self.trimming.clone() };
+        let table = Table { files: self.files.clone(), trimming: self.trimming.clone(), sw_wal: self.sw_wal.is_some() };
         let json = serde_json::to_vec(&table).map_err(|e| Error::CorruptTable(format!("encoding: {e}")))?;
         let room_bytes = self.page_bytes - HEADER;
         if json.len() > room_bytes {
@@ -649,7 +695,7 @@ mod tests {
 
     #[test]
     fn a_table_round_trips_through_its_page() {
-        let table = Table { files: BTreeMap::new(), trimming: Vec::new() };
+        let table = Table { files: BTreeMap::new(), trimming: Vec::new(), sw_wal: false };
         let json = serde_json::to_vec(&table).unwrap();
         let Ok((generation, back)) = parse_table(&page_around(&json)) else { panic!("a valid page") };
         assert_eq!(generation, 5);

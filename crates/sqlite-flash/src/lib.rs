@@ -42,11 +42,17 @@ pub struct FlashSqliteOptions {
     pub statement_cpu_ns: u64,
     /// Seed of the bytes SQLite asks its VFS for (`xRandomness`).
     pub seed: u64,
+    /// [`FlashSqlite::create`]: run SW-WAL (WAL frames page-aligned on flash with their
+    /// headers in the OOB, checkpoints by remapping; needs the page FTL). The database
+    /// is put in WAL mode with SQLite's page size set to the flash page size. A device
+    /// keeps the choice: `open` follows what `create` chose.
+    #[serde(default)]
+    pub sw_wal: bool,
 }
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1 }
+        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, sw_wal: false }
     }
 }
 
@@ -99,8 +105,14 @@ impl FlashSqlite {
     /// Formats `ftl` over the device (erasing it), lays an empty file table and opens
     /// a new, empty database.
     pub fn create(device: Device, ftl: &FtlConfig, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        if opts.sw_wal && ftl.kind != flash::ftl::FtlKind::Page {
+            return Err(Error::Flash(flash::Error::Config(format!(
+                "SW-WAL remaps logical pages, which only the page FTL does (asked for the {} FTL)",
+                ftl.kind.name()
+            ))));
+        }
         let ftl = flash::ftl::format(device, ftl)?;
-        FlashSqlite::start(FileStore::format(ftl, 0)?, opts)
+        FlashSqlite::start(FileStore::format_with(ftl, 0, opts.sw_wal)?, opts)
     }
 
     /// Opens a device [`FlashSqlite::create`] set up, at simulated time `now`: rebuilds
@@ -116,8 +128,15 @@ impl FlashSqlite {
     }
 
     fn start(store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        let sw_wal_page_bytes = store.sw_wal().then(|| store.page_bytes());
         let registration = vfs::Registration::new(store, opts.statement_cpu_ns, opts.seed)?;
         let conn = registration.open_connection()?;
+        if let Some(page_bytes) = sw_wal_page_bytes {
+            // Frames align with flash pages only at this page size (a no-op once the
+            // database has data).
+            conn.execute_batch(&format!("PRAGMA page_size={page_bytes}"))?;
+            let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        }
         Ok(FlashSqlite { conn: Some(conn), registration })
     }
 

@@ -112,7 +112,7 @@ impl Map {
 }
 
 impl Remap for Map {
-    fn moved(&mut self, owner: Owner, dst: Ppn) {
+    fn moved(&mut self, owner: Owner, _src: Ppn, dst: Ppn) {
         match owner {
             Owner::Data(lpn) => {
                 let t = self.tvpn(lpn);
@@ -127,7 +127,8 @@ impl Remap for Map {
                 }
             }
             Owner::Translation(t) => self.gtd[t as usize] = dst.0,
-            Owner::Tombstone(_) => {}
+            // DFTL writes no remap records.
+            Owner::Tombstone(_) | Owner::Remap => {}
         }
     }
 

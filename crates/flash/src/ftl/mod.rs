@@ -106,6 +106,13 @@ pub struct FtlCounters {
     /// DFTL: translation page reads and writes caused by CMT misses and evictions.
     pub translation_reads: u64,
     pub translation_writes: u64,
+    /// Page FTL: logical pages pointed at another page's flash page by [`Ftl::remap`]
+    /// (each one a page program saved).
+    #[serde(default)]
+    pub remaps: u64,
+    /// Page FTL: remap record pages programmed to make remaps durable.
+    #[serde(default)]
+    pub remap_records: u64,
 }
 
 impl FtlCounters {
@@ -124,6 +131,8 @@ impl FtlCounters {
             merges_full: self.merges_full - earlier.merges_full,
             translation_reads: self.translation_reads - earlier.translation_reads,
             translation_writes: self.translation_writes - earlier.translation_writes,
+            remaps: self.remaps - earlier.remaps,
+            remap_records: self.remap_records - earlier.remap_records,
         }
     }
 
@@ -156,7 +165,37 @@ pub trait Ftl: Send {
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
     fn counters(&self) -> FtlCounters;
+
+    /// Writes a whole page as [`Ftl::write`] does, with the caller's `tag` stored in the
+    /// flash page's OOB beside the FTL's own header (one program: data and tag are on
+    /// flash together or not at all). Refused by FTLs without room or support for it.
+    fn write_tagged(&mut self, lpn: u32, data: &[u8], tag: &[u8; TAG_BYTES], now: SimTime) -> Result<OpTiming, Error> {
+        let _ = (lpn, data, tag, now);
+        Err(Error::Config(format!("the {} FTL cannot store a caller's tag in the OOB", self.kind().name())))
+    }
+
+    /// Reads a page and the tag [`Ftl::write_tagged`] stored with it (`None` for a page
+    /// written without one).
+    #[allow(clippy::type_complexity)]
+    fn read_tagged(&mut self, lpn: u32, now: SimTime) -> Result<Option<(FtlRead<'_>, Option<[u8; TAG_BYTES]>)>, Error> {
+        let _ = (lpn, now);
+        Err(Error::Config(format!("the {} FTL cannot store a caller's tag in the OOB", self.kind().name())))
+    }
+
+    /// For each `(dst, src)`: makes logical page `dst` read what `src` reads now, by
+    /// pointing it at the same flash page (no copy). `src` keeps its page too (the two
+    /// share it until one is rewritten or trimmed). Durable when it returns, each pair
+    /// atomically (after a power cut `dst` reads its old bytes or `src`'s). `None` when
+    /// `pairs` is empty. Refused by FTLs without remapping.
+    fn remap(&mut self, pairs: &[(u32, u32)], now: SimTime) -> Result<Option<OpTiming>, Error> {
+        let _ = (pairs, now);
+        Err(Error::Config(format!("the {} FTL cannot remap logical pages", self.kind().name())))
+    }
 }
+
+/// Bytes of a caller's tag a page write can carry in its OOB ([`Ftl::write_tagged`]):
+/// a SQLite WAL frame header.
+pub const TAG_BYTES: usize = 24;
 
 /// Prefix of the FTL configuration in the device's configuration area (then the
 /// [`FtlConfig`] as JSON); distinct from the NoFTL region layout, which is plain JSON.

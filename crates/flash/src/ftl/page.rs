@@ -7,26 +7,91 @@
 //! (NONE when unmapped or trimmed), and it is the page the store's rebuild scan finds
 //! newest for `lpn`, so after a power cut [`PageFtl::open`] rebuilds the same map from
 //! OOB bytes (a torn newest program fails its CRC and the previous copy wins).
+//!
+//! Remapping ([`Ftl::remap`], SW-WAL's copy-free checkpoint): a remapped lpn shares the
+//! flash page of its source (sharing, not moving: the source still reads it, as a WAL
+//! read after a partial checkpoint needs). A shared page stays live until every lpn
+//! mapped to it has moved on (`sharers`); GC moves it once and repoints them all. Each
+//! batch of remaps is made durable by one remap record page per up to ~340 pairs
+//! (format in `pagelog`); a record stays live while some lpn still reads through one of
+//! its entries. Remapped lpns come back from the rebuild scan because a record entry is
+//! a candidate of its lpn like a data page (newest wins); a torn record fails its CRC,
+//! so each of its lpns keeps its old page. Tagged writes ([`Ftl::write_tagged`]) put a
+//! caller's 24 bytes in the OOB header (version 2).
 
-use super::pagelog::{Owner, PageLog, Remap, Stream, NONE};
-use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
+use super::pagelog::{self, Owner, PageLog, Remap, Stream, NONE};
+use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
+use std::collections::{HashMap, HashSet};
 
 /// The map, as the store's GC sees it.
 struct Map {
     l2p: Vec<u32>,
+    /// Data ppn → every lpn mapped to it, for pages a remap shared. Invariant: a live
+    /// data page absent here is mapped by exactly the lpn its OOB names.
+    sharers: HashMap<u32, Vec<u32>>,
+    /// lpn → the remap record whose entry it reads through.
+    via: HashMap<u32, u32>,
+    /// Remap record ppn → the lpns reading through it; the record dies with the last.
+    record_users: HashMap<u32, Vec<u32>>,
 }
 
 impl Remap for Map {
-    fn moved(&mut self, owner: Owner, dst: Ppn) {
-        if let Owner::Data(lpn) = owner {
-            self.l2p[lpn as usize] = dst.0;
+    fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn) {
+        match owner {
+            Owner::Data(lpn) => match self.sharers.remove(&src.0) {
+                Some(lpns) => {
+                    for &l in &lpns {
+                        self.l2p[l as usize] = dst.0;
+                    }
+                    self.sharers.insert(dst.0, lpns);
+                }
+                None => self.l2p[lpn as usize] = dst.0,
+            },
+            Owner::Remap => {
+                if let Some(lpns) = self.record_users.remove(&src.0) {
+                    for &l in &lpns {
+                        self.via.insert(l, dst.0);
+                    }
+                    self.record_users.insert(dst.0, lpns);
+                }
+            }
+            Owner::Tombstone(_) | Owner::Translation(_) => {}
         }
     }
 
     fn settle(&mut self, _: &mut PageLog, _: &mut Device, _: usize, now: SimTime) -> Result<SimTime, Error> {
         Ok(now)
+    }
+}
+
+impl Map {
+    /// Unmaps `lpn`: its page dies unless another lpn shares it, and the remap record
+    /// it read through dies when no lpn reads through it any more.
+    fn unmap(&mut self, log: &mut PageLog, lpn: u32) {
+        let old = std::mem::replace(&mut self.l2p[lpn as usize], NONE);
+        if old != NONE {
+            match self.sharers.get_mut(&old) {
+                Some(lpns) => {
+                    lpns.retain(|&l| l != lpn);
+                    if lpns.is_empty() {
+                        self.sharers.remove(&old);
+                        log.kill(Ppn(old));
+                    }
+                }
+                None => log.kill(Ppn(old)),
+            }
+        }
+        if let Some(record) = self.via.remove(&lpn) {
+            if let Some(users) = self.record_users.get_mut(&record) {
+                users.retain(|&l| l != lpn);
+                if users.is_empty() {
+                    self.record_users.remove(&record);
+                    log.kill(Ppn(record));
+                }
+            }
+        }
     }
 }
 
@@ -38,6 +103,8 @@ pub struct PageFtl {
     host_reads: u64,
     host_writes: u64,
     host_trims: u64,
+    remaps: u64,
+    remap_records: u64,
 }
 
 /// Logical pages a page-mapping FTL offers on `dev` with `config`.
@@ -57,16 +124,124 @@ impl PageFtl {
     pub fn open(mut dev: Device, config: &FtlConfig, now: SimTime) -> Result<(PageFtl, SimTime), Error> {
         let logical = logical_pages(&dev, config)?;
         let (log, scan) = PageLog::rebuild("page", &mut dev, config.gc.clone(), logical, 0, now)?;
-        Ok((PageFtl::assemble(dev, log, scan.data), scan.done))
+        let mut ftl = PageFtl::assemble(dev, log, scan.data);
+        // Pages shared by remaps, and the records remapped lpns read through.
+        let mut by_ppn: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (lpn, &ppn) in ftl.map.l2p.iter().enumerate() {
+            if ppn != NONE {
+                by_ppn.entry(ppn).or_default().push(lpn as u32);
+            }
+        }
+        for (ppn, lpns) in by_ppn {
+            if lpns.len() > 1 || ftl.log.owner_of(Ppn(ppn)) != Some(Owner::Data(lpns[0])) {
+                ftl.map.sharers.insert(ppn, lpns);
+            }
+        }
+        for (lpn, record) in scan.via {
+            ftl.map.via.insert(lpn, record);
+            ftl.map.record_users.entry(record).or_default().push(lpn);
+        }
+        Ok((ftl, scan.done))
     }
 
     fn assemble(dev: Device, log: PageLog, l2p: Vec<u32>) -> PageFtl {
-        PageFtl { dev, log, map: Map { l2p }, host_reads: 0, host_writes: 0, host_trims: 0 }
+        let map = Map { l2p, sharers: HashMap::new(), via: HashMap::new(), record_users: HashMap::new() };
+        PageFtl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0, remaps: 0, remap_records: 0 }
     }
 
     fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
         self.log.check_usable()?;
         super::check_lpn("page", lpn, self.map.l2p.len() as u32)
+    }
+
+    /// Writes a page (with a tag in its OOB, or not) and unmaps what `lpn` had.
+    fn write_page(
+        &mut self,
+        lpn: u32,
+        data: &[u8],
+        tag: Option<&[u8; TAG_BYTES]>,
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
+        self.check_lpn(lpn)?;
+        super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
+        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
+        let timing = self.log.program_tagged(&mut self.dev, ppn, Owner::Data(lpn), data, tag, ready)?;
+        self.map.unmap(&mut self.log, lpn);
+        self.map.l2p[lpn as usize] = ppn.0;
+        self.host_writes += 1;
+        let chip = self.log.geometry().chip_of(ppn) as usize;
+        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        Ok(timing)
+    }
+
+    /// Refuses what tags and remaps need: page bytes on the device and OOB room.
+    fn check_extensions(&self, what: &str) -> Result<(), Error> {
+        let oob = self.log.geometry().oob_bytes as usize;
+        if !self.log.keeps_data() || oob < pagelog::TAGGED_OOB_BYTES {
+            return Err(Error::Config(format!(
+                "page FTL: {what} needs a device that keeps page data and an OOB of at least {} bytes (this one: {oob} bytes{})",
+                pagelog::TAGGED_OOB_BYTES,
+                if self.log.keeps_data() { "" } else { ", metadata only" }
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a remap batch that is not a set of independent pairs.
+    fn check_pairs(&self, pairs: &[(u32, u32)]) -> Result<(), Error> {
+        let dsts: HashSet<u32> = pairs.iter().map(|p| p.0).collect();
+        if dsts.len() != pairs.len() {
+            return Err(Error::Config("page FTL remap: a destination logical page appears twice in one batch".into()));
+        }
+        for &(dst, src) in pairs {
+            self.check_lpn(dst)?;
+            self.check_lpn(src)?;
+            if dsts.contains(&src) {
+                return Err(Error::Config(format!(
+                    "page FTL remap: logical page {src} is both a source and a destination in one batch"
+                )));
+            }
+            if self.map.l2p[src as usize] == NONE {
+                return Err(Error::Config(format!(
+                    "page FTL remap: source logical page {src} (for {dst}) is not mapped"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// One remap record for `pairs` (at most a record's capacity), then the map.
+    fn remap_batch(&mut self, pairs: &[(u32, u32)], now: SimTime) -> Result<OpTiming, Error> {
+        let mut t = now;
+        let mut entries = Vec::with_capacity(pairs.len());
+        for &(dst, src) in pairs {
+            // The entry names its target by seq, which GC copies keep.
+            let ppn = Ppn(self.map.l2p[src as usize]);
+            let (timing, oob) = self.dev.read_oob(ppn, t).map_err(|e| self.log.device_error(e))?;
+            t = timing.end_ns;
+            let Some(h) = pagelog::Header::decode(oob) else {
+                return Err(self.log.poison(Error::NeedsReopen { region: "page FTL".into() }));
+            };
+            self.log.counters.flash_reads += 1;
+            entries.push((dst, h.seq));
+        }
+        let record = pagelog::encode_record(&entries, self.log.page_bytes());
+        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
+        let timing = self.log.program(&mut self.dev, ppn, Owner::Remap, &record, ready)?;
+        for &(dst, src) in pairs {
+            // Read after the allocation: its GC may have moved the source's page.
+            let target = self.map.l2p[src as usize];
+            self.map.unmap(&mut self.log, dst);
+            self.map.sharers.entry(target).or_insert_with(|| vec![src]).push(dst);
+            self.map.l2p[dst as usize] = target;
+            self.map.via.insert(dst, ppn.0);
+            self.map.record_users.entry(ppn.0).or_default().push(dst);
+        }
+        self.remaps += pairs.len() as u64;
+        self.remap_records += 1;
+        let chip = self.log.geometry().chip_of(ppn) as usize;
+        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        Ok(timing)
     }
 }
 
@@ -102,18 +277,7 @@ impl Ftl for PageFtl {
     }
 
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
-        super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
-        let timing = self.log.program(&mut self.dev, ppn, Owner::Data(lpn), data, ready)?;
-        let old = std::mem::replace(&mut self.map.l2p[lpn as usize], ppn.0);
-        if old != NONE {
-            self.log.kill(Ppn(old));
-        }
-        self.host_writes += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
-        Ok(timing)
+        self.write_page(lpn, data, None, now)
     }
 
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
@@ -124,8 +288,7 @@ impl Ftl for PageFtl {
         }
         let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
         let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
-        self.map.l2p[lpn as usize] = NONE;
-        self.log.kill(Ppn(old));
+        self.map.unmap(&mut self.log, lpn);
         self.host_trims += 1;
         let chip = self.log.geometry().chip_of(ppn) as usize;
         self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
@@ -142,7 +305,39 @@ impl Ftl for PageFtl {
             flash_reads: c.flash_reads,
             gc_page_migrations: c.gc_page_migrations,
             gc_erases: c.gc_erases,
+            remaps: self.remaps,
+            remap_records: self.remap_records,
             ..FtlCounters::default()
         }
+    }
+
+    fn write_tagged(&mut self, lpn: u32, data: &[u8], tag: &[u8; TAG_BYTES], now: SimTime) -> Result<OpTiming, Error> {
+        self.check_extensions("a tagged write")?;
+        self.write_page(lpn, data, Some(tag), now)
+    }
+
+    fn read_tagged(&mut self, lpn: u32, now: SimTime) -> Result<Option<(FtlRead<'_>, Option<[u8; TAG_BYTES]>)>, Error> {
+        self.check_lpn(lpn)?;
+        self.host_reads += 1;
+        let ppn = self.map.l2p[lpn as usize];
+        if ppn == NONE {
+            return Ok(None);
+        }
+        let read = self.log.read(&mut self.dev, Ppn(ppn), now)?;
+        let tag = pagelog::Header::decode(read.oob).and_then(|h| h.tag);
+        Ok(Some((FtlRead { timing: read.timing, data: read.data }, tag)))
+    }
+
+    fn remap(&mut self, pairs: &[(u32, u32)], now: SimTime) -> Result<Option<OpTiming>, Error> {
+        self.check_extensions("remapping")?;
+        self.check_pairs(pairs)?;
+        let mut done: Option<OpTiming> = None;
+        let mut t = now;
+        for chunk in pairs.chunks(pagelog::record_capacity(self.log.page_bytes()).max(1)) {
+            let timing = self.remap_batch(chunk, t)?;
+            t = timing.end_ns;
+            done = Some(OpTiming { start_ns: done.map_or(timing.start_ns, |d| d.start_ns), end_ns: timing.end_ns });
+        }
+        Ok(done)
     }
 }

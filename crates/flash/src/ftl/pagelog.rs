@@ -5,25 +5,39 @@
 //! (controller RAM, or translation pages on flash behind a cache); they plug into the
 //! store through [`Remap`], which GC calls for every live page it moves.
 //!
-//! OOB of every page (28 bytes, little-endian):
+//! OOB of every page (little-endian; version 1 is 28 bytes, version 2 is 52 bytes and
+//! carries a caller's tag, written only by the page FTL's `write_tagged`):
 //!
 //! ```text
 //! offset size field
-//!  0      1   kind: 0xDA data page, 0x7B tombstone (trim record), 0x7A translation page
-//!  1      1   format version (1)
+//!  0      1   kind: 0xDA data page, 0x7B tombstone (trim record), 0x7A translation page,
+//!             0x3E remap record (page FTL)
+//!  1      1   format version: 1 untagged, 2 tagged
 //!  2      2   zero
-//!  4      4   id: lpn (data, tombstone) or translation page number (translation)
+//!  4      4   id: lpn (data, tombstone), translation page number (translation), 0 (remap)
 //!  8      8   seq: write sequence number of the logical write (GC copies keep it)
 //! 16      4   gen: migration generation (GC copies add 1)
 //! 20      4   crc32 of the page's data bytes (0 for a tombstone, which has none)
+//! version 1:
 //! 24      4   crc32 of bytes 0..24
+//! version 2 (data pages only):
+//! 24     24   the caller's tag (a SQLite WAL frame header)
+//! 48      4   crc32 of bytes 0..48
 //! ```
+//!
+//! A remap record's data (page FTL, `Ftl::remap`): magic `DFREMAP1`, a u32 count, then
+//! per entry the destination lpn (u32) and the seq (u64) of the data page it now reads;
+//! the rest of the page is zero. An entry is a candidate of its lpn with the record's
+//! own (seq, gen): when it is the lpn's newest, the rebuild maps the lpn to the newest
+//! whole copy of the data page with that seq (GC copies keep seq, so the entry stays
+//! right however often the page moves).
 //!
 //! Invariants:
 //! - a physical page is live iff its bit in `live` is set; `valid` of each block counts
 //!   its live pages; `owner` remembers what every programmed page holds, live or stale,
 //!   until its block is erased;
-//! - `copies[lpn]` counts the data pages of `lpn` on flash, live or stale; a trim's
+//! - `copies[lpn]` counts the data pages of `lpn` and the remap-record entries naming
+//!   `lpn` on flash, live or stale; a trim's
 //!   tombstone stays live while that count is above zero, so a rebuild (newest page per
 //!   lpn wins) cannot resurrect trimmed data; once the last old copy is erased the
 //!   tombstone dies with it;
@@ -47,8 +61,15 @@ use std::collections::{BinaryHeap, HashMap};
 
 /// "No page" in maps.
 pub(crate) const NONE: u32 = u32::MAX;
-/// Bytes of the OOB header.
+/// Bytes of the OOB header (version 1).
 pub(crate) const OOB_BYTES: usize = 28;
+/// Bytes of a tagged OOB header (version 2).
+pub(crate) const TAGGED_OOB_BYTES: usize = 52;
+/// A caller's tag in a version-2 header.
+pub(crate) use super::TAG_BYTES;
+const RECORD_MAGIC: &[u8; 8] = b"DFREMAP1";
+/// Bytes of one remap-record entry: destination lpn and target seq.
+const RECORD_ENTRY_BYTES: usize = 12;
 /// Ids (lpns, translation page numbers) stay below this, so an owner fits in a u32.
 const ID_LIMIT: u32 = 1 << 30;
 const VERSION: u8 = 1;
@@ -59,6 +80,8 @@ pub(crate) enum Owner {
     Data(u32),
     Tombstone(u32),
     Translation(u32),
+    /// A remap record (page FTL); its entries are in the page data.
+    Remap,
 }
 
 impl Owner {
@@ -67,6 +90,7 @@ impl Owner {
             Owner::Data(id) => id,
             Owner::Tombstone(id) => ID_LIMIT | id,
             Owner::Translation(id) => (2 * ID_LIMIT) | id,
+            Owner::Remap => 3 * ID_LIMIT,
         }
     }
 
@@ -76,6 +100,7 @@ impl Owner {
             0 => Some(Owner::Data(id)),
             1 => Some(Owner::Tombstone(id)),
             2 => Some(Owner::Translation(id)),
+            3 if id == 0 => Some(Owner::Remap),
             _ => None,
         }
     }
@@ -85,8 +110,41 @@ impl Owner {
             Owner::Data(_) => 0xDA,
             Owner::Tombstone(_) => 0x7B,
             Owner::Translation(_) => 0x7A,
+            Owner::Remap => 0x3E,
         }
     }
+}
+
+/// Encodes remap-record entries `(dst lpn, target seq)` into a page.
+pub(crate) fn encode_record(entries: &[(u32, u64)], page_bytes: usize) -> Vec<u8> {
+    let mut page = vec![0u8; page_bytes];
+    page[..8].copy_from_slice(RECORD_MAGIC);
+    page[8..12].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+    for (i, (dst, seq)) in entries.iter().enumerate() {
+        let at = 12 + i * RECORD_ENTRY_BYTES;
+        page[at..at + 4].copy_from_slice(&dst.to_le_bytes());
+        page[at + 4..at + 12].copy_from_slice(&seq.to_le_bytes());
+    }
+    page
+}
+
+/// Entries a remap record of `page_bytes` holds.
+pub(crate) fn record_capacity(page_bytes: usize) -> usize {
+    page_bytes.saturating_sub(12) / RECORD_ENTRY_BYTES
+}
+
+/// Decodes a remap record's entries; `None` if the bytes are not one.
+pub(crate) fn decode_record(page: &[u8]) -> Option<Vec<(u32, u64)>> {
+    if page.get(..8)? != RECORD_MAGIC {
+        return None;
+    }
+    let n = u32::from_le_bytes(page.get(8..12)?.try_into().ok()?) as usize;
+    (0..n)
+        .map(|i| {
+            let e = page.get(12 + i * RECORD_ENTRY_BYTES..12 + (i + 1) * RECORD_ENTRY_BYTES)?;
+            Some((u32::from_le_bytes(e[..4].try_into().ok()?), u64::from_le_bytes(e[4..].try_into().ok()?)))
+        })
+        .collect()
 }
 
 /// The decoded OOB header of a page.
@@ -96,30 +154,42 @@ pub(crate) struct Header {
     pub seq: u64,
     pub gen: u32,
     pub data_crc: u32,
+    /// The caller's tag of a tagged data page (version 2).
+    pub tag: Option<[u8; TAG_BYTES]>,
 }
 
 impl Header {
-    pub fn encode(&self) -> [u8; OOB_BYTES] {
-        let mut b = [0u8; OOB_BYTES];
+    pub fn encode(&self) -> Vec<u8> {
+        let (len, version) = if self.tag.is_some() { (TAGGED_OOB_BYTES, 2) } else { (OOB_BYTES, VERSION) };
+        let mut b = vec![0u8; len];
         b[0] = self.owner.kind_byte();
-        b[1] = VERSION;
+        b[1] = version;
         let id = match self.owner {
             Owner::Data(id) | Owner::Tombstone(id) | Owner::Translation(id) => id,
+            Owner::Remap => 0,
         };
         b[4..8].copy_from_slice(&id.to_le_bytes());
         b[8..16].copy_from_slice(&self.seq.to_le_bytes());
         b[16..20].copy_from_slice(&self.gen.to_le_bytes());
         b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
-        let crc = crc32fast::hash(&b[..24]);
-        b[24..28].copy_from_slice(&crc.to_le_bytes());
+        if let Some(tag) = &self.tag {
+            b[24..48].copy_from_slice(tag);
+        }
+        let crc = crc32fast::hash(&b[..len - 4]);
+        b[len - 4..].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
     /// Decodes and checks a header; `None` if erased, torn or not an FTL page.
     pub fn decode(oob: &[u8]) -> Option<Header> {
-        let b = oob.get(..OOB_BYTES)?;
+        let len = match oob.get(1)? {
+            &VERSION => OOB_BYTES,
+            2 => TAGGED_OOB_BYTES,
+            _ => return None,
+        };
+        let b = oob.get(..len)?;
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        if crc32fast::hash(&b[..24]) != u32_at(24) || b[1] != VERSION || b[2] != 0 || b[3] != 0 {
+        if crc32fast::hash(&b[..len - 4]) != u32_at(len - 4) || b[2] != 0 || b[3] != 0 {
             return None;
         }
         let id = u32_at(4);
@@ -130,26 +200,37 @@ impl Header {
             0xDA => Owner::Data(id),
             0x7B => Owner::Tombstone(id),
             0x7A => Owner::Translation(id),
+            0x3E if id == 0 => Owner::Remap,
+            _ => return None,
+        };
+        let tag = match (len, owner) {
+            (OOB_BYTES, _) => None,
+            (_, Owner::Data(_)) => {
+                let mut t = [0u8; TAG_BYTES];
+                t.copy_from_slice(&b[24..48]);
+                Some(t)
+            }
             _ => return None,
         };
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&b[8..16]);
-        Some(Header { owner, seq: u64::from_le_bytes(seq), gen: u32_at(16), data_crc: u32_at(20) })
+        Some(Header { owner, seq: u64::from_le_bytes(seq), gen: u32_at(16), data_crc: u32_at(20), tag })
     }
 
     /// Whether a page read whole: its data matches the header's CRC.
     pub fn verifies(&self, data: &[u8]) -> bool {
         match self.owner {
             Owner::Tombstone(_) => self.data_crc == 0,
-            Owner::Data(_) | Owner::Translation(_) => crc32fast::hash(data) == self.data_crc,
+            Owner::Data(_) | Owner::Translation(_) | Owner::Remap => crc32fast::hash(data) == self.data_crc,
         }
     }
 }
 
 /// The store's view of the map owner, called by GC.
 pub(crate) trait Remap {
-    /// GC moved the live data or translation page `owner` to `dst`.
-    fn moved(&mut self, owner: Owner, dst: Ppn);
+    /// GC moved the live data, translation or remap-record page `owner` from `src` to
+    /// `dst`.
+    fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
     /// Called after a victim's live pages moved and before it is erased: make the moves
     /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
@@ -194,6 +275,9 @@ pub(crate) struct Scan {
     pub data: Vec<u32>,
     /// Translation page number → ppn of its newest whole copy, NONE if none.
     pub translation: Vec<u32>,
+    /// (lpn, remap record ppn) for each lpn whose newest state is a remap-record entry
+    /// (its `data` entry is then the entry's target page).
+    pub via: Vec<(u32, u32)>,
     pub done: SimTime,
 }
 
@@ -209,6 +293,8 @@ pub(crate) struct PageLog {
     chips: Vec<Chip>,
     copies: Vec<u32>,
     tombstones: HashMap<u32, u32>,
+    /// Remap-record ppn → the lpns its entries name (each counted in `copies`).
+    records: HashMap<u32, Vec<u32>>,
     next_seq: u64,
     /// Next chip of each stream's round-robin. One cursor per stream: with a shared
     /// one, translation writes interleaved with host writes in a fixed rhythm would
@@ -275,6 +361,7 @@ impl PageLog {
             chips: (0..geometry.chips()).map(|_| Chip::default()).collect(),
             copies: vec![0; logical_pages as usize],
             tombstones: HashMap::new(),
+            records: HashMap::new(),
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
@@ -322,9 +409,12 @@ impl PageLog {
         }
         let mut log = PageLog::empty(name, dev, gc, logical_pages);
         let mut done = now;
-        // (key: lpn, or 2^32 + translation page number; newest first by (seq, gen); ppn)
-        type Candidate = (u64, Reverse<(u64, u32)>, u32);
+        // (key: lpn, or 2^32 + translation page number; newest first by (seq, gen); ppn;
+        // for a remap-record entry the seq of its target data page, else 0)
+        type Candidate = (u64, Reverse<(u64, u32)>, u32, u64);
         let mut candidates: Vec<Candidate> = Vec::new();
+        // Data pages by seq, for remap-record entries: (gen, ppn).
+        let mut by_seq: HashMap<u64, Vec<(u32, u32)>> = HashMap::new();
         let mut max_seq = 0;
         let ppb = log.geometry.pages_per_block;
         for b in 0..log.geometry.total_blocks() {
@@ -346,26 +436,71 @@ impl PageLog {
                 let key = match h.owner {
                     Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
                     Owner::Translation(t) if t < translation_pages => (1 << 32) | t as u64,
+                    Owner::Remap => {
+                        // Its entries are in the data: read it whole (a torn record
+                        // never returned, so none of its remaps happened).
+                        let read = dev.read(ppn, now)?;
+                        done = done.max(read.timing.end_ns);
+                        let Some(entries) = h.verifies(read.data).then(|| decode_record(read.data)).flatten() else {
+                            continue;
+                        };
+                        let mut dsts = Vec::with_capacity(entries.len());
+                        for &(dst, target) in entries.iter().filter(|e| e.0 < logical_pages && e.1 != 0) {
+                            log.copies[dst as usize] += 1;
+                            dsts.push(dst);
+                            candidates.push((dst as u64, Reverse((h.seq, h.gen)), ppn.0, target));
+                        }
+                        log.records.insert(ppn.0, dsts);
+                        NONE as u64
+                    }
                     _ => continue,
                 };
                 if let Owner::Data(lpn) = h.owner {
                     log.copies[lpn as usize] += 1;
+                    by_seq.entry(h.seq).or_default().push((h.gen, ppn.0));
                 }
                 log.owner[ppn.0 as usize] = h.owner.pack();
                 let last = &mut log.blocks[b as usize].last_write_seq;
                 *last = (*last).max(h.seq);
                 max_seq = max_seq.max(h.seq);
-                candidates.push((key, Reverse((h.seq, h.gen)), ppn.0));
+                if key != NONE as u64 {
+                    candidates.push((key, Reverse((h.seq, h.gen)), ppn.0, 0));
+                }
             }
+        }
+        for copies in by_seq.values_mut() {
+            copies.sort_unstable_by_key(|&(gen, _)| Reverse(gen));
         }
         candidates.sort_unstable();
         let mut scan = Scan {
             data: vec![NONE; logical_pages as usize],
             translation: vec![NONE; translation_pages as usize],
+            via: Vec::new(),
             done,
         };
         for group in candidates.chunk_by(|a, b| a.0 == b.0) {
-            for &(_, _, ppn) in group {
+            for &(key, _, ppn, target) in group {
+                if target != 0 {
+                    // A remap entry: the lpn reads the newest whole copy of its target.
+                    let mut found = None;
+                    for &(_, p) in by_seq.get(&target).map_or(&[][..], |v| v.as_slice()) {
+                        let read = dev.read(Ppn(p), now)?;
+                        scan.done = scan.done.max(read.timing.end_ns);
+                        if Header::decode(read.oob).is_some_and(|h| h.seq == target && h.verifies(read.data)) {
+                            found = Some(p);
+                            break;
+                        }
+                    }
+                    let Some(p) = found else { continue };
+                    scan.data[key as usize] = p;
+                    scan.via.push((key as u32, ppn));
+                    for page in [Ppn(p), Ppn(ppn)] {
+                        if !log.is_live(page) {
+                            log.mark_live(page);
+                        }
+                    }
+                    break;
+                }
                 let read = dev.read(Ppn(ppn), now)?;
                 scan.done = scan.done.max(read.timing.end_ns);
                 let Some(h) = Header::decode(read.oob).filter(|h| h.verifies(read.data)) else { continue };
@@ -378,8 +513,12 @@ impl PageLog {
                         log.tombstones.insert(lpn, ppn);
                     }
                     Owner::Translation(t) => scan.translation[t as usize] = ppn,
+                    Owner::Remap => continue,
                 }
-                log.mark_live(Ppn(ppn));
+                // A data page may already be live as a remap entry's target.
+                if !log.is_live(Ppn(ppn)) {
+                    log.mark_live(Ppn(ppn));
+                }
                 break;
             }
         }
@@ -438,7 +577,12 @@ impl PageLog {
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
-    fn is_live(&self, ppn: Ppn) -> bool {
+    /// What a programmed page holds (until its block is erased).
+    pub fn owner_of(&self, ppn: Ppn) -> Option<Owner> {
+        Owner::unpack(self.owner[ppn.0 as usize])
+    }
+
+    pub fn is_live(&self, ppn: Ppn) -> bool {
         let i = ppn.0 as usize;
         self.live[i / 64] & (1 << (i % 64)) != 0
     }
@@ -556,6 +700,21 @@ impl PageLog {
         data: &[u8],
         now: SimTime,
     ) -> Result<OpTiming, Error> {
+        self.program_tagged(dev, ppn, owner, data, None, now)
+    }
+
+    /// [`PageLog::program`] with a caller's tag in a data page's OOB (version-2 header;
+    /// the caller checked the device's OOB has room). A remap record's entries count as
+    /// copies of their lpns and supersede their tombstones.
+    pub fn program_tagged(
+        &mut self,
+        dev: &mut Device,
+        ppn: Ppn,
+        owner: Owner,
+        data: &[u8],
+        tag: Option<&[u8; TAG_BYTES]>,
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let page_bytes = self.page_bytes();
@@ -564,7 +723,7 @@ impl PageLog {
             dev.program(ppn, now, &[Span::new(0, &self.filler[..len]), Span::new(page_bytes, &[0xFF; OOB_BYTES])])
         } else {
             let data_crc = if matches!(owner, Owner::Tombstone(_)) { 0 } else { crc32fast::hash(data) };
-            let header = Header { owner, seq, gen: 0, data_crc }.encode();
+            let header = Header { owner, seq, gen: 0, data_crc, tag: tag.copied() }.encode();
             dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
         };
         let timing = result.map_err(|e| self.device_error(e))?;
@@ -582,6 +741,16 @@ impl PageLog {
                 }
             }
             Owner::Translation(_) => {}
+            Owner::Remap => {
+                let dsts: Vec<u32> = decode_record(data).unwrap_or_default().iter().map(|e| e.0).collect();
+                for &lpn in &dsts {
+                    self.copies[lpn as usize] += 1;
+                    if let Some(t) = self.tombstones.remove(&lpn) {
+                        self.kill(Ppn(t));
+                    }
+                }
+                self.records.insert(ppn.0, dsts);
+            }
         }
         self.owner[ppn.0 as usize] = owner.pack();
         self.mark_live(ppn);
@@ -667,7 +836,7 @@ impl PageLog {
                     None => return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) }),
                 }
             } else {
-                [0xFF; OOB_BYTES]
+                vec![0xFF; OOB_BYTES]
             };
             let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &header)])?;
             t = timing.end_ns;
@@ -680,9 +849,17 @@ impl PageLog {
                 }
                 Owner::Data(lpn) => {
                     self.copies[lpn as usize] += 1;
-                    remap.moved(owner, dst);
+                    remap.moved(owner, src, dst);
                 }
-                Owner::Translation(_) => remap.moved(owner, dst),
+                Owner::Translation(_) => remap.moved(owner, src, dst),
+                Owner::Remap => {
+                    let dsts = self.records.get(&src.0).cloned().unwrap_or_default();
+                    for &lpn in &dsts {
+                        self.copies[lpn as usize] += 1;
+                    }
+                    self.records.insert(dst.0, dsts);
+                    remap.moved(owner, src, dst);
+                }
             }
             self.owner[dst.0 as usize] = owner.pack();
             self.kill(src);
@@ -695,7 +872,12 @@ impl PageLog {
         let timing = dev.erase(block, t)?;
         let ppb = self.geometry.pages_per_block as usize;
         for p in b as usize * ppb..(b as usize + 1) * ppb {
-            if let Some(Owner::Data(lpn)) = Owner::unpack(std::mem::replace(&mut self.owner[p], NONE)) {
+            let lpns = match Owner::unpack(std::mem::replace(&mut self.owner[p], NONE)) {
+                Some(Owner::Data(lpn)) => vec![lpn],
+                Some(Owner::Remap) => self.records.remove(&(p as u32)).unwrap_or_default(),
+                _ => continue,
+            };
+            for lpn in lpns {
                 let copies = &mut self.copies[lpn as usize];
                 *copies -= 1;
                 if *copies == 0 {
@@ -718,8 +900,18 @@ mod tests {
 
     #[test]
     fn header_round_trip_and_torn_headers_fail() {
+        let tagged = Header { owner: Owner::Data(5), seq: 3, gen: 1, data_crc: 9, tag: Some([7; TAG_BYTES]) };
+        for h in [tagged, Header { owner: Owner::Remap, seq: 4, gen: 0, data_crc: 1, tag: None }] {
+            let mut b = h.encode();
+            assert_eq!(Header::decode(&b), Some(h));
+            b[13] ^= 0x01;
+            assert_eq!(Header::decode(&b), None);
+        }
+        let entries = vec![(3, 17), (9, 1 << 33)];
+        assert_eq!(decode_record(&encode_record(&entries, 4096)), Some(entries));
+        assert_eq!(decode_record(&[0u8; 64]), None);
         for owner in [Owner::Data(7), Owner::Tombstone(9), Owner::Translation(3)] {
-            let h = Header { owner, seq: 1 << 40, gen: 2, data_crc: 0xABCD };
+            let h = Header { owner, seq: 1 << 40, gen: 2, data_crc: 0xABCD, tag: None };
             let mut b = h.encode();
             assert_eq!(Header::decode(&b), Some(h));
             assert_eq!(Owner::unpack(owner.pack()), Some(owner));
@@ -734,7 +926,8 @@ mod tests {
         #[test]
         fn fuzz_header_decoder(oob in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
             if let Some(h) = Header::decode(&oob) {
-                proptest::prop_assert_eq!(&h.encode()[..], &oob[..OOB_BYTES]);
+                let b = h.encode();
+                proptest::prop_assert_eq!(&b[..], &oob[..b.len()]);
             }
         }
     }

@@ -36,6 +36,7 @@ impl SqliteHost for FlashSqlite {
             flash_erases: device.erases,
             gc_page_migrations: files.ftl.gc_page_migrations,
             gc_erases: files.ftl.gc_erases,
+            remaps: files.ftl.remaps,
         })
     }
 

@@ -45,6 +45,9 @@ pub struct FlashSnapshot {
     /// Valid pages the FTL's GC copied, and the erases that GC did.
     pub gc_page_migrations: u64,
     pub gc_erases: u64,
+    /// SW-WAL: database pages a checkpoint remapped onto WAL frames instead of
+    /// programming them (each a program saved; the remap records are in the programs).
+    pub remaps: u64,
 }
 
 impl FlashSnapshot {
@@ -57,6 +60,7 @@ impl FlashSnapshot {
             flash_erases: self.flash_erases.saturating_sub(earlier.flash_erases),
             gc_page_migrations: self.gc_page_migrations.saturating_sub(earlier.gc_page_migrations),
             gc_erases: self.gc_erases.saturating_sub(earlier.gc_erases),
+            remaps: self.remaps.saturating_sub(earlier.remaps),
         }
     }
 
@@ -67,6 +71,7 @@ impl FlashSnapshot {
         self.flash_erases += d.flash_erases;
         self.gc_page_migrations += d.gc_page_migrations;
         self.gc_erases += d.gc_erases;
+        self.remaps += d.remaps;
     }
 }
 
