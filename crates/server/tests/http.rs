@@ -205,7 +205,8 @@ async fn concurrent_submissions_meet_a_bounded_queue_and_cancel_cleanly() {
     let dashboard = open(dir.path(), 1, 2);
     let app = dashboard.router();
     // One runs, two wait: of six at once, at least three are refused.
-    let answers = futures_util::future::join_all((0..6).map(|k| submit(&app, &format!("c{k}"), small_config(600.0)))).await;
+    let labels: Vec<String> = (0..6).map(|k| format!("c{k}")).collect();
+    let answers = futures_util::future::join_all(labels.iter().map(|l| submit(&app, l, small_config(600.0)))).await;
     let accepted: Vec<u64> =
         answers.iter().filter(|(s, _)| *s == StatusCode::ACCEPTED).map(|(_, a)| a["id"].as_u64().unwrap()).collect();
     let refused: Vec<&Value> = answers.iter().filter(|(s, _)| *s == StatusCode::SERVICE_UNAVAILABLE).map(|(_, a)| a).collect();
