@@ -112,7 +112,7 @@ function applyScenario(name) {
   const set = { baseline: ['0x0', '', 'baseline'], analyzer: ['0x0', '', 'analyzer baseline'], global: ['2x4', '', 'global IPA'], selective: ['2x4', null, 'selective IPA'] }[name];
   $('#f-ipa').value = set[0];
   $('#f-schema').value = set[1] === null ? selectiveDdl($('#f-workload').value) : set[1];
-  $('#f-label').value = `${set[2]} ${$('#f-workload').value}`;
+  $("#f-label").value = set[2];
   for (const b of document.querySelectorAll('.scenarios button')) b.classList.toggle('active', b.dataset.scenario === name);
   checkSchema();
 }
@@ -215,6 +215,12 @@ function setupForm() {
   };
   $('#f-workload').addEventListener('change', params);
   params();
+  // The selective layout follows the workload's tables and the device's chips.
+  for (const id of ['#f-workload', '#f-preset', '#f-chips']) {
+    $(id).addEventListener('change', () => {
+      if ($('.scenarios button.active[data-scenario="selective"]')) $('#f-schema').value = selectiveDdl($('#f-workload').value);
+    });
+  }
   for (const s of META.scenarios) {
     $('#scenarios').append(el('button', { type: 'button', 'data-scenario': s.name, title: s.about, onclick: () => applyScenario(s.name) }, s.title));
   }

@@ -19,8 +19,10 @@ function niceTicks(lo, hi, n) {
   const raw = (hi - lo) / n;
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) || raw;
+  // From the step at or below `lo` to the one at or above `hi`, so the data fits inside.
   const ticks = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(+t.toPrecision(12));
+  const last = Math.ceil(hi / step - 1e-9) * step;
+  for (let t = Math.floor(lo / step + 1e-9) * step; t <= last + step * 1e-9; t += step) ticks.push(+t.toPrecision(12));
   return ticks;
 }
 

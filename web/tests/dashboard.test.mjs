@@ -25,14 +25,15 @@ let server, base, browser, page;
 async function fillSmallRun(label, scenario) {
   await page.click(`.scenarios button[data-scenario="${scenario}"]`);
   await page.selectOption('#f-workload', 'tatp');
-  await page.fill('#f-params', '{"subscribers": 2000}');
+  await page.fill('#f-params', '{"subscribers": 1000}');
+  await page.fill('#f-chips', '8');
   await page.fill('#f-blocks', '32');
   await page.fill('#f-warmup', '0');
-  await page.fill('#f-duration', '4');
+  await page.fill('#f-duration', '0.5');
   await page.fill('#f-terminals', '4');
   await page.fill('#f-label', label);
   if (scenario === 'selective') {
-    await page.fill('#f-schema', 'CREATE REGION hot (${IPA}, MAX_CHIPS=4);\nCREATE TABLESPACE ts_subscriber (REGION=hot);\nCREATE REGION cold (IPA_MODE=none);\nCREATE TABLESPACE ts_data (REGION=cold);');
+    await page.fill('#f-schema', 'CREATE REGION hot (${IPA}, MAX_CHIPS=1);\nCREATE TABLESPACE ts_subscriber (REGION=hot);\nCREATE REGION cold (IPA_MODE=none);\nCREATE TABLESPACE ts_data (REGION=cold);');
   }
 }
 
@@ -41,7 +42,7 @@ async function runToEnd(label, scenario) {
   await fillSmallRun(label, scenario);
   await page.click('#submit-run');
   await page.waitForURL(/#live\/\d+$/);
-  await page.waitForSelector('#live-status[data-status="done"]', { timeout: 60_000 });
+  await page.waitForSelector('#live-status[data-status="done"]', { timeout: 90_000 });
   return Number(new URL(page.url()).hash.split('/')[1]);
 }
 
@@ -99,9 +100,9 @@ test('a run goes live: the chart grows, then the result shows', async () => {
   await page.click('#submit-run');
   await page.waitForURL(/#live\/\d+$/);
   // The throughput chart gets points while the run is under way.
-  await page.waitForFunction(() => Number(document.querySelector('#live-charts').dataset.points) > 0, null, { timeout: 60_000 });
+  await page.waitForFunction(() => Number(document.querySelector('#live-charts').dataset.points) > 0, null, { timeout: 90_000 });
   const early = Number(await page.locator('#live-charts').getAttribute('data-points'));
-  await page.waitForSelector('#live-status[data-status="done"]', { timeout: 60_000 });
+  await page.waitForSelector('#live-status[data-status="done"]', { timeout: 90_000 });
   const late = Number(await page.locator('#live-charts').getAttribute('data-points'));
   assert.ok(late > early || late >= 50, `the chart grew: ${early} → ${late}`);
   assert.ok((await page.locator('#live-charts svg path.series').count()) >= 4);

@@ -44,7 +44,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let address = SocketAddr::new(args.bind, args.port);
-        let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| format!("--bind/--port {address}: {e}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(address).await.map_err(|e| format!("--bind/--port {address}: {e}"))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         println!("deltaflash dashboard on http://{local}/ (runs in {}; Ctrl-C stops)", args.data.display());
         let stopping = dashboard.clone();

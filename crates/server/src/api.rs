@@ -146,7 +146,10 @@ fn presets() -> Vec<Value> {
 /// Each storage choice with the config value that selects it.
 fn storages() -> Vec<Value> {
     use workloads::config::{IplStorageConfig, StorageConfig};
-    let mut all = vec![("noftl".to_string(), StorageConfig::Noftl), ("ipl".into(), StorageConfig::Ipl(IplStorageConfig::default()))];
+    let mut all = vec![
+        ("noftl".to_string(), StorageConfig::Noftl),
+        ("ipl".into(), StorageConfig::Ipl(IplStorageConfig::default())),
+    ];
     for kind in flash::ftl::FtlKind::ALL {
         all.push((format!("ftl:{}", kind.name()), StorageConfig::Ftl(flash::ftl::FtlConfig::new(kind))));
     }
@@ -199,7 +202,9 @@ async fn cancel(State(pool): State<Arc<Pool>>, Path(id): Path<String>) -> Answer
     let id = run_id(&id)?;
     match pool.live(id) {
         Some(live) if live.cancel() => Ok(Json(json!({ "id": id, "cancelling": true })).into_response()),
-        Some(live) => Err(ApiError::new(StatusCode::CONFLICT, format!("run {id} has ended ({})", live.status().name()))),
+        Some(live) => {
+            Err(ApiError::new(StatusCode::CONFLICT, format!("run {id} has ended ({})", live.status().name())))
+        }
         None if pool.store().load(id).ok().flatten().is_some() => {
             Err(ApiError::new(StatusCode::CONFLICT, format!("run {id} has ended")))
         }

@@ -68,6 +68,8 @@ struct LiveState {
     /// loading, running, finishing (reading the device back).
     phase: &'static str,
     started: Option<Instant>,
+    /// When the measured run (after loading) began: the ETA's clock.
+    running_since: Option<Instant>,
     sim_seconds: f64,
     total_sim_seconds: f64,
     transactions: u64,
@@ -107,9 +109,13 @@ impl Live {
         let status = s.status.unwrap_or(Status::Queued);
         let progress = if s.total_sim_seconds > 0.0 { (s.sim_seconds / s.total_sim_seconds).min(1.0) } else { 0.0 };
         let wall_s = s.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        // The run's rate so far; loading is not counted in the progress, so no ETA then.
-        let eta_s = (status == Status::Running && s.phase == "running" && progress > 0.01)
-            .then(|| wall_s * (1.0 - progress) / progress);
+        // The run's rate so far, from the end of loading (its length is not known ahead).
+        let eta_s = match s.running_since {
+            Some(t) if status == Status::Running && s.phase == "running" && progress > 0.01 => {
+                Some(t.elapsed().as_secs_f64() * (1.0 - progress) / progress)
+            }
+            _ => None,
+        };
         json!({
             "id": self.id,
             "label": self.label,
@@ -338,6 +344,7 @@ impl Pool {
                     Progress::Running { sim_seconds, total_sim_seconds, transactions, throughput_tps } => {
                         live.update(|s| {
                             s.phase = "running";
+                            s.running_since.get_or_insert_with(Instant::now);
                             (s.sim_seconds, s.total_sim_seconds) = (sim_seconds, total_sim_seconds);
                             (s.transactions, s.throughput_tps) = (transactions, throughput_tps);
                         })
@@ -361,7 +368,8 @@ impl Pool {
             Err(e) => (Status::Failed, Value::Null, Some(e.to_string())),
         };
         // The result reproduces the run without the scratch image.
-        if let Some(config) = result.get_mut("config").and_then(|c| c.get_mut("device")).and_then(Value::as_object_mut) {
+        if let Some(config) = result.get_mut("config").and_then(|c| c.get_mut("device")).and_then(Value::as_object_mut)
+        {
             config.remove("image");
         }
         let mut extra = serde_json::Map::new();

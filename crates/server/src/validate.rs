@@ -63,9 +63,12 @@ impl Refusal {
 impl From<ConfigError> for Refusal {
     fn from(e: ConfigError) -> Refusal {
         match e {
-            ConfigError::Syntax { line, column, message } => {
-                Refusal { error: format!("{line}:{column}: {message}"), field: None, line: Some(line), column: Some(column) }
-            }
+            ConfigError::Syntax { line, column, message } => Refusal {
+                error: format!("{line}:{column}: {message}"),
+                field: None,
+                line: Some(line),
+                column: Some(column),
+            },
             ConfigError::Field { field, problem } => Refusal::field(&field, problem),
         }
     }
@@ -193,7 +196,10 @@ mod tests {
         assert_eq!(field(small(json!({"sim_time_s": 1e6}))), "driver.sim_time_s");
         assert_eq!(field(small(json!({"warmup_s": f64::MAX}))), "driver.warmup_s");
         assert_eq!(field(small(json!({"terminals": 100000}))), "driver.terminals");
-        assert_eq!(field(small(json!({"sim_time_s": 100, "progress_interval_s": 0.001}))), "driver.progress_interval_s");
+        assert_eq!(
+            field(small(json!({"sim_time_s": 100, "progress_interval_s": 0.001}))),
+            "driver.progress_interval_s"
+        );
         assert_eq!(field(small(json!({"terminals": 0}))), "driver.terminals", "the experiment API's own checks");
         let image = json!({"device": {"blocks_per_chip": 64, "image": "/etc/passwd"}});
         assert_eq!(field(image), "device.image");
@@ -211,7 +217,10 @@ mod tests {
         assert_eq!(r.line, Some(2), "{r:?}");
         assert!(r.column.is_some_and(|c| c > 30), "{r:?}");
         assert!(check_schema("CREATE REGION hot (${IPA}); CREATE TABLESPACE ts_data (REGION=hot);").is_ok());
-        assert_eq!(check_schema(&"-".repeat(MAX_SCHEMA_BYTES + 1)).unwrap_err().field.as_deref(), Some("engine.schema"));
+        assert_eq!(
+            check_schema(&"-".repeat(MAX_SCHEMA_BYTES + 1)).unwrap_err().field.as_deref(),
+            Some("engine.schema")
+        );
     }
 
     #[test]

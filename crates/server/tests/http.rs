@@ -45,7 +45,8 @@ async fn wait_final(app: &axum::Router, id: u64) -> Value {
     loop {
         let (status, record) = call(app, "GET", &format!("/api/runs/{id}"), None).await;
         assert_eq!(status, StatusCode::OK, "{record}");
-        if matches!(record["status"].as_str(), Some("done" | "failed" | "cancelled")) && record.get("result").is_some() {
+        if matches!(record["status"].as_str(), Some("done" | "failed" | "cancelled")) && record.get("result").is_some()
+        {
             return record;
         }
         assert!(start.elapsed() < Duration::from_secs(300), "run {id} did not end: {record}");
@@ -209,7 +210,8 @@ async fn concurrent_submissions_meet_a_bounded_queue_and_cancel_cleanly() {
     let answers = futures_util::future::join_all(labels.iter().map(|l| submit(&app, l, small_config(600.0)))).await;
     let accepted: Vec<u64> =
         answers.iter().filter(|(s, _)| *s == StatusCode::ACCEPTED).map(|(_, a)| a["id"].as_u64().unwrap()).collect();
-    let refused: Vec<&Value> = answers.iter().filter(|(s, _)| *s == StatusCode::SERVICE_UNAVAILABLE).map(|(_, a)| a).collect();
+    let refused: Vec<&Value> =
+        answers.iter().filter(|(s, _)| *s == StatusCode::SERVICE_UNAVAILABLE).map(|(_, a)| a).collect();
     assert_eq!(accepted.len() + refused.len(), 6, "{answers:?}");
     assert!((2..=3).contains(&accepted.len()), "{answers:?}");
     assert!(refused[0]["error"].as_str().unwrap().contains("queue is full"), "{refused:?}");
