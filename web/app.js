@@ -237,6 +237,10 @@ function intervalCharts(intervals) {
     chartBox('throughput', Charts.lineChart({ title: 'Throughput', series: [{ name: 'tps', points: pts('throughput_tps') }], xLabel: 'simulated s', yLabel: 'tps' })),
     chartBox('latency', Charts.lineChart({ title: 'Latency (mean per interval)', series: [{ name: 'read ms', points: pts('read_latency_ms') }, { name: 'write ms', points: pts('write_latency_ms') }], xLabel: 'simulated s', yLabel: 'ms' })),
     chartBox('writes', Charts.lineChart({ title: 'Page writes per interval', series: [{ name: 'out-of-place', points: pts('out_of_place_writes') }, { name: 'in-place appends', points: pts('in_place_appends') }, { name: 'GC migrations', points: pts('gc_page_migrations') }], xLabel: 'simulated s', yLabel: 'pages' })),
+    chartBox('gc-write-amplification', Charts.lineChart({ title: 'Data-region write amplification per interval', series: [{ name: '(host + GC) / host', points: intervals.map((i) => {
+      const host = i.out_of_place_writes + i.in_place_appends;
+      return [i.sim_seconds, host ? (host + i.gc_page_migrations) / host : NaN];
+    }) }], xLabel: 'simulated s', yLabel: 'page writes per host write' })),
     chartBox('erases', Charts.lineChart({ title: 'GC erases so far', series: [{ name: 'erases', points: pts('gc_erases_so_far') }], xLabel: 'simulated s', yLabel: 'erases' })),
   ];
 }

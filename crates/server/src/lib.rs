@@ -7,7 +7,8 @@
 //!   most `queue_max` beyond that, each run cancellable.
 //! - [`Dashboard::router`] is the API ([`api`]) and the page ([`web`]).
 //! - [`Dashboard::shutdown`] cancels queued and running runs, waits for the workers and
-//!   stores every run's record; finished runs were stored as they finished.
+//!   stores every run's record; finished runs were stored as they finished. The data
+//!   directory stays locked against a second server until then.
 //!
 //! Invariants: the client never names a path; only run ids (digits) reach the file
 //! system, as `runs/ID.json` under the data directory. Every request is checked

@@ -54,16 +54,33 @@ impl Summary {
 pub struct Store {
     runs: PathBuf,
     tmp: PathBuf,
+    /// Held for the lock: two servers on one directory would hand out the same ids.
+    _lock: fs::File,
 }
 
 impl Store {
     /// Opens `dir`, creating it; returns the store, the summaries of the stored runs
     /// (by id) and a message for each record that was skipped.
     pub fn open(dir: &Path) -> Result<(Store, Vec<Summary>, Vec<String>), String> {
-        let store = Store { runs: dir.join("runs"), tmp: dir.join("tmp") };
-        for d in [&store.runs, &store.tmp] {
+        let (runs, tmp) = (dir.join("runs"), dir.join("tmp"));
+        for d in [&runs, &tmp] {
             fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
+        let lock_path = dir.join("lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(format!("{}: another deltaflash serve uses this data directory", dir.display()))
+            }
+            Err(e) => return Err(format!("{}: {e}", lock_path.display())),
+        }
+        let store = Store { runs, tmp, _lock: lock };
         let (mut summaries, mut skipped) = (Vec::new(), Vec::new());
         let entries = fs::read_dir(&store.runs).map_err(|e| format!("{}: {e}", store.runs.display()))?;
         for entry in entries {
@@ -166,5 +183,9 @@ mod tests {
         assert!(skipped[0].contains("4.json"), "{skipped:?}");
         assert_eq!(store.load(3).unwrap().unwrap(), record);
         assert_eq!(store.load(9).unwrap(), None);
+        let e = Store::open(dir.path()).err().unwrap();
+        assert!(e.contains("another deltaflash serve"), "{e}");
+        drop(store);
+        assert!(Store::open(dir.path()).is_ok(), "the lock goes with the store");
     }
 }

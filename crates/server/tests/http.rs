@@ -118,7 +118,9 @@ async fn a_run_goes_live_finishes_and_survives_a_restart() {
 
     let (status, _) = call(&app, "POST", &format!("/api/runs/{id}/cancel"), None).await;
     assert_eq!(status, StatusCode::CONFLICT, "a finished run cannot be cancelled");
+    assert!(Dashboard::open(Options::new(dir.path()), None).is_err(), "one server per data directory");
     dashboard.shutdown();
+    drop((app, dashboard));
 
     // A new server on the same directory has the run.
     let again = open(dir.path(), 1, 4).router();
@@ -251,6 +253,7 @@ async fn shutdown_cancels_running_and_queued_runs_and_stores_them() {
     tokio::task::spawn_blocking(move || stopping.shutdown()).await.unwrap();
     let (status, e) = submit(&app, "late", small_config(1.0)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{e}");
+    drop((app, dashboard));
     let again = open(dir.path(), 1, 4).router();
     for id in [a, b] {
         let (status, record) = call(&again, "GET", &format!("/api/runs/{id}"), None).await;
