@@ -193,8 +193,18 @@ async function submitRun(event) {
   errorBox.hidden = true;
   $('#schema-error').hidden = true;
   try {
-    const { id } = await postJson('/api/runs', formRequest());
-    location.hash = `#live/${id}`;
+    // Several schemes (`0x0, 2x4, 2x8`) are a sweep: one run each, same everything else.
+    const request = formRequest();
+    const schemes = request.config.engine.ipa.split(',').map((x) => x.trim()).filter(Boolean);
+    if (!schemes.length) schemes.push(request.config.engine.ipa);
+    if (schemes.length > 8) throw new Error('IPA scheme: at most 8 schemes at once');
+    for (const ipa of schemes.slice(1)) await postJson('/api/validate', { ...request, config: { ...request.config, engine: { ...request.config.engine, ipa } } });
+    const ids = [];
+    for (const ipa of schemes) {
+      const label = schemes.length > 1 ? `${request.label} [${ipa}]`.trim() : request.label;
+      ids.push((await postJson('/api/runs', { label, config: { ...request.config, engine: { ...request.config.engine, ipa } } })).id);
+    }
+    location.hash = ids.length > 1 ? '#runs' : `#live/${ids[0]}`;
   } catch (e) {
     showRefusal(e);
   }

@@ -175,6 +175,7 @@ mod tests {
             "result": {"throughput_tps": 12.5}});
         store.save(3, &record).unwrap();
         fs::write(dir.path().join("runs/4.json"), "{not json").unwrap();
+        drop(store);
         let (store, runs, skipped) = Store::open(dir.path()).unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!((runs[0].id, runs[0].throughput_tps), (3, Some(12.5)));
