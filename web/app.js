@@ -272,6 +272,13 @@ async function showLive(arg) {
   const id = arg || (await newestRun(() => true));
   const title = $('#live-title'), status = $('#live-status'), bar = $('#live-bar'), charts = $('#live-charts'), tileBox = $('#live-tiles');
   const cancel = $('#live-cancel');
+  // Nothing of the previous run stays on the page (a test or a user could read it as this one's).
+  delete status.dataset.status;
+  status.textContent = 'connecting…';
+  bar.style.width = '0';
+  tileBox.replaceChildren();
+  charts.replaceChildren();
+  delete charts.dataset.points;
   if (id === null) { status.textContent = 'No runs yet.'; return; }
   title.textContent = `run ${id}`;
   let intervals = [];
