@@ -153,7 +153,7 @@ function showRefusal(error) {
   const schemaBox = $('#schema-error');
   if (body.field === 'engine.schema') {
     schemaBox.hidden = false;
-    schemaBox.textContent = body.line ? `line ${body.line}, column ${body.column}: ${body.error}` : body.error;
+    schemaBox.textContent = body.error;
     if (body.line) selectPosition($('#f-schema'), body.line, body.column);
   }
   showError($('#form-error'), error);
@@ -181,7 +181,7 @@ function checkSchema() {
     } catch (e) {
       if (e.body && e.body.field === 'engine.schema') {
         box.hidden = false;
-        box.textContent = e.body.line ? `line ${e.body.line}, column ${e.body.column}: ${e.body.error}` : e.body.error;
+        box.textContent = e.body.error;
       } else box.hidden = true;
     }
   }, 300);

@@ -83,7 +83,7 @@ test('an invalid region layout is refused at its line and column', async () => {
   await page.click('#submit-run');
   const error = page.locator('#schema-error');
   await error.waitFor({ state: 'visible' });
-  assert.match(await error.textContent(), /^line 2, column \d+: engine\.schema/);
+  assert.match(await error.textContent(), /^engine\.schema: line 2, column \d+: /);
   assert.match(page.url(), /#new$/, 'nothing was started');
   await page.screenshot({ path: join(figures, 'dashboard-new-run.png'), fullPage: true });
   // A number out of the dashboard's bounds is refused naming the field.
