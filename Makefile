@@ -10,7 +10,7 @@ CARGO ?= cargo
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy unit fuzz build run bench long
+.PHONY: all test deps fmt-check clippy unit fuzz browser-test build run bench long
 
 all: build
 
@@ -19,7 +19,7 @@ deps:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-test: deps fmt-check clippy unit fuzz
+test: deps fmt-check clippy unit fuzz browser-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -36,6 +36,13 @@ unit:
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --workspace --locked fuzz_
 	PROPTEST_CASES=1024 $(CARGO) test -p flash --locked --test model
+
+# The dashboard (`deltaflash serve`) in a real browser: Debian's chromium driven by
+# playwright-core (scripts/setup-browser.sh installs both); screenshots go to docs/figures/.
+browser-test:
+	scripts/setup-browser.sh
+	$(CARGO) build --locked --bin deltaflash
+	cd web/tests && DELTAFLASH_BIN=$(CURDIR)/target/debug/deltaflash node --test dashboard.test.mjs
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
 # 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite).

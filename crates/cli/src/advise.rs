@@ -110,6 +110,25 @@ fn advise_on_config(mut config: ExperimentConfig, spelling: Spelling) -> Result<
     advise(config, spelling, run.to_json(), from_image, "the baseline run")
 }
 
+/// The dashboard's analyzer (`deltaflash serve`): the advisor on a finished baseline
+/// run's device image and `bench --json` result, as JSON for its Analyzer page.
+pub(crate) fn dashboard_analysis(config: &ExperimentConfig, image: &Path, result: &Value) -> Result<Value, String> {
+    let mut config = config.clone();
+    config.device.image = None;
+    let advice = advise(config, Spelling::default(), result.clone(), read_image(image)?, "the baseline run")?;
+    let ddl = ddl_of(&advice);
+    Ok(json!({
+        "objects": advice.stats,
+        "recommendation": advice.recommendation,
+        "ddl": ddl,
+        "cdf_svg": advisor::render::update_size_cdf_svg(&advice.stats),
+        "skew_svg": advisor::render::skew_svg(&advice.stats),
+        "log_records": advice.log_records,
+        "global_config": global_config(&advice),
+        "selective_config": selective_config(&advice, &ddl),
+    }))
+}
+
 /// What the image holds: objects with pages and log updates, and the device.
 struct FromImage {
     input: Input,

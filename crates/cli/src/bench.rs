@@ -294,6 +294,7 @@ pub struct BenchArgs {
 }
 
 /// How errors name config fields: as the flags that set them, or as fields of the file.
+#[derive(Default)]
 pub(crate) struct Spelling {
     config: Option<String>,
     schema: Option<String>,

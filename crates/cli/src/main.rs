@@ -13,6 +13,7 @@ mod index_bench;
 mod inspect;
 mod recovery_bench;
 mod runner;
+mod serve;
 mod setup;
 mod shell;
 mod sql;
@@ -90,6 +91,9 @@ enum Command {
     /// Flash-aware B+-trees (IPL B+-tree, B+-tree on an FTL, BFTL, μ-Tree): inserts,
     /// point queries and range scans with their flash reads, writes, erases and merges.
     IndexBench(index_bench::IndexBenchArgs),
+    /// The web dashboard: new runs (the IPA demo's four scenarios), live throughput and
+    /// flash counters, compare, analyzer and device views, run history under --data.
+    Serve(serve::ServeArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -239,6 +243,7 @@ fn main() -> ExitCode {
         Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => exit_on(torture::run(args)),
         Command::IndexBench(args) => index_bench::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

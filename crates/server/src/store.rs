@@ -1,0 +1,192 @@
+//! The run history on disk: one JSON record per run, `DATA/runs/ID.json`, and scratch
+//! device images under `DATA/tmp/`. Only numeric ids become file names.
+//!
+//! A record is written to `ID.json.tmp`, synced, and renamed over `ID.json`, so a crash
+//! leaves the old record or none. At start every `ID.json` is read; one that does not
+//! parse is reported (by file name) and skipped, and leftover scratch files are removed.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What the run list shows of a run, kept in memory; the full record stays on disk.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub id: u64,
+    pub label: String,
+    pub status: String,
+    pub workload: String,
+    pub ipa: String,
+    pub storage: String,
+    pub submitted_unix_s: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput_tps: Option<f64>,
+    pub has_analysis: bool,
+    pub has_device: bool,
+}
+
+impl Summary {
+    /// The summary of a stored record; `None` if it lacks the fields every record has.
+    pub fn of(record: &Value) -> Option<Summary> {
+        let text = |v: &Value| v.as_str().map(str::to_string);
+        let config = record.get("config")?;
+        Some(Summary {
+            id: record.get("id")?.as_u64()?,
+            label: text(record.get("label")?)?,
+            status: text(record.get("status")?)?,
+            workload: config.pointer("/workload/name").and_then(text).unwrap_or_default(),
+            ipa: config.pointer("/engine/ipa").and_then(text).unwrap_or_default(),
+            storage: match config.get("storage") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+                _ => String::new(),
+            },
+            submitted_unix_s: record.get("submitted_unix_s")?.as_u64()?,
+            throughput_tps: record.pointer("/result/throughput_tps").and_then(Value::as_f64),
+            has_analysis: record.get("analysis").is_some_and(|a| !a.is_null()),
+            has_device: record.get("device").is_some_and(|d| !d.is_null()),
+        })
+    }
+}
+
+pub struct Store {
+    runs: PathBuf,
+    tmp: PathBuf,
+    /// Held for the lock: two servers on one directory would hand out the same ids.
+    _lock: fs::File,
+}
+
+impl Store {
+    /// Opens `dir`, creating it; returns the store, the summaries of the stored runs
+    /// (by id) and a message for each record that was skipped.
+    pub fn open(dir: &Path) -> Result<(Store, Vec<Summary>, Vec<String>), String> {
+        let (runs, tmp) = (dir.join("runs"), dir.join("tmp"));
+        for d in [&runs, &tmp] {
+            fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let lock_path = dir.join("lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(format!("{}: another deltaflash serve uses this data directory", dir.display()))
+            }
+            Err(e) => return Err(format!("{}: {e}", lock_path.display())),
+        }
+        let store = Store { runs, tmp, _lock: lock };
+        let (mut summaries, mut skipped) = (Vec::new(), Vec::new());
+        let entries = fs::read_dir(&store.runs).map_err(|e| format!("{}: {e}", store.runs.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", store.runs.display()))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.ends_with(".json.tmp") {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            let Some(id) = name.strip_suffix(".json").and_then(parse_id) else { continue };
+            let parsed = fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()));
+            match parsed.map(|record| Summary::of(&record)) {
+                Ok(Some(s)) if s.id == id => summaries.push(s),
+                Ok(_) => skipped.push(format!("{}: not a run record of run {id}", path.display())),
+                Err(e) => skipped.push(format!("{}: {e}", path.display())),
+            }
+        }
+        summaries.sort_by_key(|s| s.id);
+        // Scratch images of runs that were under way when the process died.
+        if let Ok(entries) = fs::read_dir(&store.tmp) {
+            for entry in entries.flatten() {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok((store, summaries, skipped))
+    }
+
+    fn record_path(&self, id: u64) -> PathBuf {
+        self.runs.join(format!("{id}.json"))
+    }
+
+    /// A fresh path for run `id`'s device image.
+    pub fn scratch_image(&self, id: u64) -> PathBuf {
+        let path = self.tmp.join(format!("{id}.img"));
+        let _ = fs::remove_file(&path);
+        path
+    }
+
+    /// Writes run `id`'s record atomically.
+    pub fn save(&self, id: u64, record: &Value) -> Result<(), String> {
+        let path = self.record_path(id);
+        let tmp = self.runs.join(format!("{id}.json.tmp"));
+        let at = |e: std::io::Error| format!("{}: {e}", tmp.display());
+        let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+        let mut file = fs::File::create(&tmp).map_err(at)?;
+        file.write_all(text.as_bytes()).map_err(at)?;
+        file.sync_all().map_err(at)?;
+        fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Run `id`'s record, if stored.
+    pub fn load(&self, id: u64) -> Result<Option<Value>, String> {
+        let path = self.record_path(id);
+        match fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+}
+
+/// A run id: 1 to 18 decimal digits (so it fits u64 and names only a file of ours).
+pub fn parse_id(text: &str) -> Option<u64> {
+    if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_are_digits_only() {
+        assert_eq!(parse_id("42"), Some(42));
+        for bad in ["", "../1", "1.json", "-1", "1e3", "1234567890123456789", "٣"] {
+            assert_eq!(parse_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn records_survive_reopening_and_broken_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, runs, _) = Store::open(dir.path()).unwrap();
+        assert!(runs.is_empty());
+        let record = json!({"id": 3, "label": "a", "status": "done", "submitted_unix_s": 5,
+            "config": {"workload": {"name": "tpcb"}, "engine": {"ipa": "0x0"}, "storage": "noftl"},
+            "result": {"throughput_tps": 12.5}});
+        store.save(3, &record).unwrap();
+        fs::write(dir.path().join("runs/4.json"), "{not json").unwrap();
+        drop(store);
+        let (store, runs, skipped) = Store::open(dir.path()).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!((runs[0].id, runs[0].throughput_tps), (3, Some(12.5)));
+        assert_eq!(runs[0].workload, "tpcb");
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].contains("4.json"), "{skipped:?}");
+        assert_eq!(store.load(3).unwrap().unwrap(), record);
+        assert_eq!(store.load(9).unwrap(), None);
+        let e = Store::open(dir.path()).err().unwrap();
+        assert!(e.contains("another deltaflash serve"), "{e}");
+        drop(store);
+        assert!(Store::open(dir.path()).is_ok(), "the lock goes with the store");
+    }
+}
