@@ -448,3 +448,98 @@ pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format) -> Result<
     }
     Ok(ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::CompareCommand;
+    use clap::FromArgMatches;
+
+    fn parse(args: &[&str]) -> Result<CompareCommand, String> {
+        let command = CompareCommand::augment_args(clap::Command::new("compare"));
+        let matches = command.try_get_matches_from(std::iter::once("compare").chain(args.iter().copied()));
+        matches.and_then(|m| CompareCommand::from_arg_matches(&m)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn engines_parse_and_bad_ones_are_named() {
+        let cmd = parse(&["--engines", "deltaflash:0x0,deltaflash:2x3@ftl:page,sqlite,sqlite@ftl:dftl"]).unwrap();
+        let e = &cmd.engines.engines;
+        assert_eq!(e[0], EngineSpec::Deltaflash { scheme: IpaScheme::NONE, storage: None });
+        assert!(matches!(&e[1], EngineSpec::Deltaflash { storage: Some((s, StorageChoice::Ftl(FtlKind::Page))), .. }
+                         if s == "ftl:page"));
+        assert_eq!(e[2], EngineSpec::Sqlite { ftl: FtlKind::Page });
+        assert_eq!(e[3], EngineSpec::Sqlite { ftl: FtlKind::Dftl });
+        assert!(engine_spec("postgres").unwrap_err().contains("deltaflash:NxM[@STORAGE] or sqlite[@ftl:KIND]"));
+        assert!(engine_spec("sqlite@noftl").unwrap_err().contains("SQLite needs a block device"));
+        assert!(engine_spec("deltaflash:9x9x9").unwrap_err().starts_with("`deltaflash:9x9x9`: "));
+        assert!(parse(&["--transactions", "5"]).err().is_some_and(|e| e.contains("--engines")), "it needs --engines");
+    }
+
+    #[test]
+    fn flags_the_comparison_sets_itself_are_refused() {
+        for (flags, want) in [
+            (&["--terminals", "4"][..], "--terminals does not go with --engines"),
+            (&["--sim-time", "3"][..], "--sim-time does not go with --engines"),
+            (&["--workload", "tatp"][..], "--workload tatp: SQLite runs tpcb or tpcc"),
+        ] {
+            let mut args = vec!["--engines", "deltaflash:0x0,sqlite"];
+            args.extend(flags);
+            let cmd = parse(&args).unwrap();
+            let e = run_engines(&cmd.common, &cmd.engines).err().unwrap();
+            assert!(e.starts_with(want), "{flags:?}: {e}");
+        }
+    }
+
+    /// A tiny TPC-B comparison: the rows agree with each other, and the same seed gives
+    /// the same table.
+    #[test]
+    fn a_tiny_tpcb_comparison_is_consistent_and_deterministic() {
+        let args = [
+            "--engines",
+            "deltaflash:0x0,deltaflash:2x3,sqlite",
+            "--blocks-per-chip",
+            "48",
+            "--transactions",
+            "120",
+            "--seed",
+            "4",
+            "--check",
+        ];
+        let cmd = parse(&args).unwrap();
+        let runs = run_engines(&cmd.common, &cmd.engines).unwrap();
+        let (header, lines) = engine_table(&runs).unwrap();
+        assert_eq!(header[1..], ["deltaflash [0x0] on noftl", "deltaflash [2x3] on noftl", "sqlite on ftl:page"]);
+        let row = |label: &str| -> Vec<f64> {
+            let line = lines.iter().find(|l| l[0] == label).unwrap_or_else(|| panic!("no row {label}"));
+            line[1..].iter().map(|v| v.parse().unwrap_or(f64::NAN)).collect()
+        };
+        assert_eq!(row("Transactions requested"), [120.0; 3]);
+        assert_eq!(row("Transactions run"), [120.0; 3], "the engine stops at the count, as SQLite does");
+        assert_eq!(row("Committed"), [120.0; 3]);
+        for (programs, writes) in row("Flash programs").into_iter().zip(row("Host writes")) {
+            assert!(writes > 0.0 && programs >= writes, "programs {programs} < host writes {writes}");
+        }
+        let log = row("  of them log pages");
+        assert!(log[0] >= 120.0 && log[1] >= 120.0, "the engine forces a log page per commit: {log:?}");
+        assert!(log[2].is_nan(), "SQLite's column has no log split");
+        let p50 = row("Latency p50 [µs]");
+        assert!(p50[0].is_nan() && p50[2] > 0.0, "{p50:?}");
+        let buffer = row("Buffer / page cache [pages]");
+        let database = row("Database after load [MiB]");
+        for k in 0..3 {
+            // 10% of the loaded database in 4 KiB pages, on both engines.
+            let share = buffer[k] / (database[k] * 256.0);
+            assert!((share - 0.1).abs() < 0.01, "engine {k}: buffer share {share}");
+        }
+        for r in &runs {
+            let check = match &r.outcome {
+                Outcome::Engine(e) => e.consistency_check.clone(),
+                Outcome::Sqlite(s, _) => s.consistency_check.clone(),
+            };
+            assert_eq!(check, Some(Consistency::Passed), "{}", r.engine);
+        }
+        let again = run_engines(&cmd.common, &cmd.engines).unwrap();
+        assert_eq!(engine_table(&again).unwrap(), (header, lines), "same seed, same table");
+    }
+}
