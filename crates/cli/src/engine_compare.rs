@@ -306,6 +306,7 @@ struct Column {
     host_reads: u64,
     host_writes: u64,
     log_writes: Option<u64>,
+    appends: Option<u64>,
     flash_programs: u64,
     flash_erases: u64,
     gc_migrations: u64,
@@ -332,6 +333,7 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 // Data pages and log pages: everything the engine sent to the flash.
                 host_writes: m.host_writes + m.log_page_writes,
                 log_writes: Some(m.log_page_writes),
+                appends: Some(m.in_place_appends),
                 flash_programs: m.flash_programs,
                 flash_erases: m.flash_erases,
                 gc_migrations: m.gc_page_migrations,
@@ -354,6 +356,7 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 host_reads: f.counters.host_reads,
                 host_writes: f.counters.host_writes,
                 log_writes: None,
+                appends: None,
                 flash_programs: f.counters.flash_programs,
                 flash_erases: f.counters.flash_erases,
                 gc_migrations: f.counters.gc_page_migrations,
@@ -381,7 +384,7 @@ pub fn engine_table(runs: &[EngineRun]) -> Result<(Vec<String>, Vec<Vec<String>>
     let mut header = vec!["metric".to_string()];
     header.extend(runs.iter().map(|r| format!("{} on {}", r.engine, r.storage)));
     type Cell = fn(&Column) -> String;
-    let metrics: [(&str, Cell); 20] = [
+    let metrics: [(&str, Cell); 21] = [
         ("Transactions requested", |c| c.requested.to_string()),
         ("Transactions run", |c| c.transactions.to_string()),
         ("Committed", |c| c.committed.to_string()),
@@ -393,6 +396,7 @@ pub fn engine_table(runs: &[EngineRun]) -> Result<(Vec<String>, Vec<Vec<String>>
         ("Host reads", |c| c.host_reads.to_string()),
         ("Host writes", |c| c.host_writes.to_string()),
         ("  of them log pages", |c| opt(c.log_writes.map(|v| v.to_string()))),
+        ("  of them in-place appends (IPA)", |c| opt(c.appends.map(|v| v.to_string()))),
         ("Host writes per transaction", |c| per(c.host_writes, c.transactions)),
         ("Flash programs", |c| c.flash_programs.to_string()),
         ("Flash programs per transaction", |c| per(c.flash_programs, c.transactions)),
