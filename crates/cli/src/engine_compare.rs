@@ -91,10 +91,10 @@ pub struct EngineArgs {
 
 /// SQLite's database and page cache after its load.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct CacheSize {
-    database_pages: u64,
-    page_bytes: u64,
-    cache_pages: u64,
+pub struct CacheSize {
+    pub database_pages: u64,
+    pub page_bytes: u64,
+    pub cache_pages: u64,
 }
 
 /// A SQLite workload whose page cache is set, after the load, to `share` of the loaded
@@ -143,14 +143,7 @@ impl SqliteWorkload for CacheShare {
 /// One engine's run.
 pub enum Outcome {
     Engine(Box<ExperimentResult>),
-    Sqlite(Box<SqliteResult>, CacheSizeInfo),
-}
-
-/// What the table shows of SQLite's cache sizing.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CacheSizeInfo {
-    pub database_mib: f64,
-    pub cache_pages: u64,
+    Sqlite(Box<SqliteResult>, CacheSize),
 }
 
 pub struct EngineRun {
@@ -215,7 +208,7 @@ fn run_sqlite_on(
     args: &EngineArgs,
     transactions: u64,
     bars: &MultiProgress,
-) -> Result<(SqliteResult, CacheSizeInfo), String> {
+) -> Result<(SqliteResult, CacheSize), String> {
     let mut params = c.workload.params.clone();
     params.insert("transactions".into(), transactions.into());
     let configured = workloads::sqlite::find(&c.workload.name)
@@ -246,12 +239,7 @@ fn run_sqlite_on(
         Control::Continue
     });
     bar.finish_and_clear();
-    let size = workload.size;
-    let info = CacheSizeInfo {
-        database_mib: (size.database_pages * size.page_bytes) as f64 / (1024.0 * 1024.0),
-        cache_pages: size.cache_pages,
-    };
-    Ok((result?, info))
+    Ok((result?, workload.size))
 }
 
 /// Runs every engine; the runs in `--engines` order.
@@ -283,12 +271,12 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs) -> Result<Vec<EngineRu
                 }
             }
             EngineSpec::Sqlite { ftl } => {
-                let (result, info) = run_sqlite_on(&base, *ftl, args, transactions, &bars)?;
+                let (result, size) = run_sqlite_on(&base, *ftl, args, transactions, &bars)?;
                 EngineRun {
                     engine: "sqlite".into(),
                     storage: format!("ftl:{}", ftl.name()),
                     requested: transactions,
-                    outcome: Outcome::Sqlite(Box::new(result), info),
+                    outcome: Outcome::Sqlite(Box::new(result), size),
                 }
             }
         });
@@ -345,7 +333,7 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 buffer_pages: (database_pages * r.config.engine.buffer_share).ceil() as u64,
             }
         }
-        Outcome::Sqlite(r, info) => {
+        Outcome::Sqlite(r, size) => {
             let f = r.flash.as_ref().ok_or("sqlite: the run on flash has no flash counters")?;
             Column {
                 requested: run.requested,
@@ -363,8 +351,8 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 latency_mean_us: r.latency.mean_us,
                 latency_p50_us: Some(r.latency.p50_us),
                 latency_p99_us: Some(r.latency.p99_us),
-                database_mib: info.database_mib,
-                buffer_pages: info.cache_pages,
+                database_mib: (size.database_pages * size.page_bytes) as f64 / (1024.0 * 1024.0),
+                buffer_pages: size.cache_pages,
             }
         }
     })
