@@ -54,8 +54,8 @@ fn count<T: TryFrom<u64>>(range: CountRange) -> impl Fn(&str) -> Result<T, Strin
 
 /// `--storage`: NoFTL, a conventional FTL, In-Page Logging, or (SQLite only) the host's
 /// memory or file.
-#[derive(Clone, Copy, Debug)]
-enum StorageChoice {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum StorageChoice {
     Noftl,
     Ftl(flash::ftl::FtlKind),
     Ipl,
@@ -63,7 +63,7 @@ enum StorageChoice {
 }
 
 /// `noftl`, `ftl:KIND`, `ipl` or `host`.
-fn storage_kind(text: &str) -> Result<StorageChoice, String> {
+pub(crate) fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     if text.eq_ignore_ascii_case("noftl") {
         return Ok(StorageChoice::Noftl);
     }
@@ -236,14 +236,14 @@ pub struct BenchArgs {
     #[arg(long, value_parser = float(limits::SIM_TIME_S), allow_negative_numbers = true,
           help = with_default("Simulated seconds measured after the warm-up, in (0, 1e9]",
                               defaults().driver.sim_time_s))]
-    sim_time: Option<f64>,
+    pub(crate) sim_time: Option<f64>,
     #[arg(long, value_parser = float(limits::WARMUP_S), allow_negative_numbers = true,
           help = with_default("Simulated seconds of warm-up, not measured, in [0, 1e9]",
                               defaults().driver.warmup_s))]
-    warmup: Option<f64>,
+    pub(crate) warmup: Option<f64>,
     #[arg(long, value_parser = count::<usize>(limits::TERMINALS), allow_negative_numbers = true,
           help = with_default("Closed-loop terminals, 1 to 65536", defaults().driver.terminals))]
-    terminals: Option<usize>,
+    pub(crate) terminals: Option<usize>,
     #[arg(long, value_parser = float(limits::CPU_PER_OPERATION_US), allow_negative_numbers = true,
           help = with_default("Simulated CPU µs per record operation, in [0, 1e6]",
                               defaults().driver.cpu_per_operation_us))]
@@ -266,7 +266,7 @@ pub struct BenchArgs {
     /// `ftl:block`, `ftl:bast`, `ftl:fast` (an FTL refuses in-place appends), or `ipl`
     /// (In-Page Logging on raw flash; IPA 0x0 unless --ipa is given) [default: noftl].
     #[arg(long, value_parser = storage_kind)]
-    storage: Option<StorageChoice>,
+    pub(crate) storage: Option<StorageChoice>,
     /// IPL: bytes of each erase unit's log region, a whole number of flash pages
     /// [default: 8192].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -356,6 +356,11 @@ fn read_config(path: &Path) -> Result<ExperimentConfig, String> {
 }
 
 impl BenchArgs {
+    /// These flags with `--storage` replaced (`compare --engines deltaflash:NxM@STORAGE`).
+    pub(crate) fn on_storage(&self, storage: StorageChoice) -> BenchArgs {
+        BenchArgs { storage: Some(storage), ..self.clone() }
+    }
+
     /// The experiment: the file's (or the defaults), with the flags given applied.
     pub(crate) fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
         let mut c = match &self.config {
@@ -492,13 +497,15 @@ pub enum Format {
 #[derive(Args)]
 pub struct CompareCommand {
     #[command(flatten)]
-    common: BenchArgs,
+    pub(crate) common: BenchArgs,
     /// Schemes to run on the same seed; the first is the baseline.
     #[arg(long, value_delimiter = ',', value_parser = scheme, default_value = "0x0,2x4")]
     schemes: Vec<IpaScheme>,
     /// Output format of the table.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    format: Format,
+    pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) engines: crate::engine_compare::EngineArgs,
 }
 
 /// Runs one experiment with a progress bar in `bars` (scheme, simulated seconds, tps);
@@ -708,6 +715,9 @@ fn legend(baseline: &str) -> String {
 }
 
 pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
+    if !cmd.engines.engines.is_empty() {
+        return crate::engine_compare::compare(&cmd.common, &cmd.engines, cmd.format);
+    }
     let (config, spelling) = cmd.common.config(None)?;
     if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
         let source =
@@ -732,18 +742,10 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
     }
     let (header, lines) = compare_table(&runs);
     match cmd.format {
-        Format::Markdown => {
-            println!("| {} |", header.join(" | "));
-            println!("|{}", "---|".repeat(header.len()));
-            for l in &lines {
-                println!("| {} |", l.join(" | "));
-            }
-            println!("\n{}", legend(&header[1]));
-        }
-        Format::Csv => {
-            println!("{}", header.join(","));
-            for l in &lines {
-                println!("{}", l.join(","));
+        Format::Markdown | Format::Csv => {
+            print_grid(cmd.format, &header, &lines);
+            if let Format::Markdown = cmd.format {
+                println!("\n{}", legend(&header[1]));
             }
         }
         Format::Json => {
@@ -752,6 +754,22 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
         }
     }
     Ok(ok)
+}
+
+/// Prints a table as markdown (header, rule, rows) or CSV; JSON is the caller's.
+pub(crate) fn print_grid(format: Format, header: &[String], lines: &[Vec<String>]) {
+    if let Format::Csv = format {
+        println!("{}", header.join(","));
+        for l in lines {
+            println!("{}", l.join(","));
+        }
+        return;
+    }
+    println!("| {} |", header.join(" | "));
+    println!("|{}", "---|".repeat(header.len()));
+    for l in lines {
+        println!("| {} |", l.join(" | "));
+    }
 }
 
 /// The header and rows: the baseline's values, then for each other scheme its values

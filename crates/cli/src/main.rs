@@ -9,6 +9,7 @@ mod advise;
 mod bench;
 mod demo;
 mod engine_bench;
+mod engine_compare;
 mod index_bench;
 mod inspect;
 mod recovery_bench;
@@ -61,10 +62,10 @@ enum Command {
     Sqlite(sqlite_shell::SqliteArgs),
     /// Run a registered OLTP workload (--workload) on the emulated device in simulated
     /// time and report the IPA paper's metrics; --config FILE.toml describes a whole run.
-    /// With --engine sqlite: sqlite-bench, ycsb or tpcc on real SQLite.
+    /// With --engine sqlite: sqlite-bench, ycsb, tpcc or tpcb on real SQLite.
     Bench(bench::BenchCommand),
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
-    /// like the paper's Table 7.
+    /// like the paper's Table 7. With --engines: our engine and SQLite on the same flash.
     Compare(bench::CompareCommand),
     /// The IPA advisor: run a baseline without IPA (or read one: --analyze), report per
     /// table and index its update sizes, skew and read/write ratio, and recommend an IPA

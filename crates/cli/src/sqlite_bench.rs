@@ -1,5 +1,5 @@
 //! `deltaflash bench --engine sqlite`: a registered SQLite workload (`sqlite-bench`,
-//! `ycsb`, `tpcc`; `workloads::sqlite`) on one SQLite connection in simulated time.
+//! `ycsb`, `tpcc`, `tpcb`; `workloads::sqlite`) on one SQLite connection in simulated time.
 //! Prints the run's metrics, per-kind latency percentiles, and writes the JSON with
 //! `--json`.
 //!
@@ -199,7 +199,7 @@ fn spell(field: &str) -> String {
         Some("name") => "--workload".into(),
         Some(
             p @ ("ops" | "num" | "value_size" | "batch" | "records" | "operations" | "distribution" | "transactions"
-            | "warehouses" | "mix"),
+            | "warehouses" | "mix" | "scale"),
         ) => format!("--{}", p.replace('_', "-")),
         Some(p) => format!("--param {p}"),
         None => field.to_string(),

@@ -342,6 +342,10 @@ pub struct DriverOptions {
     /// The statements run at `switch_at_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch_ddl: Option<String>,
+    /// End the measurement after this many transactions if `sim_time_s` has not
+    /// ended it first; none: only the time ends it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
 }
 
 impl Default for DriverOptions {
@@ -355,6 +359,7 @@ impl Default for DriverOptions {
             check: false,
             switch_at_s: None,
             switch_ddl: None,
+            transactions: None,
         }
     }
 }
@@ -402,6 +407,9 @@ impl ExperimentConfig {
         range("driver.sim_time_s", limits::SIM_TIME_S, d.sim_time_s)?;
         range("driver.cpu_per_operation_us", limits::CPU_PER_OPERATION_US, d.cpu_per_operation_us)?;
         range("driver.progress_interval_s", limits::PROGRESS_INTERVAL_S, d.progress_interval_s)?;
+        if let Some(n) = d.transactions {
+            count("driver.transactions", limits::TRANSACTIONS, n)?;
+        }
         match (d.switch_at_s, &d.switch_ddl) {
             (Some(at), Some(_)) if !(0.0..=d.sim_time_s).contains(&at) => {
                 return Err(ConfigError::field(

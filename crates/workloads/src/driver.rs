@@ -76,6 +76,9 @@ pub struct DriverConfig {
     /// Statements run once this many simulated seconds into the measurement, between
     /// transactions (an online layout change mid-run).
     pub switch: Option<(f64, String)>,
+    /// Ends the measurement after this many measured transactions, if that comes
+    /// before `duration_s` (`compare --engines` runs every engine for the same count).
+    pub max_transactions: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -327,7 +330,7 @@ pub fn run(
     let mut next_interval = warm_end + step;
     let mut intervals = Vec::new();
     let mut switch = config.switch.as_ref().map(|(at, ddl)| (warm_end + (at * 1e9) as SimTime, ddl));
-    loop {
+    let finish = loop {
         let next = clocks.iter().enumerate().filter(|&(t, _)| waiting[t].is_none()).min_by_key(|&(_, &c)| c);
         if let Some(deadline) = db.group_deadline() {
             if next.is_none_or(|(_, &c)| deadline <= c) {
@@ -369,8 +372,10 @@ pub fn run(
             last_interval = Some(s);
             next_interval += step;
         }
-        if now >= end {
-            break;
+        let capped =
+            warm.as_ref().zip(config.max_transactions).is_some_and(|(w, cap)| transactions - w.transactions >= cap);
+        if now >= end || capped {
+            break now.min(end);
         }
         db.set_now(now);
         if let Some((_, ddl)) = switch.take_if(|(at, _)| now >= *at) {
@@ -392,8 +397,8 @@ pub fn run(
                 return Err(RunError::Stopped { sim_seconds });
             }
         }
-    }
+    };
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
-    let last = snapshot(db, end.max(warm.time + 1), transactions, committed);
+    let last = snapshot(db, finish.max(warm.time + 1), transactions, committed);
     Ok(metrics(&warm, &last, config.terminals, intervals))
 }

@@ -296,6 +296,7 @@ impl Experiment {
             cpu_ns_per_operation: (driver.cpu_per_operation_us * 1000.0) as u64,
             progress_s: driver.progress_interval_s,
             switch: driver.switch_at_s.zip(driver.switch_ddl.clone()),
+            max_transactions: driver.transactions,
         };
         let total_sim_seconds = driver.warmup_s + driver.sim_time_s;
         let run_start = db.now();

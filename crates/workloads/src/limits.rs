@@ -122,6 +122,8 @@ pub const CHECKPOINT_LOG_SHARE: FloatRange =
     FloatRange { min: 0.0, min_open: true, max: 1.0, max_open: true, unit: "of the log region" };
 /// Closed-loop terminals (each keeps its own clock; the bound keeps that small).
 pub const TERMINALS: CountRange = CountRange::at_least(1, 65_536);
+/// Measured transactions (`driver.transactions`, SQLite's TPC-B).
+pub const TRANSACTIONS: CountRange = CountRange::at_least(1, 1 << 40);
 /// V, the metadata pairs per delta-record (the page format's limit).
 pub const V: CountRange = CountRange::at_least(1, engine::delta::MAX_PAIRS as u64);
 /// Chips of the log region (the device's chip count bounds it further).

@@ -874,6 +874,7 @@ mod tests {
             cpu_ns_per_operation: 10_000,
             progress_s: 0.5,
             switch: None,
+            max_transactions: None,
         };
         let m = driver::run(&mut db, &mut lb, &config, &mut rng, &mut |_| Control::Continue).unwrap();
         assert_eq!(lb.check(&mut db), Ok(()), "{ipa}");

@@ -51,6 +51,39 @@ impl WorkloadParams for TpcbParams {
     }
 }
 
+/// One transaction's teller, its branch, the account and the delta. SQLite's TPC-B
+/// (`crate::sqlite::tpcb`) draws with this too, so from the same seed both engines see
+/// the same sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Draw {
+    pub teller: i64,
+    pub branch: i64,
+    pub account: i64,
+    pub delta: i64,
+}
+
+impl Draw {
+    /// The next transaction's inputs over `scale` branches.
+    pub fn next(scale: u32, rng: &mut ChaCha8Rng) -> Draw {
+        let scale = scale.max(1);
+        let teller = rng.gen_range(0..scale * TELLERS_PER_BRANCH) as i64;
+        let branch = teller / TELLERS_PER_BRANCH as i64;
+        // 85% of accounts come from the teller's branch (TPC-B 5.3.5).
+        let account_branch = if scale == 1 || rng.gen_bool(0.85) {
+            branch
+        } else {
+            let other = rng.gen_range(0..scale as i64 - 1);
+            if other >= branch {
+                other + 1
+            } else {
+                other
+            }
+        };
+        let account = account_branch * ACCOUNTS_PER_BRANCH as i64 + rng.gen_range(0..ACCOUNTS_PER_BRANCH) as i64;
+        Draw { teller, branch, account, delta: rng.gen_range(-999_999..=999_999) }
+    }
+}
+
 pub struct Tpcb {
     pub scale: u32,
     next_history: i64,
@@ -118,22 +151,8 @@ impl Workload for Tpcb {
             db.table_id("account").map_err(e)?,
             db.table_id("history").map_err(e)?,
         );
-        let tellers = self.scale * TELLERS_PER_BRANCH;
-        let teller = rng.gen_range(0..tellers) as i64;
-        let branch = teller / TELLERS_PER_BRANCH as i64;
-        // 85% of accounts come from the teller's branch (TPC-B 5.3.5).
-        let account_branch = if self.scale == 1 || rng.gen_bool(0.85) {
-            branch
-        } else {
-            let other = rng.gen_range(0..self.scale as i64 - 1);
-            if other >= branch {
-                other + 1
-            } else {
-                other
-            }
-        };
-        let account = account_branch * ACCOUNTS_PER_BRANCH as i64 + rng.gen_range(0..ACCOUNTS_PER_BRANCH) as i64;
-        let delta = Value::Int(rng.gen_range(-999_999..=999_999));
+        let Draw { teller, branch, account, delta } = Draw::next(self.scale, rng);
+        let delta = Value::Int(delta);
         let tx = db.begin();
         db.add(&tx, a, &[Value::Int(account)], 2, &delta).map_err(e)?;
         db.get(&tx, a, &[Value::Int(account)]).map_err(e)?.ok_or("TPC-B: account vanished")?;

@@ -40,6 +40,7 @@ fn run_with_group_commit(
         duration_s: seconds,
         cpu_ns_per_operation: 10_000,
         progress_s: 0.5,
+        max_transactions: None,
     };
     let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| Control::Continue).unwrap();
     let check = workload.check(&mut db);

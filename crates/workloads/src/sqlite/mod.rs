@@ -1,5 +1,5 @@
-//! Workloads on real SQLite (issue 16 parts 4 and 8): `sqlite-bench` (fillrandom,
-//! overwrite, readrandom), YCSB core workloads A–F, and TPC-C in SQL, run one
+//! Workloads on real SQLite (issue 16 parts 4, 6 and 8): `sqlite-bench` (fillrandom,
+//! overwrite, readrandom), YCSB core workloads A–F, TPC-C and TPC-B in SQL, run one
 //! transaction at a time on one connection, timed in simulated time.
 //!
 //! SQLite runs on a [`SqliteHost`]: the connection plus a simulated clock, a CPU-cost
@@ -18,6 +18,7 @@ pub mod flash;
 pub mod host;
 pub mod kv;
 pub mod runner;
+pub mod tpcb;
 pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
@@ -282,6 +283,7 @@ pub static SQLITE_REGISTRY: &[RegisteredSqlite] = &[
     RegisteredSqlite::of::<kv::SqliteBenchParams>(),
     RegisteredSqlite::of::<ycsb::YcsbParams>(),
     RegisteredSqlite::of::<tpcc::TpccSqlParams>(),
+    RegisteredSqlite::of::<tpcb::TpcbSqlParams>(),
 ];
 
 /// The registered SQLite workload of this name.
@@ -303,7 +305,7 @@ mod tests {
     #[test]
     fn every_sqlite_workload_builds_from_its_defaults() {
         let names: Vec<&str> = SQLITE_REGISTRY.iter().map(|w| w.name).collect();
-        assert_eq!(names, ["sqlite-bench", "ycsb", "tpcc"]);
+        assert_eq!(names, ["sqlite-bench", "ycsb", "tpcc", "tpcb"]);
         for w in SQLITE_REGISTRY {
             let defaults = w.defaults();
             let c = w.configure(&defaults).unwrap();
@@ -324,6 +326,6 @@ mod tests {
         assert!(e.starts_with("workload.value_size: must be in 256..=16384, got 100"), "{e}");
         let e = find("sqlite-bench").unwrap().configure(&params(json!({"ops": ["fill"]}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.ops"), "{e}");
-        assert!(find("tpcb").unwrap_err().to_string().contains("sqlite-bench, ycsb, tpcc"));
+        assert!(find("tatp").unwrap_err().to_string().contains("sqlite-bench, ycsb, tpcc, tpcb"));
     }
 }

@@ -1,0 +1,537 @@
+//! `deltaflash compare --engines deltaflash:0x0,deltaflash:2x3,sqlite`: our engine and
+//! real SQLite on the same emulated flash (issue 16 part 6). Every engine runs the same
+//! workload (TPC-B or TPC-C, `--workload`) at the same scale, on the same device preset
+//! and size, from the same seed, for the same number of measured transactions
+//! (`--transactions`), and one table puts them side by side: host writes, flash
+//! programs and erases per transaction, simulated throughput and latency.
+//!
+//! Equal footing: one terminal for the engine (SQLite runs one connection), no
+//! warm-up on either side (SQLite's runner has none), commits durable at once on both
+//! (SQLite `synchronous=FULL` unless `--sync normal`; the engine forces its log at every
+//! commit unless `--group-commit-us`), and the same buffer share: the engine's pool is
+//! `--buffer` of the loaded database's pages, and SQLite's page cache is set after its
+//! load to the same share of its own database's pages (`PRAGMA cache_size`). The
+//! simulated CPU cost `--cpu-us` is charged per record operation by the engine and per
+//! SQL statement by SQLite. `docs/results-sqlite-compare.md` explains what still
+//! differs.
+//!
+//! Engines: `deltaflash:NxM` is the engine with IPA scheme NxM on `--storage` (default
+//! noftl), `deltaflash:NxM@STORAGE` on that storage instead; `sqlite` is SQLite through
+//! its VFS on the page-mapping FTL, `sqlite@ftl:KIND` on another FTL. Fault model: a
+//! bad engine name, a workload SQLite lacks or a flag the comparison sets itself is
+//! refused before anything runs; a failed run ends the command with its error.
+
+use crate::bench::{self, BenchArgs, Format, StorageChoice};
+use clap::Args;
+use engine::IpaScheme;
+use flash::ftl::{FtlConfig, FtlKind};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use nand::{Device, MemoryStorage};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use workloads::config::StorageConfig;
+use workloads::experiment::Consistency;
+use workloads::sqlite::runner::run as run_sqlite;
+use workloads::sqlite::{Kind, Session, SqliteResult, SqliteRunConfig, SqliteWorkload, Synchronous};
+use workloads::{Control, Experiment, ExperimentConfig, ExperimentResult};
+
+/// The workloads both engines have.
+const WORKLOADS: [&str; 2] = ["tpcb", "tpcc"];
+
+/// One engine of `--engines`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineSpec {
+    /// The DeltaFlash engine with this IPA scheme, on `--storage` or the storage given.
+    Deltaflash { scheme: IpaScheme, storage: Option<(String, StorageChoice)> },
+    /// SQLite through its VFS on this FTL.
+    Sqlite { ftl: FtlKind },
+}
+
+fn engine_spec(text: &str) -> Result<EngineSpec, String> {
+    let (name, storage) = match text.split_once('@') {
+        Some((name, storage)) => (name, Some(storage)),
+        None => (text, None),
+    };
+    if name.eq_ignore_ascii_case("sqlite") {
+        let ftl = match storage {
+            None => FtlKind::Page,
+            Some(s) => s.strip_prefix("ftl:").and_then(FtlKind::parse).ok_or_else(|| {
+                format!(
+                    "`{text}`: SQLite needs a block device: sqlite@ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"
+                )
+            })?,
+        };
+        return Ok(EngineSpec::Sqlite { ftl });
+    }
+    let scheme = name
+        .strip_prefix("deltaflash:")
+        .ok_or_else(|| format!("`{text}` is not an engine: deltaflash:NxM[@STORAGE] or sqlite[@ftl:KIND]"))?;
+    let scheme: IpaScheme = scheme.parse().map_err(|e| format!("`{text}`: {e}"))?;
+    let storage = storage.map(|s| bench::storage_kind(s).map(|c| (s.to_string(), c))).transpose()?;
+    Ok(EngineSpec::Deltaflash { scheme, storage })
+}
+
+/// The flags of `compare --engines`.
+#[derive(Args, Clone, Default)]
+pub struct EngineArgs {
+    /// Compare engines instead of IPA schemes, on the same device, seed and workload
+    /// (tpcb or tpcc): deltaflash:NxM[@STORAGE] (our engine with IPA scheme NxM, on
+    /// --storage unless STORAGE is given) and sqlite[@ftl:KIND] (SQLite through its VFS,
+    /// on the page-mapping FTL unless KIND is given). E.g.
+    /// deltaflash:0x0,deltaflash:2x3,deltaflash:0x0@ftl:page,sqlite
+    #[arg(long, value_delimiter = ',', value_parser = engine_spec)]
+    pub engines: Vec<EngineSpec>,
+    /// With --engines: measured transactions every engine runs [default: 10000].
+    #[arg(long, requires = "engines", value_parser = |t: &str| workloads::limits::TRANSACTIONS.parse(t))]
+    pub transactions: Option<u64>,
+    /// With --engines: SQLite's `synchronous`, normal or full [default: full, durable
+    /// at every commit as the engine's log force].
+    #[arg(long, requires = "engines", value_parser = Synchronous::parse)]
+    pub sync: Option<Synchronous>,
+}
+
+/// SQLite's database and page cache after its load.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CacheSize {
+    pub database_pages: u64,
+    pub page_bytes: u64,
+    pub cache_pages: u64,
+}
+
+/// A SQLite workload whose page cache is set, after the load, to `share` of the loaded
+/// database's pages (the engine's `--buffer`); everything else is the inner workload's.
+struct CacheShare {
+    inner: Box<dyn SqliteWorkload>,
+    share: f64,
+    size: CacheSize,
+}
+
+impl SqliteWorkload for CacheShare {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn kinds(&self) -> &'static [&'static str] {
+        self.inner.kinds()
+    }
+    fn load(&mut self, s: &mut Session<'_>, rng: &mut rand_chacha::ChaCha8Rng) -> Result<(), String> {
+        self.inner.load(s, rng)?;
+        let database_pages = s.int("PRAGMA page_count", [])?.max(0) as u64;
+        let page_bytes = s.int("PRAGMA page_size", [])?.max(0) as u64;
+        let cache_pages = ((database_pages as f64 * self.share).ceil() as u64).max(1);
+        s.batch(&format!("PRAGMA cache_size = {cache_pages}"))?;
+        self.size = CacheSize { database_pages, page_bytes, cache_pages };
+        Ok(())
+    }
+    fn transactions(&self) -> u64 {
+        self.inner.transactions()
+    }
+    fn transaction(
+        &mut self,
+        s: &mut Session<'_>,
+        n: u64,
+        rng: &mut rand_chacha::ChaCha8Rng,
+    ) -> Result<(Kind, bool), String> {
+        self.inner.transaction(s, n, rng)
+    }
+    fn new_orders(&self) -> Option<u64> {
+        self.inner.new_orders()
+    }
+    fn check(&mut self, s: &mut Session<'_>) -> Result<(), String> {
+        self.inner.check(s)
+    }
+}
+
+/// One engine's run.
+pub enum Outcome {
+    Engine(Box<ExperimentResult>),
+    Sqlite(Box<SqliteResult>, CacheSize),
+}
+
+pub struct EngineRun {
+    /// `deltaflash [2x3]` or `sqlite`.
+    pub engine: String,
+    /// `noftl`, `ftl:page`, …
+    pub storage: String,
+    pub requested: u64,
+    pub outcome: Outcome,
+}
+
+fn storage_name(s: &StorageConfig) -> String {
+    match s {
+        StorageConfig::Noftl => "noftl".into(),
+        StorageConfig::Ftl(f) => format!("ftl:{}", f.kind.name()),
+        StorageConfig::Ipl(_) => "ipl".into(),
+    }
+}
+
+/// Refuses what the comparison cannot honour, before anything runs.
+fn refuse(common: &BenchArgs, base: &ExperimentConfig, engines: &[EngineSpec]) -> Result<(), String> {
+    let set_here = [
+        ("--terminals", common.terminals.is_some(), "the engine runs one terminal, as SQLite runs one connection"),
+        ("--warmup", common.warmup.is_some(), "neither engine warms up (SQLite's runner measures from the load)"),
+        ("--sim-time", common.sim_time.is_some(), "every engine runs --transactions instead"),
+    ];
+    if let Some((flag, _, why)) = set_here.iter().find(|(_, given, _)| *given) {
+        return Err(format!("{flag} does not go with --engines: {why}"));
+    }
+    if base.device.image.is_some() {
+        return Err("--image does not go with --engines: each engine needs a fresh device".into());
+    }
+    if base.driver.switch_ddl.is_some() {
+        return Err("--switch-ddl does not go with --engines: SQLite has no online layout change".into());
+    }
+    let sqlite = engines.iter().any(|e| matches!(e, EngineSpec::Sqlite { .. }));
+    if sqlite && !WORKLOADS.contains(&base.workload.name.as_str()) {
+        return Err(format!(
+            "--workload {}: SQLite runs {} in --engines; drop sqlite or pick one of those",
+            base.workload.name,
+            WORKLOADS.join(" or ")
+        ));
+    }
+    Ok(())
+}
+
+/// The engine's config for one run: one terminal, no warm-up, `transactions` measured.
+fn engine_config(mut c: ExperimentConfig, scheme: IpaScheme, transactions: u64) -> ExperimentConfig {
+    c.engine.ipa = scheme.to_string();
+    c.driver.terminals = 1;
+    c.driver.warmup_s = 0.0;
+    c.driver.sim_time_s = workloads::limits::SIM_TIME_S.max;
+    c.driver.transactions = Some(transactions);
+    c
+}
+
+/// SQLite on a fresh FTL over the device `c` describes, with the engine's workload
+/// parameters, seed, CPU cost and buffer share.
+fn run_sqlite_on(
+    c: &ExperimentConfig,
+    ftl: FtlKind,
+    args: &EngineArgs,
+    transactions: u64,
+    bars: &MultiProgress,
+) -> Result<(SqliteResult, CacheSize), String> {
+    let mut params = c.workload.params.clone();
+    params.insert("transactions".into(), transactions.into());
+    let configured = workloads::sqlite::find(&c.workload.name)
+        .and_then(|w| w.configure(&params))
+        .map_err(|e| format!("sqlite: {e}"))?;
+    let geometry = c.device.geometry().map_err(|e| e.to_string())?;
+    let device = Device::new(Box::new(MemoryStorage::new(geometry, !c.device.no_data)));
+    // The runner charges the CPU cost per statement; the instance charges none itself.
+    let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };
+    let mut host = FlashSqlite::create(device, &FtlConfig::new(ftl), options)
+        .map_err(|e| format!("sqlite on ftl:{}: {e}", ftl.name()))?;
+    let config = SqliteRunConfig {
+        seed: c.seed,
+        cpu_ns_per_statement: (c.driver.cpu_per_operation_us * 1000.0).round() as u64,
+        synchronous: args.sync.unwrap_or_default(),
+        free_space: None,
+        check: c.driver.check,
+    };
+    let mut workload =
+        CacheShare { inner: configured.build(), share: c.engine.buffer_share, size: CacheSize::default() };
+    let bar = bars.add(ProgressBar::new(transactions));
+    let style =
+        ProgressStyle::with_template("{prefix:>7} [{bar:30}] {pos}/{len} transactions").expect("valid template");
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_prefix("[sqlite]");
+    let result = run_sqlite(&mut host, &mut workload, configured.params(), &config, &mut |done, _| {
+        bar.set_position(done);
+        Control::Continue
+    });
+    bar.finish_and_clear();
+    Ok((result?, workload.size))
+}
+
+/// Runs every engine; the runs in `--engines` order.
+pub fn run_engines(common: &BenchArgs, args: &EngineArgs) -> Result<Vec<EngineRun>, String> {
+    let transactions = args.transactions.unwrap_or(10_000);
+    let (base, spelling) = common.config(None)?;
+    refuse(common, &base, &args.engines)?;
+    let bars = MultiProgress::new();
+    let mut runs = Vec::new();
+    for spec in &args.engines {
+        runs.push(match spec {
+            EngineSpec::Deltaflash { scheme, storage } => {
+                let own;
+                let (config, spelling) = match storage {
+                    Some((_, choice)) => {
+                        own = common.on_storage(*choice).config(Some(*scheme))?;
+                        (own.0, &own.1)
+                    }
+                    None => (base.clone(), &spelling),
+                };
+                let experiment =
+                    Experiment::new(engine_config(config, *scheme, transactions)).map_err(|e| spelling.error(&e))?;
+                let result = bench::run_with_bar(&experiment, &bars).map_err(|e| spelling.error(&e))?;
+                EngineRun {
+                    engine: format!("deltaflash [{}]", result.ipa),
+                    storage: storage_name(&experiment.config().storage),
+                    requested: transactions,
+                    outcome: Outcome::Engine(Box::new(result)),
+                }
+            }
+            EngineSpec::Sqlite { ftl } => {
+                let (result, size) = run_sqlite_on(&base, *ftl, args, transactions, &bars)?;
+                EngineRun {
+                    engine: "sqlite".into(),
+                    storage: format!("ftl:{}", ftl.name()),
+                    requested: transactions,
+                    outcome: Outcome::Sqlite(Box::new(result), size),
+                }
+            }
+        });
+    }
+    Ok(runs)
+}
+
+/// The numbers of one run the table shows; `None` where the engine has no such number.
+struct Column {
+    requested: u64,
+    transactions: u64,
+    committed: u64,
+    sim_seconds: f64,
+    tps: f64,
+    host_reads: u64,
+    host_writes: u64,
+    log_writes: Option<u64>,
+    appends: Option<u64>,
+    flash_programs: u64,
+    flash_erases: u64,
+    gc_migrations: u64,
+    latency_mean_us: f64,
+    latency_p50_us: Option<f64>,
+    latency_p99_us: Option<f64>,
+    database_mib: f64,
+    buffer_pages: u64,
+}
+
+fn column(run: &EngineRun) -> Result<Column, String> {
+    Ok(match &run.outcome {
+        Outcome::Engine(r) => {
+            let m = &r.metrics;
+            let page_bytes = r.config.engine.db_page_bytes.unwrap_or(4096) as f64;
+            let database_pages = r.fill.database_mib * 1024.0 * 1024.0 / page_bytes;
+            Column {
+                requested: run.requested,
+                transactions: m.transactions,
+                committed: m.committed_transactions,
+                sim_seconds: m.sim_seconds,
+                tps: m.throughput_tps,
+                host_reads: m.host_reads,
+                // Data pages and log pages: everything the engine sent to the flash.
+                host_writes: m.host_writes + m.log_page_writes,
+                log_writes: Some(m.log_page_writes),
+                appends: Some(m.in_place_appends),
+                flash_programs: m.flash_programs,
+                flash_erases: m.flash_erases,
+                gc_migrations: m.gc_page_migrations,
+                // One terminal: the response time is the time per transaction.
+                latency_mean_us: m.time_per_transaction_ms.response * 1000.0,
+                latency_p50_us: None,
+                latency_p99_us: None,
+                database_mib: r.fill.database_mib,
+                buffer_pages: (database_pages * r.config.engine.buffer_share).ceil() as u64,
+            }
+        }
+        Outcome::Sqlite(r, size) => {
+            let f = r.flash.as_ref().ok_or("sqlite: the run on flash has no flash counters")?;
+            Column {
+                requested: run.requested,
+                transactions: r.transactions,
+                committed: r.committed,
+                sim_seconds: r.sim_seconds,
+                tps: r.throughput_tps,
+                host_reads: f.counters.host_reads,
+                host_writes: f.counters.host_writes,
+                log_writes: None,
+                appends: None,
+                flash_programs: f.counters.flash_programs,
+                flash_erases: f.counters.flash_erases,
+                gc_migrations: f.counters.gc_page_migrations,
+                latency_mean_us: r.latency.mean_us,
+                latency_p50_us: Some(r.latency.p50_us),
+                latency_p99_us: Some(r.latency.p99_us),
+                database_mib: (size.database_pages * size.page_bytes) as f64 / (1024.0 * 1024.0),
+                buffer_pages: size.cache_pages,
+            }
+        }
+    })
+}
+
+fn per(x: u64, transactions: u64) -> String {
+    format!("{:.3}", x as f64 / transactions.max(1) as f64)
+}
+
+fn opt(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "–".into())
+}
+
+/// The header (metric, then one column per engine) and the rows.
+pub fn engine_table(runs: &[EngineRun]) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let columns: Vec<Column> = runs.iter().map(column).collect::<Result<_, _>>()?;
+    let mut header = vec!["metric".to_string()];
+    header.extend(runs.iter().map(|r| format!("{} on {}", r.engine, r.storage)));
+    type Cell = fn(&Column) -> String;
+    let metrics: [(&str, Cell); 21] = [
+        ("Transactions requested", |c| c.requested.to_string()),
+        ("Transactions run", |c| c.transactions.to_string()),
+        ("Committed", |c| c.committed.to_string()),
+        ("Simulated seconds", |c| format!("{:.3}", c.sim_seconds)),
+        ("Throughput [tps]", |c| format!("{:.1}", c.tps)),
+        ("Latency mean [µs]", |c| format!("{:.1}", c.latency_mean_us)),
+        ("Latency p50 [µs]", |c| opt(c.latency_p50_us.map(|v| format!("{v:.1}")))),
+        ("Latency p99 [µs]", |c| opt(c.latency_p99_us.map(|v| format!("{v:.1}")))),
+        ("Host reads", |c| c.host_reads.to_string()),
+        ("Host writes", |c| c.host_writes.to_string()),
+        ("  of them log pages", |c| opt(c.log_writes.map(|v| v.to_string()))),
+        ("  of them in-place appends (IPA)", |c| opt(c.appends.map(|v| v.to_string()))),
+        ("Host writes per transaction", |c| per(c.host_writes, c.transactions)),
+        ("Flash programs", |c| c.flash_programs.to_string()),
+        ("Flash programs per transaction", |c| per(c.flash_programs, c.transactions)),
+        ("Flash erases", |c| c.flash_erases.to_string()),
+        ("Erases per 1000 transactions", |c| per(c.flash_erases * 1000, c.transactions)),
+        ("GC page migrations", |c| c.gc_migrations.to_string()),
+        ("Device write amplification", |c| per(c.flash_programs, c.host_writes)),
+        ("Database after load [MiB]", |c| format!("{:.1}", c.database_mib)),
+        ("Buffer / page cache [pages]", |c| c.buffer_pages.to_string()),
+    ];
+    let lines = metrics
+        .iter()
+        .map(|(label, cell)| std::iter::once(label.to_string()).chain(columns.iter().map(cell)).collect())
+        .collect();
+    Ok((header, lines))
+}
+
+/// `compare --engines`: runs them, prints the table in `format`; `Ok(false)` when a
+/// consistency check failed.
+pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format) -> Result<bool, String> {
+    let runs = run_engines(common, args)?;
+    let mut ok = true;
+    for run in &runs {
+        let check = match &run.outcome {
+            Outcome::Engine(r) => r.consistency_check.as_ref(),
+            Outcome::Sqlite(r, _) => r.consistency_check.as_ref(),
+        };
+        match check {
+            Some(Consistency::Passed) => eprintln!("[{} on {}] consistency check passed", run.engine, run.storage),
+            Some(Consistency::Failed(e)) => {
+                eprintln!("[{} on {}] consistency check FAILED: {e}", run.engine, run.storage);
+                ok = false;
+            }
+            None => {}
+        }
+    }
+    let (header, lines) = engine_table(&runs)?;
+    match format {
+        Format::Markdown | Format::Csv => bench::print_grid(format, &header, &lines),
+        Format::Json => {
+            let all: Vec<serde_json::Value> = runs
+                .iter()
+                .map(|r| {
+                    let result = match &r.outcome {
+                        Outcome::Engine(e) => e.to_json(),
+                        Outcome::Sqlite(s, _) => serde_json::to_value(s).unwrap_or_default(),
+                    };
+                    serde_json::json!({"engine": r.engine, "storage": r.storage, "result": result})
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&all).map_err(|e| format!("json: {e}"))?);
+        }
+    }
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::CompareCommand;
+    use clap::FromArgMatches;
+
+    fn parse(args: &[&str]) -> Result<CompareCommand, String> {
+        let command = CompareCommand::augment_args(clap::Command::new("compare"));
+        let matches = command.try_get_matches_from(std::iter::once("compare").chain(args.iter().copied()));
+        matches.and_then(|m| CompareCommand::from_arg_matches(&m)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn engines_parse_and_bad_ones_are_named() {
+        let cmd = parse(&["--engines", "deltaflash:0x0,deltaflash:2x3@ftl:page,sqlite,sqlite@ftl:dftl"]).unwrap();
+        let e = &cmd.engines.engines;
+        assert_eq!(e[0], EngineSpec::Deltaflash { scheme: IpaScheme::NONE, storage: None });
+        assert!(matches!(&e[1], EngineSpec::Deltaflash { storage: Some((s, StorageChoice::Ftl(FtlKind::Page))), .. }
+                         if s == "ftl:page"));
+        assert_eq!(e[2], EngineSpec::Sqlite { ftl: FtlKind::Page });
+        assert_eq!(e[3], EngineSpec::Sqlite { ftl: FtlKind::Dftl });
+        assert!(engine_spec("postgres").unwrap_err().contains("deltaflash:NxM[@STORAGE] or sqlite[@ftl:KIND]"));
+        assert!(engine_spec("sqlite@noftl").unwrap_err().contains("SQLite needs a block device"));
+        assert!(engine_spec("deltaflash:9x9x9").unwrap_err().starts_with("`deltaflash:9x9x9`: "));
+        assert!(parse(&["--transactions", "5"]).err().is_some_and(|e| e.contains("--engines")), "it needs --engines");
+    }
+
+    #[test]
+    fn flags_the_comparison_sets_itself_are_refused() {
+        for (flags, want) in [
+            (&["--terminals", "4"][..], "--terminals does not go with --engines"),
+            (&["--sim-time", "3"][..], "--sim-time does not go with --engines"),
+            (&["--workload", "tatp"][..], "--workload tatp: SQLite runs tpcb or tpcc"),
+        ] {
+            let mut args = vec!["--engines", "deltaflash:0x0,sqlite"];
+            args.extend(flags);
+            let cmd = parse(&args).unwrap();
+            let e = run_engines(&cmd.common, &cmd.engines).err().unwrap();
+            assert!(e.starts_with(want), "{flags:?}: {e}");
+        }
+    }
+
+    /// A tiny TPC-B comparison: the rows agree with each other, and the same seed gives
+    /// the same table.
+    #[test]
+    fn a_tiny_tpcb_comparison_is_consistent_and_deterministic() {
+        let args = [
+            "--engines",
+            "deltaflash:0x0,deltaflash:2x3,sqlite",
+            "--blocks-per-chip",
+            "48",
+            "--transactions",
+            "120",
+            "--seed",
+            "4",
+            "--check",
+        ];
+        let cmd = parse(&args).unwrap();
+        let runs = run_engines(&cmd.common, &cmd.engines).unwrap();
+        let (header, lines) = engine_table(&runs).unwrap();
+        assert_eq!(header[1..], ["deltaflash [0x0] on noftl", "deltaflash [2x3] on noftl", "sqlite on ftl:page"]);
+        let row = |label: &str| -> Vec<f64> {
+            let line = lines.iter().find(|l| l[0] == label).unwrap_or_else(|| panic!("no row {label}"));
+            line[1..].iter().map(|v| v.parse().unwrap_or(f64::NAN)).collect()
+        };
+        assert_eq!(row("Transactions requested"), [120.0; 3]);
+        assert_eq!(row("Transactions run"), [120.0; 3], "the engine stops at the count, as SQLite does");
+        assert_eq!(row("Committed"), [120.0; 3]);
+        for (programs, writes) in row("Flash programs").into_iter().zip(row("Host writes")) {
+            assert!(writes > 0.0 && programs >= writes, "programs {programs} < host writes {writes}");
+        }
+        let log = row("  of them log pages");
+        assert!(log[0] >= 120.0 && log[1] >= 120.0, "the engine forces a log page per commit: {log:?}");
+        assert!(log[2].is_nan(), "SQLite's column has no log split");
+        let p50 = row("Latency p50 [µs]");
+        assert!(p50[0].is_nan() && p50[2] > 0.0, "{p50:?}");
+        let buffer = row("Buffer / page cache [pages]");
+        let database = row("Database after load [MiB]");
+        for k in 0..3 {
+            // 10% of the loaded database in 4 KiB pages, on both engines.
+            let share = buffer[k] / (database[k] * 256.0);
+            assert!((share - 0.1).abs() < 0.01, "engine {k}: buffer share {share}");
+        }
+        for r in &runs {
+            let check = match &r.outcome {
+                Outcome::Engine(e) => e.consistency_check.clone(),
+                Outcome::Sqlite(s, _) => s.consistency_check.clone(),
+            };
+            assert_eq!(check, Some(Consistency::Passed), "{}", r.engine);
+        }
+        let again = run_engines(&cmd.common, &cmd.engines).unwrap();
+        assert_eq!(engine_table(&again).unwrap(), (header, lines), "same seed, same table");
+    }
+}
