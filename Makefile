@@ -10,7 +10,7 @@ CARGO ?= cargo
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy unit fuzz browser-test build run bench long
+.PHONY: all test deps fmt-check clippy unit fuzz browser-test screenshots build run bench long
 
 all: build
 
@@ -38,11 +38,15 @@ fuzz:
 	PROPTEST_CASES=1024 $(CARGO) test -p flash --locked --test model
 
 # The dashboard (`deltaflash serve`) in a real browser: Debian's chromium driven by
-# playwright-core (scripts/setup-browser.sh installs both); screenshots go to docs/figures/.
+# playwright-core (scripts/setup-browser.sh installs both); screenshots go to
+# target/screenshots/, or with `make screenshots` to the README's in docs/figures/.
 browser-test:
 	scripts/setup-browser.sh
 	$(CARGO) build --locked --bin deltaflash
 	cd web/tests && DELTAFLASH_BIN=$(CURDIR)/target/debug/deltaflash node --test dashboard.test.mjs
+
+screenshots:
+	$(MAKE) browser-test SCREENSHOTS=$(CURDIR)/docs/figures
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
 # 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite).

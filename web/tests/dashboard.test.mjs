@@ -2,7 +2,8 @@
 // data directory, drives Debian's chromium through playwright-core, and checks the
 // pages a user goes through: a short run whose live chart updates, the compare view
 // of two runs, a CSV export, the analyzer, the device heat map, and an invalid DDL
-// shown at its line and column. Screenshots of each page go to docs/figures/.
+// shown at its line and column. Screenshots of each page go to target/screenshots/ (to
+// $SCREENSHOTS if set: `make screenshots` refreshes the README's in docs/figures/).
 //
 // Environment: DELTAFLASH_BIN (default target/debug/deltaflash), CHROMIUM (default
 // /usr/bin/chromium).
@@ -17,7 +18,7 @@ import { chromium } from 'playwright-core';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = process.env.DELTAFLASH_BIN || join(root, 'target/debug/deltaflash');
-const figures = join(root, 'docs/figures');
+const figures = process.env.SCREENSHOTS || join(root, 'target/screenshots');
 const data = mkdtempSync(join(tmpdir(), 'deltaflash-dashboard-'));
 let server, base, browser, page;
 
