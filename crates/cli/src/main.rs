@@ -20,6 +20,7 @@ mod sqlite_bench;
 mod sqlite_compare;
 mod sqlite_shell;
 mod sqlite_torture;
+mod sweep;
 mod table;
 mod torture;
 mod trace;
@@ -90,6 +91,11 @@ enum Command {
     /// Flash-aware B+-trees (IPL B+-tree, B+-tree on an FTL, BFTL, μ-Tree): inserts,
     /// point queries and range scans with their flash reads, writes, erases and merges.
     IndexBench(index_bench::IndexBenchArgs),
+    /// Run every point of a parameter grid (grid.toml: [base] config, [grid] fields →
+    /// values) as independent seeded experiments, in parallel; results are written as
+    /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
+    /// through the Python package.
+    Sweep(sweep::SweepArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -239,6 +245,7 @@ fn main() -> ExitCode {
         Command::RecoveryBench(args) => recovery_bench::run(args),
         Command::Torture(args) => exit_on(torture::run(args)),
         Command::IndexBench(args) => index_bench::run(args),
+        Command::Sweep(args) => exit_on(sweep::run(args)),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

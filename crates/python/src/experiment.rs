@@ -6,6 +6,8 @@ use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use flash::ftl::{FtlConfig, FtlKind};
+use workloads::config::{IplStorageConfig, StorageConfig};
 use workloads::experiment::Progress;
 use workloads::registry::REGISTRY;
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentError};
@@ -57,6 +59,25 @@ fn checked(config_json: &str) -> PyResult<Experiment> {
 pub fn resolve_config(config_json: &str) -> PyResult<String> {
     let experiment = checked(config_json)?;
     serde_json::to_string(experiment.config()).map_err(crate::failure)
+}
+
+/// `storage`'s config as JSON: `noftl`, `ipl` or `ftl:KIND` (page, dftl, block, bast,
+/// fast) with the defaults of that store.
+#[pyfunction]
+pub fn storage_config(text: &str) -> PyResult<String> {
+    let storage = match text.to_ascii_lowercase().as_str() {
+        "noftl" => StorageConfig::Noftl,
+        "ipl" => StorageConfig::Ipl(IplStorageConfig::default()),
+        other => match other.strip_prefix("ftl:").and_then(FtlKind::parse) {
+            Some(kind) => StorageConfig::Ftl(FtlConfig::new(kind)),
+            None => {
+                return Err(ConfigError::new_err(format!(
+                    "storage: `{text}` is not noftl, ipl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"
+                )))
+            }
+        },
+    };
+    serde_json::to_string(&storage).map_err(crate::failure)
 }
 
 /// The registered workloads: (name, about, default parameters as JSON).
