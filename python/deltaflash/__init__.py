@@ -22,6 +22,11 @@ from .experiment import FIELDS, Result, build_config, compare, resolve, run, tab
 from .sweep import load_grid, read_results, sweep
 from ._deltaflash import registered_workloads as _registered_workloads
 
+# The exceptions are named as the package exports them, so that they pickle (a sweep's
+# worker processes and Ray tasks send them back).
+for _error in (DeltaflashError, ConfigError, Cancelled):
+    _error.__module__ = __name__
+
 __all__ = [
     "GIT_COMMIT",
     "PRESETS",

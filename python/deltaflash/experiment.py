@@ -131,7 +131,8 @@ class Result:
 
     @property
     def timeseries(self) -> pd.DataFrame:
-        return pd.DataFrame(self.data.get("intervals", []))
+        ts = pd.DataFrame(self.data.get("intervals", []))
+        return ts[["sim_seconds"] + [c for c in ts.columns if c != "sim_seconds"]] if len(ts) else ts
 
     @property
     def per_object(self) -> pd.DataFrame:

@@ -81,6 +81,15 @@ def read_results(path: str) -> Dict[str, Dict[str, Any]]:
     return done
 
 
+def _ends_cut(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
 def run_point(base: Optional[Dict[str, Any]], point: Point) -> str:
     """One point's run; the ``Result`` as JSON. Module-level so Ray can ship it."""
     from .experiment import run
@@ -192,12 +201,16 @@ def sweep(
     todo = [p for p in all_points if key(p) not in done]
     errors: Dict[str, str] = {}
 
+    runner = _Ray(address, retries) if backend == "ray" else _Local(processes)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(all_points), initial=len(all_points) - len(todo), unit="point", desc=f"sweep ({backend})")
     sink = open(out, "a", encoding="utf-8") if out else None
+    if out and _ends_cut(out) and sink is not None:
+        # End a last line cut by a kill, so the next result starts a line of its own.
+        sink.write("\n")
 
     def record(point: Point, entry: Dict[str, Any]) -> None:
         if sink is not None:
@@ -206,7 +219,6 @@ def sweep(
         if bar is not None:
             bar.update(1)
 
-    runner = _Ray(address, retries) if backend == "ray" else _Local(processes)
     pending: Dict[Any, Tuple[Point, int]] = {}
     try:
         for p in todo:

@@ -25,7 +25,7 @@ def test_result_has_metrics_timeseries_and_objects(result):
     assert m["transactions"] > 0 and m["throughput_tps"] > 0
     assert m["ipa"] == "2x4" and m["in_place_appends"] > 0
     ts = result.timeseries
-    assert list(ts.columns[:2]) == ["sim_seconds", "throughput_tps"]
+    assert ts.columns[0] == "sim_seconds" and "throughput_tps" in ts
     assert len(ts) == 4 and (ts["sim_seconds"].diff().dropna() > 0).all()
     objects = set(result.per_object["name"])
     assert {"subscriber", "access_info"} <= objects
@@ -46,8 +46,8 @@ def test_config_error_names_the_field():
 
 
 def test_failed_run_raises_the_rust_message():
-    with pytest.raises(df.DeltaflashError, match="give the device more flash") as info:
-        df.run(**{**TINY, "blocks_per_chip": 8})
+    with pytest.raises(df.DeltaflashError, match="loading stopped: the log region is full") as info:
+        df.run(**{**TINY, "blocks_per_chip": 32})
     assert not isinstance(info.value, df.ConfigError)
 
 
@@ -124,7 +124,7 @@ def test_resolve_fills_defaults():
 
 
 def test_device_matches_a_model_of_its_pages():
-    dev = df.Device("paper-emulator", chips=2, blocks_per_chip=16)
+    dev = df.Device("paper-emulator", chips=2, blocks_per_chip=64)
     region = dev.add_region("data", ipa_mode="slc")
     assert [r.name for r in dev.regions] == ["data"]
     size, rng = region.page_bytes, random.Random(5)

@@ -59,7 +59,7 @@ def test_sweep_resumes_from_its_file(local, tmp_path):
 def test_failed_points_are_retried_then_recorded(tmp_path):
     out = tmp_path / "fail.jsonl"
     result = df.sweep(
-        {"blocks_per_chip": [8, 64]}, base=df.build_config(**TINY), out=str(out), processes=2, retries=1, progress=False
+        {"blocks_per_chip": [32, 64]}, base=df.build_config(**TINY), out=str(out), processes=2, retries=1, progress=False
     )
     assert result.loc[0, "error"].startswith("DeltaflashError: loading stopped")
     assert pd.isna(result.loc[1, "error"]) and result.loc[1, "transactions"] > 0
