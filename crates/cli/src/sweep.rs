@@ -76,8 +76,11 @@ fn set(config: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
     Err(format!("`{dotted}` is not a config field"))
 }
 
+/// A grid field and the values it takes.
+type Axis = (String, Vec<Value>);
+
 /// The grid file's base config and grid, as JSON.
-fn read_grid(path: &Path) -> Result<(Value, Vec<(String, Vec<Value>)>), String> {
+fn read_grid(path: &Path) -> Result<(Value, Vec<Axis>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message().trim()))?;
     if let Some(other) = doc.keys().find(|k| *k != "base" && *k != "grid") {
@@ -105,7 +108,7 @@ fn read_grid(path: &Path) -> Result<(Value, Vec<(String, Vec<Value>)>), String> 
 }
 
 /// Every combination of the axes' values, the first axis varying slowest.
-fn combinations(axes: &[(String, Vec<Value>)]) -> Vec<Map<String, Value>> {
+fn combinations(axes: &[Axis]) -> Vec<Map<String, Value>> {
     let mut points = vec![Map::new()];
     for (field, values) in axes {
         points = points
@@ -162,6 +165,11 @@ fn finished(path: &Path) -> Result<HashSet<String>, String> {
     Ok(done)
 }
 
+/// Whether the file's last line has no newline (a write cut by a kill).
+fn ends_cut(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| bytes.last().is_some_and(|&b| b != b'\n'))
+}
+
 /// A point's line in the results file.
 fn line(fields: &Map<String, Value>, outcome: &Result<ExperimentResult, String>) -> String {
     let entry = match outcome {
@@ -203,6 +211,10 @@ pub fn run(args: SweepArgs) -> Result<bool, String> {
         .append(true)
         .open(&out)
         .map_err(|e| format!("{}: {e}", out.display()))?;
+    if ends_cut(&out) {
+        // End a last line cut by a kill, so the next result starts a line of its own.
+        writeln!(file).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
     let bar = ProgressBar::new(points.len() as u64);
     bar.set_style(ProgressStyle::with_template("sweep [{bar:30}] {pos}/{len} points {msg}").expect("valid template"));
     bar.set_position((points.len() - todo.len()) as u64);
@@ -220,11 +232,12 @@ pub fn run(args: SweepArgs) -> Result<bool, String> {
         for _ in 0..jobs.min(todo.len()) {
             let send = send.clone();
             let (todo, next, points) = (&todo, &next, &points);
-            scope.spawn(move || loop {
-                let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
-                let outcome = points[i].experiment.run(&mut |_| Control::Continue).map_err(|e| e.to_string());
-                if send.send((i, outcome)).is_err() {
-                    break;
+            scope.spawn(move || {
+                while let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let outcome = points[i].experiment.run(&mut |_| Control::Continue).map_err(|e| e.to_string());
+                    if send.send((i, outcome)).is_err() {
+                        break;
+                    }
                 }
             });
         }
@@ -308,7 +321,7 @@ mod tests {
         assert!(points(&path).err().expect("refused").contains("seed: must be a non-empty list"));
         let (_d, path) = grid("[base]\nseed = 1\n");
         assert!(points(&path).err().expect("refused").contains("no [grid]"));
-        let (_d, path) = grid("[grid]\n\"seed.x\" = [1]\n");
+        let (_d, path) = grid("[base]\nseed = 1\n[grid]\n\"seed.x\" = [1]\n");
         assert!(points(&path).err().expect("refused").contains("no table above `x`"));
     }
 
@@ -324,5 +337,6 @@ mod tests {
         .expect("write");
         let done = finished(&path).expect("read");
         assert_eq!(done, HashSet::from([r#"{"seed":1}"#.to_string()]));
+        assert!(ends_cut(&path));
     }
 }

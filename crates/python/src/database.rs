@@ -14,6 +14,9 @@ use pyo3::types::PyTuple;
 use std::path::PathBuf;
 use workloads::config::DeviceConfig;
 
+/// An object's (name, kind, region, [NxM] scheme, I/O counters as JSON).
+type ObjectRow = (String, String, String, String, String);
+
 /// A database image, open.
 #[pyclass(module = "deltaflash._deltaflash", unsendable)]
 pub struct Database {
@@ -55,7 +58,8 @@ impl Database {
         db_page_bytes: usize,
         buffer_pages: usize,
     ) -> PyResult<Self> {
-        let options = DbOptions { page_bytes: db_page_bytes, buffer: BufferSize::Pages(buffer_pages), ..DbOptions::default() };
+        let options =
+            DbOptions { page_bytes: db_page_bytes, buffer: BufferSize::Pages(buffer_pages), ..DbOptions::default() };
         let at = |e: &dyn std::fmt::Display| failure(format!("{}: {e}", path.display()));
         let db = if path.exists() {
             let storage = MemoryStorage::open_image(&path).map_err(|e| at(&e))?;
@@ -95,8 +99,8 @@ impl Database {
         Ok(out)
     }
 
-    /// Per-object I/O counters (name, kind, region, scheme, counters as JSON).
-    fn object_stats(&mut self) -> PyResult<Vec<(String, String, String, String, String)>> {
+    /// Per-object I/O counters.
+    fn object_stats(&mut self) -> PyResult<Vec<ObjectRow>> {
         let db = self.open_db()?;
         db.object_stats()
             .into_iter()

@@ -47,8 +47,14 @@ impl Device {
         pages_per_block: Option<u32>,
         page_bytes: Option<u32>,
     ) -> PyResult<Self> {
-        let config =
-            DeviceConfig { preset: preset.to_string(), chips, blocks_per_chip, pages_per_block, page_bytes, ..DeviceConfig::default() };
+        let config = DeviceConfig {
+            preset: preset.to_string(),
+            chips,
+            blocks_per_chip,
+            pages_per_block,
+            page_bytes,
+            ..DeviceConfig::default()
+        };
         let geometry = config.geometry().map_err(|e| crate::ConfigError::new_err(e.to_string()))?;
         let device = nand::Device::new(Box::new(MemoryStorage::new(geometry, true)));
         let flash = Flash::format(device, Vec::new()).map_err(failure)?;
@@ -64,8 +70,15 @@ impl Device {
     /// Adds a region over free chips (all of them unless `max_chips`); `ipa_mode` none,
     /// slc, pslc or odd-mlc; `over_provisioning` the spare share in [0, 1).
     #[pyo3(signature = (name, *, ipa_mode = "none", over_provisioning = 0.10, max_chips = None))]
-    fn add_region(&mut self, name: &str, ipa_mode: &str, over_provisioning: f64, max_chips: Option<u32>) -> PyResult<()> {
-        let mode: IpaMode = ipa_mode.parse().map_err(|e: String| crate::ConfigError::new_err(format!("ipa_mode: {e}")))?;
+    fn add_region(
+        &mut self,
+        name: &str,
+        ipa_mode: &str,
+        over_provisioning: f64,
+        max_chips: Option<u32>,
+    ) -> PyResult<()> {
+        let mode: IpaMode =
+            ipa_mode.parse().map_err(|e: String| crate::ConfigError::new_err(format!("ipa_mode: {e}")))?;
         let spec = RegionSpec { over_provisioning, max_chips, ..RegionSpec::new(name, mode) };
         spec.validate().map_err(|e| crate::ConfigError::new_err(format!("region `{name}`: {e}")))?;
         let now = self.now_ns;
@@ -101,7 +114,12 @@ impl Device {
 
     /// The page's bytes with its appends applied, and the number of appends; None for
     /// a page never written (or trimmed).
-    fn read_page<'py>(&mut self, py: Python<'py>, region: &str, lpn: u32) -> PyResult<Option<(Bound<'py, PyBytes>, u8)>> {
+    fn read_page<'py>(
+        &mut self,
+        py: Python<'py>,
+        region: &str,
+        lpn: u32,
+    ) -> PyResult<Option<(Bound<'py, PyBytes>, u8)>> {
         let (id, now) = (self.region(region)?, self.now_ns);
         let Some(read) = self.flash.read(id, lpn, now).map_err(failure)? else {
             return Ok(None);

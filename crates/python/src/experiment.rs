@@ -2,11 +2,11 @@
 //! Table-7 rows out (`workloads::Experiment`). The run itself happens without the GIL.
 
 use crate::{Cancelled, ConfigError};
+use flash::ftl::{FtlConfig, FtlKind};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use flash::ftl::{FtlConfig, FtlKind};
 use workloads::config::{IplStorageConfig, StorageConfig};
 use workloads::experiment::Progress;
 use workloads::registry::REGISTRY;

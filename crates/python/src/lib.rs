@@ -19,8 +19,18 @@ mod experiment;
 use pyo3::create_exception;
 use pyo3::prelude::*;
 
-create_exception!(_deltaflash, DeltaflashError, pyo3::exceptions::PyException, "An error of the DeltaFlash engine, device or workload; the message is the Rust one.");
-create_exception!(_deltaflash, ConfigError, DeltaflashError, "An experiment config that cannot run: the message names the field.");
+create_exception!(
+    _deltaflash,
+    DeltaflashError,
+    pyo3::exceptions::PyException,
+    "An error of the DeltaFlash engine, device or workload; the message is the Rust one."
+);
+create_exception!(
+    _deltaflash,
+    ConfigError,
+    DeltaflashError,
+    "An experiment config that cannot run: the message names the field."
+);
 create_exception!(_deltaflash, Cancelled, DeltaflashError, "A run stopped by its CancelToken.");
 
 /// A Rust error as a [`DeltaflashError`] with its message.
