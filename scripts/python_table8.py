@@ -46,9 +46,11 @@ def main() -> None:
     print(df[columns].to_string(index=False))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     plot.sweep(df, x="buffer", y="throughput_tps", hue="scheme", ax=axes[0])
-    plot.sweep(df, x="buffer", y="gc_erases", hue="scheme", ax=axes[1])
+    plot.sweep(df, x="buffer", y="write_latency_ms", hue="scheme", ax=axes[1])
     for ax in axes:
         ax.set_xscale("log")
+        ax.set_xticks(GRID["buffer"], [f"{b:g}" for b in GRID["buffer"]])
+        ax.minorticks_off()
         ax.set_xlabel("buffer pool, share of the database")
     fig.suptitle("TPC-C, 1 warehouse, OpenSSD MLC preset, IPA in pSLC mode (10 simulated s)")
     fig.tight_layout()
