@@ -1,7 +1,8 @@
 # DeltaFlash — one entry point for building, testing and benchmarking.
 #
 #   make run     the main job: TPC-C with no IPA vs IPA [2x3] on the paper-emulator device
-#   make test    everything CI runs: format check, clippy (warnings denied), all tests, fuzz pass
+#   make test    everything CI runs: format check, clippy (warnings denied), all tests, fuzz pass,
+#                the Python package's pytest suite
 #   make bench   the speed benchmarks recorded in docs/benchmarks.md
 #   make long    long kill -9, bit-rot and power-cut runs (not in make test)
 
@@ -10,7 +11,7 @@ CARGO ?= cargo
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy unit fuzz browser-test screenshots build run bench long
+.PHONY: all test deps fmt-check clippy unit fuzz browser-test screenshots python-test build run bench long
 
 all: build
 
@@ -19,7 +20,7 @@ deps:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-test: deps fmt-check clippy unit fuzz browser-test
+test: deps fmt-check clippy unit fuzz browser-test python-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -47,6 +48,11 @@ browser-test:
 
 screenshots:
 	$(MAKE) browser-test SCREENSHOTS=$(CURDIR)/docs/figures
+
+# The Python package: a virtualenv under target/ (reused while python/requirements-test.txt
+# is unchanged), the wheel built with maturin, pytest with a local 2-worker Ray instance.
+python-test:
+	scripts/python-test.sh
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
 # 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite).

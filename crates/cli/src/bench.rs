@@ -574,39 +574,6 @@ pub(crate) fn run_with_bar(experiment: &Experiment, bars: &MultiProgress) -> Res
     result
 }
 
-/// Table rows: (label, value).
-fn rows(run: &ExperimentResult) -> Vec<(&'static str, f64)> {
-    let m = &run.metrics;
-    let mut rows = vec![
-        ("Host reads", m.host_reads as f64),
-        ("Host writes", m.host_writes as f64),
-        ("  out-of-place writes", m.out_of_place_writes as f64),
-        ("  in-place appends", m.in_place_appends as f64),
-        ("GC page migrations", m.gc_page_migrations as f64),
-        ("GC erases", m.gc_erases as f64),
-        ("Migrations per host write", m.gc_migrations_per_host_write),
-        ("Erases per host write", m.gc_erases_per_host_write),
-        ("READ I/O latency [ms]", m.read_latency_ms),
-        ("WRITE I/O latency [ms]", m.write_latency_ms),
-        ("Throughput [tps]", m.throughput_tps),
-        ("DBMS write amplification", m.dbms_write_amplification),
-        ("Space overhead [%]", run.space_overhead_pct),
-        ("Flash programs (device)", m.flash_programs as f64),
-        ("Flash erases (device)", m.flash_erases as f64),
-        ("Device write amplification", m.write_amplification),
-    ];
-    if let Some(f) = &m.ftl {
-        rows.extend([
-            ("FTL merges switch", f.merges_switch as f64),
-            ("FTL merges partial", f.merges_partial as f64),
-            ("FTL merges full", f.merges_full as f64),
-            ("FTL translation reads", f.translation_reads as f64),
-            ("FTL translation writes", f.translation_writes as f64),
-        ]);
-    }
-    rows
-}
-
 pub(crate) fn show(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
@@ -690,7 +657,7 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
-    table.extend(rows(&run).into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
+    table.extend(run.table_rows().into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
     println!(
         "{} transactions in {:.1} simulated s; {:.1} wall s ({:.1} for the run, the rest loading)",
@@ -779,12 +746,12 @@ fn compare_table(runs: &[ExperimentResult]) -> (Vec<String>, Vec<Vec<String>>) {
     for r in &runs[1..] {
         header.extend([format!("[{}]", r.ipa), format!("[{}] Δ%", r.ipa)]);
     }
-    let base = rows(&runs[0]);
+    let base = runs[0].table_rows();
     let mut lines: Vec<Vec<String>> = Vec::new();
     for (k, (label, v0)) in base.iter().enumerate() {
         let mut line = vec![label.to_string(), show(*v0)];
         for r in &runs[1..] {
-            let v = rows(r)[k].1;
+            let v = r.table_rows()[k].1;
             line.push(show(v));
             line.push(if *v0 == 0.0 { "–".into() } else { format!("{:+.0}", (v - v0) / v0 * 100.0) });
         }

@@ -22,6 +22,7 @@ mod sqlite_bench;
 mod sqlite_compare;
 mod sqlite_shell;
 mod sqlite_torture;
+mod sweep;
 mod table;
 mod torture;
 mod trace;
@@ -95,6 +96,11 @@ enum Command {
     /// The web dashboard: new runs (the IPA demo's four scenarios), live throughput and
     /// flash counters, compare, analyzer and device views, run history under --data.
     Serve(serve::ServeArgs),
+    /// Run every point of a parameter grid (grid.toml: [base] config, [grid] fields →
+    /// values) as independent seeded experiments, in parallel; results are written as
+    /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
+    /// through the Python package.
+    Sweep(sweep::SweepArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -245,6 +251,7 @@ fn main() -> ExitCode {
         Command::Torture(args) => exit_on(torture::run(args)),
         Command::IndexBench(args) => index_bench::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Sweep(args) => exit_on(sweep::run(args)),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

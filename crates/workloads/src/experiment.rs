@@ -117,6 +117,40 @@ impl ExperimentResult {
             Err(e) => panic!("an experiment result always serialises: {e}"),
         }
     }
+
+    /// The rows of the paper's Table 7 layout as (label, value): what `compare` prints
+    /// and the Python package's `compare` DataFrame holds.
+    pub fn table_rows(&self) -> Vec<(&'static str, f64)> {
+        let m = &self.metrics;
+        let mut rows = vec![
+            ("Host reads", m.host_reads as f64),
+            ("Host writes", m.host_writes as f64),
+            ("  out-of-place writes", m.out_of_place_writes as f64),
+            ("  in-place appends", m.in_place_appends as f64),
+            ("GC page migrations", m.gc_page_migrations as f64),
+            ("GC erases", m.gc_erases as f64),
+            ("Migrations per host write", m.gc_migrations_per_host_write),
+            ("Erases per host write", m.gc_erases_per_host_write),
+            ("READ I/O latency [ms]", m.read_latency_ms),
+            ("WRITE I/O latency [ms]", m.write_latency_ms),
+            ("Throughput [tps]", m.throughput_tps),
+            ("DBMS write amplification", m.dbms_write_amplification),
+            ("Space overhead [%]", self.space_overhead_pct),
+            ("Flash programs (device)", m.flash_programs as f64),
+            ("Flash erases (device)", m.flash_erases as f64),
+            ("Device write amplification", m.write_amplification),
+        ];
+        if let Some(f) = &m.ftl {
+            rows.extend([
+                ("FTL merges switch", f.merges_switch as f64),
+                ("FTL merges partial", f.merges_partial as f64),
+                ("FTL merges full", f.merges_full as f64),
+                ("FTL translation reads", f.translation_reads as f64),
+                ("FTL translation writes", f.translation_writes as f64),
+            ]);
+        }
+        rows
+    }
 }
 
 /// Where a run failed.

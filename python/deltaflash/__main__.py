@@ -1,0 +1,49 @@
+"""``python -m deltaflash sweep --grid GRID.toml [--ray ADDRESS] [--out FILE]``: a sweep
+from a grid file, as ``deltaflash sweep --ray`` runs it. Prints one line per point."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from . import ConfigError, DeltaflashError, load_grid, sweep
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deltaflash", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sweep", help="run a grid file's points")
+    s.add_argument("--grid", required=True, help="grid file: [base] config and [grid] fields → values")
+    s.add_argument("--out", help="JSON-lines results file (default: GRID.results.jsonl); resumed if it exists")
+    s.add_argument("--ray", metavar="ADDRESS", help="run on Ray: `auto`, `local` or a cluster's address")
+    s.add_argument("--processes", type=int, help="local worker processes (default: one per core)")
+    s.add_argument("--retries", type=int, default=1, help="tries again of a failed point (default 1)")
+    args = parser.parse_args(argv)
+    out = args.out or os.path.splitext(args.grid)[0] + ".results.jsonl"
+    try:
+        base, grid = load_grid(args.grid)
+        df = sweep(
+            grid,
+            base=base,
+            out=out,
+            backend="ray" if args.ray else "local",
+            address=None if args.ray in (None, "local") else args.ray,
+            processes=args.processes,
+            retries=args.retries,
+        )
+    except (ConfigError, DeltaflashError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; finished points are in {out}, run again to resume", file=sys.stderr)
+        return 130
+    columns = list(grid) + [c for c in ("throughput_tps", "gc_erases", "write_amplification", "error") if c in df]
+    print(df[columns].to_string(index=False))
+    print(f"results: {out}", file=sys.stderr)
+    return 1 if "error" in df and df["error"].notna().any() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Model tests of the bindings: results, errors, determinism, cancellation, the GIL,
+the device against a model of its pages, and the SQL engine."""
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+import deltaflash as df
+from conftest import TINY, WALL_CLOCK
+
+
+@pytest.fixture(scope="module")
+def result():
+    return df.run(**TINY, scheme="2x4", interval=0.25)
+
+
+def test_result_has_metrics_timeseries_and_objects(result):
+    m = result.metrics
+    assert m["transactions"] > 0 and m["throughput_tps"] > 0
+    assert m["ipa"] == "2x4" and m["in_place_appends"] > 0
+    ts = result.timeseries
+    assert ts.columns[0] == "sim_seconds" and "throughput_tps" in ts
+    assert len(ts) == 4 and (ts["sim_seconds"].diff().dropna() > 0).all()
+    objects = set(result.per_object["name"])
+    assert {"subscriber", "access_info"} <= objects
+    assert result.config["workload"] == {"name": "tatp", "subscribers": 1000}
+    again = df.Result.from_json(result.to_json())
+    assert again.data == result.data and again.table == result.table
+
+
+def test_config_error_names_the_field():
+    with pytest.raises(df.ConfigError, match=r"engine.buffer_share: .*got 2"):
+        df.run(**TINY, buffer=2.0)
+    with pytest.raises(df.ConfigError, match="device.preset"):
+        df.run(**{**TINY, "device": "no-such-device"})
+    with pytest.raises(df.ConfigError, match="bogus"):
+        df.run(**TINY, bogus=1)
+    with pytest.raises(df.ConfigError, match="storage"):
+        df.run(**TINY, storage="ftl:nope")
+
+
+def test_failed_run_raises_the_rust_message():
+    with pytest.raises(df.DeltaflashError, match="loading stopped: the log region is full") as info:
+        df.run(**{**TINY, "blocks_per_chip": 32})
+    assert not isinstance(info.value, df.ConfigError)
+
+
+def test_same_seed_same_dataframe():
+    a = df.run(**TINY, seed=7, interval=0.5)
+    b = df.run(**TINY, seed=7, interval=0.5)
+    c = df.run(**TINY, seed=8, interval=0.5)
+    row = lambda r: pd.DataFrame([r.row()]).drop(columns=WALL_CLOCK)
+    pd.testing.assert_frame_equal(row(a), row(b))
+    pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
+    pd.testing.assert_frame_equal(a.per_object, b.per_object)
+    assert not row(a).equals(row(c))
+
+
+def test_compare_is_table_7():
+    table, results = df.compare(**TINY, schemes=["0x0", "2x4"], return_results=True)
+    assert list(table.columns) == ["[0x0]", "[2x4]", "[2x4] Δ%"]
+    assert table.loc["  in-place appends", "[0x0]"] == 0
+    base, ipa = results[0].metrics, results[1].metrics
+    assert table.loc["Throughput [tps]", "[2x4]"] == pytest.approx(ipa["throughput_tps"])
+    expected = (ipa["host_writes"] - base["host_writes"]) / base["host_writes"] * 100
+    assert table.loc["Host writes", "[2x4] Δ%"] == pytest.approx(expected)
+    ratio = ipa["out_of_place_writes"] / ipa["in_place_appends"]
+    assert table.loc["Out-of-place : IPA", "[2x4]"] == pytest.approx(ratio)
+
+
+def test_cancel_token_stops_the_run():
+    token = df.CancelToken()
+    seen = []
+
+    def progress(sim_s, total_s, tps):
+        seen.append(sim_s)
+        token.cancel()
+
+    with pytest.raises(df.Cancelled, match="stopped after"):
+        df.run(**{**TINY, "sim_time": 1000.0}, cancel=token, on_progress=progress)
+    assert token.cancelled and len(seen) == 1
+
+
+def test_callback_exception_propagates():
+    def progress(sim_s, total_s, tps):
+        raise ValueError("from the callback")
+
+    with pytest.raises(ValueError, match="from the callback"):
+        df.run(**{**TINY, "sim_time": 1000.0}, on_progress=progress)
+
+
+def test_ctrl_c_stops_a_run():
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        df.run(**{**TINY, "sim_time": 100000.0})
+    assert time.monotonic() - start < 30
+
+
+def test_gil_is_released_during_a_run():
+    ticks = 0
+    runner = threading.Thread(target=df.run, kwargs={**TINY, "sim_time": 2.0})
+    runner.start()
+    while runner.is_alive():
+        ticks += 1
+        time.sleep(0.001)
+    # A run holding the GIL would leave this thread a tick per switch interval at best.
+    assert ticks > 200
+
+
+def test_resolve_fills_defaults():
+    config = df.resolve(**TINY)
+    assert config["engine"]["ipa"] == "2x4" and config["engine"]["log_chips"] == 1
+    assert df.resolve(storage="ipl")["engine"]["ipa"] == "0x0"
+    assert df.resolve(storage="ftl:dftl")["storage"]["ftl"]["kind"] == "dftl"
+    assert set(df.workloads()) >= {"tpcb", "tpcc", "tatp"}
+
+
+def test_device_matches_a_model_of_its_pages():
+    dev = df.Device("paper-emulator", chips=2, blocks_per_chip=64)
+    region = dev.add_region("data", ipa_mode="slc")
+    assert [r.name for r in dev.regions] == ["data"]
+    size, rng = region.page_bytes, random.Random(5)
+    model = {}
+    writes = appends = refused = 0
+    for _ in range(600):
+        lpn = rng.randrange(32)
+        op = rng.random()
+        if op < 0.4:
+            # The last 256 bytes stay erased: room for appends.
+            body = bytes(rng.randrange(255) for _ in range(size - 256)) + b"\xff" * 256
+            assert region.write_page(lpn, body) > 0
+            model[lpn] = bytearray(body)
+            writes += 1
+        elif op < 0.8:
+            offset = size - 256 + 16 * rng.randrange(16)
+            delta = bytes(rng.randrange(255) for _ in range(16))
+            try:
+                region.write_delta(lpn, offset, delta)
+            except df.DeltaflashError:
+                refused += 1  # not written, an append slot reused, or NOP exhausted
+                continue
+            model[lpn][offset : offset + 16] = delta
+            appends += 1
+        elif op < 0.9:
+            region.trim(lpn)
+            model.pop(lpn, None)
+        page = region.read_page(lpn)
+        assert (page.data if page else None) == (bytes(model[lpn]) if lpn in model else None)
+    counters = region.counters()
+    assert counters["host_writes"] == writes and counters["host_write_deltas"] == appends
+    assert appends > 0 and refused > 0
+    assert dev.counters()["reprograms"] == appends and dev.now_ns > 0
+    with pytest.raises(df.DeltaflashError, match="no region `nope`"):
+        dev.region("nope")
+    with pytest.raises(df.ConfigError, match="ipa_mode"):
+        dev.add_region("x", ipa_mode="bogus")
+
+
+def test_database_open_execute_reopen(tmp_path):
+    path = tmp_path / "db.img"
+    with df.Database.open(path, chips=4, blocks_per_chip=32) as db:
+        db.execute(
+            "CREATE REGION data (IPA_MODE=slc, IPA=2x4); CREATE TABLESPACE ts (REGION=data);"
+            "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20)) TABLESPACE ts;"
+        )
+        assert db.execute("INSERT INTO t VALUES (1, 'one'); INSERT INTO t VALUES (2, 'two');") == [1, 1]
+        assert db.execute("UPDATE t SET name = 'uno' WHERE id = 1;") == [1]
+        with pytest.raises(df.DeltaflashError, match="nosuch"):
+            db.execute("SELECT * FROM nosuch;")
+        assert "t" in set(db.object_stats()["name"])
+    assert db.closed
+    with df.Database.open(path) as db:
+        rows = db.query("SELECT id, name FROM t;")
+        assert rows.values.tolist() == [[1, "uno"], [2, "two"]]
+    with pytest.raises(df.DeltaflashError, match="closed"):
+        db.execute("SELECT id FROM t;")
