@@ -5,15 +5,16 @@
 #
 # The virtualenv (target/python-venv, or $DELTAFLASH_VENV) gets the pinned packages of
 # python/requirements-test.txt once; it is rebuilt only when that file changes (Ray's
-# wheel is large). The module is built in the cargo profile `python-test` (optimised as
-# `test` is); DELTAFLASH_PROFILE=release builds it as `pip install ./python` does.
+# wheel is large). The module is built in the cargo profile `dev` (optimised a little, and
+# sharing target/debug with `cargo test`); DELTAFLASH_PROFILE=release builds it as
+# `pip install ./python` does.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${DELTAFLASH_VENV:-target/python-venv}
 REQUIREMENTS=python/requirements-test.txt
 PYTHON=${PYTHON:-python3}
-PROFILE=${DELTAFLASH_PROFILE:-python-test}
+PROFILE=${DELTAFLASH_PROFILE:-dev}
 
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; install Python 3.8 or newer" >&2; exit 1; }
 want=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
