@@ -13,7 +13,12 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" != plot ]; then
   FRAMES=("$@")
   [ ${#FRAMES[@]} -gt 0 ] || FRAMES=(50 100 200 500 1000)
-  cargo build --release --locked -q -p deltaflash-cli
+  # BIN=path runs another build of deltaflash (no cargo build then).
+  if [ -z "${BIN:-}" ]; then
+    cargo build --release --locked -q -p deltaflash-cli
+    BIN=target/release/deltaflash
+  fi
+  export BIN
   mkdir -p docs/results
   jobs=()
   for f in "${FRAMES[@]}"; do
@@ -26,7 +31,7 @@ if [ "${1:-}" != plot ]; then
   printf '%s\n' "${jobs[@]}" | xargs -P 2 -I{} sh -c '
     set -- {}; name=$1; frames=$2; shift 2
     echo "== $name $frames frames" >&2
-    target/release/deltaflash index-bench "$@" --inserts 1000000 --buffer-frames "$frames" \
+    "$BIN" index-bench "$@" --inserts 1000000 --buffer-frames "$frames" \
       --order random --seed 1 --queries 0 --scans 0 \
       --json "docs/results/ipl-fig6-$name-$frames.json" > /dev/null'
 fi
