@@ -209,10 +209,8 @@ fn apply_units(units: &[u8], id: NodeId, node: &mut Node, location: &dyn Fn() ->
                 .map_err(|e| Error::Corrupt { what: "BFTL index unit", location: format!("{}: {e}", location()) })?;
             used
         } else {
-            Rec::encoded_len(body, location)?.ok_or_else(|| Error::Corrupt {
-                what: "BFTL index unit (node without record)",
-                location: location(),
-            })?
+            Rec::encoded_len(body, location)?
+                .ok_or_else(|| Error::Corrupt { what: "BFTL index unit (node without record)", location: location() })?
         };
         at += 4 + used;
     }
