@@ -199,13 +199,19 @@ fn apply_units(units: &[u8], id: NodeId, node: &mut Node, location: &dyn Fn() ->
         if owner == NIL {
             break;
         }
-        let Some((rec, used)) = Rec::decode(&units[at + 4..], location)? else {
-            return Err(Error::Corrupt { what: "BFTL index unit (node without record)", location: location() });
-        };
-        if owner == id {
+        let body = &units[at + 4..];
+        // Most units of a page belong to other nodes: step over them undecoded.
+        let used = if owner == id {
+            let Some((rec, used)) = Rec::decode(body, location)? else {
+                return Err(Error::Corrupt { what: "BFTL index unit (node without record)", location: location() });
+            };
             node.apply(&rec)
                 .map_err(|e| Error::Corrupt { what: "BFTL index unit", location: format!("{}: {e}", location()) })?;
-        }
+            used
+        } else {
+            Rec::encoded_len(body, location)?
+                .ok_or_else(|| Error::Corrupt { what: "BFTL index unit (node without record)", location: location() })?
+        };
         at += 4 + used;
     }
     Ok(())

@@ -99,6 +99,11 @@ impl Node {
     /// Applies one record; a record that does not fit the node is an error naming it.
     pub fn apply(&mut self, rec: &Rec) -> Result<(), String> {
         match *rec {
+            // Rebuilding from records in key order (BFTL) appends: no search needed.
+            Rec::Put { key, ptr } if self.keys.last().is_none_or(|&last| last < key) => {
+                self.keys.push(key);
+                self.ptrs.push(ptr);
+            }
             Rec::Put { key, ptr } => match (self.keys.binary_search(&key), self.is_leaf()) {
                 (Ok(i), true) => self.ptrs[i] = ptr,
                 (Ok(i), false) => self.ptrs[i + 1] = ptr,
@@ -238,9 +243,10 @@ impl Rec {
         }
     }
 
-    /// Decodes one record at the start of `bytes`: `Ok(None)` at an end marker (0xFF)
-    /// or the end of the buffer, else the record and its length.
-    pub fn decode(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<(Rec, usize)>, Error> {
+    /// The length of the record at the start of `bytes` without decoding it (to step
+    /// over records of other nodes): `Ok(None)` at an end marker (0xFF) or the end of
+    /// the buffer; an unknown tag or a record cut short is an error, as in [`Rec::decode`].
+    pub fn encoded_len(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<usize>, Error> {
         let Some(&tag) = bytes.first() else { return Ok(None) };
         let need = match tag {
             0xFF => return Ok(None),
@@ -253,6 +259,14 @@ impl Rec {
         if bytes.len() < need {
             return Err(Error::Corrupt { what: "log record (cut short)", location: location() });
         }
+        Ok(Some(need))
+    }
+
+    /// Decodes one record at the start of `bytes`: `Ok(None)` at an end marker (0xFF)
+    /// or the end of the buffer, else the record and its length.
+    pub fn decode(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<(Rec, usize)>, Error> {
+        let Some(need) = Rec::encoded_len(bytes, location)? else { return Ok(None) };
+        let tag = bytes[0];
         let rec = match tag {
             1 => Rec::Put { key: u32_at(bytes, 1), ptr: u32_at(bytes, 5) },
             2 => Rec::Del { key: u32_at(bytes, 1) },

@@ -1,13 +1,14 @@
 //! [`PageDevice`] over an [`IplStore`]: regions are its partitions, `write_pages` is a
 //! first write (or a logged rewrite), `write_log` takes a page's changed byte ranges as
 //! log records, and `write_delta` is refused (IPL has no in-place append of the page).
+//! The [`super::WAL_REGION`] region is a NoFTL [`crate::Region`]: its calls go to it.
 
 use super::format::Record;
 use super::IplStore;
 use crate::error::{DeltaRefusal, Error};
 use crate::ipl::IplCounters;
 use crate::page_device::PageDevice;
-use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
+use crate::region::{Occupancy, Region, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::RegionId;
 use nand::{Device, OpTiming, SimTime, SyncPoint};
@@ -71,7 +72,10 @@ impl PageDevice for IplStore {
         &self.parts[region.0].spec
     }
     fn logical_pages(&self, region: RegionId) -> u32 {
-        self.logical_pages_of(region.0)
+        match &self.plain[region.0] {
+            Some(r) => r.logical_pages(),
+            None => self.logical_pages_of(region.0),
+        }
     }
     fn page_bytes(&self) -> usize {
         self.shape.flash_page_bytes
@@ -79,15 +83,19 @@ impl PageDevice for IplStore {
     fn keeps_data(&self) -> bool {
         self.device.storage().keeps_data()
     }
-    fn add_region(&mut self, spec: RegionSpec, _now: SimTime) -> Result<RegionId, Error> {
-        let id = self.place(spec)?;
+    fn add_region(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error> {
+        let id = self.place(spec, now)?;
         if let Err(e) = self.save_layout() {
             self.parts.pop();
+            self.plain.pop();
             return Err(e);
         }
         Ok(id)
     }
     fn read(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
+        if let Some(r) = &mut self.plain[region.0] {
+            return r.read(&mut self.device, lpn, now);
+        }
         let whole_bytes = self.shape.flash_page_bytes;
         Ok(self.read_lpn(region.0, lpn, now)?.map(|timing| RegionRead {
             timing,
@@ -98,16 +106,23 @@ impl PageDevice for IplStore {
         }))
     }
     fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        if let Some(r) = &mut self.plain[region.0] {
+            // One atomic group, as on a NoFTL device.
+            return r.write_group(&mut self.device, first_lpn, data, now);
+        }
         self.write_lpns(region.0, first_lpn, data, now)
     }
     fn write_delta(
         &mut self,
         region: RegionId,
         lpn: u32,
-        _offset: usize,
-        _bytes: &[u8],
-        _now: SimTime,
+        offset: usize,
+        bytes: &[u8],
+        now: SimTime,
     ) -> Result<OpTiming, Error> {
+        if let Some(r) = &mut self.plain[region.0] {
+            return r.write_delta(&mut self.device, lpn, offset, bytes, now);
+        }
         self.check_range(region.0, lpn, 1)?;
         Err(Error::DeltaRefused { lpn, reason: DeltaRefusal::NoInPlaceAppend })
     }
@@ -121,9 +136,15 @@ impl PageDevice for IplStore {
         ranges: &[(usize, &[u8])],
         now: SimTime,
     ) -> Result<OpTiming, Error> {
+        if self.plain[region.0].is_some() {
+            return Err(Error::DeltaRefused { lpn: first_lpn, reason: DeltaRefusal::NoInPlaceAppend });
+        }
         self.write_log_ranges(region, first_lpn, ranges, now)
     }
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
+        if let Some(r) = &mut self.plain[region.0] {
+            return r.trim(&mut self.device, lpn, now);
+        }
         self.trim_lpn(region.0, lpn, now)
     }
     fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error> {
@@ -134,6 +155,9 @@ impl PageDevice for IplStore {
     }
     /// Host I/O of the region; merges show as GC (pages they program, blocks erased).
     fn counters(&self, region: RegionId) -> RegionCounters {
+        if let Some(r) = &self.plain[region.0] {
+            return r.counters();
+        }
         let p = &self.parts[region.0];
         RegionCounters {
             gc_page_migrations: p.ipl.merge_page_writes,
@@ -148,14 +172,17 @@ impl PageDevice for IplStore {
     fn ipl_region_counters(&self, region: RegionId) -> Option<IplCounters> {
         Some(IplStore::counters(self, region))
     }
-    fn occupancy(&self, _region: RegionId) -> Option<Occupancy> {
-        None
+    fn occupancy(&self, region: RegionId) -> Option<Occupancy> {
+        self.plain[region.0].as_ref().map(|r| r.occupancy(&self.device))
     }
-    fn wear(&self, _region: RegionId) -> Option<WearStats> {
-        None
+    fn wear(&self, region: RegionId) -> Option<WearStats> {
+        self.plain[region.0].as_ref().map(Region::wear)
     }
-    fn chips(&self, _region: RegionId) -> &[u32] {
-        &self.chips
+    fn chips(&self, region: RegionId) -> &[u32] {
+        match &self.plain[region.0] {
+            Some(r) => r.chips(),
+            None => &self.chips,
+        }
     }
     fn device(&self) -> &Device {
         &self.device

@@ -28,6 +28,14 @@
 //! `index/count` and count only when whole; a merged unit counts only when all its
 //! merged pages are whole, and then outranks the unit it replaced.
 //!
+//! The write-ahead log is not an IPL partition. A region named [`WAL_REGION`] (`log`,
+//! the engine's) is a plain NoFTL [`Region`] on chips of its own (the last
+//! `max_chips` chips, 1 by default), as the IPL paper keeps its log apart from the
+//! IPL-managed data: the log ring rewrites every page, which IPL would take as a whole-page
+//! diff and merge its units for constantly. The IPL units of those chips are taken out
+//! of the store (fewer logical units), the region's chips are kept in the layout, and
+//! the region is rebuilt by its own scan at open.
+//!
 //! Fault model: power may fail at any program or erase ([`nand::FaultyStorage`]). Open
 //! (`rebuild.rs`) scans every unit: a damaged page or sector is a torn write only if it
 //! is the unit's last first-program or the last sector of its newest log page; any
@@ -40,7 +48,7 @@ pub mod format;
 mod rebuild;
 
 use crate::error::{DeltaRefusal, Error};
-use crate::region::RegionCounters;
+use crate::region::{Region, RegionCounters};
 use crate::spec::RegionSpec;
 use crate::RegionId;
 use format::{pack, PageKind, Record, Sector, Tag, SECTOR_HEADER};
@@ -52,6 +60,10 @@ pub use rebuild::IplRebuildReport;
 
 /// Physical units kept out of the logical capacity so a merge always has a target.
 const SPARE_UNITS: u32 = 1;
+
+/// The region placed as a plain NoFTL region on chips of its own (the engine's
+/// write-ahead log, `engine::db::LOG`).
+pub const WAL_REGION: &str = "log";
 
 /// How an IPL store divides its erase units (stored with the device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +235,9 @@ struct Partition {
     spec: RegionSpec,
     first_unit: u32,
     units: u32,
+    /// Chips of a plain NoFTL region ([`WAL_REGION`]); empty for IPL partitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    noftl_chips: Vec<u32>,
     #[serde(skip)]
     counters: RegionCounters,
     #[serde(skip)]
@@ -236,6 +251,8 @@ enum UnitState {
     /// Must be erased before use (left by a power cut, or of unknown state).
     Dirty,
     Live(u32),
+    /// On a chip of a plain NoFTL region: never used by IPL.
+    Plain,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -281,6 +298,8 @@ pub struct IplStore {
     config: IplConfig,
     shape: IplShape,
     parts: Vec<Partition>,
+    /// Per partition, its NoFTL region if it is one ([`WAL_REGION`]).
+    plain: Vec<Option<Region>>,
     units: Vec<PhysUnit>,
     lunits: Vec<LUnit>,
     free: VecDeque<u32>,
@@ -310,14 +329,26 @@ impl IplStore {
         let mut store = IplStore::empty(device, config, shape, Vec::new());
         store.free = (0..shape.units).collect();
         for spec in specs {
-            store.place(spec)?;
+            store.place(spec, 0)?;
         }
         store.save_layout()?;
         Ok(store)
     }
 
+    /// A store with nothing mapped; units on the chips of `parts`' NoFTL regions are
+    /// taken out (their regions are not built here).
     fn empty(device: Device, config: IplConfig, shape: IplShape, parts: Vec<Partition>) -> IplStore {
-        let logical = (shape.units - SPARE_UNITS) as usize;
+        let plain_chips: Vec<u32> = parts.iter().flat_map(|p| p.noftl_chips.iter().copied()).collect();
+        let g = device.geometry();
+        let on_plain = |u: u32| plain_chips.contains(&g.chip_of_block(BlockId(u * config.blocks_per_unit)));
+        let plain_units = (0..shape.units).filter(|&u| on_plain(u)).count() as u32;
+        let logical = shape.units.saturating_sub(SPARE_UNITS + plain_units) as usize;
+        let mut units = vec![PhysUnit::fresh(UnitState::Erased); shape.units as usize];
+        for (u, unit) in units.iter_mut().enumerate() {
+            if on_plain(u as u32) {
+                unit.state = UnitState::Plain;
+            }
+        }
         let lunit = LUnit {
             phys: None,
             generation: 0,
@@ -325,12 +356,13 @@ impl IplStore {
             logs: vec![Vec::new(); shape.db_pages_per_unit as usize],
             pending: vec![Vec::new(); shape.db_pages_per_unit as usize],
         };
-        let chips = (0..device.geometry().chips()).collect();
+        let chips = (0..g.chips()).filter(|c| !plain_chips.contains(c)).collect();
         IplStore {
             config,
             shape,
+            plain: parts.iter().map(|_| None).collect(),
             parts,
-            units: vec![PhysUnit::fresh(UnitState::Erased); shape.units as usize],
+            units,
             lunits: vec![lunit; logical],
             free: VecDeque::new(),
             seq: 1,
@@ -465,10 +497,13 @@ impl IplStore {
 
     /// Adds a region after the last one: MAX_SIZE bytes, else MAX_CHIPS's share of
     /// the units, else all that are left.
-    fn place(&mut self, spec: RegionSpec) -> Result<RegionId, Error> {
+    fn place(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error> {
         spec.validate().map_err(Error::Config)?;
         if self.parts.iter().any(|p| p.spec.name.eq_ignore_ascii_case(&spec.name)) {
             return Err(Error::Config(format!("a region named {} already exists", spec.name)));
+        }
+        if spec.name == WAL_REGION {
+            return self.place_plain(spec, now);
         }
         let total = self.lunits.len() as u64;
         let first = self.parts.last().map_or(0, |p| p.first_unit + p.units);
@@ -490,9 +525,60 @@ impl IplStore {
             spec,
             first_unit: first,
             units,
+            noftl_chips: Vec::new(),
             counters: RegionCounters::default(),
             ipl: IplCounters::default(),
         });
+        self.plain.push(None);
+        Ok(RegionId(self.parts.len() - 1))
+    }
+
+    /// Places [`WAL_REGION`] as a NoFTL region on the last `max_chips` chips (1 by
+    /// default), whose IPL units must all be unused; they leave the store.
+    fn place_plain(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error> {
+        let want = spec.max_chips.unwrap_or(1).max(1);
+        if want as usize >= self.chips.len() {
+            return Err(Error::Config(format!(
+                "region {}: {want} chip(s) for a NoFTL log leave none of the IPL store's {} chips",
+                spec.name,
+                self.chips.len()
+            )));
+        }
+        let chips: Vec<u32> = self.chips[self.chips.len() - want as usize..].to_vec();
+        let g = self.device.geometry().clone();
+        let b = self.config.blocks_per_unit;
+        let taken: Vec<u32> =
+            (0..self.shape.units).filter(|&u| chips.contains(&g.chip_of_block(BlockId(u * b)))).collect();
+        if taken.iter().any(|&u| self.units[u as usize].state != UnitState::Erased || !self.free.contains(&u)) {
+            return Err(Error::Config(format!(
+                "region {}: chips {chips:?} already hold IPL data; the log region must be added before any write",
+                spec.name
+            )));
+        }
+        let logical = self.lunits.len().saturating_sub(taken.len());
+        if self.parts.iter().any(|p| (p.first_unit + p.units) as usize > logical) || logical == 0 {
+            return Err(Error::Config(format!(
+                "region {}: the IPL regions placed before it need the units of chips {chips:?}",
+                spec.name
+            )));
+        }
+        let region = Region::format(spec.clone(), chips.clone(), &mut self.device, now)?;
+        self.free.retain(|u| !taken.contains(u));
+        for &u in &taken {
+            self.units[u as usize].state = UnitState::Plain;
+        }
+        self.lunits.truncate(logical);
+        self.chips.retain(|c| !chips.contains(c));
+        let first = self.parts.last().map_or(0, |p| p.first_unit + p.units);
+        self.parts.push(Partition {
+            spec,
+            first_unit: first,
+            units: 0,
+            noftl_chips: chips,
+            counters: RegionCounters::default(),
+            ipl: IplCounters::default(),
+        });
+        self.plain.push(Some(region));
         Ok(RegionId(self.parts.len() - 1))
     }
 

@@ -10,11 +10,13 @@
 //! [`Error::Corrupted`]. Units that lost a write to a cut are merged before the open
 //! returns, and every programmed unit that is not a winner is erased, so a stale copy
 //! can never come back. Units that read erased are erased again before use (a torn
-//! erase may look erased and still refuse programs).
+//! erase may look erased and still refuse programs). A NoFTL region (the write-ahead
+//! log) is rebuilt by its own scan first; the IPL scan skips its chips.
 
 use super::format::{PageKind, Record, Sector, Tag};
 use super::{IplShape, IplStore, LUnit, PhysUnit, SectorRef, Stored, UnitState, FORMAT};
 use crate::error::Error;
+use crate::region::Region;
 use nand::{Device, SimTime};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -78,7 +80,21 @@ impl IplStore {
             Err(e) => return Err(Box::new((e, device))),
         };
         let mut store = IplStore::empty(device, stored.config, shape, stored.regions);
-        match store.rebuild(now) {
+        let mut done = now;
+        for i in 0..store.parts.len() {
+            let p = &store.parts[i];
+            if p.noftl_chips.is_empty() {
+                continue;
+            }
+            match Region::rebuild(p.spec.clone(), p.noftl_chips.clone(), &mut store.device, now) {
+                Ok((region, end)) => {
+                    store.plain[i] = Some(region);
+                    done = done.max(end);
+                }
+                Err(e) => return Err(Box::new((e, store.device))),
+            }
+        }
+        match store.rebuild(done) {
             Ok(done) => Ok((store, done)),
             Err(e) => Err(Box::new((e, store.device))),
         }
@@ -97,6 +113,10 @@ impl IplStore {
         let mut max_seq = 0u64;
         for phys in 0..shape.units {
             let mut pages = Vec::with_capacity(shape.unit_pages as usize);
+            if self.units[phys as usize].state == UnitState::Plain {
+                scans.push(pages);
+                continue;
+            }
             for p in 0..shape.unit_pages {
                 let ppn = self.ppn(phys, p);
                 let read = self.device.read(ppn, now)?;
@@ -145,6 +165,9 @@ impl IplStore {
         let mut stale = Vec::new();
         for (phys, pages) in scans.iter().enumerate() {
             let phys = phys as u32;
+            if self.units[phys as usize].state == UnitState::Plain {
+                continue;
+            }
             let won = pages
                 .first()
                 .and_then(Scanned::tag)
@@ -165,7 +188,9 @@ impl IplStore {
                 }
             }
         }
-        self.free = (0..shape.units).filter(|&u| !matches!(self.units[u as usize].state, UnitState::Live(_))).collect();
+        self.free = (0..shape.units)
+            .filter(|&u| !matches!(self.units[u as usize].state, UnitState::Live(_) | UnitState::Plain))
+            .collect();
         for phys in stale {
             let t = self.erase_unit(0, phys, done)?;
             done = done.max(t.end_ns);

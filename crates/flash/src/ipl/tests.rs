@@ -132,3 +132,42 @@ fn refusals_name_the_setting() {
     assert!(matches!(e, Error::DeltaRefused { reason: DeltaRefusal::Unmapped, .. }), "{e}");
     assert!(matches!(s.write_page(RegionId(0), 42, &[0; 512], 0), Err(Error::LpnOutOfRange { .. })));
 }
+
+/// The write-ahead log region is a NoFTL region on the last chip: ring rewrites of its
+/// pages are out-of-place page writes (no IPL merge, no log sector), it survives a
+/// reopen, and the IPL regions lose that chip's units.
+#[test]
+fn the_wal_region_is_a_noftl_region_on_its_own_chip() {
+    let mut g = geometry();
+    g.chips_per_channel = 4;
+    let device = Device::new(Box::new(MemoryStorage::new(g, true)));
+    let chips = |name: &str, n| RegionSpec { max_chips: Some(n), ..RegionSpec::new(name, crate::IpaMode::None) };
+    // A small chip: GC wants 3 free blocks of its 8.
+    let wal = RegionSpec { over_provisioning: 0.5, ..chips(WAL_REGION, 1) };
+    let mut s = IplStore::format(device, config(), vec![chips("system", 1), wal]).unwrap();
+    let data = PageDevice::add_region(&mut s, RegionSpec::new("data", crate::IpaMode::None), 0).unwrap();
+    let log = s.region_id(WAL_REGION).unwrap();
+    assert_eq!(PageDevice::chips(&s, log), &[3]);
+    assert_eq!(PageDevice::chips(&s, data), &[0, 1, 2]);
+    // 32 units, one spare, the 8 of chip 3 gone: 23 logical units, 7 of them `system`'s.
+    assert_eq!((s.lunits.len(), s.db_pages(data)), (23, 16 * 6));
+    let pages = PageDevice::logical_pages(&s, log);
+    assert!(pages > 8, "{pages}");
+    for round in 0..6u8 {
+        for lpn in 0..8 {
+            PageDevice::write_pages(&mut s, log, lpn, &[round ^ lpn as u8; 512], 0).unwrap();
+        }
+    }
+    PageDevice::write_pages(&mut s, data, 0, &[7; 512], 0).unwrap();
+    let ipl = s.counters(log);
+    assert_eq!((ipl.merges, ipl.log_sector_writes), (0, 0), "{ipl:?}");
+    assert_eq!(PageDevice::counters(&s, log).host_writes, 48);
+    assert!(PageDevice::write_log(&mut s, log, 0, &[(0, &[1u8][..])], 0).is_err());
+    let (mut s, _) = IplStore::open(s.into_device(), 0).unwrap();
+    for lpn in 0..8u32 {
+        let read = PageDevice::read(&mut s, log, lpn, 0).unwrap().unwrap();
+        assert_eq!(read.data, &[5 ^ lpn as u8; 512][..], "log page {lpn}");
+    }
+    assert_eq!(PageDevice::read(&mut s, data, 0, 0).unwrap().unwrap().data, &[7; 512][..]);
+    assert_eq!(PageDevice::chips(&s, data), &[0, 1, 2]);
+}
