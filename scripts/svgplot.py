@@ -10,8 +10,8 @@ import math
 from html import escape
 
 PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
-WIDTH, HEIGHT = 720, 400
-LEFT, RIGHT, TOP, BOTTOM = 70, 170, 40, 60
+WIDTH, HEIGHT = 760, 400
+LEFT, RIGHT, TOP, BOTTOM = 70, 210, 40, 60
 
 
 def _nice_max(v):
@@ -26,6 +26,9 @@ def _nice_max(v):
 
 
 def _fmt(v):
+    for unit, div in (("M", 1e6), ("k", 1e4)):
+        if abs(v) >= div:
+            return f"{v / (1e3 if unit == 'k' else div):,.4g}{unit}"
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
