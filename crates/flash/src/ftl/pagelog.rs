@@ -153,7 +153,32 @@ pub(crate) trait Remap {
     /// Called after a victim's live pages moved and before it is erased: make the moves
     /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
+    /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
+    /// version a transaction may still roll back to).
+    fn locked(&self, _block: u32) -> bool {
+        false
+    }
+    /// GC is about to copy the live page `src` to `dst` (before [`Remap::moved`]);
+    /// returns how many OOB bytes after the header the copy clears to 0xFF (0 keeps them).
+    fn migrating(&mut self, _log: &mut PageLog, _src: Ppn, _dst: Ppn) -> usize {
+        0
+    }
 }
+
+/// What an FTL adds to the rebuild scan: it sees every decoded header first, then may
+/// read more, then says which pages may be an lpn's newest copy.
+pub(crate) trait ScanHook {
+    fn seen(&mut self, _ppn: Ppn, _header: &Header, _oob: &[u8]) {}
+    /// Between the OOB pass and the candidate pass; returns when its reads ended.
+    fn between(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime, Error> {
+        Ok(now)
+    }
+    fn accept(&self, _ppn: Ppn) -> bool {
+        true
+    }
+}
+
+impl ScanHook for () {}
 
 /// Allocation streams: each chip fills one block per stream, so GC copies (cold) and
 /// translation pages (hot) do not share blocks with host writes.
@@ -186,6 +211,9 @@ pub(crate) struct LogCounters {
     pub flash_reads: u64,
     pub gc_page_migrations: u64,
     pub gc_erases: u64,
+    /// Valid pages GC copied beyond what the policy's own victim held, because that
+    /// victim was locked (NoLgn-FTL; 0 for FTLs without lock bits).
+    pub gc_lock_migrations: u64,
 }
 
 /// What a rebuild scan found.
@@ -315,6 +343,19 @@ impl PageLog {
         translation_pages: u32,
         now: SimTime,
     ) -> Result<(PageLog, Scan), Error> {
+        PageLog::rebuild_with(name, dev, gc, logical_pages, translation_pages, &mut (), now)
+    }
+
+    /// [`PageLog::rebuild`] with an FTL's scan hook.
+    pub fn rebuild_with<H: ScanHook>(
+        name: &'static str,
+        dev: &mut Device,
+        gc: GcConfig,
+        logical_pages: u32,
+        translation_pages: u32,
+        hook: &mut H,
+        now: SimTime,
+    ) -> Result<(PageLog, Scan), Error> {
         if !dev.storage().keeps_data() {
             return Err(Error::Config(format!(
                 "{name} FTL: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
@@ -343,6 +384,7 @@ impl PageLog {
                 let (timing, oob) = dev.read_oob(ppn, now)?;
                 done = done.max(timing.end_ns);
                 let Some(h) = Header::decode(oob) else { continue };
+                hook.seen(ppn, &h, oob);
                 let key = match h.owner {
                     Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
                     Owner::Translation(t) if t < translation_pages => (1 << 32) | t as u64,
@@ -358,6 +400,7 @@ impl PageLog {
                 candidates.push((key, Reverse((h.seq, h.gen)), ppn.0));
             }
         }
+        done = done.max(hook.between(dev, done)?);
         candidates.sort_unstable();
         let mut scan = Scan {
             data: vec![NONE; logical_pages as usize],
@@ -366,6 +409,9 @@ impl PageLog {
         };
         for group in candidates.chunk_by(|a, b| a.0 == b.0) {
             for &(_, _, ppn) in group {
+                if !hook.accept(Ppn(ppn)) {
+                    continue;
+                }
                 let read = dev.read(Ppn(ppn), now)?;
                 scan.done = scan.done.max(read.timing.end_ns);
                 let Some(h) = Header::decode(read.oob).filter(|h| h.verifies(read.data)) else { continue };
@@ -419,6 +465,24 @@ impl PageLog {
     pub fn poison(&mut self, e: Error) -> Error {
         self.poisoned = true;
         e
+    }
+
+    /// Makes a programmed page live again (NoLgn-FTL keeps a commit's witness page).
+    pub fn revive(&mut self, ppn: Ppn) {
+        self.mark_live(ppn);
+    }
+
+    /// The live tombstone of a trimmed lpn.
+    pub fn tombstone(&self, lpn: u32) -> Option<Ppn> {
+        self.tombstones.get(&lpn).map(|&p| Ppn(p))
+    }
+
+    /// Kills an lpn's tombstone: a data page kept out of [`PageLog::program_with`]'s
+    /// reach (a transaction's) now supersedes it.
+    pub fn forget_tombstone(&mut self, lpn: u32) {
+        if let Some(t) = self.tombstones.remove(&lpn) {
+            self.kill(Ppn(t));
+        }
     }
 
     fn mark_live(&mut self, ppn: Ppn) {
@@ -556,6 +620,23 @@ impl PageLog {
         data: &[u8],
         now: SimTime,
     ) -> Result<OpTiming, Error> {
+        self.program_with(dev, ppn, owner, data, &[], false, now)
+    }
+
+    /// [`PageLog::program`] with `tail` OOB bytes after the header, and, with
+    /// `keep_tombstone`, a data page that leaves the lpn's tombstone live (until
+    /// [`PageLog::forget_tombstone`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn program_with(
+        &mut self,
+        dev: &mut Device,
+        ppn: Ppn,
+        owner: Owner,
+        data: &[u8],
+        tail: &[u8],
+        keep_tombstone: bool,
+        now: SimTime,
+    ) -> Result<OpTiming, Error> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let page_bytes = self.page_bytes();
@@ -565,15 +646,17 @@ impl PageLog {
         } else {
             let data_crc = if matches!(owner, Owner::Tombstone(_)) { 0 } else { crc32fast::hash(data) };
             let header = Header { owner, seq, gen: 0, data_crc }.encode();
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
+            let mut oob = header.to_vec();
+            oob.extend_from_slice(tail);
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &oob)])
         };
         let timing = result.map_err(|e| self.device_error(e))?;
         self.counters.flash_programs += 1;
         match owner {
             Owner::Data(lpn) => {
                 self.copies[lpn as usize] += 1;
-                if let Some(t) = self.tombstones.remove(&lpn) {
-                    self.kill(Ppn(t));
+                if !keep_tombstone {
+                    self.forget_tombstone(lpn);
                 }
             }
             Owner::Tombstone(lpn) => {
@@ -630,9 +713,24 @@ impl PageLog {
         let bpc = self.geometry.blocks_per_chip as usize;
         let range = chip * bpc..(chip + 1) * bpc;
         let ppb = self.geometry.pages_per_block;
-        let Some(victim) = policy::choose_victim(&self.blocks[range], ppb, self.gc.policy, self.next_seq) else {
+        let blocks = &self.blocks[range];
+        let Some(mut victim) = policy::choose_victim(blocks, ppb, self.gc.policy, self.next_seq) else {
             return Ok(None);
         };
+        if remap.locked((chip * bpc + victim) as u32) {
+            // Locked blocks are no candidates; the next choice may hold more valid pages.
+            let mut unlocked = blocks.to_vec();
+            for (i, b) in unlocked.iter_mut().enumerate() {
+                if remap.locked((chip * bpc + i) as u32) {
+                    b.state = BlockState::Active;
+                }
+            }
+            let Some(second) = policy::choose_victim(&unlocked, ppb, self.gc.policy, self.next_seq) else {
+                return Ok(None);
+            };
+            self.counters.gc_lock_migrations += unlocked[second].valid.saturating_sub(blocks[victim].valid) as u64;
+            victim = second;
+        }
         self.collecting = true;
         let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
         self.collecting = false;
@@ -661,6 +759,7 @@ impl PageLog {
                 return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
             };
             let (dst, _) = self.allocate(dev, remap, Stream::Gc, Some(chip), t)?;
+            let clear = remap.migrating(self, src, dst).min(self.geometry.oob_bytes as usize - OOB_BYTES);
             let header = if self.keeps_data {
                 match Header::decode(dev.peek(src).1) {
                     Some(h) => Header { gen: h.gen + 1, ..h }.encode(),
@@ -669,7 +768,11 @@ impl PageLog {
             } else {
                 [0xFF; OOB_BYTES]
             };
-            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &header)])?;
+            let mut oob = header.to_vec();
+            if self.keeps_data {
+                oob.resize(OOB_BYTES + clear, 0xFF);
+            }
+            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &oob)])?;
             t = timing.end_ns;
             self.counters.flash_reads += 1;
             self.counters.flash_programs += 1;
