@@ -13,14 +13,16 @@
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
 //! CPU-only clock; `ftl:KIND` is SQLite through the VFS (`sqlite_flash`) on that FTL over
 //! the device the device flags describe. [`open_host`] is the one place that builds the
-//! `SqliteHost`.
+//! `SqliteHost`. `--journal nolgn` (with `--storage ftl:nolgn`) runs SQLite with no log
+//! on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`; `--group-pages` per FTL commit under
+//! `--sync normal`).
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
 use flash::ftl::FtlConfig;
 use indicatif::{ProgressBar, ProgressStyle};
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
 use workloads::config::WorkloadConfig;
 use workloads::registry::Params;
@@ -41,6 +43,15 @@ pub enum Engine {
 
 fn count(range: workloads::limits::CountRange) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
     move |text| range.parse(text)
+}
+
+/// Who keeps SQLite's transactions atomic on flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SqliteJournal {
+    /// SQLite's write-ahead log.
+    Wal,
+    /// No log: NoLgn-FTL's transactions (needs --storage ftl:nolgn).
+    Nolgn,
 }
 
 /// The flags of `bench --engine sqlite`.
@@ -82,6 +93,12 @@ pub struct SqliteArgs {
     /// Host storage: the SQLite database file (its -wal beside it) instead of memory.
     #[arg(long, value_name = "PATH")]
     sqlite_file: Option<PathBuf>,
+    /// SQLite on flash: wal, or nolgn (no log; NoLgn-FTL) [default: wal].
+    #[arg(long, value_enum)]
+    journal: Option<SqliteJournal>,
+    /// --journal nolgn with --sync normal: SQLite page writes per FTL commit [default: 1000].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    group_pages: Option<u32>,
 }
 
 impl SqliteArgs {
@@ -99,6 +116,8 @@ impl SqliteArgs {
             ("--sync", self.sync.is_some()),
             ("--free-space", self.free_space.is_some()),
             ("--sqlite-file", self.sqlite_file.is_some()),
+            ("--journal", self.journal.is_some()),
+            ("--group-pages", self.group_pages.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -154,7 +173,12 @@ fn open_host(
     storage: SqliteStorage,
     file: Option<&PathBuf>,
     device: &DeviceArgs,
+    journal: Journal,
 ) -> Result<Box<dyn SqliteHost>, String> {
+    let nolgn = matches!(journal, Journal::Nolgn { .. });
+    if nolgn && !matches!(storage, SqliteStorage::Ftl(flash::ftl::FtlKind::Nolgn)) {
+        return Err("--journal nolgn needs NoLgn-FTL: add --storage ftl:nolgn".into());
+    }
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
             Some(path) => HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?,
@@ -168,7 +192,7 @@ fn open_host(
                 return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
             }
             let device = device.create()?;
-            let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };
+            let options = FlashSqliteOptions { statement_cpu_ns: 0, journal, ..Default::default() };
             let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
                 .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
             Ok(Box::new(sqlite))
@@ -263,7 +287,12 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     };
     // Refuse bad parameters before opening anything.
     workloads::sqlite::find(&run.workload.name).and_then(|w| w.configure(&params)).map_err(spelled)?;
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device)?;
+    let journal = match args.journal {
+        Some(SqliteJournal::Nolgn) => Journal::Nolgn { group_pages: args.group_pages.unwrap_or(1_000) },
+        _ if args.group_pages.is_some() => return Err("--group-pages applies to --journal nolgn only".into()),
+        _ => Journal::Sqlite,
+    };
+    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
@@ -362,10 +391,12 @@ mod tests {
     #[test]
     fn sqlite_needs_a_block_device() {
         let device = default_device();
-        let e = open_host(SqliteStorage::Noftl, None, &device).err().unwrap();
+        let e = open_host(SqliteStorage::Noftl, None, &device, Journal::Sqlite).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
         let file = PathBuf::from("x.db");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device).err().unwrap();
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, Journal::Sqlite)
+            .err()
+            .unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
     }
 }

@@ -93,7 +93,7 @@ pub fn run(args: SqliteArgs) -> Result<(), String> {
 }
 
 fn open(args: &SqliteArgs) -> Result<FlashSqlite, String> {
-    let opts = FlashSqliteOptions { statement_cpu_ns: args.statement_cpu_us * 1000, seed: 1 };
+    let opts = FlashSqliteOptions { statement_cpu_ns: args.statement_cpu_us * 1000, seed: 1, ..Default::default() };
     match &args.device.image {
         Some(image) if image.exists() => {
             let options = ImageOptions { read_only: false, sync: SyncMode::Full };

@@ -10,6 +10,9 @@
 //! cuts SQLite's recovery (1–7 flash operations into the reopened database's first
 //! work), then reopens and checks again. Everything is seeded, so a failing cut replays
 //! with the same `--seed` and operation number.
+//!
+//! `--journal nolgn` runs SQLite with no log on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`,
+//! the FTL forced to `nolgn`): every commit is one FTL transaction.
 
 use clap::{Args, ValueEnum};
 use flash::ftl::{FtlConfig, FtlKind};
@@ -17,7 +20,7 @@ use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{params, Connection};
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal as SqliteJournal};
 use std::collections::BTreeSet;
 
 /// Opening balance of every account.
@@ -39,6 +42,8 @@ pub enum Engine {
 pub enum Journal {
     Wal,
     Delete,
+    /// No log: NoLgn-FTL's transactions (SQLite's journal off).
+    Nolgn,
 }
 
 impl Journal {
@@ -46,6 +51,7 @@ impl Journal {
         match self {
             Journal::Wal => "wal",
             Journal::Delete => "delete",
+            Journal::Nolgn => "off",
         }
     }
 }
@@ -60,13 +66,14 @@ pub struct SqliteTortureArgs {
     /// over-provisioning so GC fits the small torture device.
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,
-    /// SQLite only: journal mode (WAL, or a rollback journal deleted at commit).
+    /// SQLite only: journal mode (WAL, a rollback journal deleted at commit, or nolgn:
+    /// none, on NoLgn-FTL, whatever --sqlite-ftl says).
     #[arg(long, value_enum, default_value_t = Journal::Wal)]
     pub journal: Journal,
 }
 
 fn ftl_kind(s: &str) -> Result<FtlKind, String> {
-    FtlKind::parse(s).ok_or_else(|| format!("unknown FTL `{s}` (expected page, dftl, block, bast or fast)"))
+    FtlKind::parse(s).ok_or_else(|| format!("unknown FTL `{s}` (expected page, dftl, block, bast, fast or nolgn)"))
 }
 
 /// One run's shape.
@@ -74,8 +81,16 @@ struct Config {
     geometry: Geometry,
     ftl: FtlConfig,
     journal: Journal,
+    options: FlashSqliteOptions,
     accounts: u32,
     transfers: u32,
+}
+
+impl Config {
+    /// Options of a reopened database: the defaults, with the run's journal.
+    fn reopen(&self) -> FlashSqliteOptions {
+        FlashSqliteOptions { journal: self.options.journal, ..FlashSqliteOptions::default() }
+    }
 }
 
 #[derive(Default)]
@@ -95,10 +110,15 @@ pub fn run(
     accounts: u32,
     transfers: u32,
 ) -> Result<bool, String> {
+    let (kind, journal) = match args.journal {
+        Journal::Nolgn => (FtlKind::Nolgn, SqliteJournal::Nolgn { group_pages: 1_000 }),
+        _ => (args.ftl, SqliteJournal::Sqlite),
+    };
     let config = Config {
         geometry,
-        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(args.ftl) },
+        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) },
         journal: args.journal,
+        options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal },
         accounts,
         transfers,
     };
@@ -106,7 +126,7 @@ pub fn run(
     eprintln!(
         "sqlite bank ({} journal, {} FTL): {accounts} accounts, {transfers} transfers ({run_ops} flash operations after a {load_ops}-operation load); {cuts} cuts",
         config.journal.mode(),
-        args.ftl.name()
+        kind.name()
     );
     let bar = crate::progress(cuts as u64, "cuts");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -142,7 +162,7 @@ fn operations(c: nand::DeviceCounters) -> u64 {
 /// Flash operations of the load and of the transfers, without a cut.
 fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
     let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
-    let db = load(device, config, seed)?;
+    let db = load(device, config)?;
     let load_ops = operations(db.device_counters());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for i in 0..config.transfers {
@@ -152,9 +172,9 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
 }
 
 /// Creates the database and the accounts (one transaction).
-fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
-    let db = FlashSqlite::create(device, &config.ftl, FlashSqliteOptions { statement_cpu_ns: 10_000, seed })
-        .map_err(|e| format!("creating the database: {e}"))?;
+fn load(device: Device, config: &Config) -> Result<FlashSqlite, String> {
+    let db =
+        FlashSqlite::create(device, &config.ftl, config.options).map_err(|e| format!("creating the database: {e}"))?;
     let c = db.connection();
     let setup = || -> rusqlite::Result<()> {
         let _: String = c.query_row(&format!("PRAGMA journal_mode={}", config.journal.mode()), [], |r| r.get(0))?;
@@ -218,7 +238,7 @@ fn run_cut(
     kinds: &mut CutKinds,
 ) -> Result<(), String> {
     let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
-    let db = load(Device::new(Box::new(storage)), config, seed)?;
+    let db = load(Device::new(Box::new(storage)), config)?;
     let mut committed = BTreeSet::new();
     let mut in_flight = None;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -243,7 +263,7 @@ fn run_cut(
     }
     device.power_on();
     let mut may_be_present: Vec<i64> = in_flight.into_iter().collect();
-    let mut db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening: {e}"))?;
+    let mut db = FlashSqlite::open_with(device, 0, config.reopen()).map_err(|e| format!("reopening: {e}"))?;
     if let Some(after) = recovery_cut {
         db.arm_power_cut(after);
         // Cut or not, this first check is not judged: the second one is.
@@ -254,7 +274,8 @@ fn run_cut(
         }
         device.power_on();
         may_be_present.push(PROBES[0]);
-        db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening after the recovery cut: {e}"))?;
+        db = FlashSqlite::open_with(device, 0, config.reopen())
+            .map_err(|e| format!("reopening after the recovery cut: {e}"))?;
     }
     check(&db, config, &committed, &may_be_present, PROBES[1]).map_err(|e| match db.last_io_error() {
         Some(io) => format!("{e} (last flash error: {io})"),

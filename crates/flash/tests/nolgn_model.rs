@@ -345,7 +345,10 @@ proptest! {
 fn nolgn_survives_a_cut_at_every_operation() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRunner};
-    let mut runner = TestRunner::new_with_rng(Config::default(), proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha));
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
+    );
     let ops = prop::collection::vec(op(), 500).new_tree(&mut runner).unwrap().current();
     let total = run(&ops, None, 7);
     assert!(total > 250, "the sequence does {total} flash operations");

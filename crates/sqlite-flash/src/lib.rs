@@ -12,6 +12,11 @@
 //! device back with [`FlashSqlite::into_device`], power it on and [`FlashSqlite::open`]
 //! it: the FTL rebuilds, the file table is read and SQLite recovers its journal or WAL.
 //! Every commit that returned under `synchronous=FULL` survives.
+//!
+//! [`Journal::Nolgn`] runs SQLite without a log on NoLgn-FTL, SQLite unmodified: its
+//! `journal_mode` is pinned OFF and `cache_spill` off, so the main database's pages
+//! change only at commit, and the file layer makes each commit (or, under
+//! `synchronous=NORMAL`, each group of `group_pages` page writes) one FTL transaction.
 
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -42,12 +47,30 @@ pub struct FlashSqliteOptions {
     pub statement_cpu_ns: u64,
     /// Seed of the bytes SQLite asks its VFS for (`xRandomness`).
     pub seed: u64,
+    /// Who makes SQLite's transactions atomic.
+    #[serde(default)]
+    pub journal: Journal,
 }
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1 }
+        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, journal: Journal::Sqlite }
     }
+}
+
+/// Who makes SQLite's transactions atomic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Journal {
+    /// SQLite's own rollback journal or WAL, as its `journal_mode` says.
+    #[default]
+    Sqlite,
+    /// No log: NoLgn-FTL's transactions (the FTL must be `nolgn`). SQLite's
+    /// `journal_mode` stays OFF whatever is asked (the VFS answers `off`) and
+    /// `cache_spill` is off. Under `synchronous=NORMAL` commits are grouped into one
+    /// FTL transaction every `group_pages` page writes (the paper: 1,000); under FULL
+    /// every commit is one.
+    Nolgn { group_pages: u32 },
 }
 
 /// What SQLite did to the flash: host I/O through the file layer and the FTL's work.
@@ -80,6 +103,18 @@ pub struct FlashSqlite {
     /// Declared first: connections close before the VFS goes away.
     conn: Option<Connection>,
     registration: vfs::Registration,
+    journal: Journal,
+}
+
+/// With [`Journal::Nolgn`]: no journal, and no page of an open transaction written
+/// before its commit.
+fn no_log(conn: &Connection, journal: Journal) -> Result<(), Error> {
+    if matches!(journal, Journal::Nolgn { .. }) {
+        let mode: String = conn.query_row("PRAGMA journal_mode=OFF", [], |r| r.get(0))?;
+        debug_assert_eq!(mode, "off");
+        conn.execute_batch("PRAGMA cache_spill=OFF")?;
+    }
+    Ok(())
 }
 
 /// A further connection to the same database; it cannot outlive its instance.
@@ -115,10 +150,14 @@ impl FlashSqlite {
         FlashSqlite::start(FileStore::open(ftl, rebuilt)?, opts)
     }
 
-    fn start(store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+    fn start(mut store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        if let Journal::Nolgn { group_pages } = opts.journal {
+            store.set_transactional(DB_NAME, group_pages as u64)?;
+        }
         let registration = vfs::Registration::new(store, opts.statement_cpu_ns, opts.seed)?;
         let conn = registration.open_connection()?;
-        Ok(FlashSqlite { conn: Some(conn), registration })
+        no_log(&conn, opts.journal)?;
+        Ok(FlashSqlite { conn: Some(conn), registration, journal: opts.journal })
     }
 
     /// The instance's connection.
@@ -129,7 +168,9 @@ impl FlashSqlite {
 
     /// Another connection to the same database (locks and WAL index are shared).
     pub fn open_connection(&self) -> Result<ExtraConnection<'_>, Error> {
-        Ok(ExtraConnection { conn: self.registration.open_connection()?, _instance: PhantomData })
+        let conn = self.registration.open_connection()?;
+        no_log(&conn, self.journal)?;
+        Ok(ExtraConnection { conn, _instance: PhantomData })
     }
 
     /// Simulated time now.

@@ -20,7 +20,7 @@ fn device() -> Device {
 }
 
 fn create(kind: FtlKind) -> FlashSqlite {
-    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7 };
+    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7, ..Default::default() };
     // Few log blocks: the hybrid FTLs then fit this small device.
     let config = FtlConfig { log_blocks: 8, ..FtlConfig::new(kind) };
     FlashSqlite::create(device(), &config, opts).expect("create")

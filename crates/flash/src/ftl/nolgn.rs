@@ -385,8 +385,15 @@ impl NolgnFtl {
     fn put(&mut self, owner: Owner, data: &[u8], tag: Option<Tag>, now: SimTime) -> Result<(Ppn, OpTiming), Error> {
         let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.state, Stream::Host, None, now)?;
         let tail = tag.map(|t| t.encode());
-        let timing =
-            self.log.program_with(&mut self.dev, ppn, owner, data, tail.as_ref().map_or(&[], |t| &t[..]), tag.is_some(), ready)?;
+        let timing = self.log.program_with(
+            &mut self.dev,
+            ppn,
+            owner,
+            data,
+            tail.as_ref().map_or(&[], |t| &t[..]),
+            tag.is_some(),
+            ready,
+        )?;
         Ok((ppn, timing))
     }
 
