@@ -373,6 +373,16 @@ impl FileStore {
     /// Writes `data` at `offset`, growing the file (and its extents) as needed. The
     /// pages go to the FTL together; partial pages are read first.
     pub fn write(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
+        let result = self.write_pages(name, offset, data);
+        if result.is_err() {
+            // NoLgn mode: SQLite's commit failed and it will roll back (it may keep its
+            // lock, so `abandon` on unlock would come too late).
+            self.abandon(name);
+        }
+        result
+    }
+
+    fn write_pages(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
         if data.is_empty() {
             return Ok(());
         }
