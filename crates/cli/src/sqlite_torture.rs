@@ -62,7 +62,7 @@ pub struct SqliteTortureArgs {
     /// The database under torture.
     #[arg(long, value_enum, default_value_t = Engine::Deltaflash)]
     pub engine: Engine,
-    /// SQLite only: the FTL under it (page, dftl, block, bast, fast), with 25%
+    /// SQLite only: the FTL under it (page, dftl, block, bast, fast, nolgn), with 25%
     /// over-provisioning so GC fits the small torture device.
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,

@@ -262,18 +262,11 @@ impl Harness {
         let expect = |model: &Pages, lpn: u32| model.get(&lpn).cloned().flatten();
         let mut with = self.model.clone();
         match in_flight {
-            Some(InFlight::Page(lpn, new)) => {
-                if got[&lpn] == new {
-                    with.insert(lpn, new);
-                }
+            Some(InFlight::Page(lpn, new)) if got[&lpn] == new => {
+                with.insert(lpn, new);
             }
-            Some(InFlight::Commit(pages)) => {
-                let all = pages.iter().all(|(l, p)| got[l] == *p);
-                if all {
-                    with.extend(pages);
-                }
-            }
-            None => {}
+            Some(InFlight::Commit(pages)) if pages.iter().all(|(l, p)| got[l] == *p) => with.extend(pages),
+            _ => {}
         }
         for lpn in 0..self.ftl.logical_pages() {
             assert_eq!(got[&lpn], expect(&with, lpn), "lpn {lpn} after recovery");
