@@ -459,12 +459,12 @@ impl Ftl for NolgnFtl {
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
         self.check_lpn(lpn)?;
         self.check_not_pending(lpn)?;
-        let old = self.state.l2p[lpn as usize];
-        if old == NONE {
+        if self.state.l2p[lpn as usize] == NONE {
             return Ok(None);
         }
         let (ppn, timing) = self.put(Owner::Tombstone(lpn), &[], None, now)?;
-        self.state.l2p[lpn as usize] = NONE;
+        // Read after the allocation, whose GC may have moved the page.
+        let old = std::mem::replace(&mut self.state.l2p[lpn as usize], NONE);
         self.supersede(old);
         self.host_trims += 1;
         self.after_write(ppn, &timing)?;
@@ -527,21 +527,32 @@ impl Ftl for NolgnFtl {
         if rewrite.is_none() && used >= limit {
             return Err(Error::P2pFull { entries: limit });
         }
-        let (ppn, timing) = self.put(Owner::Data(lpn), data, Some(Tag { tid, end, old }), now)?;
+        // Locked before the allocation, whose GC must not move the old version.
+        let lock = (rewrite.is_none() && old != NONE).then(|| self.state.block(old));
+        if let Some(b) = lock {
+            self.state.locks[b] += 1;
+        }
+        let (ppn, timing) = match self.put(Owner::Data(lpn), data, Some(Tag { tid, end, old }), now) {
+            Ok(done) => done,
+            Err(e) => {
+                if let Some(b) = lock {
+                    self.state.locks[b] -= 1;
+                }
+                return Err(e);
+            }
+        };
         let state = &mut self.state;
         let tx = state.open.get_mut(&tid).ok_or_else(|| Error::Transaction { tid, what: "vanished".into() })?;
         match rewrite {
             Some(i) => {
-                tx.entries[i].new = ppn.0;
-                state.pending.remove(&cur);
-                self.log.kill(Ppn(cur));
+                // Where the earlier page is now: the allocation's GC may have moved it.
+                let earlier = std::mem::replace(&mut tx.entries[i].new, ppn.0);
+                state.pending.remove(&earlier);
+                self.log.kill(Ppn(earlier));
             }
             None => {
                 tx.entries.push(Entry { lpn, new: ppn.0, old });
                 state.p2p_used += 1;
-                if old != NONE {
-                    state.locks[(old / state.pages_per_block) as usize] += 1;
-                }
             }
         }
         if end {
