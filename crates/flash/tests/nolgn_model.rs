@@ -385,3 +385,32 @@ fn lock_bits_divert_gc_and_are_counted() {
     assert_eq!(ftl.locked_blocks(), 0);
     assert_eq!(ftl.read(0, 50_000).unwrap().map(|r| r.data.to_vec()), Some(page(0, 2, 99)));
 }
+
+/// The allocation of a transactional write may run GC; the old version's block is
+/// locked before it, so GC cannot move the page the P2P entry names. Same device as
+/// above.
+#[test]
+fn a_write_tx_whose_allocation_collects_keeps_its_old_version() {
+    let mut c = config(0.5);
+    c.gc.foreground_free_blocks = 2;
+    c.gc.background_free_blocks = 2;
+    let mut ftl = NolgnFtl::format(Device::new(Box::new(MemoryStorage::new(geometry(1, 8, 4), true))), &c).unwrap();
+    let original = page(0, 1, 0);
+    ftl.write(0, &original, 1_000).unwrap();
+    // Blocks 0-5; afterwards blocks 0 and 4 hold one valid page each (lpn 0, lpn 4),
+    // blocks 1 and 3 three, and 2 free blocks are left.
+    for (i, lpn) in
+        [1, 2, 3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4, 13, 14, 15, 9].into_iter().enumerate()
+    {
+        ftl.write(lpn, &page(lpn, 1, i as u32 + 1), 2_000).unwrap();
+    }
+    assert_eq!(ftl.counters().gc_erases, 0);
+    // Opening block 6 collects: greedy wants block 0 (lpn 0's old version) but it is
+    // locked: block 4 goes (1 valid, as many as block 0), then block 1 (3 valid, 2 more).
+    let tid = ftl.begin_tx().unwrap();
+    ftl.write_tx(0, &page(0, 2, 99), tid, false, 3_000).unwrap();
+    let k = ftl.counters();
+    assert_eq!((k.gc_page_migrations, k.gc_erases, k.gc_lock_migrations), (4, 2, 2));
+    ftl.abort(tid, 4_000).unwrap();
+    assert_eq!(ftl.read(0, 5_000).unwrap().map(|r| r.data.to_vec()), Some(original));
+}
