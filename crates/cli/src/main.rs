@@ -145,7 +145,7 @@ fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
     }
     flash::ftl::FtlKind::parse(text)
         .map(|kind| FtlChoice(Some(kind)))
-        .ok_or_else(|| format!("`{text}` is not one of noftl, page, dftl, block, bast, fast"))
+        .ok_or_else(|| format!("`{text}` is not one of noftl, page, dftl, block, bast, fast, nolgn"))
 }
 
 /// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.

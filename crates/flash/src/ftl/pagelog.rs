@@ -32,6 +32,10 @@
 //! whole copy of the data page with that seq (GC copies keep seq, so the entry stays
 //! right however often the page moves).
 //!
+//! An FTL may put its own OOB bytes right after the header ([`ProgramOptions::tail`]:
+//! NoLgn-FTL's transaction metadata); GC copies them unless [`Remap::migrating`] asks
+//! for them erased, and the rebuild shows them to the FTL's [`ScanHook`].
+//!
 //! Invariants:
 //! - a physical page is live iff its bit in `live` is set; `valid` of each block counts
 //!   its live pages; `owner` remembers what every programmed page holds, live or stale,
@@ -159,8 +163,18 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    /// Bytes of this header in the OOB; an FTL's own OOB bytes follow it.
+    pub fn oob_bytes(&self) -> usize {
+        if self.tag.is_some() {
+            TAGGED_OOB_BYTES
+        } else {
+            OOB_BYTES
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
-        let (len, version) = if self.tag.is_some() { (TAGGED_OOB_BYTES, 2) } else { (OOB_BYTES, VERSION) };
+        let len = self.oob_bytes();
+        let version = if self.tag.is_some() { 2 } else { VERSION };
         let mut b = vec![0u8; len];
         b[0] = self.owner.kind_byte();
         b[1] = version;
@@ -226,6 +240,19 @@ impl Header {
     }
 }
 
+/// What [`PageLog::program_with`] writes beyond a plain page.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ProgramOptions<'a> {
+    /// A caller's tag in a data page's header (version 2; the page FTL's `write_tagged`,
+    /// whose caller checked the device's OOB has room).
+    pub tag: Option<&'a [u8; TAG_BYTES]>,
+    /// The FTL's own OOB bytes after the header (NoLgn-FTL's transaction metadata).
+    pub tail: &'a [u8],
+    /// A data page leaves the lpn's tombstone live until [`PageLog::forget_tombstone`]
+    /// (a transaction's page, which may still be rolled back).
+    pub keep_tombstone: bool,
+}
+
 /// The store's view of the map owner, called by GC.
 pub(crate) trait Remap {
     /// GC moved the live data, translation or remap-record page `owner` from `src` to
@@ -234,7 +261,32 @@ pub(crate) trait Remap {
     /// Called after a victim's live pages moved and before it is erased: make the moves
     /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
+    /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
+    /// version a transaction may still roll back to).
+    fn locked(&self, _block: u32) -> bool {
+        false
+    }
+    /// GC is about to copy the live page `src` to `dst` (before [`Remap::moved`]);
+    /// returns how many OOB bytes after the header the copy clears to 0xFF (0 keeps them).
+    fn migrating(&mut self, _log: &mut PageLog, _src: Ppn, _dst: Ppn) -> usize {
+        0
+    }
 }
+
+/// What an FTL adds to the rebuild scan: it sees every decoded header first, then may
+/// read more, then says which pages may be an lpn's newest copy.
+pub(crate) trait ScanHook {
+    fn seen(&mut self, _ppn: Ppn, _header: &Header, _oob: &[u8]) {}
+    /// Between the OOB pass and the candidate pass; returns when its reads ended.
+    fn between(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime, Error> {
+        Ok(now)
+    }
+    fn accept(&self, _ppn: Ppn) -> bool {
+        true
+    }
+}
+
+impl ScanHook for () {}
 
 /// Allocation streams: each chip fills one block per stream, so GC copies (cold) and
 /// translation pages (hot) do not share blocks with host writes.
@@ -267,6 +319,9 @@ pub(crate) struct LogCounters {
     pub flash_reads: u64,
     pub gc_page_migrations: u64,
     pub gc_erases: u64,
+    /// Valid pages GC copied beyond what the policy's own victim held, because that
+    /// victim was locked (NoLgn-FTL; 0 for FTLs without lock bits).
+    pub gc_lock_migrations: u64,
 }
 
 /// What a rebuild scan found.
@@ -402,6 +457,19 @@ impl PageLog {
         translation_pages: u32,
         now: SimTime,
     ) -> Result<(PageLog, Scan), Error> {
+        PageLog::rebuild_with(name, dev, gc, logical_pages, translation_pages, &mut (), now)
+    }
+
+    /// [`PageLog::rebuild`] with an FTL's scan hook.
+    pub fn rebuild_with<H: ScanHook>(
+        name: &'static str,
+        dev: &mut Device,
+        gc: GcConfig,
+        logical_pages: u32,
+        translation_pages: u32,
+        hook: &mut H,
+        now: SimTime,
+    ) -> Result<(PageLog, Scan), Error> {
         if !dev.storage().keeps_data() {
             return Err(Error::Config(format!(
                 "{name} FTL: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
@@ -433,6 +501,7 @@ impl PageLog {
                 let (timing, oob) = dev.read_oob(ppn, now)?;
                 done = done.max(timing.end_ns);
                 let Some(h) = Header::decode(oob) else { continue };
+                hook.seen(ppn, &h, oob);
                 let key = match h.owner {
                     Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
                     Owner::Translation(t) if t < translation_pages => (1 << 32) | t as u64,
@@ -471,6 +540,7 @@ impl PageLog {
         for copies in by_seq.values_mut() {
             copies.sort_unstable_by_key(|&(gen, _)| Reverse(gen));
         }
+        done = done.max(hook.between(dev, done)?);
         candidates.sort_unstable();
         let mut scan = Scan {
             data: vec![NONE; logical_pages as usize],
@@ -480,6 +550,9 @@ impl PageLog {
         };
         for group in candidates.chunk_by(|a, b| a.0 == b.0) {
             for &(key, _, ppn, target) in group {
+                if !hook.accept(Ppn(ppn)) {
+                    continue;
+                }
                 if target != 0 {
                     // A remap entry: the lpn reads the newest whole copy of its target.
                     let mut found = None;
@@ -558,6 +631,24 @@ impl PageLog {
     pub fn poison(&mut self, e: Error) -> Error {
         self.poisoned = true;
         e
+    }
+
+    /// Makes a programmed page live again (NoLgn-FTL keeps a commit's witness page).
+    pub fn revive(&mut self, ppn: Ppn) {
+        self.mark_live(ppn);
+    }
+
+    /// The live tombstone of a trimmed lpn.
+    pub fn tombstone(&self, lpn: u32) -> Option<Ppn> {
+        self.tombstones.get(&lpn).map(|&p| Ppn(p))
+    }
+
+    /// Kills an lpn's tombstone: a data page kept out of [`PageLog::program_with`]'s
+    /// reach (a transaction's) now supersedes it.
+    pub fn forget_tombstone(&mut self, lpn: u32) {
+        if let Some(t) = self.tombstones.remove(&lpn) {
+            self.kill(Ppn(t));
+        }
     }
 
     fn mark_live(&mut self, ppn: Ppn) {
@@ -700,19 +791,19 @@ impl PageLog {
         data: &[u8],
         now: SimTime,
     ) -> Result<OpTiming, Error> {
-        self.program_tagged(dev, ppn, owner, data, None, now)
+        self.program_with(dev, ppn, owner, data, ProgramOptions::default(), now)
     }
 
-    /// [`PageLog::program`] with a caller's tag in a data page's OOB (version-2 header;
-    /// the caller checked the device's OOB has room). A remap record's entries count as
-    /// copies of their lpns and supersede their tombstones.
-    pub fn program_tagged(
+    /// [`PageLog::program`] with `options` (a tag, OOB bytes after the header, a kept
+    /// tombstone). A remap record's entries count as copies of their lpns and supersede
+    /// their tombstones.
+    pub fn program_with(
         &mut self,
         dev: &mut Device,
         ppn: Ppn,
         owner: Owner,
         data: &[u8],
-        tag: Option<&[u8; TAG_BYTES]>,
+        options: ProgramOptions<'_>,
         now: SimTime,
     ) -> Result<OpTiming, Error> {
         let seq = self.next_seq;
@@ -723,16 +814,17 @@ impl PageLog {
             dev.program(ppn, now, &[Span::new(0, &self.filler[..len]), Span::new(page_bytes, &[0xFF; OOB_BYTES])])
         } else {
             let data_crc = if matches!(owner, Owner::Tombstone(_)) { 0 } else { crc32fast::hash(data) };
-            let header = Header { owner, seq, gen: 0, data_crc, tag: tag.copied() }.encode();
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
+            let mut oob = Header { owner, seq, gen: 0, data_crc, tag: options.tag.copied() }.encode();
+            oob.extend_from_slice(options.tail);
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &oob)])
         };
         let timing = result.map_err(|e| self.device_error(e))?;
         self.counters.flash_programs += 1;
         match owner {
             Owner::Data(lpn) => {
                 self.copies[lpn as usize] += 1;
-                if let Some(t) = self.tombstones.remove(&lpn) {
-                    self.kill(Ppn(t));
+                if !options.keep_tombstone {
+                    self.forget_tombstone(lpn);
                 }
             }
             Owner::Tombstone(lpn) => {
@@ -745,9 +837,7 @@ impl PageLog {
                 let dsts: Vec<u32> = decode_record(data).unwrap_or_default().iter().map(|e| e.0).collect();
                 for &lpn in &dsts {
                     self.copies[lpn as usize] += 1;
-                    if let Some(t) = self.tombstones.remove(&lpn) {
-                        self.kill(Ppn(t));
-                    }
+                    self.forget_tombstone(lpn);
                 }
                 self.records.insert(ppn.0, dsts);
             }
@@ -799,9 +889,24 @@ impl PageLog {
         let bpc = self.geometry.blocks_per_chip as usize;
         let range = chip * bpc..(chip + 1) * bpc;
         let ppb = self.geometry.pages_per_block;
-        let Some(victim) = policy::choose_victim(&self.blocks[range], ppb, self.gc.policy, self.next_seq) else {
+        let blocks = &self.blocks[range];
+        let Some(mut victim) = policy::choose_victim(blocks, ppb, self.gc.policy, self.next_seq) else {
             return Ok(None);
         };
+        if remap.locked((chip * bpc + victim) as u32) {
+            // Locked blocks are no candidates; the next choice may hold more valid pages.
+            let mut unlocked = blocks.to_vec();
+            for (i, b) in unlocked.iter_mut().enumerate() {
+                if remap.locked((chip * bpc + i) as u32) {
+                    b.state = BlockState::Active;
+                }
+            }
+            let Some(second) = policy::choose_victim(&unlocked, ppb, self.gc.policy, self.next_seq) else {
+                return Ok(None);
+            };
+            self.counters.gc_lock_migrations += unlocked[second].valid.saturating_sub(blocks[victim].valid) as u64;
+            victim = second;
+        }
         self.collecting = true;
         let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
         self.collecting = false;
@@ -830,15 +935,19 @@ impl PageLog {
                 return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
             };
             let (dst, _) = self.allocate(dev, remap, Stream::Gc, Some(chip), t)?;
-            let header = if self.keeps_data {
-                match Header::decode(dev.peek(src).1) {
-                    Some(h) => Header { gen: h.gen + 1, ..h }.encode(),
-                    None => return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) }),
-                }
+            let clear = remap.migrating(self, src, dst);
+            let oob = if self.keeps_data {
+                let Some(h) = Header::decode(dev.peek(src).1) else {
+                    return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
+                };
+                let mut oob = Header { gen: h.gen + 1, ..h }.encode();
+                let len = (oob.len() + clear).min(self.geometry.oob_bytes as usize);
+                oob.resize(len.max(oob.len()), 0xFF);
+                oob
             } else {
                 vec![0xFF; OOB_BYTES]
             };
-            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &header)])?;
+            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &oob)])?;
             t = timing.end_ns;
             self.counters.flash_reads += 1;
             self.counters.flash_programs += 1;
