@@ -295,6 +295,7 @@ impl Ftl for PageFtl {
         }
         let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
         let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
+        // Unmaps the page where it is now: the allocation's GC may have moved it.
         self.map.unmap(&mut self.log, lpn);
         self.host_trims += 1;
         let chip = self.log.geometry().chip_of(ppn) as usize;
