@@ -16,7 +16,13 @@ fn stderr(o: &Output) -> String {
 fn json_without_wall_time(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let o = v.as_object_mut().unwrap();
-    for key in ["wall_seconds", "host_writes_per_wall_second", "flash_page_programs_per_wall_second"] {
+    for key in [
+        "wall_seconds",
+        "host_writes_per_wall_second",
+        "flash_page_programs_per_wall_second",
+        "memory_peak_rss_bytes",
+        "memory_device_bytes",
+    ] {
         assert!(o.remove(key).is_some(), "{key} missing");
     }
     v

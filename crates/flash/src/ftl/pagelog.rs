@@ -39,11 +39,12 @@
 //! error ends the FTL's life (the baselines are measured far from endurance).
 
 use crate::error::Error;
-use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::policy::{BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BinaryHeap;
 
 /// "No page" in maps.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -203,12 +204,12 @@ pub(crate) struct PageLog {
     geometry: Geometry,
     keeps_data: bool,
     gc: GcConfig,
-    blocks: Vec<BlockSnapshot>,
+    blocks: BlockTable,
     owner: Vec<u32>,
     live: Vec<u64>,
     chips: Vec<Chip>,
     copies: Vec<u32>,
-    tombstones: HashMap<u32, u32>,
+    tombstones: FxHashMap<u32, u32>,
     next_seq: u64,
     /// Next chip of each stream's round-robin. One cursor per stream: with a shared
     /// one, translation writes interleaved with host writes in a fixed rhythm would
@@ -216,6 +217,8 @@ pub(crate) struct PageLog {
     round_robin: [usize; 3],
     /// Live pages per chip.
     chip_live: Vec<u32>,
+    /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
+    order: Vec<usize>,
     /// Set while a victim is being collected: allocation then runs no GC of its own.
     collecting: bool,
     poisoned: bool,
@@ -264,17 +267,18 @@ impl PageLog {
 
     fn empty(name: &'static str, dev: &Device, gc: GcConfig, logical_pages: u32) -> PageLog {
         let geometry = dev.geometry().clone();
-        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
+        let (chips, bpc, ppb) = (geometry.chips() as usize, geometry.blocks_per_chip, geometry.pages_per_block);
         PageLog {
             name,
             keeps_data: dev.storage().keeps_data(),
             gc,
-            blocks: vec![blank; geometry.total_blocks() as usize],
+            blocks: BlockTable::new(chips, bpc, ppb),
             owner: vec![NONE; geometry.total_pages() as usize],
             live: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
             chips: (0..geometry.chips()).map(|_| Chip::default()).collect(),
             copies: vec![0; logical_pages as usize],
-            tombstones: HashMap::new(),
+            tombstones: FxHashMap::default(),
+            order: Vec::new(),
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
@@ -333,8 +337,8 @@ impl PageLog {
                 log.release_block(dev, b);
                 continue;
             }
-            log.blocks[b as usize].state = BlockState::Full;
-            log.blocks[b as usize].erase_count = dev.storage().erase_count(block);
+            log.blocks.set_state(b as usize, BlockState::Full);
+            log.blocks.set_erase_count(b as usize, dev.storage().erase_count(block));
             for i in 0..ppb {
                 let ppn = log.geometry.ppn(block, i);
                 if dev.storage().program_count(ppn) == 0 {
@@ -352,8 +356,8 @@ impl PageLog {
                     log.copies[lpn as usize] += 1;
                 }
                 log.owner[ppn.0 as usize] = h.owner.pack();
-                let last = &mut log.blocks[b as usize].last_write_seq;
-                *last = (*last).max(h.seq);
+                let last = log.blocks[b as usize].last_write_seq.max(h.seq);
+                log.blocks.set_last_write_seq(b as usize, last);
                 max_seq = max_seq.max(h.seq);
                 candidates.push((key, Reverse((h.seq, h.gen)), ppn.0));
             }
@@ -425,7 +429,7 @@ impl PageLog {
         debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
         let i = ppn.0 as usize;
         self.live[i / 64] |= 1 << (i % 64);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid += 1;
+        self.blocks.add_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] += 1;
     }
 
@@ -434,7 +438,7 @@ impl PageLog {
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
         let i = ppn.0 as usize;
         self.live[i / 64] &= !(1 << (i % 64));
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid -= 1;
+        self.blocks.sub_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
@@ -445,7 +449,7 @@ impl PageLog {
 
     fn release_block(&mut self, dev: &Device, b: u32) {
         let erase_count = dev.storage().erase_count(BlockId(b));
-        self.blocks[b as usize] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
+        self.blocks.set(b as usize, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
         let chip = self.geometry.chip_of_block(BlockId(b));
         self.chips[chip as usize].free.push(Reverse((erase_count, b % self.geometry.blocks_per_chip)));
     }
@@ -464,19 +468,32 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let order = match chip {
-            Some(c) => vec![c],
-            None => self.striping_order(stream),
-        };
-        for c in order {
-            if let Some(found) = self.page_on(dev, remap, c, stream, now)? {
-                if chip.is_none() {
+        let name = self.name;
+        let region_full = move || Error::RegionFull { region: format!("{name} FTL") };
+        if let Some(c) = chip {
+            return self.page_on(dev, remap, c, stream, now)?.ok_or_else(region_full);
+        }
+        // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        self.striping_order(stream, &mut order);
+        let mut result = Err(region_full());
+        for &c in &order {
+            match self.page_on(dev, remap, c, stream, now) {
+                Ok(Some(page)) => {
                     self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+                    result = Ok(page);
+                    break;
                 }
-                return Ok(found);
+                Ok(None) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
-        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+        self.order = order;
+        result
     }
 
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
@@ -487,16 +504,17 @@ impl PageLog {
     /// fullest chip runs out of room while the others have plenty. Only chips near full
     /// are passed over: balancing all of them against each other concentrates the
     /// writes on a few chips and costs a third of the throughput (TPC-C on the page FTL).
-    fn striping_order(&self, stream: Stream) -> Vec<usize> {
+    fn striping_order(&self, stream: Stream, order: &mut Vec<usize>) {
         let chips = self.chips.len();
         let start = self.round_robin[stream as usize];
         let ppb = self.geometry.pages_per_block as u64;
         let streams = Stream::Translation as u64 + 1;
         let reserve_blocks = self.gc.foreground_free_blocks as u64 + streams + 1;
         let limit = (self.geometry.blocks_per_chip as u64).saturating_sub(reserve_blocks) * ppb;
-        let mut order: Vec<usize> = (0..chips).map(|i| (start + i) % chips).collect();
-        order.sort_by_key(|&c| self.chip_live[c] as u64 > limit);
-        order
+        let near_full = |c: &usize| self.chip_live[*c] as u64 > limit;
+        let round = (0..chips).map(|i| (start + i) % chips);
+        order.extend(round.clone().filter(|c| !near_full(c)));
+        order.extend(round.filter(near_full));
     }
 
     fn page_on<R: Remap>(
@@ -529,7 +547,7 @@ impl PageLog {
             }
             let Some(Reverse((_, b))) = self.chips[chip].free.pop() else { return Ok(None) };
             let block = self.geometry.block_id(chip as u32, b).0;
-            self.blocks[block as usize].state = BlockState::Active;
+            self.blocks.set_state(block as usize, BlockState::Active);
             self.chips[chip].open[s] = Some(Cursor { block, next: 0 });
         }
         let ppb = self.geometry.pages_per_block;
@@ -539,7 +557,7 @@ impl PageLog {
         cursor.next += 1;
         if cursor.next == ppb {
             *slot = None;
-            self.blocks[block as usize].state = BlockState::Full;
+            self.blocks.set_state(block as usize, BlockState::Full);
         }
         Ok(Some((self.geometry.ppn(BlockId(block), index), ready)))
     }
@@ -585,7 +603,7 @@ impl PageLog {
         }
         self.owner[ppn.0 as usize] = owner.pack();
         self.mark_live(ppn);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].last_write_seq = seq;
+        self.blocks.set_last_write_seq(self.geometry.block_of(ppn).0 as usize, seq);
         Ok(timing)
     }
 
@@ -628,9 +646,8 @@ impl PageLog {
         now: SimTime,
     ) -> Result<Option<SimTime>, Error> {
         let bpc = self.geometry.blocks_per_chip as usize;
-        let range = chip * bpc..(chip + 1) * bpc;
         let ppb = self.geometry.pages_per_block;
-        let Some(victim) = policy::choose_victim(&self.blocks[range], ppb, self.gc.policy, self.next_seq) else {
+        let Some(victim) = self.blocks.choose_victim(chip, self.gc.policy, self.next_seq, ppb) else {
             return Ok(None);
         };
         self.collecting = true;
@@ -688,8 +705,8 @@ impl PageLog {
             self.kill(src);
             self.mark_live(dst);
             let seq = self.blocks[b as usize].last_write_seq;
-            let dst_block = &mut self.blocks[self.geometry.block_of(dst).0 as usize];
-            dst_block.last_write_seq = dst_block.last_write_seq.max(seq);
+            let dst_block = self.geometry.block_of(dst).0 as usize;
+            self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
         t = remap.settle(self, dev, chip, t)?;
         let timing = dev.erase(block, t)?;
