@@ -64,10 +64,7 @@ fn check(name: &str, args: &[&str]) {
     if got != want {
         let got = serde_json::to_string_pretty(&got).expect("JSON renders");
         let first = got.lines().zip(text.lines()).position(|(a, b)| a != b);
-        panic!(
-            "{name}: the run's JSON differs from {} (first differing line {first:?}):\n{got}",
-            path.display()
-        );
+        panic!("{name}: the run's JSON differs from {} (first differing line {first:?}):\n{got}", path.display());
     }
 }
 
@@ -85,13 +82,19 @@ fn ftl_bench_noftl_greedy_with_appends() {
 
 #[test]
 fn ftl_bench_noftl_cost_benefit_no_data() {
-    check("ftl_bench_noftl_cost_benefit", &ftl_bench(SMALL, &["--gc", "cost-benefit", "--no-data", "--pattern", "zipf"]));
+    check(
+        "ftl_bench_noftl_cost_benefit",
+        &ftl_bench(SMALL, &["--gc", "cost-benefit", "--no-data", "--pattern", "zipf"]),
+    );
 }
 
 #[test]
 fn ftl_bench_page_ftl_greedy_and_cost_benefit() {
     check("ftl_bench_page_greedy", &ftl_bench(SMALL_FTL, &["--ftl", "page", "--gc", "greedy"]));
-    check("ftl_bench_page_cost_benefit", &ftl_bench(SMALL_FTL, &["--ftl", "page", "--gc", "cost-benefit", "--pattern", "zipf"]));
+    check(
+        "ftl_bench_page_cost_benefit",
+        &ftl_bench(SMALL_FTL, &["--ftl", "page", "--gc", "cost-benefit", "--pattern", "zipf"]),
+    );
 }
 
 #[test]
@@ -101,7 +104,8 @@ fn ftl_bench_dftl() {
 
 #[test]
 fn bench_tpcb() {
-    let mut args = vec!["bench", "--workload", "tpcb", "--sim-time", "2", "--warmup", "1", "--ipa", "2x4", "--seed", "3"];
+    let mut args =
+        vec!["bench", "--workload", "tpcb", "--sim-time", "2", "--warmup", "1", "--ipa", "2x4", "--seed", "3"];
     args.extend_from_slice(TPCB_DEVICE);
     check("bench_tpcb", &args);
 }

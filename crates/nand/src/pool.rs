@@ -28,7 +28,13 @@ pub(crate) struct PagePool {
 
 impl PagePool {
     pub(crate) fn new(page_bytes: usize) -> Self {
-        PagePool { page_bytes, chunks: Vec::new(), refs: Vec::new(), free: Vec::new(), uniform: Box::new([NO_BUFFER; 256]) }
+        PagePool {
+            page_bytes,
+            chunks: Vec::new(),
+            refs: Vec::new(),
+            free: Vec::new(),
+            uniform: Box::new([NO_BUFFER; 256]),
+        }
     }
 
     /// A buffer holding `bytes` (which must be one page long); shared when they are one

@@ -42,8 +42,8 @@ use crate::error::Error;
 use crate::policy::{BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
-use std::cmp::Reverse;
 use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// "No page" in maps.
@@ -449,7 +449,8 @@ impl PageLog {
 
     fn release_block(&mut self, dev: &Device, b: u32) {
         let erase_count = dev.storage().erase_count(BlockId(b));
-        self.blocks.set(b as usize, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
+        self.blocks
+            .set(b as usize, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
         let chip = self.geometry.chip_of_block(BlockId(b));
         self.chips[chip as usize].free.push(Reverse((erase_count, b % self.geometry.blocks_per_chip)));
     }

@@ -30,9 +30,9 @@ use crate::oob::{self, Header, PageCheck, PageKind};
 use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
 use crate::spec::RegionSpec;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
-use rustc_hash::FxHashMap;
 use std::collections::{BinaryHeap, HashMap};
 
 mod alloc;
