@@ -478,23 +478,23 @@ impl PageLog {
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         self.striping_order(stream, &mut order);
-        let mut result = Err(region_full());
+        let mut result = None;
         for &c in &order {
             match self.page_on(dev, remap, c, stream, now) {
                 Ok(Some(page)) => {
                     self.round_robin[stream as usize] = (c + 1) % self.chips.len();
-                    result = Ok(page);
+                    result = Some(Ok(page));
                     break;
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    result = Err(e);
+                    result = Some(Err(e));
                     break;
                 }
             }
         }
         self.order = order;
-        result
+        result.unwrap_or_else(|| Err(region_full()))
     }
 
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
