@@ -11,6 +11,7 @@ mod demo;
 mod engine_bench;
 mod index_bench;
 mod inspect;
+mod memory;
 mod recovery_bench;
 mod runner;
 mod setup;

@@ -352,12 +352,21 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     bar.finish_and_clear();
     let r = result?;
     print_result(&r);
+    let peak_rss = crate::memory::peak_rss_bytes();
     println!(
-        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run",
-        r.transactions, r.sim_seconds, r.load_sim_seconds, r.run_wall_seconds
+        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; peak RSS {}",
+        r.transactions,
+        r.sim_seconds,
+        r.load_sim_seconds,
+        r.run_wall_seconds,
+        peak_rss.map_or("unknown".into(), |b| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64))
     );
     if let Some(path) = &run.json {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| format!("json: {e}"))? + "\n";
+        let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("memory_peak_rss_bytes".into(), serde_json::json!(peak_rss));
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(match &r.consistency_check {
@@ -410,6 +419,7 @@ mod tests {
                 serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
             assert!(v["run_wall_seconds"].as_f64().is_some());
             v.as_object_mut().unwrap().remove("run_wall_seconds");
+            v.as_object_mut().unwrap().remove("memory_peak_rss_bytes");
             v
         };
         let a = read("a.json");

@@ -57,11 +57,12 @@
 //! error ends the FTL's life (the baselines are measured far from endurance).
 
 use crate::error::Error;
-use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 /// "No page" in maps.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -342,14 +343,14 @@ pub(crate) struct PageLog {
     geometry: Geometry,
     keeps_data: bool,
     gc: GcConfig,
-    blocks: Vec<BlockSnapshot>,
+    blocks: BlockTable,
     owner: Vec<u32>,
     live: Vec<u64>,
     chips: Vec<Chip>,
     copies: Vec<u32>,
-    tombstones: HashMap<u32, u32>,
+    tombstones: FxHashMap<u32, u32>,
     /// Remap-record ppn → the lpns its entries name (each counted in `copies`).
-    records: HashMap<u32, Vec<u32>>,
+    records: FxHashMap<u32, Vec<u32>>,
     next_seq: u64,
     /// Next chip of each stream's round-robin. One cursor per stream: with a shared
     /// one, translation writes interleaved with host writes in a fixed rhythm would
@@ -357,6 +358,8 @@ pub(crate) struct PageLog {
     round_robin: [usize; 3],
     /// Live pages per chip.
     chip_live: Vec<u32>,
+    /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
+    order: Vec<usize>,
     /// Set while a victim is being collected: allocation then runs no GC of its own.
     collecting: bool,
     poisoned: bool,
@@ -405,18 +408,19 @@ impl PageLog {
 
     fn empty(name: &'static str, dev: &Device, gc: GcConfig, logical_pages: u32) -> PageLog {
         let geometry = dev.geometry().clone();
-        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
+        let (chips, bpc, ppb) = (geometry.chips() as usize, geometry.blocks_per_chip, geometry.pages_per_block);
         PageLog {
             name,
             keeps_data: dev.storage().keeps_data(),
             gc,
-            blocks: vec![blank; geometry.total_blocks() as usize],
+            blocks: BlockTable::new(chips, bpc, ppb),
             owner: vec![NONE; geometry.total_pages() as usize],
             live: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
             chips: (0..geometry.chips()).map(|_| Chip::default()).collect(),
             copies: vec![0; logical_pages as usize],
-            tombstones: HashMap::new(),
-            records: HashMap::new(),
+            tombstones: FxHashMap::default(),
+            records: FxHashMap::default(),
+            order: Vec::new(),
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
@@ -482,7 +486,7 @@ impl PageLog {
         type Candidate = (u64, Reverse<(u64, u32)>, u32, u64);
         let mut candidates: Vec<Candidate> = Vec::new();
         // Data pages by seq, for remap-record entries: (gen, ppn).
-        let mut by_seq: HashMap<u64, Vec<(u32, u32)>> = HashMap::new();
+        let mut by_seq: FxHashMap<u64, Vec<(u32, u32)>> = FxHashMap::default();
         let mut max_seq = 0;
         let ppb = log.geometry.pages_per_block;
         for b in 0..log.geometry.total_blocks() {
@@ -491,8 +495,8 @@ impl PageLog {
                 log.release_block(dev, b);
                 continue;
             }
-            log.blocks[b as usize].state = BlockState::Full;
-            log.blocks[b as usize].erase_count = dev.storage().erase_count(block);
+            log.blocks.set_state(b as usize, BlockState::Full);
+            log.blocks.set_erase_count(b as usize, dev.storage().erase_count(block));
             for i in 0..ppb {
                 let ppn = log.geometry.ppn(block, i);
                 if dev.storage().program_count(ppn) == 0 {
@@ -529,8 +533,8 @@ impl PageLog {
                     by_seq.entry(h.seq).or_default().push((h.gen, ppn.0));
                 }
                 log.owner[ppn.0 as usize] = h.owner.pack();
-                let last = &mut log.blocks[b as usize].last_write_seq;
-                *last = (*last).max(h.seq);
+                let last = log.blocks[b as usize].last_write_seq.max(h.seq);
+                log.blocks.set_last_write_seq(b as usize, last);
                 max_seq = max_seq.max(h.seq);
                 if key != NONE as u64 {
                     candidates.push((key, Reverse((h.seq, h.gen)), ppn.0, 0));
@@ -655,7 +659,7 @@ impl PageLog {
         debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
         let i = ppn.0 as usize;
         self.live[i / 64] |= 1 << (i % 64);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid += 1;
+        self.blocks.add_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] += 1;
     }
 
@@ -664,7 +668,7 @@ impl PageLog {
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
         let i = ppn.0 as usize;
         self.live[i / 64] &= !(1 << (i % 64));
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid -= 1;
+        self.blocks.sub_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
@@ -680,7 +684,8 @@ impl PageLog {
 
     fn release_block(&mut self, dev: &Device, b: u32) {
         let erase_count = dev.storage().erase_count(BlockId(b));
-        self.blocks[b as usize] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
+        self.blocks
+            .set(b as usize, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
         let chip = self.geometry.chip_of_block(BlockId(b));
         self.chips[chip as usize].free.push(Reverse((erase_count, b % self.geometry.blocks_per_chip)));
     }
@@ -699,19 +704,32 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let order = match chip {
-            Some(c) => vec![c],
-            None => self.striping_order(stream),
-        };
-        for c in order {
-            if let Some(found) = self.page_on(dev, remap, c, stream, now)? {
-                if chip.is_none() {
+        let name = self.name;
+        let region_full = move || Error::RegionFull { region: format!("{name} FTL") };
+        if let Some(c) = chip {
+            return self.page_on(dev, remap, c, stream, now)?.ok_or_else(region_full);
+        }
+        // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        self.striping_order(stream, &mut order);
+        let mut result = None;
+        for &c in &order {
+            match self.page_on(dev, remap, c, stream, now) {
+                Ok(Some(page)) => {
                     self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+                    result = Some(Ok(page));
+                    break;
                 }
-                return Ok(found);
+                Ok(None) => {}
+                Err(e) => {
+                    result = Some(Err(e));
+                    break;
+                }
             }
         }
-        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+        self.order = order;
+        result.unwrap_or_else(|| Err(region_full()))
     }
 
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
@@ -722,16 +740,17 @@ impl PageLog {
     /// fullest chip runs out of room while the others have plenty. Only chips near full
     /// are passed over: balancing all of them against each other concentrates the
     /// writes on a few chips and costs a third of the throughput (TPC-C on the page FTL).
-    fn striping_order(&self, stream: Stream) -> Vec<usize> {
+    fn striping_order(&self, stream: Stream, order: &mut Vec<usize>) {
         let chips = self.chips.len();
         let start = self.round_robin[stream as usize];
         let ppb = self.geometry.pages_per_block as u64;
         let streams = Stream::Translation as u64 + 1;
         let reserve_blocks = self.gc.foreground_free_blocks as u64 + streams + 1;
         let limit = (self.geometry.blocks_per_chip as u64).saturating_sub(reserve_blocks) * ppb;
-        let mut order: Vec<usize> = (0..chips).map(|i| (start + i) % chips).collect();
-        order.sort_by_key(|&c| self.chip_live[c] as u64 > limit);
-        order
+        let near_full = |c: &usize| self.chip_live[*c] as u64 > limit;
+        let round = (0..chips).map(|i| (start + i) % chips);
+        order.extend(round.clone().filter(|c| !near_full(c)));
+        order.extend(round.filter(near_full));
     }
 
     fn page_on<R: Remap>(
@@ -764,7 +783,7 @@ impl PageLog {
             }
             let Some(Reverse((_, b))) = self.chips[chip].free.pop() else { return Ok(None) };
             let block = self.geometry.block_id(chip as u32, b).0;
-            self.blocks[block as usize].state = BlockState::Active;
+            self.blocks.set_state(block as usize, BlockState::Active);
             self.chips[chip].open[s] = Some(Cursor { block, next: 0 });
         }
         let ppb = self.geometry.pages_per_block;
@@ -774,7 +793,7 @@ impl PageLog {
         cursor.next += 1;
         if cursor.next == ppb {
             *slot = None;
-            self.blocks[block as usize].state = BlockState::Full;
+            self.blocks.set_state(block as usize, BlockState::Full);
         }
         Ok(Some((self.geometry.ppn(BlockId(block), index), ready)))
     }
@@ -844,7 +863,7 @@ impl PageLog {
         }
         self.owner[ppn.0 as usize] = owner.pack();
         self.mark_live(ppn);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].last_write_seq = seq;
+        self.blocks.set_last_write_seq(self.geometry.block_of(ppn).0 as usize, seq);
         Ok(timing)
     }
 
@@ -887,21 +906,21 @@ impl PageLog {
         now: SimTime,
     ) -> Result<Option<SimTime>, Error> {
         let bpc = self.geometry.blocks_per_chip as usize;
-        let range = chip * bpc..(chip + 1) * bpc;
         let ppb = self.geometry.pages_per_block;
-        let blocks = &self.blocks[range];
-        let Some(mut victim) = policy::choose_victim(blocks, ppb, self.gc.policy, self.next_seq) else {
+        let Some(mut victim) = self.blocks.choose_victim(chip, self.gc.policy, self.next_seq, ppb) else {
             return Ok(None);
         };
         if remap.locked((chip * bpc + victim) as u32) {
             // Locked blocks are no candidates; the next choice may hold more valid pages.
+            // (A scan: only NoLgn-FTL with an open transaction gets here.)
+            let blocks = self.blocks.chip(chip);
             let mut unlocked = blocks.to_vec();
             for (i, b) in unlocked.iter_mut().enumerate() {
                 if remap.locked((chip * bpc + i) as u32) {
                     b.state = BlockState::Active;
                 }
             }
-            let Some(second) = policy::choose_victim(&unlocked, ppb, self.gc.policy, self.next_seq) else {
+            let Some(second) = policy::choose_victim_within(&unlocked, ppb, self.gc.policy, self.next_seq, ppb) else {
                 return Ok(None);
             };
             self.counters.gc_lock_migrations += unlocked[second].valid.saturating_sub(blocks[victim].valid) as u64;
@@ -974,8 +993,8 @@ impl PageLog {
             self.kill(src);
             self.mark_live(dst);
             let seq = self.blocks[b as usize].last_write_seq;
-            let dst_block = &mut self.blocks[self.geometry.block_of(dst).0 as usize];
-            dst_block.last_write_seq = dst_block.last_write_seq.max(seq);
+            let dst_block = self.geometry.block_of(dst).0 as usize;
+            self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
         t = remap.settle(self, dev, chip, t)?;
         let timing = dev.erase(block, t)?;
