@@ -75,7 +75,7 @@ pub(crate) fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     }
     text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
         format!(
-            "`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ipl or host (SQLite)"
+            "`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ftl:nolgn, ipl or host (SQLite)"
         )
     })
 }

@@ -12,6 +12,7 @@ mod engine_bench;
 mod engine_compare;
 mod index_bench;
 mod inspect;
+mod memory;
 mod recovery_bench;
 mod runner;
 mod serve;
@@ -156,7 +157,7 @@ fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
     }
     flash::ftl::FtlKind::parse(text)
         .map(|kind| FtlChoice(Some(kind)))
-        .ok_or_else(|| format!("`{text}` is not one of noftl, page, dftl, block, bast, fast"))
+        .ok_or_else(|| format!("`{text}` is not one of noftl, page, dftl, block, bast, fast, nolgn"))
 }
 
 /// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.

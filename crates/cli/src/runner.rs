@@ -352,6 +352,8 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
+            memory_peak_rss_bytes: crate::memory::peak_rss_bytes(),
+            memory_device_bytes: self.target.device().storage().memory_bytes(),
             ftl,
         }
     }
@@ -361,6 +363,8 @@ impl Runner {
         self.target.flush()
     }
 }
+
+const MIB: f64 = (1u64 << 20) as f64;
 
 /// Metrics of one measured phase. Names follow the IPA paper's tables; units go last.
 #[derive(Clone, Debug, Serialize)]
@@ -390,6 +394,10 @@ pub struct Measured {
     pub wall_seconds: f64,
     pub host_writes_per_wall_second: f64,
     pub flash_page_programs_per_wall_second: f64,
+    /// The process's peak resident memory (VmHWM), loading included.
+    pub memory_peak_rss_bytes: Option<u64>,
+    /// What the emulated device keeps in memory at the end (page images, OOB, metadata).
+    pub memory_device_bytes: u64,
     /// On an FTL: its counters over the phase (merges, translation pages).
     pub ftl: Option<FtlCounters>,
 }
@@ -415,6 +423,8 @@ impl Measured {
             ("wall seconds".into(), f(self.wall_seconds, 3)),
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
             ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
+            ("device memory (MiB)".into(), f(self.memory_device_bytes as f64 / MIB, 1)),
+            ("peak RSS (MiB)".into(), self.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
         ];
         if let Some(c) = &self.ftl {
             rows.extend([

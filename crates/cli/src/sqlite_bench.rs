@@ -13,14 +13,17 @@
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
 //! CPU-only clock; `ftl:KIND` is SQLite through the VFS (`sqlite_flash`) on that FTL over
 //! the device the device flags describe. [`open_host`] is the one place that builds the
-//! `SqliteHost`.
+//! `SqliteHost`. `--journal` ([`SqliteJournal`], flash storage only) picks the
+//! `sqlite_flash::Journal`: `base-wal` (SQLite's WAL, the default), `sw-wal` (with
+//! `--storage ftl:page`) or `nolgn` (no log on NoLgn-FTL, with `--storage ftl:nolgn`;
+//! `--group-pages` per FTL commit under `--sync normal`).
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
 use flash::ftl::FtlConfig;
 use indicatif::{ProgressBar, ProgressStyle};
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
 use workloads::config::WorkloadConfig;
 use workloads::registry::Params;
@@ -41,6 +44,52 @@ pub enum Engine {
 
 fn count(range: workloads::limits::CountRange) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
     move |text| range.parse(text)
+}
+
+/// Who keeps SQLite's transactions atomic on flash: `--journal` of `bench --engine
+/// sqlite` and of `torture --engine sqlite`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SqliteJournal {
+    /// SQLite's write-ahead log through the file layer.
+    #[default]
+    #[value(alias = "wal")]
+    BaseWal,
+    /// SW-WAL: WAL frames page-aligned on flash, checkpoints by remapping (page FTL).
+    SwWal,
+    /// No log: NoLgn-FTL's transactions (nolgn FTL).
+    Nolgn,
+    /// SQLite's rollback journal, deleted at commit (torture only: the workloads run WAL).
+    Delete,
+}
+
+impl SqliteJournal {
+    /// SQLite's `journal_mode` under it.
+    pub fn mode(self) -> &'static str {
+        match self {
+            SqliteJournal::BaseWal | SqliteJournal::SwWal => "wal",
+            SqliteJournal::Nolgn => "off",
+            SqliteJournal::Delete => "delete",
+        }
+    }
+
+    /// The flag's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            SqliteJournal::BaseWal => "base-wal",
+            SqliteJournal::SwWal => "sw-wal",
+            SqliteJournal::Nolgn => "nolgn",
+            SqliteJournal::Delete => "delete",
+        }
+    }
+
+    /// The instance's journal; `group_pages` is NoLgn's commit group under NORMAL.
+    pub fn flash(self, group_pages: u32) -> Journal {
+        match self {
+            SqliteJournal::BaseWal | SqliteJournal::Delete => Journal::Sqlite,
+            SqliteJournal::SwWal => Journal::SwWal,
+            SqliteJournal::Nolgn => Journal::Nolgn { group_pages },
+        }
+    }
 }
 
 /// The flags of `bench --engine sqlite`.
@@ -82,17 +131,14 @@ pub struct SqliteArgs {
     /// Host storage: the SQLite database file (its -wal beside it) instead of memory.
     #[arg(long, value_name = "PATH")]
     sqlite_file: Option<PathBuf>,
-    /// SQLite on flash: base-wal (SQLite's WAL through the file layer) or sw-wal (WAL
-    /// frames page-aligned on flash, checkpoints by remapping; page FTL) [default: base-wal].
+    /// SQLite on flash: base-wal (SQLite's WAL through the file layer), sw-wal (WAL
+    /// frames page-aligned on flash, checkpoints by remapping; ftl:page) or nolgn (no
+    /// log; ftl:nolgn) [default: base-wal].
     #[arg(long, value_enum)]
     journal: Option<SqliteJournal>,
-}
-
-/// How SQLite on flash journals (`--journal`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SqliteJournal {
-    BaseWal,
-    SwWal,
+    /// --journal nolgn with --sync normal: SQLite page writes per FTL commit [default: 1000].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    group_pages: Option<u32>,
 }
 
 impl SqliteArgs {
@@ -111,6 +157,7 @@ impl SqliteArgs {
             ("--free-space", self.free_space.is_some()),
             ("--sqlite-file", self.sqlite_file.is_some()),
             ("--journal", self.journal.is_some()),
+            ("--group-pages", self.group_pages.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -166,8 +213,12 @@ fn open_host(
     storage: SqliteStorage,
     file: Option<&PathBuf>,
     device: &DeviceArgs,
-    journal: Option<SqliteJournal>,
+    journal: Option<Journal>,
 ) -> Result<Box<dyn SqliteHost>, String> {
+    let nolgn = matches!(journal, Some(Journal::Nolgn { .. }));
+    if nolgn && !matches!(storage, SqliteStorage::Ftl(flash::ftl::FtlKind::Nolgn)) {
+        return Err("--journal nolgn needs NoLgn-FTL: add --storage ftl:nolgn".into());
+    }
     if journal.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
         return Err("--journal chooses how SQLite on flash journals; it needs --storage ftl:KIND".into());
     }
@@ -184,8 +235,8 @@ fn open_host(
                 return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
             }
             let device = device.create()?;
-            let sw_wal = journal == Some(SqliteJournal::SwWal);
-            let options = FlashSqliteOptions { statement_cpu_ns: 0, sw_wal, ..Default::default() };
+            let options =
+                FlashSqliteOptions { statement_cpu_ns: 0, journal: journal.unwrap_or_default(), ..Default::default() };
             let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
                 .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
             Ok(Box::new(sqlite))
@@ -281,7 +332,14 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     };
     // Refuse bad parameters before opening anything.
     workloads::sqlite::find(&run.workload.name).and_then(|w| w.configure(&params)).map_err(spelled)?;
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, args.journal)?;
+    if args.group_pages.is_some() && args.journal != Some(SqliteJournal::Nolgn) {
+        return Err("--group-pages applies to --journal nolgn only".into());
+    }
+    if args.journal == Some(SqliteJournal::Delete) {
+        return Err("--journal delete is for the torture; the SQLite workloads run in WAL mode".into());
+    }
+    let journal = args.journal.map(|j| j.flash(args.group_pages.unwrap_or(1_000)));
+    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
@@ -294,12 +352,21 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     bar.finish_and_clear();
     let r = result?;
     print_result(&r);
+    let peak_rss = crate::memory::peak_rss_bytes();
     println!(
-        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run",
-        r.transactions, r.sim_seconds, r.load_sim_seconds, r.run_wall_seconds
+        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; peak RSS {}",
+        r.transactions,
+        r.sim_seconds,
+        r.load_sim_seconds,
+        r.run_wall_seconds,
+        peak_rss.map_or("unknown".into(), |b| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64))
     );
     if let Some(path) = &run.json {
-        let text = serde_json::to_string_pretty(&r).map_err(|e| format!("json: {e}"))? + "\n";
+        let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("memory_peak_rss_bytes".into(), serde_json::json!(peak_rss));
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(match &r.consistency_check {
@@ -352,6 +419,7 @@ mod tests {
                 serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
             assert!(v["run_wall_seconds"].as_f64().is_some());
             v.as_object_mut().unwrap().remove("run_wall_seconds");
+            v.as_object_mut().unwrap().remove("memory_peak_rss_bytes");
             v
         };
         let a = read("a.json");
@@ -385,9 +453,12 @@ mod tests {
         let file = PathBuf::from("x.db");
         let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None).err().unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, Some(SqliteJournal::SwWal)).err().unwrap();
+        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal)).err().unwrap();
         assert!(e.contains("needs --storage ftl"), "{e}");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(SqliteJournal::SwWal));
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal));
         assert!(e.err().unwrap().contains("only the page FTL"));
+        let nolgn = Some(SqliteJournal::Nolgn.flash(10));
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn).err().unwrap();
+        assert!(e.contains("add --storage ftl:nolgn"), "{e}");
     }
 }

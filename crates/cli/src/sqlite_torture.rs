@@ -10,7 +10,12 @@
 //! cuts SQLite's recovery (1–7 flash operations into the reopened database's first
 //! work), then reopens and checks again. Everything is seeded, so a failing cut replays
 //! with the same `--seed` and operation number.
+//!
+//! `--journal` is `bench`'s [`SqliteJournal`] (and `delete`): `sw-wal` runs SW-WAL on the
+//! page FTL; `nolgn` runs SQLite with no log on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`,
+//! the FTL forced to `nolgn`): every commit is one FTL transaction.
 
+use crate::sqlite_bench::SqliteJournal;
 use clap::{Args, ValueEnum};
 use flash::ftl::{FtlConfig, FtlKind};
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
@@ -34,59 +39,43 @@ pub enum Engine {
     Sqlite,
 }
 
-/// SQLite's journal mode during the torture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Journal {
-    Wal,
-    Delete,
-    /// SW-WAL: WAL frames page-aligned on flash, checkpoints by remapping (page FTL).
-    SwWal,
-}
-
-impl Journal {
-    /// SQLite's `journal_mode`.
-    fn mode(self) -> &'static str {
-        match self {
-            Journal::Wal | Journal::SwWal => "wal",
-            Journal::Delete => "delete",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Journal::SwWal => "sw-wal",
-            other => other.mode(),
-        }
-    }
-}
-
 /// Options of `torture --engine sqlite` (the others are shared with the bank torture).
 #[derive(Args)]
 pub struct SqliteTortureArgs {
     /// The database under torture.
     #[arg(long, value_enum, default_value_t = Engine::Deltaflash)]
     pub engine: Engine,
-    /// SQLite only: the FTL under it (page, dftl, block, bast, fast), with 25%
+    /// SQLite only: the FTL under it (page, dftl, block, bast, fast, nolgn), with 25%
     /// over-provisioning so GC fits the small torture device.
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,
-    /// SQLite only: journal mode (WAL, a rollback journal deleted at commit, or SW-WAL:
-    /// the WAL frame-aligned on flash and checkpoints by remapping, page FTL only).
-    #[arg(long, value_enum, default_value_t = Journal::Wal)]
-    pub journal: Journal,
+    /// SQLite only: base-wal (SQLite's WAL; `wal` also accepted), delete (a rollback
+    /// journal deleted at commit), sw-wal (the WAL frame-aligned on flash, checkpoints
+    /// by remapping; page FTL only) or nolgn (no log, on NoLgn-FTL, whatever
+    /// --sqlite-ftl says).
+    #[arg(long, value_enum, default_value_t = SqliteJournal::BaseWal)]
+    pub journal: SqliteJournal,
 }
 
 fn ftl_kind(s: &str) -> Result<FtlKind, String> {
-    FtlKind::parse(s).ok_or_else(|| format!("unknown FTL `{s}` (expected page, dftl, block, bast or fast)"))
+    FtlKind::parse(s).ok_or_else(|| format!("unknown FTL `{s}` (expected page, dftl, block, bast, fast or nolgn)"))
 }
 
 /// One run's shape.
 struct Config {
     geometry: Geometry,
     ftl: FtlConfig,
-    journal: Journal,
+    journal: SqliteJournal,
+    options: FlashSqliteOptions,
     accounts: u32,
     transfers: u32,
+}
+
+impl Config {
+    /// Options of a reopened database: the defaults, with the run's journal.
+    fn reopen(&self) -> FlashSqliteOptions {
+        FlashSqliteOptions { journal: self.options.journal, ..FlashSqliteOptions::default() }
+    }
 }
 
 #[derive(Default)]
@@ -106,10 +95,13 @@ pub fn run(
     accounts: u32,
     transfers: u32,
 ) -> Result<bool, String> {
+    let kind = if args.journal == SqliteJournal::Nolgn { FtlKind::Nolgn } else { args.ftl };
+    let journal = args.journal.flash(1_000);
     let config = Config {
         geometry,
-        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(args.ftl) },
+        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) },
         journal: args.journal,
+        options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal },
         accounts,
         transfers,
     };
@@ -117,7 +109,7 @@ pub fn run(
     eprintln!(
         "sqlite bank ({} journal, {} FTL): {accounts} accounts, {transfers} transfers ({run_ops} flash operations after a {load_ops}-operation load); {cuts} cuts",
         config.journal.name(),
-        args.ftl.name()
+        kind.name()
     );
     let bar = crate::progress(cuts as u64, "cuts");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -153,7 +145,7 @@ fn operations(c: nand::DeviceCounters) -> u64 {
 /// Flash operations of the load and of the transfers, without a cut.
 fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
     let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
-    let db = load(device, config, seed)?;
+    let db = load(device, config)?;
     let load_ops = operations(db.device_counters());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for i in 0..config.transfers {
@@ -163,13 +155,9 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
 }
 
 /// Creates the database and the accounts (one transaction).
-fn load(device: Device, config: &Config, seed: u64) -> Result<FlashSqlite, String> {
-    let db = FlashSqlite::create(
-        device,
-        &config.ftl,
-        FlashSqliteOptions { statement_cpu_ns: 10_000, seed, sw_wal: config.journal == Journal::SwWal },
-    )
-    .map_err(|e| format!("creating the database: {e}"))?;
+fn load(device: Device, config: &Config) -> Result<FlashSqlite, String> {
+    let db =
+        FlashSqlite::create(device, &config.ftl, config.options).map_err(|e| format!("creating the database: {e}"))?;
     let c = db.connection();
     let setup = || -> rusqlite::Result<()> {
         let _: String = c.query_row(&format!("PRAGMA journal_mode={}", config.journal.mode()), [], |r| r.get(0))?;
@@ -233,7 +221,7 @@ fn run_cut(
     kinds: &mut CutKinds,
 ) -> Result<(), String> {
     let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
-    let db = load(Device::new(Box::new(storage)), config, seed)?;
+    let db = load(Device::new(Box::new(storage)), config)?;
     let mut committed = BTreeSet::new();
     let mut in_flight = None;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -258,7 +246,7 @@ fn run_cut(
     }
     device.power_on();
     let mut may_be_present: Vec<i64> = in_flight.into_iter().collect();
-    let mut db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening: {e}"))?;
+    let mut db = FlashSqlite::open_with(device, 0, config.reopen()).map_err(|e| format!("reopening: {e}"))?;
     if let Some(after) = recovery_cut {
         db.arm_power_cut(after);
         // Cut or not, this first check is not judged: the second one is.
@@ -269,7 +257,8 @@ fn run_cut(
         }
         device.power_on();
         may_be_present.push(PROBES[0]);
-        db = FlashSqlite::open(device, 0).map_err(|e| format!("reopening after the recovery cut: {e}"))?;
+        db = FlashSqlite::open_with(device, 0, config.reopen())
+            .map_err(|e| format!("reopening after the recovery cut: {e}"))?;
     }
     check(&db, config, &committed, &may_be_present, PROBES[1]).map_err(|e| match db.last_io_error() {
         Some(io) => format!("{e} (last flash error: {io})"),

@@ -6,7 +6,16 @@ use std::path::Path;
 
 /// An `ftl-bench` JSON without its wall-time fields.
 fn json_without_wall_time(path: &Path) -> serde_json::Value {
-    json_without(path, &["wall_seconds", "host_writes_per_wall_second", "flash_page_programs_per_wall_second"])
+    json_without(
+        path,
+        &[
+            "wall_seconds",
+            "host_writes_per_wall_second",
+            "flash_page_programs_per_wall_second",
+            "memory_peak_rss_bytes",
+            "memory_device_bytes",
+        ],
+    )
 }
 
 #[test]

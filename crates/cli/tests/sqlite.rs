@@ -25,6 +25,20 @@ fn sqlite_torture_survives_200_power_cuts_in_wal_mode() {
     assert!(stdout.contains("cuts hit: ") && stdout.contains("50 restarts cut again"), "{stdout}");
 }
 
+/// No log at all: each commit is one NoLgn-FTL transaction; a cut anywhere (GC
+/// erases included) leaves the last acknowledged commit.
+#[test]
+fn sqlite_torture_survives_120_power_cuts_with_no_log_on_nolgn() {
+    let mut args = vec!["torture", "--engine", "sqlite", "--journal", "nolgn", "--cuts", "120", "--seed", "9"];
+    args.extend(["--accounts", "200", "--transfers", "400"]);
+    args.extend(SMALL);
+    let out = deltaflash(&args);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("120 passed, 0 failed"), "{stdout}");
+    assert!(text(&out.stderr).contains("(nolgn journal, nolgn FTL)"), "{}", text(&out.stderr));
+}
+
 #[test]
 fn sqlite_torture_survives_100_power_cuts_with_sw_wal() {
     // Checkpoints every 64 frames remap database pages onto WAL frames; cuts land in

@@ -95,6 +95,22 @@ pub enum Error {
         page: u32,
         what: String,
     },
+    /// A transactional operation (`begin_tx`, `write_tx`, `commit`, `abort`) on an FTL
+    /// that has none.
+    NotTransactional {
+        ftl: String,
+    },
+    /// NoLgn-FTL's P2P table holds `entries` open-transaction pages: the write is
+    /// refused (nothing written) until a transaction commits or aborts.
+    P2pFull {
+        entries: u32,
+    },
+    /// A transactional operation the FTL's transactions do not allow (unknown tid,
+    /// a page another open transaction holds, commit before the end page).
+    Transaction {
+        tid: u32,
+        what: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -125,6 +141,14 @@ impl fmt::Display for Error {
                 f,
                 "region {region}: a completed page is corrupt beyond attribution (block {block}, page {page}): {what}; the region cannot tell which logical page it held and refuses to open"
             ),
+            Error::NotTransactional { ftl } => {
+                write!(f, "the {ftl} FTL has no transactions (write_tx, commit and abort need the nolgn FTL)")
+            }
+            Error::P2pFull { entries } => write!(
+                f,
+                "NoLgn-FTL: the P2P table is full ({entries} pages of open transactions); commit or abort one before writing more"
+            ),
+            Error::Transaction { tid, what } => write!(f, "NoLgn-FTL transaction {tid}: {what}"),
         }
     }
 }

@@ -3,6 +3,14 @@
 //! The region keeps its per-block bookkeeping as a slice of [`BlockSnapshot`] per chip
 //! and hands that slice to these functions, which only choose; the region executes the
 //! choice. Ties go to the lowest block index, so choices are deterministic.
+//!
+//! [`BlockTable`] holds those snapshots for a NoFTL region or an FTL's page store and
+//! keeps, beside them, an index of the full blocks by valid count, so greedy GC finds its
+//! victim without scanning the chip: the lowest non-empty valid-count bucket, and in it
+//! the lowest block index (the same tie rule as the scan, [`choose_victim_within`]).
+//! Invariant: a block is in exactly one bucket of its chip's index, the one of its valid
+//! count, iff its state is [`BlockState::Full`]; every change goes through the table's
+//! setters, which keep that true.
 
 use serde::{Deserialize, Serialize};
 
@@ -52,14 +60,11 @@ impl std::str::FromStr for VictimPolicy {
     }
 }
 
-/// Picks a GC victim among full blocks that have at least one invalid page.
-/// `usable_pages` is how many pages a block holds in this region.
-pub fn choose_victim(blocks: &[BlockSnapshot], usable_pages: u32, policy: VictimPolicy, now_seq: u64) -> Option<usize> {
-    choose_victim_within(blocks, usable_pages, policy, now_seq, usable_pages)
-}
-
-/// [`choose_victim`] among blocks with at most `max_valid` valid pages (the room GC
-/// has left to move them to).
+/// Picks a GC victim among full blocks that have at least one invalid page and at most
+/// `max_valid` valid pages (the room GC has left to move them to), by scanning the
+/// chip. `usable_pages` is how many pages a block holds in this region. Ties go to the
+/// lowest index. [`BlockTable::choose_victim`] gives the same answer without the scan
+/// for greedy GC.
 pub fn choose_victim_within(
     blocks: &[BlockSnapshot],
     usable_pages: u32,
@@ -84,6 +89,186 @@ pub fn choose_victim_within(
                 }
             }
             best.map(|(i, _)| i)
+        }
+    }
+}
+
+/// A set of small integers below a fixed bound, as a bitmap with a summary word per 64
+/// words, so the lowest member is found in (bound / 4096) + 2 word reads.
+#[derive(Clone, Debug)]
+struct BitSet {
+    words: Vec<u64>,
+    /// Bit `w` set iff `words[w]` is not zero.
+    summary: Vec<u64>,
+}
+
+impl BitSet {
+    fn new(bound: usize) -> BitSet {
+        let words = bound.div_ceil(64);
+        BitSet { words: vec![0; words], summary: vec![0; words.div_ceil(64)] }
+    }
+
+    fn insert(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+        self.summary[i / 4096] |= 1 << ((i / 64) % 64);
+    }
+
+    fn remove(&mut self, i: usize) {
+        let word = &mut self.words[i / 64];
+        *word &= !(1 << (i % 64));
+        if *word == 0 {
+            self.summary[i / 4096] &= !(1 << ((i / 64) % 64));
+        }
+    }
+
+    fn first(&self) -> Option<usize> {
+        let (s, summary) = self.summary.iter().enumerate().find(|(_, &w)| w != 0)?;
+        let w = s * 64 + summary.trailing_zeros() as usize;
+        Some(w * 64 + self.words[w].trailing_zeros() as usize)
+    }
+}
+
+/// One chip's full blocks by valid count.
+#[derive(Clone, Debug)]
+struct ChipIndex {
+    /// `buckets[v]`: blocks (index within the chip) with `v` valid pages.
+    buckets: Vec<BitSet>,
+    /// Members per bucket, and the buckets that have any.
+    sizes: Vec<u32>,
+    nonempty: BitSet,
+}
+
+impl ChipIndex {
+    fn new(blocks_per_chip: usize, usable_pages: u32) -> ChipIndex {
+        let buckets = usable_pages as usize + 1;
+        ChipIndex {
+            buckets: vec![BitSet::new(blocks_per_chip); buckets],
+            sizes: vec![0; buckets],
+            nonempty: BitSet::new(buckets),
+        }
+    }
+
+    fn insert(&mut self, valid: u32, block: usize) {
+        let v = valid as usize;
+        self.buckets[v].insert(block);
+        self.sizes[v] += 1;
+        if self.sizes[v] == 1 {
+            self.nonempty.insert(v);
+        }
+    }
+
+    fn remove(&mut self, valid: u32, block: usize) {
+        let v = valid as usize;
+        self.buckets[v].remove(block);
+        self.sizes[v] -= 1;
+        if self.sizes[v] == 0 {
+            self.nonempty.remove(v);
+        }
+    }
+}
+
+/// The blocks of a region or page store, chip after chip (`blocks_per_chip` each), with
+/// the greedy victim index described in the module comment.
+#[derive(Clone, Debug)]
+pub struct BlockTable {
+    blocks: Vec<BlockSnapshot>,
+    blocks_per_chip: usize,
+    usable_pages: u32,
+    chips: Vec<ChipIndex>,
+}
+
+impl std::ops::Index<usize> for BlockTable {
+    type Output = BlockSnapshot;
+    fn index(&self, i: usize) -> &BlockSnapshot {
+        &self.blocks[i]
+    }
+}
+
+impl BlockTable {
+    /// `chips × blocks_per_chip` free blocks of `usable_pages` pages each.
+    pub fn new(chips: usize, blocks_per_chip: u32, usable_pages: u32) -> BlockTable {
+        let bpc = blocks_per_chip as usize;
+        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
+        BlockTable {
+            blocks: vec![blank; chips * bpc],
+            blocks_per_chip: bpc,
+            usable_pages,
+            chips: (0..chips).map(|_| ChipIndex::new(bpc, usable_pages)).collect(),
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, BlockSnapshot> {
+        self.blocks.iter()
+    }
+
+    /// The snapshots of one chip's blocks (for the scanning policies).
+    pub fn chip(&self, chip: usize) -> &[BlockSnapshot] {
+        &self.blocks[chip * self.blocks_per_chip..(chip + 1) * self.blocks_per_chip]
+    }
+
+    /// Replaces a block's snapshot whole.
+    pub fn set(&mut self, i: usize, snapshot: BlockSnapshot) {
+        self.unindex(i);
+        self.blocks[i] = snapshot;
+        self.index(i);
+    }
+
+    pub fn set_state(&mut self, i: usize, state: BlockState) {
+        self.set(i, BlockSnapshot { state, ..self.blocks[i] });
+    }
+
+    pub fn set_erase_count(&mut self, i: usize, erase_count: u32) {
+        self.blocks[i].erase_count = erase_count;
+    }
+
+    pub fn set_last_write_seq(&mut self, i: usize, seq: u64) {
+        self.blocks[i].last_write_seq = seq;
+    }
+
+    /// One more live page in block `i`.
+    pub fn add_valid(&mut self, i: usize) {
+        self.unindex(i);
+        self.blocks[i].valid += 1;
+        self.index(i);
+    }
+
+    /// One live page fewer in block `i`.
+    pub fn sub_valid(&mut self, i: usize) {
+        self.unindex(i);
+        self.blocks[i].valid -= 1;
+        self.index(i);
+    }
+
+    fn index(&mut self, i: usize) {
+        let b = self.blocks[i];
+        if b.state == BlockState::Full {
+            self.chips[i / self.blocks_per_chip].insert(b.valid, i % self.blocks_per_chip);
+        }
+    }
+
+    fn unindex(&mut self, i: usize) {
+        let b = self.blocks[i];
+        if b.state == BlockState::Full {
+            self.chips[i / self.blocks_per_chip].remove(b.valid, i % self.blocks_per_chip);
+        }
+    }
+
+    /// [`choose_victim_within`] on one chip: the victim's index within the chip. Greedy
+    /// reads the index (the lowest valid count below a full block, then the lowest
+    /// block); cost-benefit scores every block, so it scans.
+    pub fn choose_victim(&self, chip: usize, policy: VictimPolicy, now_seq: u64, max_valid: u32) -> Option<usize> {
+        match policy {
+            VictimPolicy::Greedy => {
+                let index = &self.chips[chip];
+                let valid = index.nonempty.first()?;
+                if valid as u32 >= self.usable_pages || valid as u32 > max_valid {
+                    return None;
+                }
+                index.buckets[valid].first()
+            }
+            VictimPolicy::CostBenefit => {
+                choose_victim_within(self.chip(chip), self.usable_pages, policy, now_seq, max_valid)
+            }
         }
     }
 }
@@ -113,8 +298,8 @@ mod tests {
     fn greedy_takes_fewest_valid_and_skips_non_full() {
         let mut blocks = vec![full(5, 0, 0), full(2, 0, 0), full(2, 0, 0), full(8, 0, 0)];
         blocks.push(BlockSnapshot { state: BlockState::Active, valid: 0, erase_count: 0, last_write_seq: 0 });
-        assert_eq!(choose_victim(&blocks, 8, VictimPolicy::Greedy, 0), Some(1));
-        assert_eq!(choose_victim(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0), None, "nothing to reclaim");
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 0, 8), Some(1));
+        assert_eq!(choose_victim_within(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0, 8), None, "nothing to reclaim");
         assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 1), None, "no room to move");
         assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 2), Some(1));
     }
@@ -123,8 +308,8 @@ mod tests {
     fn cost_benefit_prefers_old_blocks() {
         // Block 0: fewer valid but just written; block 1: a bit fuller but very old.
         let blocks = [full(3, 0, 1000), full(4, 0, 0)];
-        assert_eq!(choose_victim(&blocks, 8, VictimPolicy::Greedy, 1000), Some(0));
-        assert_eq!(choose_victim(&blocks, 8, VictimPolicy::CostBenefit, 1000), Some(1));
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 1000, 8), Some(0));
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 1000, 8), Some(1));
     }
 
     #[test]
@@ -136,5 +321,48 @@ mod tests {
         ];
         assert_eq!(choose_wear_victim(&blocks, 16), Some(1));
         assert_eq!(choose_wear_victim(&blocks, 17), None);
+    }
+
+    proptest::proptest! {
+        /// The table's greedy choice is the scan's, whatever sequence of state and
+        /// valid-count changes led there (ties: lowest block index).
+        #[test]
+        fn greedy_index_matches_the_scan(
+            ops in proptest::collection::vec((0usize..3 * 70, 0u8..6, 0u32..10), 1..400),
+            max_valid in 0u32..10,
+        ) {
+            let (chips, bpc, usable) = (3, 70, 8);
+            let mut table = BlockTable::new(chips, bpc, usable);
+            for (i, op, arg) in ops {
+                let b = table[i];
+                match op {
+                    0 => table.set_state(i, BlockState::Full),
+                    1 => table.set_state(i, [BlockState::Free, BlockState::Active, BlockState::Retired][arg as usize % 3]),
+                    2 | 3 if b.valid < usable => table.add_valid(i),
+                    4 if b.valid > 0 => table.sub_valid(i),
+                    5 => table.set(i, BlockSnapshot { valid: arg.min(usable), ..b }),
+                    _ => {}
+                }
+                for chip in 0..chips {
+                    let scan = choose_victim_within(table.chip(chip), usable, VictimPolicy::Greedy, 0, max_valid);
+                    proptest::prop_assert_eq!(table.choose_victim(chip, VictimPolicy::Greedy, 0, max_valid), scan);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bitset_finds_the_lowest_member_across_summary_words() {
+        let mut set = BitSet::new(10_000);
+        assert_eq!(set.first(), None);
+        for i in [9_999, 4_096, 8_200] {
+            set.insert(i);
+        }
+        assert_eq!(set.first(), Some(4_096));
+        set.remove(4_096);
+        assert_eq!(set.first(), Some(8_200));
+        set.remove(8_200);
+        set.remove(9_999);
+        assert_eq!(set.first(), None);
     }
 }

@@ -94,6 +94,9 @@ impl Storage for BitRot {
     fn oob(&self, ppn: Ppn) -> Option<&[u8]> {
         self.rotten.get(&ppn).map(|(_, o)| &o[..]).or_else(|| self.inner.oob(ppn))
     }
+    fn memory_bytes(&self) -> u64 {
+        self.inner.memory_bytes()
+    }
     fn program_count(&self, ppn: Ppn) -> u8 {
         self.inner.program_count(ppn)
     }

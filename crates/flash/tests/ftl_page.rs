@@ -438,3 +438,44 @@ fn dftl_format_refuses_over_provisioning_below_its_gc_reserve() {
     c.kind = FtlKind::Page;
     assert!(ftl::format(small_device(), &c).is_ok(), "the page FTL writes two streams, not three");
 }
+
+/// The tombstone's allocation may run GC, and GC may move the trimmed page: the trim
+/// must kill the page where it is after the allocation, not where it was before (the
+/// old code killed the stale address: a debug assertion, else a live page leaked).
+#[test]
+fn a_trim_whose_allocation_collects_the_trimmed_page_kills_its_new_copy() {
+    let mut g = geometry();
+    (g.channels, g.blocks_per_chip, g.pages_per_block) = (1, 8, 4);
+    let mut c = config(FtlKind::Page, 0, VictimPolicy::Greedy);
+    c.over_provisioning = 0.5;
+    c.gc.foreground_free_blocks = 2;
+    c.gc.background_free_blocks = 2;
+    let mut ftl = ftl::format(Device::new(Box::new(MemoryStorage::new(g, true))), &c).unwrap();
+    ftl.write(0, &page(0, 1, 0), 1_000).unwrap();
+    // Blocks 0-5 fill; block 0 then holds one valid page, lpn 0's, and 2 blocks are free.
+    let lpns = [1, 2, 3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4, 13, 14, 15, 9];
+    let mut model: HashMap<u32, Vec<u8>> = HashMap::new();
+    for (i, lpn) in lpns.into_iter().enumerate() {
+        model.insert(lpn, page(lpn, 1, i as u32 + 1));
+        ftl.write(lpn, &model[&lpn], 2_000).unwrap();
+    }
+    assert_eq!(ftl.counters().gc_erases, 0);
+    // The tombstone opens block 6, which collects block 0 (greedy), moving lpn 0's page.
+    ftl.trim(0, 3_000).unwrap();
+    let k = ftl.counters();
+    assert!(k.gc_erases >= 1 && k.gc_page_migrations >= 1, "the trim's allocation collected: {k:?}");
+    // More writes make GC visit the moved copy's block: a leaked live page would be
+    // copied again (and a rebuild would still find every page right).
+    for round in 0..6u32 {
+        for lpn in 1..16 {
+            model.insert(lpn, page(lpn, 2, round));
+            ftl.write(lpn, &model[&lpn], 4_000).unwrap();
+        }
+    }
+    assert!(ftl.read(0, 5_000).unwrap().is_none());
+    let (mut ftl, now) = reopen(ftl, 6_000);
+    assert!(ftl.read(0, now).unwrap().is_none());
+    for (lpn, bytes) in &model {
+        assert_eq!(ftl.read(*lpn, now).unwrap().map(|r| r.data.to_vec()).as_ref(), Some(bytes), "lpn {lpn}");
+    }
+}

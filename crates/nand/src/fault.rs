@@ -97,6 +97,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn oob(&self, ppn: Ppn) -> Option<&[u8]> {
         self.inner.oob(ppn)
     }
+    fn memory_bytes(&self) -> u64 {
+        self.inner.memory_bytes()
+    }
     fn program_count(&self, ppn: Ppn) -> u8 {
         self.inner.program_count(ppn)
     }

@@ -5,6 +5,11 @@
 //! small, cache-resident array goes up) instead of copying the page, and an erase hands
 //! buffers back to a free list rather than to the allocator. Memory therefore grows to
 //! the peak number of distinct page images held at once and is reused from there.
+//!
+//! A page of one repeated byte (all zeroes, a fill pattern such as an aging run's
+//! ballast) is kept once: the pool holds a reference to it for good, so every page
+//! programmed with it shares that buffer, and a later change copies it (copy on write).
+//! At most 256 such buffers exist.
 
 const CHUNK_PAGES: usize = 256;
 
@@ -17,15 +22,44 @@ pub(crate) struct PagePool {
     chunks: Vec<Vec<u8>>,
     refs: Vec<u32>,
     free: Vec<u32>,
+    /// `uniform[b]`: the shared buffer of a page whose bytes are all `b`, or `NO_BUFFER`.
+    uniform: Box<[u32; 256]>,
 }
 
 impl PagePool {
     pub(crate) fn new(page_bytes: usize) -> Self {
-        PagePool { page_bytes, chunks: Vec::new(), refs: Vec::new(), free: Vec::new() }
+        PagePool {
+            page_bytes,
+            chunks: Vec::new(),
+            refs: Vec::new(),
+            free: Vec::new(),
+            uniform: Box::new([NO_BUFFER; 256]),
+        }
     }
 
-    /// A buffer holding `bytes` (which must be one page long).
+    /// A buffer holding `bytes` (which must be one page long); shared when they are one
+    /// repeated byte.
     pub(crate) fn alloc_with(&mut self, bytes: &[u8]) -> u32 {
+        let Some((&first, rest)) = bytes.split_first() else { return self.alloc_copy(bytes) };
+        // All bytes equal iff the page equals itself shifted by one (one memcmp, which
+        // stops at the first difference: at once for most data).
+        if rest != &bytes[..rest.len()] {
+            return self.alloc_copy(bytes);
+        }
+        let id = match self.uniform[first as usize] {
+            NO_BUFFER => {
+                // The pool's own reference keeps it for good.
+                let id = self.alloc_copy(bytes);
+                self.uniform[first as usize] = id;
+                id
+            }
+            id => id,
+        };
+        self.share(id)
+    }
+
+    /// A new buffer of its own holding `bytes`.
+    fn alloc_copy(&mut self, bytes: &[u8]) -> u32 {
         self.alloc(|page| page.copy_from_slice(bytes), |chunk| chunk.extend_from_slice(bytes))
     }
 
@@ -59,6 +93,13 @@ impl PagePool {
         };
         self.refs[id as usize] = 1;
         id
+    }
+
+    /// Bytes of the buffers some page (or the pool's table of repeated-byte pages)
+    /// holds, plus their reference counts.
+    pub(crate) fn bytes_in_use(&self) -> u64 {
+        let in_use = (self.refs.len() - self.free.len()) as u64;
+        in_use * self.page_bytes as u64 + self.refs.len() as u64 * 4
     }
 
     pub(crate) fn get(&self, id: u32) -> &[u8] {
@@ -102,7 +143,7 @@ impl PagePool {
         }
         let copy = self.get(id).to_vec();
         self.release(id);
-        self.alloc_with(&copy)
+        self.alloc_copy(&copy)
     }
 
     pub(crate) fn get_unique_mut(&mut self, id: u32) -> &mut [u8] {
@@ -118,7 +159,7 @@ mod tests {
     #[test]
     fn share_release_and_copy_on_write() {
         let mut pool = PagePool::new(8);
-        let a = pool.alloc_with(&[1; 8]);
+        let a = pool.alloc_with(&[1, 2, 3, 4, 5, 6, 7, 8]);
         let b = pool.share(a);
         assert_eq!(a, b);
         let c = pool.make_unique(b);
@@ -127,9 +168,26 @@ mod tests {
         assert_eq!(pool.get(a)[0], 1);
         pool.release(a);
         // `a` is free again and is reused before the pool grows.
-        let d = pool.alloc_with(&[2; 8]);
+        let d = pool.alloc_with(&[8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(d, a);
         let e = pool.make_unique(NO_BUFFER);
         assert_eq!(pool.get(e), &[0xFF; 8]);
+    }
+
+    #[test]
+    fn pages_of_one_repeated_byte_share_a_buffer_until_changed() {
+        let mut pool = PagePool::new(8);
+        let a = pool.alloc_with(&[0xA5; 8]);
+        let b = pool.alloc_with(&[0xA5; 8]);
+        assert_eq!(a, b, "one buffer for every page of 0xA5");
+        assert_ne!(pool.alloc_with(&[0; 8]), a);
+        let mixed = pool.alloc_with(&[0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0]);
+        assert_ne!(mixed, a);
+        let c = pool.make_unique(b);
+        assert_ne!(c, a, "a change copies the shared buffer");
+        pool.get_unique_mut(c)[0] = 0;
+        assert_eq!(pool.get(a), &[0xA5; 8]);
+        pool.release(a); // `b` went with the copy: no page holds the shared buffer now
+        assert_eq!(pool.alloc_with(&[0xA5; 8]), a, "the pool keeps it while no page holds it");
     }
 }

@@ -86,6 +86,10 @@ pub trait Storage: Send {
     /// layout). Persisted with the device, not timed.
     fn config_area(&self) -> &[u8];
     fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), Error>;
+    /// Bytes the store keeps in memory for the device's state (page images, OOB,
+    /// per-page and per-block metadata), for reports of memory use against what a run
+    /// wrote.
+    fn memory_bytes(&self) -> u64;
     /// A durability point: an image-backed store `fdatasync`s here as its sync mode
     /// says. A no-op for stores without a durable form.
     fn sync(&mut self, _point: SyncPoint) -> Result<(), ImageError> {
@@ -446,6 +450,13 @@ impl Storage for MemoryStorage {
         }
         self.config_area = bytes;
         Ok(())
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        let g = &self.geometry;
+        let cells = std::mem::size_of::<BlockCells>() as u64 + g.pages_per_block as u64 * (4 + g.oob_bytes as u64);
+        let resident = (self.blocks.iter().filter(|b| b.is_some()).count() + self.spare_blocks.len()) as u64;
+        g.memory_footprint().upfront_bytes + resident * cells + self.pool.bytes_in_use()
     }
 
     fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {

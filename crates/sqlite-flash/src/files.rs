@@ -31,9 +31,19 @@
 //! SW-WAL (`swwal.rs`, when the table says so): `-wal` files are frame-aligned, and a
 //! write that repeats the WAL frame SQLite just read becomes a remap queued in RAM until
 //! the next sync, like a write in a volatile cache (its own fault model is there).
+//!
+//! NoLgn mode ([`FileStore::set_transactional`], on NoLgn-FTL): one file's page writes
+//! (SQLite's main database, journal off) stay in RAM like a page cache until a commit
+//! point, then reach the FTL as one transaction (`write_tx`, the last page with the end
+//! flag, `commit`), with the file table in the same transaction when the file grew or
+//! shrank: a cut leaves the last committed pages and table, never a mix. A commit point
+//! is every sync, or, grouping (SQLite's `synchronous=NORMAL`), the first sync once
+//! `group_pages` page writes are held. A flush the FTL refuses (its P2P table full)
+//! is aborted and the held pages are dropped. Extents the file gives up are freed
+//! (trimmed) only after the commit that records it.
 
 use crate::error::Error;
-use flash::ftl::Ftl;
+use flash::ftl::{Ftl, FtlKind};
 use nand::{SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -123,6 +133,22 @@ pub struct FileCounters {
     pub syncs: u64,
 }
 
+/// NoLgn mode: the held pages of the transactional file, by logical page.
+struct TxCache {
+    file: String,
+    group_pages: u64,
+    /// SQLite runs `synchronous=NORMAL`: commit points wait for `group_pages`.
+    grouping: bool,
+    /// Written since the last sync (SQLite's open transaction).
+    current: BTreeMap<u32, Vec<u8>>,
+    /// Synced by SQLite, not yet committed in the FTL.
+    group: BTreeMap<u32, Vec<u8>>,
+    /// Page writes SQLite made since the last FTL commit.
+    group_writes: u64,
+    /// Extents given up since the last FTL commit, freed after it.
+    freed: Vec<Extent>,
+}
+
 /// SQLite's files on an FTL.
 pub struct FileStore {
     ftl: Box<dyn Ftl>,
@@ -139,6 +165,8 @@ pub struct FileStore {
     counters: FileCounters,
     /// `Some` when the store runs SW-WAL.
     sw_wal: Option<swwal::SwWal>,
+    /// `Some` in NoLgn mode.
+    tx: Option<TxCache>,
 }
 
 impl FileStore {
@@ -220,12 +248,67 @@ impl FileStore {
             dirty: false,
             counters: FileCounters::default(),
             sw_wal: None,
+            tx: None,
         })
     }
 
     /// Simulated time: when the last I/O ended (or later, after [`FileStore::advance`]).
     pub fn now(&self) -> SimTime {
         self.now
+    }
+
+    /// NoLgn mode for `file` (see the module comment); the FTL must be NoLgn-FTL.
+    pub fn set_transactional(&mut self, file: &str, group_pages: u64) -> Result<(), Error> {
+        if self.ftl.kind() != FtlKind::Nolgn {
+            return Err(Error::Flash(flash::Error::NotTransactional { ftl: self.ftl.kind().name().into() }));
+        }
+        self.tx = Some(TxCache {
+            file: file.to_string(),
+            group_pages,
+            grouping: false,
+            current: BTreeMap::new(),
+            group: BTreeMap::new(),
+            group_writes: 0,
+            freed: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// NoLgn mode: whether commit points wait for `group_pages` page writes.
+    pub fn set_grouping(&mut self, grouping: bool) {
+        if let Some(tx) = self.tx.as_mut() {
+            tx.grouping = grouping;
+        }
+    }
+
+    /// Whether NoLgn mode is on.
+    pub fn transactional(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// NoLgn mode: SQLite left `name`'s transaction without syncing it (a rollback);
+    /// the pages it wrote since the last sync are dropped.
+    pub fn abandon(&mut self, name: &str) {
+        if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
+            tx.current.clear();
+        }
+    }
+
+    /// The held page of `lpn` in NoLgn mode.
+    fn held(&self, lpn: u32) -> Option<&[u8]> {
+        let tx = self.tx.as_ref()?;
+        tx.current.get(&lpn).or_else(|| tx.group.get(&lpn)).map(|p| &p[..])
+    }
+
+    /// Writes a whole logical page of `name`: held in NoLgn mode, else to the FTL.
+    fn put(&mut self, name: &str, lpn: u32, page: &[u8], now: SimTime) -> Result<SimTime, Error> {
+        if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
+            tx.current.insert(lpn, page.to_vec());
+            tx.group_writes += 1;
+            return Ok(now);
+        }
+        self.before_overwrite(lpn)?;
+        Ok(self.ftl.write(lpn, page, now)?.end_ns)
     }
 
     /// Lets simulated time pass (CPU work, a sleep).
@@ -295,6 +378,12 @@ impl FileStore {
             let n = (self.page_bytes - in_page).min(avail - pos);
             let target = &mut buf[pos..pos + n];
             match self.files.get(name).and_then(|f| f.lpn(at / pb)) {
+                Some(lpn) if self.held(lpn).is_some() => {
+                    self.counters.read_pages += 1;
+                    if let Some(page) = self.held(lpn) {
+                        target.copy_from_slice(&page[in_page..in_page + n]);
+                    }
+                }
                 Some(lpn) => {
                     self.counters.read_pages += 1;
                     match self.ftl.read(self.resolve(lpn), issued)? {
@@ -317,6 +406,16 @@ impl FileStore {
     /// Writes `data` at `offset`, growing the file (and its extents) as needed. The
     /// pages go to the FTL together; partial pages are read first.
     pub fn write(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
+        let result = self.write_pages(name, offset, data);
+        if result.is_err() {
+            // NoLgn mode: SQLite's commit failed and it will roll back (it may keep its
+            // lock, so `abandon` on unlock would come too late).
+            self.abandon(name);
+        }
+        result
+    }
+
+    fn write_pages(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
         if data.is_empty() {
             return Ok(());
         }
@@ -344,9 +443,8 @@ impl FileStore {
             let in_page = (at % pb) as usize;
             let n = (self.page_bytes - in_page).min(data.len() - pos);
             let lpn = self.lpn(name, index)?;
-            let timing = if n == self.page_bytes {
-                self.before_overwrite(lpn)?;
-                self.ftl.write(lpn, &data[pos..pos + n], issued)?
+            let done = if n == self.page_bytes {
+                self.put(name, lpn, &data[pos..pos + n], issued)?
             } else {
                 let ready = self.read_page_into(lpn, index * pb < old_size, &mut page, issued)?;
                 // Bytes at or past the old end read as zeros, whatever the page held.
@@ -354,11 +452,10 @@ impl FileStore {
                     page[old_size.saturating_sub(index * pb) as usize..].fill(0);
                 }
                 page[in_page..in_page + n].copy_from_slice(&data[pos..pos + n]);
-                self.before_overwrite(lpn)?;
-                self.ftl.write(lpn, &page, ready)?
+                self.put(name, lpn, &page, ready)?
             };
             self.counters.write_pages += 1;
-            end = end.max(timing.end_ns);
+            end = end.max(done);
             pos += n;
         }
         self.now = end;
@@ -392,6 +489,19 @@ impl FileStore {
         let entry = self.entry_mut(name)?;
         entry.size = size;
         let freed = split_off_pages(&mut entry.extents, size.div_ceil(pb));
+        if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
+            // Recorded by the next commit's table, freed after it.
+            for e in &freed {
+                for lpn in e.first..e.first + e.pages {
+                    tx.current.remove(&lpn);
+                    tx.group.remove(&lpn);
+                }
+            }
+            tx.freed.extend(freed.iter().copied());
+            self.trimming.extend(freed);
+            self.dirty = true;
+            return Ok(());
+        }
         self.free_extents(freed)
     }
 
@@ -423,7 +533,16 @@ impl FileStore {
     /// device (an image file's fdatasync, by its sync mode).
     pub fn sync(&mut self) -> Result<(), Error> {
         self.flush_remaps()?;
-        if self.dirty {
+        if let Some(tx) = self.tx.as_mut() {
+            let current = std::mem::take(&mut tx.current);
+            tx.group.extend(current);
+            if tx.grouping && tx.group_writes < tx.group_pages {
+                // NORMAL: durable at the group's commit point.
+                self.counters.syncs += 1;
+                return Ok(());
+            }
+            self.commit_group()?;
+        } else if self.dirty {
             self.save_table()?;
         }
         self.ftl.device_mut().storage_mut().sync(SyncPoint::Commit)?;
@@ -462,6 +581,11 @@ impl FileStore {
     /// sync of an image file.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.flush_remaps()?;
+        if let Some(tx) = self.tx.as_mut() {
+            let current = std::mem::take(&mut tx.current);
+            tx.group.extend(current);
+            self.commit_group()?;
+        }
         if self.dirty {
             self.save_table()?;
         }
@@ -492,6 +616,10 @@ impl FileStore {
         }
         self.counters.read_pages += 1;
         self.counters.rmw_reads += 1;
+        if let Some(held) = self.held(lpn) {
+            page.copy_from_slice(held);
+            return Ok(now);
+        }
         match self.ftl.read(self.resolve(lpn), now)? {
             Some(read) => {
                 page.copy_from_slice(read.data);
@@ -573,8 +701,64 @@ impl FileStore {
         Ok(())
     }
 
+    /// NoLgn mode: writes the held pages (and the table, if it changed) as one FTL
+    /// transaction, the last page with the end flag, commits it, then frees the
+    /// extents it recorded as given up.
+    fn commit_group(&mut self) -> Result<(), Error> {
+        let Some(tx) = self.tx.as_mut() else { return Ok(()) };
+        let pages = std::mem::take(&mut tx.group);
+        tx.group_writes = 0;
+        if pages.is_empty() {
+            if self.dirty {
+                self.save_table()?;
+            }
+            return Ok(());
+        }
+        let tid = self.ftl.begin_tx()?;
+        if let Err(e) = self.write_group(tid, pages) {
+            if !matches!(e, Error::Flash(flash::Error::Device(_) | flash::Error::NeedsReopen { .. })) {
+                let _ = self.ftl.abort(tid, self.now);
+            }
+            return Err(e);
+        }
+        self.ftl.commit(tid, self.now)?;
+        let freed = self.tx.as_mut().map(|t| std::mem::take(&mut t.freed)).unwrap_or_default();
+        if !freed.is_empty() {
+            self.release(freed)?;
+        }
+        Ok(())
+    }
+
+    fn write_group(&mut self, tid: u32, pages: BTreeMap<u32, Vec<u8>>) -> Result<(), Error> {
+        let table = if self.dirty { Some(self.table_page()?) } else { None };
+        let last = pages.len() - usize::from(table.is_none());
+        let issued = self.now;
+        let mut end = issued;
+        for (i, (lpn, page)) in pages.iter().enumerate() {
+            end = end.max(self.ftl.write_tx(*lpn, page, tid, i == last, issued)?.end_ns);
+        }
+        if let Some((generation, copy, page)) = table {
+            end = end.max(self.ftl.write_tx(copy, &page, tid, true, issued)?.end_ns);
+            self.generation = generation;
+            self.dirty = false;
+            self.counters.table_writes += 1;
+        }
+        self.now = end;
+        Ok(())
+    }
+
     /// Writes the table to the copy the previous write did not use.
     fn save_table(&mut self) -> Result<(), Error> {
+        let (generation, copy, page) = self.table_page()?;
+        self.now = self.ftl.write(copy, &page, self.now)?.end_ns.max(self.now);
+        self.generation = generation;
+        self.dirty = false;
+        self.counters.table_writes += 1;
+        Ok(())
+    }
+
+    /// The next table write: its generation, its copy's logical page, the page.
+    fn table_page(&self) -> Result<(u64, u32, Vec<u8>), Error> {
         let table = Table { files: self.files.clone(), trimming: self.trimming.clone(), sw_wal: self.sw_wal.is_some() };
         let json = serde_json::to_vec(&table).map_err(|e| Error::CorruptTable(format!("encoding: {e}")))?;
         let room_bytes = self.page_bytes - HEADER;
@@ -589,11 +773,7 @@ impl FileStore {
         page[20..24].copy_from_slice(&crc32fast::hash(&json).to_le_bytes());
         page[HEADER..HEADER + json.len()].copy_from_slice(&json);
         let copy = (generation % TABLE_PAGES as u64) as u32;
-        self.now = self.ftl.write(copy, &page, self.now)?.end_ns.max(self.now);
-        self.generation = generation;
-        self.dirty = false;
-        self.counters.table_writes += 1;
-        Ok(())
+        Ok((generation, copy, page))
     }
 }
 

@@ -12,6 +12,11 @@
 //! device back with [`FlashSqlite::into_device`], power it on and [`FlashSqlite::open`]
 //! it: the FTL rebuilds, the file table is read and SQLite recovers its journal or WAL.
 //! Every commit that returned under `synchronous=FULL` survives.
+//!
+//! [`Journal::Nolgn`] runs SQLite without a log on NoLgn-FTL, SQLite unmodified: its
+//! `journal_mode` is pinned OFF and `cache_spill` off, so the main database's pages
+//! change only at commit, and the file layer makes each commit (or, under
+//! `synchronous=NORMAL`, each group of `group_pages` page writes) one FTL transaction.
 
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -42,18 +47,36 @@ pub struct FlashSqliteOptions {
     pub statement_cpu_ns: u64,
     /// Seed of the bytes SQLite asks its VFS for (`xRandomness`).
     pub seed: u64,
-    /// [`FlashSqlite::create`]: run SW-WAL (WAL frames page-aligned on flash with their
-    /// headers in the OOB, checkpoints by remapping; needs the page FTL). The database
-    /// is put in WAL mode with SQLite's page size set to the flash page size. A device
-    /// keeps the choice: `open` follows what `create` chose.
+    /// Who makes SQLite's transactions atomic.
     #[serde(default)]
-    pub sw_wal: bool,
+    pub journal: Journal,
 }
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, sw_wal: false }
+        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, journal: Journal::Sqlite }
     }
+}
+
+/// Who makes SQLite's transactions atomic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Journal {
+    /// SQLite's own rollback journal or WAL (the CLI's `base-wal` and `delete`), as its
+    /// `journal_mode` says.
+    #[default]
+    Sqlite,
+    /// SW-WAL: SQLite's WAL with its frames page-aligned on flash and their headers in
+    /// the OOB, checkpoints by remapping (the FTL must be `page`). The database is put
+    /// in WAL mode with SQLite's page size set to the flash page size. The device
+    /// keeps this choice in its file table: [`FlashSqlite::open`] follows it.
+    SwWal,
+    /// No log: NoLgn-FTL's transactions (the FTL must be `nolgn`). SQLite's
+    /// `journal_mode` stays OFF whatever is asked (the VFS answers `off`) and
+    /// `cache_spill` is off. Under `synchronous=NORMAL` commits are grouped into one
+    /// FTL transaction every `group_pages` page writes (the paper: 1,000); under FULL
+    /// every commit is one.
+    Nolgn { group_pages: u32 },
 }
 
 /// What SQLite did to the flash: host I/O through the file layer and the FTL's work.
@@ -86,6 +109,18 @@ pub struct FlashSqlite {
     /// Declared first: connections close before the VFS goes away.
     conn: Option<Connection>,
     registration: vfs::Registration,
+    journal: Journal,
+}
+
+/// With [`Journal::Nolgn`]: no journal, and no page of an open transaction written
+/// before its commit.
+fn no_log(conn: &Connection, journal: Journal) -> Result<(), Error> {
+    if matches!(journal, Journal::Nolgn { .. }) {
+        let mode: String = conn.query_row("PRAGMA journal_mode=OFF", [], |r| r.get(0))?;
+        debug_assert_eq!(mode, "off");
+        conn.execute_batch("PRAGMA cache_spill=OFF")?;
+    }
+    Ok(())
 }
 
 /// A further connection to the same database; it cannot outlive its instance.
@@ -105,14 +140,15 @@ impl FlashSqlite {
     /// Formats `ftl` over the device (erasing it), lays an empty file table and opens
     /// a new, empty database.
     pub fn create(device: Device, ftl: &FtlConfig, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
-        if opts.sw_wal && ftl.kind != flash::ftl::FtlKind::Page {
+        let sw_wal = opts.journal == Journal::SwWal;
+        if sw_wal && ftl.kind != flash::ftl::FtlKind::Page {
             return Err(Error::Flash(flash::Error::Config(format!(
                 "SW-WAL remaps logical pages, which only the page FTL does (asked for the {} FTL)",
                 ftl.kind.name()
             ))));
         }
         let ftl = flash::ftl::format(device, ftl)?;
-        FlashSqlite::start(FileStore::format_with(ftl, 0, opts.sw_wal)?, opts)
+        FlashSqlite::start(FileStore::format_with(ftl, 0, sw_wal)?, opts)
     }
 
     /// Opens a device [`FlashSqlite::create`] set up, at simulated time `now`: rebuilds
@@ -121,23 +157,43 @@ impl FlashSqlite {
         FlashSqlite::open_with(device, now, FlashSqliteOptions::default())
     }
 
-    /// [`FlashSqlite::open`] with options.
+    /// [`FlashSqlite::open`] with options. A device created with [`Journal::SwWal`]
+    /// runs it whatever `opts.journal` says unless that is [`Journal::Nolgn`] (refused,
+    /// as is asking for SW-WAL on a device created without it).
     pub fn open_with(device: Device, now: SimTime, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
         let (ftl, rebuilt) = flash::ftl::open(device, now)?;
         FlashSqlite::start(FileStore::open(ftl, rebuilt)?, opts)
     }
 
-    fn start(store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
-        let sw_wal_page_bytes = store.sw_wal().then(|| store.page_bytes());
+    fn start(mut store: FileStore, opts: FlashSqliteOptions) -> Result<FlashSqlite, Error> {
+        let journal = match (store.sw_wal(), opts.journal) {
+            (true, Journal::Nolgn { .. }) => {
+                return Err(Error::Flash(flash::Error::Config(
+                    "the device's database runs SW-WAL (chosen at create), not the nolgn journal".into(),
+                )))
+            }
+            (false, Journal::SwWal) => {
+                return Err(Error::Flash(flash::Error::Config(
+                    "the device's database was created without SW-WAL (chosen at create only)".into(),
+                )))
+            }
+            (true, _) => Journal::SwWal,
+            (false, journal) => journal,
+        };
+        if let Journal::Nolgn { group_pages } = journal {
+            store.set_transactional(DB_NAME, group_pages as u64)?;
+        }
+        let page_bytes = store.page_bytes();
         let registration = vfs::Registration::new(store, opts.statement_cpu_ns, opts.seed)?;
         let conn = registration.open_connection()?;
-        if let Some(page_bytes) = sw_wal_page_bytes {
+        if journal == Journal::SwWal {
             // Frames align with flash pages only at this page size (a no-op once the
             // database has data).
             conn.execute_batch(&format!("PRAGMA page_size={page_bytes}"))?;
             let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         }
-        Ok(FlashSqlite { conn: Some(conn), registration })
+        no_log(&conn, journal)?;
+        Ok(FlashSqlite { conn: Some(conn), registration, journal })
     }
 
     /// The instance's connection.
@@ -148,7 +204,9 @@ impl FlashSqlite {
 
     /// Another connection to the same database (locks and WAL index are shared).
     pub fn open_connection(&self) -> Result<ExtraConnection<'_>, Error> {
-        Ok(ExtraConnection { conn: self.registration.open_connection()?, _instance: PhantomData })
+        let conn = self.registration.open_connection()?;
+        no_log(&conn, self.journal)?;
+        Ok(ExtraConnection { conn, _instance: PhantomData })
     }
 
     /// Simulated time now.

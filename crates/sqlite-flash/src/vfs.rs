@@ -15,6 +15,11 @@
 //! statement (`SQLITE_TRACE_STMT`), and `xSleep`; `xCurrentTime` is simulated time
 //! after a fixed epoch and `xRandomness` a seeded ChaCha stream, so runs replay.
 //!
+//! NoLgn mode (the file layer's, see `files.rs`): `xFileControl` sees every PRAGMA;
+//! it answers `journal_mode=<anything>` with `off` without changing it, and tells the
+//! file layer whether `synchronous` is NORMAL (grouped commits). `xUnlock` below a
+//! reserved lock drops the pages of a transaction SQLite did not sync (a rollback).
+//!
 //! Fault model: a flash error (a power cut included) becomes SQLite's `SQLITE_IOERR_*`
 //! (or `SQLITE_FULL` when space runs out) and its text is kept for
 //! [`Registration::last_error`]; SQLite then rolls back or stops, and the caller
@@ -616,7 +621,13 @@ unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int
 unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // SAFETY: an open handle.
     let (open, instance) = unsafe { open_file(file) };
-    open.lock = instance.state().locks.unlock(&open.name, open.id, open.lock, Level::from_sqlite(level));
+    let mut state = instance.state();
+    open.lock = state.locks.unlock(&open.name, open.id, open.lock, Level::from_sqlite(level));
+    if let (Contents::Flash(name), true, Some(store)) =
+        (&open.contents, level <= ffi::SQLITE_LOCK_SHARED, state.store.as_mut())
+    {
+        store.abandon(name);
+    }
     ffi::SQLITE_OK
 }
 
@@ -629,8 +640,44 @@ unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *m
     ffi::SQLITE_OK
 }
 
-unsafe extern "C" fn x_file_control(_file: *mut ffi::sqlite3_file, _op: c_int, _arg: *mut c_void) -> c_int {
-    ffi::SQLITE_NOTFOUND
+unsafe extern "C" fn x_file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
+    if op != ffi::SQLITE_FCNTL_PRAGMA {
+        return ffi::SQLITE_NOTFOUND;
+    }
+    // SAFETY: an open handle; for SQLITE_FCNTL_PRAGMA `arg` is SQLite's char*[3]: the
+    // result slot (null), the pragma's name, its value or null.
+    let ((_, instance), slots, name, value) = unsafe {
+        let slots = arg as *mut *mut c_char;
+        (open_file(file), slots, text(*slots.add(1)), text(*slots.add(2)))
+    };
+    let mut state = instance.state();
+    let Some(store) = state.store.as_mut().filter(|s| s.transactional()) else {
+        return ffi::SQLITE_NOTFOUND;
+    };
+    let (Some(name), Some(value)) = (name, value) else {
+        return ffi::SQLITE_NOTFOUND;
+    };
+    let value = value.to_ascii_lowercase();
+    match name.to_ascii_lowercase().as_str() {
+        "synchronous" => {
+            store.set_grouping(value == "normal" || value == "1");
+            ffi::SQLITE_NOTFOUND
+        }
+        "journal_mode" if value != "off" => {
+            const OFF: &[u8] = b"off\0";
+            // SAFETY: SQLite frees the result with sqlite3_free; the copy fits.
+            unsafe {
+                let out = ffi::sqlite3_malloc(OFF.len() as c_int) as *mut c_char;
+                if out.is_null() {
+                    return ffi::SQLITE_NOMEM;
+                }
+                ptr::copy_nonoverlapping(OFF.as_ptr() as *const c_char, out, OFF.len());
+                *slots = out;
+            }
+            ffi::SQLITE_OK
+        }
+        _ => ffi::SQLITE_NOTFOUND,
+    }
 }
 
 unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {

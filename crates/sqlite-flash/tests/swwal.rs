@@ -6,7 +6,7 @@
 use flash::ftl::{FtlConfig, FtlKind};
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage};
 use rusqlite::params;
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 
 fn geometry() -> Geometry {
     let mut g = Geometry::paper_emulator();
@@ -18,7 +18,8 @@ fn geometry() -> Geometry {
 }
 
 fn create(device: Device, sw_wal: bool) -> FlashSqlite {
-    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7, sw_wal };
+    let journal = if sw_wal { Journal::SwWal } else { Journal::Sqlite };
+    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7, journal };
     let db = FlashSqlite::create(device, &FtlConfig::new(FtlKind::Page), opts).expect("create");
     db.connection()
         .execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=16")
@@ -179,4 +180,22 @@ fn power_cuts_during_checkpoints_lose_no_commit() {
             );
         }
     }
+}
+
+/// The journal is chosen at create and kept by the device: reopening an SW-WAL device
+/// for the nolgn journal, or a plain one for SW-WAL, is refused with a clear error, and
+/// the plain options follow the device.
+#[test]
+fn reopening_checks_the_journal_against_the_device() {
+    let opts = |journal| FlashSqliteOptions { journal, ..Default::default() };
+    let sw = create(memory(), true).close().unwrap();
+    let e = FlashSqlite::open_with(sw, 0, opts(Journal::Nolgn { group_pages: 10 })).err().unwrap().to_string();
+    assert!(e.contains("runs SW-WAL"), "{e}");
+    let plain = create(memory(), false).close().unwrap();
+    let e = FlashSqlite::open_with(plain, 0, opts(Journal::SwWal)).err().unwrap().to_string();
+    assert!(e.contains("created without SW-WAL"), "{e}");
+    let db = FlashSqlite::open_with(create(memory(), true).close().unwrap(), 0, opts(Journal::Sqlite)).unwrap();
+    db.connection().execute_batch("PRAGMA wal_autocheckpoint=16").unwrap();
+    workload(&db, 30);
+    assert!(db.counters().ftl.remaps > 0, "an SW-WAL device runs SW-WAL: {:?}", db.counters());
 }

@@ -8,22 +8,26 @@
 //!
 //! Kinds (one module each): [`FtlKind::Page`] page-level mapping with GC,
 //! [`FtlKind::Dftl`] demand-cached page mapping, [`FtlKind::Block`] naive block-level
-//! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs.
+//! mapping, [`FtlKind::Bast`] and [`FtlKind::Fast`] hybrid log-block FTLs,
+//! [`FtlKind::Nolgn`] page mapping with transactions (NoLgn-FTL: `begin_tx`,
+//! `write_tx`, `commit`, `abort`; the other kinds refuse those).
 //!
 //! [`format`] and [`open`] dispatch on the kind; the [`FtlConfig`] is kept in the
 //! device's configuration area behind the [`CONFIG_MAGIC`] prefix. The page FTL and
 //! DFTL share one out-of-place page store (`pagelog`: allocation, GC, OOB format,
-//! rebuild scan).
+//! rebuild scan); NoLgn-FTL adds its transaction metadata on top of it.
 
 pub mod bast;
 pub mod block;
 pub mod dftl;
 pub mod fast;
 mod hybrid;
+pub mod nolgn;
 pub mod page;
 mod pagelog;
 
 pub use dftl::Dftl;
+pub use nolgn::NolgnFtl;
 pub use page::PageFtl;
 
 use crate::error::Error;
@@ -40,10 +44,12 @@ pub enum FtlKind {
     Block,
     Bast,
     Fast,
+    Nolgn,
 }
 
 impl FtlKind {
-    pub const ALL: [FtlKind; 5] = [FtlKind::Page, FtlKind::Dftl, FtlKind::Block, FtlKind::Bast, FtlKind::Fast];
+    pub const ALL: [FtlKind; 6] =
+        [FtlKind::Page, FtlKind::Dftl, FtlKind::Block, FtlKind::Bast, FtlKind::Fast, FtlKind::Nolgn];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -52,10 +58,11 @@ impl FtlKind {
             FtlKind::Block => "block",
             FtlKind::Bast => "bast",
             FtlKind::Fast => "fast",
+            FtlKind::Nolgn => "nolgn",
         }
     }
 
-    /// Parses `page`, `dftl`, `block`, `bast` or `fast`.
+    /// Parses `page`, `dftl`, `block`, `bast`, `fast` or `nolgn`.
     pub fn parse(s: &str) -> Option<FtlKind> {
         FtlKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(s))
     }
@@ -77,11 +84,26 @@ pub struct FtlConfig {
     /// at least 2: a victim may need a GC block and a translation block).
     #[serde(default)]
     pub gc: GcConfig,
+    /// NoLgn-FTL: entries of the P2P table (pages of open transactions) in controller
+    /// RAM, 12 bytes each (the paper: 10,000).
+    #[serde(default = "default_p2p_entries")]
+    pub p2p_entries: u32,
+}
+
+fn default_p2p_entries() -> u32 {
+    10_000
 }
 
 impl FtlConfig {
     pub fn new(kind: FtlKind) -> FtlConfig {
-        FtlConfig { kind, over_provisioning: 0.10, cmt_entries: 4096, log_blocks: 32, gc: GcConfig::default() }
+        FtlConfig {
+            kind,
+            over_provisioning: 0.10,
+            cmt_entries: 4096,
+            log_blocks: 32,
+            gc: GcConfig::default(),
+            p2p_entries: default_p2p_entries(),
+        }
     }
 }
 
@@ -113,6 +135,15 @@ pub struct FtlCounters {
     /// Page FTL: remap record pages programmed to make remaps durable.
     #[serde(default)]
     pub remap_records: u64,
+    /// NoLgn-FTL: valid pages GC copied beyond what the policy's own victim held,
+    /// because lock bits passed over that victim ("additional migrations due to
+    /// locking").
+    #[serde(default)]
+    pub gc_lock_migrations: u64,
+    /// NoLgn-FTL: GC copies that kept the transaction metadata in the OOB (pages of
+    /// open transactions, and end pages kept as commit witnesses).
+    #[serde(default)]
+    pub gc_tx_migrations: u64,
 }
 
 impl FtlCounters {
@@ -133,6 +164,8 @@ impl FtlCounters {
             translation_writes: self.translation_writes - earlier.translation_writes,
             remaps: self.remaps - earlier.remaps,
             remap_records: self.remap_records - earlier.remap_records,
+            gc_lock_migrations: self.gc_lock_migrations - earlier.gc_lock_migrations,
+            gc_tx_migrations: self.gc_tx_migrations - earlier.gc_tx_migrations,
         }
     }
 
@@ -191,6 +224,27 @@ pub trait Ftl: Send {
         let _ = (pairs, now);
         Err(Error::Config(format!("the {} FTL cannot remap logical pages", self.kind().name())))
     }
+
+    /// Starts a transaction; returns its id (unique while any page of it is on flash).
+    fn begin_tx(&mut self) -> Result<u32, Error> {
+        Err(Error::NotTransactional { ftl: self.kind().name().into() })
+    }
+    /// Writes a page for transaction `tid`; the old version stays valid until commit.
+    /// `end` marks the transaction's last page: commit needs it.
+    fn write_tx(&mut self, lpn: u32, data: &[u8], tid: u32, end: bool, now: SimTime) -> Result<OpTiming, Error> {
+        let _ = (lpn, data, tid, end, now);
+        Err(Error::NotTransactional { ftl: self.kind().name().into() })
+    }
+    /// Makes transaction `tid` durable (its end page is on flash) and drops the old versions.
+    fn commit(&mut self, tid: u32, now: SimTime) -> Result<(), Error> {
+        let _ = (tid, now);
+        Err(Error::NotTransactional { ftl: self.kind().name().into() })
+    }
+    /// Rolls transaction `tid` back: its pages' old versions are mapped again.
+    fn abort(&mut self, tid: u32, now: SimTime) -> Result<(), Error> {
+        let _ = (tid, now);
+        Err(Error::NotTransactional { ftl: self.kind().name().into() })
+    }
 }
 
 /// Bytes of a caller's tag a page write can carry in its OOB ([`Ftl::write_tagged`]):
@@ -213,6 +267,7 @@ pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Er
         FtlKind::Block => block::format(device, config),
         FtlKind::Bast => bast::format(device, config),
         FtlKind::Fast => fast::format(device, config),
+        FtlKind::Nolgn => Ok(Box::new(NolgnFtl::format(device, config)?)),
     }
 }
 
@@ -232,6 +287,10 @@ pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Err
         FtlKind::Block => block::open(device, &config, now),
         FtlKind::Bast => bast::open(device, &config, now),
         FtlKind::Fast => fast::open(device, &config, now),
+        FtlKind::Nolgn => {
+            let (ftl, done) = NolgnFtl::open(device, &config, now)?;
+            Ok((Box::new(ftl), done))
+        }
     }
 }
 

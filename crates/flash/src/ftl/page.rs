@@ -19,7 +19,7 @@
 //! so each of its lpns keeps its old page. Tagged writes ([`Ftl::write_tagged`]) put a
 //! caller's 24 bytes in the OOB header (version 2).
 
-use super::pagelog::{self, Owner, PageLog, Remap, Stream, NONE};
+use super::pagelog::{self, Owner, PageLog, ProgramOptions, Remap, Stream, NONE};
 use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
@@ -165,7 +165,14 @@ impl PageFtl {
         self.check_lpn(lpn)?;
         super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
         let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
-        let timing = self.log.program_tagged(&mut self.dev, ppn, Owner::Data(lpn), data, tag, ready)?;
+        let timing = self.log.program_with(
+            &mut self.dev,
+            ppn,
+            Owner::Data(lpn),
+            data,
+            ProgramOptions { tag, ..Default::default() },
+            ready,
+        )?;
         self.map.unmap(&mut self.log, lpn);
         self.map.l2p[lpn as usize] = ppn.0;
         self.host_writes += 1;
@@ -288,6 +295,7 @@ impl Ftl for PageFtl {
         }
         let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
         let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
+        // Unmaps the page where it is now: the allocation's GC may have moved it.
         self.map.unmap(&mut self.log, lpn);
         self.host_trims += 1;
         let chip = self.log.geometry().chip_of(ppn) as usize;

@@ -32,6 +32,10 @@
 //! whole copy of the data page with that seq (GC copies keep seq, so the entry stays
 //! right however often the page moves).
 //!
+//! An FTL may put its own OOB bytes right after the header ([`ProgramOptions::tail`]:
+//! NoLgn-FTL's transaction metadata); GC copies them unless [`Remap::migrating`] asks
+//! for them erased, and the rebuild shows them to the FTL's [`ScanHook`].
+//!
 //! Invariants:
 //! - a physical page is live iff its bit in `live` is set; `valid` of each block counts
 //!   its live pages; `owner` remembers what every programmed page holds, live or stale,
@@ -53,11 +57,12 @@
 //! error ends the FTL's life (the baselines are measured far from endurance).
 
 use crate::error::Error;
-use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 /// "No page" in maps.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -159,8 +164,18 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    /// Bytes of this header in the OOB; an FTL's own OOB bytes follow it.
+    pub fn oob_bytes(&self) -> usize {
+        if self.tag.is_some() {
+            TAGGED_OOB_BYTES
+        } else {
+            OOB_BYTES
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
-        let (len, version) = if self.tag.is_some() { (TAGGED_OOB_BYTES, 2) } else { (OOB_BYTES, VERSION) };
+        let len = self.oob_bytes();
+        let version = if self.tag.is_some() { 2 } else { VERSION };
         let mut b = vec![0u8; len];
         b[0] = self.owner.kind_byte();
         b[1] = version;
@@ -226,6 +241,19 @@ impl Header {
     }
 }
 
+/// What [`PageLog::program_with`] writes beyond a plain page.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ProgramOptions<'a> {
+    /// A caller's tag in a data page's header (version 2; the page FTL's `write_tagged`,
+    /// whose caller checked the device's OOB has room).
+    pub tag: Option<&'a [u8; TAG_BYTES]>,
+    /// The FTL's own OOB bytes after the header (NoLgn-FTL's transaction metadata).
+    pub tail: &'a [u8],
+    /// A data page leaves the lpn's tombstone live until [`PageLog::forget_tombstone`]
+    /// (a transaction's page, which may still be rolled back).
+    pub keep_tombstone: bool,
+}
+
 /// The store's view of the map owner, called by GC.
 pub(crate) trait Remap {
     /// GC moved the live data, translation or remap-record page `owner` from `src` to
@@ -234,7 +262,32 @@ pub(crate) trait Remap {
     /// Called after a victim's live pages moved and before it is erased: make the moves
     /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
+    /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
+    /// version a transaction may still roll back to).
+    fn locked(&self, _block: u32) -> bool {
+        false
+    }
+    /// GC is about to copy the live page `src` to `dst` (before [`Remap::moved`]);
+    /// returns how many OOB bytes after the header the copy clears to 0xFF (0 keeps them).
+    fn migrating(&mut self, _log: &mut PageLog, _src: Ppn, _dst: Ppn) -> usize {
+        0
+    }
 }
+
+/// What an FTL adds to the rebuild scan: it sees every decoded header first, then may
+/// read more, then says which pages may be an lpn's newest copy.
+pub(crate) trait ScanHook {
+    fn seen(&mut self, _ppn: Ppn, _header: &Header, _oob: &[u8]) {}
+    /// Between the OOB pass and the candidate pass; returns when its reads ended.
+    fn between(&mut self, _dev: &mut Device, now: SimTime) -> Result<SimTime, Error> {
+        Ok(now)
+    }
+    fn accept(&self, _ppn: Ppn) -> bool {
+        true
+    }
+}
+
+impl ScanHook for () {}
 
 /// Allocation streams: each chip fills one block per stream, so GC copies (cold) and
 /// translation pages (hot) do not share blocks with host writes.
@@ -267,6 +320,9 @@ pub(crate) struct LogCounters {
     pub flash_reads: u64,
     pub gc_page_migrations: u64,
     pub gc_erases: u64,
+    /// Valid pages GC copied beyond what the policy's own victim held, because that
+    /// victim was locked (NoLgn-FTL; 0 for FTLs without lock bits).
+    pub gc_lock_migrations: u64,
 }
 
 /// What a rebuild scan found.
@@ -287,14 +343,14 @@ pub(crate) struct PageLog {
     geometry: Geometry,
     keeps_data: bool,
     gc: GcConfig,
-    blocks: Vec<BlockSnapshot>,
+    blocks: BlockTable,
     owner: Vec<u32>,
     live: Vec<u64>,
     chips: Vec<Chip>,
     copies: Vec<u32>,
-    tombstones: HashMap<u32, u32>,
+    tombstones: FxHashMap<u32, u32>,
     /// Remap-record ppn → the lpns its entries name (each counted in `copies`).
-    records: HashMap<u32, Vec<u32>>,
+    records: FxHashMap<u32, Vec<u32>>,
     next_seq: u64,
     /// Next chip of each stream's round-robin. One cursor per stream: with a shared
     /// one, translation writes interleaved with host writes in a fixed rhythm would
@@ -302,6 +358,8 @@ pub(crate) struct PageLog {
     round_robin: [usize; 3],
     /// Live pages per chip.
     chip_live: Vec<u32>,
+    /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
+    order: Vec<usize>,
     /// Set while a victim is being collected: allocation then runs no GC of its own.
     collecting: bool,
     poisoned: bool,
@@ -350,18 +408,19 @@ impl PageLog {
 
     fn empty(name: &'static str, dev: &Device, gc: GcConfig, logical_pages: u32) -> PageLog {
         let geometry = dev.geometry().clone();
-        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
+        let (chips, bpc, ppb) = (geometry.chips() as usize, geometry.blocks_per_chip, geometry.pages_per_block);
         PageLog {
             name,
             keeps_data: dev.storage().keeps_data(),
             gc,
-            blocks: vec![blank; geometry.total_blocks() as usize],
+            blocks: BlockTable::new(chips, bpc, ppb),
             owner: vec![NONE; geometry.total_pages() as usize],
             live: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
             chips: (0..geometry.chips()).map(|_| Chip::default()).collect(),
             copies: vec![0; logical_pages as usize],
-            tombstones: HashMap::new(),
-            records: HashMap::new(),
+            tombstones: FxHashMap::default(),
+            records: FxHashMap::default(),
+            order: Vec::new(),
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
@@ -402,6 +461,19 @@ impl PageLog {
         translation_pages: u32,
         now: SimTime,
     ) -> Result<(PageLog, Scan), Error> {
+        PageLog::rebuild_with(name, dev, gc, logical_pages, translation_pages, &mut (), now)
+    }
+
+    /// [`PageLog::rebuild`] with an FTL's scan hook.
+    pub fn rebuild_with<H: ScanHook>(
+        name: &'static str,
+        dev: &mut Device,
+        gc: GcConfig,
+        logical_pages: u32,
+        translation_pages: u32,
+        hook: &mut H,
+        now: SimTime,
+    ) -> Result<(PageLog, Scan), Error> {
         if !dev.storage().keeps_data() {
             return Err(Error::Config(format!(
                 "{name} FTL: a metadata-only device keeps no OOB bytes and cannot be rebuilt"
@@ -414,7 +486,7 @@ impl PageLog {
         type Candidate = (u64, Reverse<(u64, u32)>, u32, u64);
         let mut candidates: Vec<Candidate> = Vec::new();
         // Data pages by seq, for remap-record entries: (gen, ppn).
-        let mut by_seq: HashMap<u64, Vec<(u32, u32)>> = HashMap::new();
+        let mut by_seq: FxHashMap<u64, Vec<(u32, u32)>> = FxHashMap::default();
         let mut max_seq = 0;
         let ppb = log.geometry.pages_per_block;
         for b in 0..log.geometry.total_blocks() {
@@ -423,8 +495,8 @@ impl PageLog {
                 log.release_block(dev, b);
                 continue;
             }
-            log.blocks[b as usize].state = BlockState::Full;
-            log.blocks[b as usize].erase_count = dev.storage().erase_count(block);
+            log.blocks.set_state(b as usize, BlockState::Full);
+            log.blocks.set_erase_count(b as usize, dev.storage().erase_count(block));
             for i in 0..ppb {
                 let ppn = log.geometry.ppn(block, i);
                 if dev.storage().program_count(ppn) == 0 {
@@ -433,6 +505,7 @@ impl PageLog {
                 let (timing, oob) = dev.read_oob(ppn, now)?;
                 done = done.max(timing.end_ns);
                 let Some(h) = Header::decode(oob) else { continue };
+                hook.seen(ppn, &h, oob);
                 let key = match h.owner {
                     Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
                     Owner::Translation(t) if t < translation_pages => (1 << 32) | t as u64,
@@ -460,8 +533,8 @@ impl PageLog {
                     by_seq.entry(h.seq).or_default().push((h.gen, ppn.0));
                 }
                 log.owner[ppn.0 as usize] = h.owner.pack();
-                let last = &mut log.blocks[b as usize].last_write_seq;
-                *last = (*last).max(h.seq);
+                let last = log.blocks[b as usize].last_write_seq.max(h.seq);
+                log.blocks.set_last_write_seq(b as usize, last);
                 max_seq = max_seq.max(h.seq);
                 if key != NONE as u64 {
                     candidates.push((key, Reverse((h.seq, h.gen)), ppn.0, 0));
@@ -471,6 +544,7 @@ impl PageLog {
         for copies in by_seq.values_mut() {
             copies.sort_unstable_by_key(|&(gen, _)| Reverse(gen));
         }
+        done = done.max(hook.between(dev, done)?);
         candidates.sort_unstable();
         let mut scan = Scan {
             data: vec![NONE; logical_pages as usize],
@@ -480,6 +554,9 @@ impl PageLog {
         };
         for group in candidates.chunk_by(|a, b| a.0 == b.0) {
             for &(key, _, ppn, target) in group {
+                if !hook.accept(Ppn(ppn)) {
+                    continue;
+                }
                 if target != 0 {
                     // A remap entry: the lpn reads the newest whole copy of its target.
                     let mut found = None;
@@ -560,11 +637,29 @@ impl PageLog {
         e
     }
 
+    /// Makes a programmed page live again (NoLgn-FTL keeps a commit's witness page).
+    pub fn revive(&mut self, ppn: Ppn) {
+        self.mark_live(ppn);
+    }
+
+    /// The live tombstone of a trimmed lpn.
+    pub fn tombstone(&self, lpn: u32) -> Option<Ppn> {
+        self.tombstones.get(&lpn).map(|&p| Ppn(p))
+    }
+
+    /// Kills an lpn's tombstone: a data page kept out of [`PageLog::program_with`]'s
+    /// reach (a transaction's) now supersedes it.
+    pub fn forget_tombstone(&mut self, lpn: u32) {
+        if let Some(t) = self.tombstones.remove(&lpn) {
+            self.kill(Ppn(t));
+        }
+    }
+
     fn mark_live(&mut self, ppn: Ppn) {
         debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
         let i = ppn.0 as usize;
         self.live[i / 64] |= 1 << (i % 64);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid += 1;
+        self.blocks.add_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] += 1;
     }
 
@@ -573,7 +668,7 @@ impl PageLog {
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
         let i = ppn.0 as usize;
         self.live[i / 64] &= !(1 << (i % 64));
-        self.blocks[self.geometry.block_of(ppn).0 as usize].valid -= 1;
+        self.blocks.sub_valid(self.geometry.block_of(ppn).0 as usize);
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
@@ -589,7 +684,8 @@ impl PageLog {
 
     fn release_block(&mut self, dev: &Device, b: u32) {
         let erase_count = dev.storage().erase_count(BlockId(b));
-        self.blocks[b as usize] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
+        self.blocks
+            .set(b as usize, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
         let chip = self.geometry.chip_of_block(BlockId(b));
         self.chips[chip as usize].free.push(Reverse((erase_count, b % self.geometry.blocks_per_chip)));
     }
@@ -608,19 +704,32 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let order = match chip {
-            Some(c) => vec![c],
-            None => self.striping_order(stream),
-        };
-        for c in order {
-            if let Some(found) = self.page_on(dev, remap, c, stream, now)? {
-                if chip.is_none() {
+        let name = self.name;
+        let region_full = move || Error::RegionFull { region: format!("{name} FTL") };
+        if let Some(c) = chip {
+            return self.page_on(dev, remap, c, stream, now)?.ok_or_else(region_full);
+        }
+        // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        self.striping_order(stream, &mut order);
+        let mut result = None;
+        for &c in &order {
+            match self.page_on(dev, remap, c, stream, now) {
+                Ok(Some(page)) => {
                     self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+                    result = Some(Ok(page));
+                    break;
                 }
-                return Ok(found);
+                Ok(None) => {}
+                Err(e) => {
+                    result = Some(Err(e));
+                    break;
+                }
             }
         }
-        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+        self.order = order;
+        result.unwrap_or_else(|| Err(region_full()))
     }
 
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
@@ -631,16 +740,17 @@ impl PageLog {
     /// fullest chip runs out of room while the others have plenty. Only chips near full
     /// are passed over: balancing all of them against each other concentrates the
     /// writes on a few chips and costs a third of the throughput (TPC-C on the page FTL).
-    fn striping_order(&self, stream: Stream) -> Vec<usize> {
+    fn striping_order(&self, stream: Stream, order: &mut Vec<usize>) {
         let chips = self.chips.len();
         let start = self.round_robin[stream as usize];
         let ppb = self.geometry.pages_per_block as u64;
         let streams = Stream::Translation as u64 + 1;
         let reserve_blocks = self.gc.foreground_free_blocks as u64 + streams + 1;
         let limit = (self.geometry.blocks_per_chip as u64).saturating_sub(reserve_blocks) * ppb;
-        let mut order: Vec<usize> = (0..chips).map(|i| (start + i) % chips).collect();
-        order.sort_by_key(|&c| self.chip_live[c] as u64 > limit);
-        order
+        let near_full = |c: &usize| self.chip_live[*c] as u64 > limit;
+        let round = (0..chips).map(|i| (start + i) % chips);
+        order.extend(round.clone().filter(|c| !near_full(c)));
+        order.extend(round.filter(near_full));
     }
 
     fn page_on<R: Remap>(
@@ -673,7 +783,7 @@ impl PageLog {
             }
             let Some(Reverse((_, b))) = self.chips[chip].free.pop() else { return Ok(None) };
             let block = self.geometry.block_id(chip as u32, b).0;
-            self.blocks[block as usize].state = BlockState::Active;
+            self.blocks.set_state(block as usize, BlockState::Active);
             self.chips[chip].open[s] = Some(Cursor { block, next: 0 });
         }
         let ppb = self.geometry.pages_per_block;
@@ -683,7 +793,7 @@ impl PageLog {
         cursor.next += 1;
         if cursor.next == ppb {
             *slot = None;
-            self.blocks[block as usize].state = BlockState::Full;
+            self.blocks.set_state(block as usize, BlockState::Full);
         }
         Ok(Some((self.geometry.ppn(BlockId(block), index), ready)))
     }
@@ -700,19 +810,19 @@ impl PageLog {
         data: &[u8],
         now: SimTime,
     ) -> Result<OpTiming, Error> {
-        self.program_tagged(dev, ppn, owner, data, None, now)
+        self.program_with(dev, ppn, owner, data, ProgramOptions::default(), now)
     }
 
-    /// [`PageLog::program`] with a caller's tag in a data page's OOB (version-2 header;
-    /// the caller checked the device's OOB has room). A remap record's entries count as
-    /// copies of their lpns and supersede their tombstones.
-    pub fn program_tagged(
+    /// [`PageLog::program`] with `options` (a tag, OOB bytes after the header, a kept
+    /// tombstone). A remap record's entries count as copies of their lpns and supersede
+    /// their tombstones.
+    pub fn program_with(
         &mut self,
         dev: &mut Device,
         ppn: Ppn,
         owner: Owner,
         data: &[u8],
-        tag: Option<&[u8; TAG_BYTES]>,
+        options: ProgramOptions<'_>,
         now: SimTime,
     ) -> Result<OpTiming, Error> {
         let seq = self.next_seq;
@@ -723,16 +833,17 @@ impl PageLog {
             dev.program(ppn, now, &[Span::new(0, &self.filler[..len]), Span::new(page_bytes, &[0xFF; OOB_BYTES])])
         } else {
             let data_crc = if matches!(owner, Owner::Tombstone(_)) { 0 } else { crc32fast::hash(data) };
-            let header = Header { owner, seq, gen: 0, data_crc, tag: tag.copied() }.encode();
-            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &header)])
+            let mut oob = Header { owner, seq, gen: 0, data_crc, tag: options.tag.copied() }.encode();
+            oob.extend_from_slice(options.tail);
+            dev.program(ppn, now, &[Span::new(0, data), Span::new(page_bytes, &oob)])
         };
         let timing = result.map_err(|e| self.device_error(e))?;
         self.counters.flash_programs += 1;
         match owner {
             Owner::Data(lpn) => {
                 self.copies[lpn as usize] += 1;
-                if let Some(t) = self.tombstones.remove(&lpn) {
-                    self.kill(Ppn(t));
+                if !options.keep_tombstone {
+                    self.forget_tombstone(lpn);
                 }
             }
             Owner::Tombstone(lpn) => {
@@ -745,16 +856,14 @@ impl PageLog {
                 let dsts: Vec<u32> = decode_record(data).unwrap_or_default().iter().map(|e| e.0).collect();
                 for &lpn in &dsts {
                     self.copies[lpn as usize] += 1;
-                    if let Some(t) = self.tombstones.remove(&lpn) {
-                        self.kill(Ppn(t));
-                    }
+                    self.forget_tombstone(lpn);
                 }
                 self.records.insert(ppn.0, dsts);
             }
         }
         self.owner[ppn.0 as usize] = owner.pack();
         self.mark_live(ppn);
-        self.blocks[self.geometry.block_of(ppn).0 as usize].last_write_seq = seq;
+        self.blocks.set_last_write_seq(self.geometry.block_of(ppn).0 as usize, seq);
         Ok(timing)
     }
 
@@ -797,11 +906,26 @@ impl PageLog {
         now: SimTime,
     ) -> Result<Option<SimTime>, Error> {
         let bpc = self.geometry.blocks_per_chip as usize;
-        let range = chip * bpc..(chip + 1) * bpc;
         let ppb = self.geometry.pages_per_block;
-        let Some(victim) = policy::choose_victim(&self.blocks[range], ppb, self.gc.policy, self.next_seq) else {
+        let Some(mut victim) = self.blocks.choose_victim(chip, self.gc.policy, self.next_seq, ppb) else {
             return Ok(None);
         };
+        if remap.locked((chip * bpc + victim) as u32) {
+            // Locked blocks are no candidates; the next choice may hold more valid pages.
+            // (A scan: only NoLgn-FTL with an open transaction gets here.)
+            let blocks = self.blocks.chip(chip);
+            let mut unlocked = blocks.to_vec();
+            for (i, b) in unlocked.iter_mut().enumerate() {
+                if remap.locked((chip * bpc + i) as u32) {
+                    b.state = BlockState::Active;
+                }
+            }
+            let Some(second) = policy::choose_victim_within(&unlocked, ppb, self.gc.policy, self.next_seq, ppb) else {
+                return Ok(None);
+            };
+            self.counters.gc_lock_migrations += unlocked[second].valid.saturating_sub(blocks[victim].valid) as u64;
+            victim = second;
+        }
         self.collecting = true;
         let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
         self.collecting = false;
@@ -830,15 +954,19 @@ impl PageLog {
                 return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
             };
             let (dst, _) = self.allocate(dev, remap, Stream::Gc, Some(chip), t)?;
-            let header = if self.keeps_data {
-                match Header::decode(dev.peek(src).1) {
-                    Some(h) => Header { gen: h.gen + 1, ..h }.encode(),
-                    None => return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) }),
-                }
+            let clear = remap.migrating(self, src, dst);
+            let oob = if self.keeps_data {
+                let Some(h) = Header::decode(dev.peek(src).1) else {
+                    return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
+                };
+                let mut oob = Header { gen: h.gen + 1, ..h }.encode();
+                let len = (oob.len() + clear).min(self.geometry.oob_bytes as usize);
+                oob.resize(len.max(oob.len()), 0xFF);
+                oob
             } else {
                 vec![0xFF; OOB_BYTES]
             };
-            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &header)])?;
+            let timing = dev.copyback(src, dst, t, &[Span::new(page_bytes, &oob)])?;
             t = timing.end_ns;
             self.counters.flash_reads += 1;
             self.counters.flash_programs += 1;
@@ -865,8 +993,8 @@ impl PageLog {
             self.kill(src);
             self.mark_live(dst);
             let seq = self.blocks[b as usize].last_write_seq;
-            let dst_block = &mut self.blocks[self.geometry.block_of(dst).0 as usize];
-            dst_block.last_write_seq = dst_block.last_write_seq.max(seq);
+            let dst_block = self.geometry.block_of(dst).0 as usize;
+            self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
         t = remap.settle(self, dev, chip, t)?;
         let timing = dev.erase(block, t)?;

@@ -46,7 +46,7 @@ impl Region {
             }
             let Reverse((_, block)) = self.chip_state[slot].free.pop()?;
             let local = self.local_block(slot, block);
-            self.blocks[local].state = BlockState::Active;
+            self.blocks.set_state(local, BlockState::Active);
             let cursor = Some(Cursor { block, next: 0 });
             match stream {
                 Stream::Host => self.chip_state[slot].host = cursor,
@@ -64,7 +64,7 @@ impl Region {
         if cursor.next == usable {
             *cursor_slot = None;
             let local = self.local_block(slot, block);
-            self.blocks[local].state = BlockState::Full;
+            self.blocks.set_state(local, BlockState::Full);
         }
         Some(self.geometry.ppn(self.block_id(slot, block), index * self.stride))
     }
@@ -73,7 +73,7 @@ impl Region {
     pub(super) fn release_block(&mut self, dev: &Device, slot: usize, b: u32) {
         let erase_count = dev.storage().erase_count(self.block_id(slot, b));
         let local = self.local_block(slot, b);
-        self.blocks[local] = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 };
+        self.blocks.set(local, BlockSnapshot { state: BlockState::Free, valid: 0, erase_count, last_write_seq: 0 });
         self.chip_state[slot].free.push(Reverse((erase_count, b)));
     }
 }

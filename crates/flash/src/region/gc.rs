@@ -28,7 +28,7 @@ impl Region {
             if std::mem::take(&mut self.chip_state[slot].erased_since_wear_check)
                 && self.chip_state[slot].free.len() > self.spec.gc.foreground_free_blocks as usize
             {
-                if let Some(victim) = policy::choose_wear_victim(&self.blocks[self.chip_range(slot)], threshold) {
+                if let Some(victim) = policy::choose_wear_victim(self.blocks.chip(slot), threshold) {
                     self.collect_block(dev, slot, victim as u32, Collect::WearLevel, t)?;
                 }
             }
@@ -50,13 +50,7 @@ impl Region {
         let chip = &self.chip_state[slot];
         let gc_room = chip.gc.map_or(0, |c| self.usable_per_block - c.next);
         let room = gc_room + chip.free.len() as u32 * self.usable_per_block;
-        let victim = policy::choose_victim_within(
-            &self.blocks[self.chip_range(slot)],
-            self.usable_per_block,
-            self.spec.gc.policy,
-            self.next_seq,
-            room,
-        );
+        let victim = self.blocks.choose_victim(slot, self.spec.gc.policy, self.next_seq, room);
         match victim {
             Some(v) => self.collect_block(dev, slot, v as u32, why, now).map(Some),
             None => Ok(None),
@@ -204,7 +198,7 @@ impl Region {
                         self.lpns[meta.owner as usize].copies += 1;
                     }
                 }
-                self.blocks[local] = BlockSnapshot { state: BlockState::Retired, valid: 0, ..self.blocks[local] };
+                self.blocks.set(local, BlockSnapshot { state: BlockState::Retired, valid: 0, ..self.blocks[local] });
                 self.counters.retired_blocks += 1;
                 return Ok(now);
             }

@@ -27,9 +27,10 @@
 
 use crate::error::{DeltaRefusal, Error};
 use crate::oob::{self, Header, PageCheck, PageKind};
-use crate::policy::{self, BlockSnapshot, BlockState};
+use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
 use crate::spec::RegionSpec;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -219,13 +220,16 @@ pub struct Region {
     /// skip dead pages without touching the map.
     live: Vec<u64>,
     pages: Vec<PageMeta>,
-    blocks: Vec<BlockSnapshot>,
+    blocks: BlockTable,
     chip_state: Vec<ChipState>,
-    tombstones: HashMap<u32, u32>,
+    tombstones: FxHashMap<u32, u32>,
     /// lpn → why its live page is corrupt (pages flagged `CORRUPT`).
-    corrupt: HashMap<u32, String>,
+    corrupt: FxHashMap<u32, String>,
     /// Physical pages of the write group being programmed, by part.
     pending: Vec<u32>,
+    /// Chip slot and append floor of each part of the write group being programmed
+    /// (scratch kept between writes, so a write allocates nothing).
+    group: Vec<(usize, u32)>,
     rebuild_report: RebuildReport,
     next_seq: u64,
     round_robin: usize,
@@ -297,7 +301,6 @@ impl Region {
         }
         let ppb = geometry.pages_per_block;
         let region_blocks = chips.len() * geometry.blocks_per_chip as usize;
-        let blank = BlockSnapshot { state: BlockState::Free, valid: 0, erase_count: 0, last_write_seq: 0 };
         Ok(Region {
             name: spec.name.clone(),
             keeps_data: dev.storage().keeps_data(),
@@ -308,11 +311,12 @@ impl Region {
             lpns: vec![LpnEntry { ppn: NONE, copies: 0 }; logical as usize],
             live: vec![0; (region_blocks * geometry.pages_per_block as usize).div_ceil(64)],
             pages: vec![PageMeta::EMPTY; region_blocks * geometry.pages_per_block as usize],
-            blocks: vec![blank; region_blocks],
+            blocks: BlockTable::new(chips.len(), geometry.blocks_per_chip, usable_per_block),
             chip_state: (0..chips.len()).map(|_| ChipState::default()).collect(),
-            tombstones: HashMap::new(),
-            corrupt: HashMap::new(),
+            tombstones: FxHashMap::default(),
+            corrupt: FxHashMap::default(),
             pending: Vec::new(),
+            group: Vec::new(),
             rebuild_report: RebuildReport::default(),
             next_seq: 1,
             round_robin: 0,
@@ -414,10 +418,6 @@ impl Region {
         let (block, page) = self.split(ppn);
         (block, block * self.geometry.pages_per_block as usize + page)
     }
-    fn chip_range(&self, slot: usize) -> std::ops::Range<usize> {
-        let bpc = self.geometry.blocks_per_chip as usize;
-        slot * bpc..(slot + 1) * bpc
-    }
 
     // ---- host operations -------------------------------------------------------------
 
@@ -514,8 +514,8 @@ impl Region {
             });
         }
         let seq = self.take_seq();
-        let mut slots = Vec::with_capacity(parts);
-        let mut floors = Vec::with_capacity(parts);
+        let mut group = std::mem::take(&mut self.group);
+        group.clear();
         let mut timing: Option<OpTiming> = None;
         self.pending.clear();
         for part in 0..parts {
@@ -549,21 +549,28 @@ impl Region {
             self.lpns[lpn as usize].copies += 1;
             self.place(ppn, PageMeta { owner: lpn, flags: PENDING, ..PageMeta::EMPTY });
             self.pending.push(ppn.0);
-            slots.push(slot);
-            floors.push(floor);
+            group.push((slot, floor));
         }
         // Every part is programmed: switch the map.
-        for (part, ppn) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+        for (part, &(_, floor)) in group.iter().enumerate() {
+            let ppn = self.pending[part];
             let lpn = first_lpn + part as u32;
             self.release_lpn(lpn);
             self.lpns[lpn as usize].ppn = ppn;
             let local = self.local_page(Ppn(ppn));
-            self.pages[local] = PageMeta { owner: lpn, floor: floors[part], ..PageMeta::EMPTY };
+            self.pages[local] = PageMeta { owner: lpn, floor, ..PageMeta::EMPTY };
             self.counters.host_writes += 1;
         }
-        for slot in slots {
-            self.background_gc(dev, slot, now)?;
+        self.pending.clear();
+        let mut collected = Ok(());
+        for &(slot, _) in &group {
+            collected = self.background_gc(dev, slot, now);
+            if collected.is_err() {
+                break;
+            }
         }
+        self.group = group;
+        collected?;
         timing.ok_or(Error::WrongPayloadSize { got: data.len(), expected: page_bytes })
     }
 
@@ -698,7 +705,7 @@ impl Region {
     fn place(&mut self, ppn: Ppn, meta: PageMeta) {
         let (block, local) = self.mark_live(ppn);
         self.pages[local] = meta;
-        self.blocks[block].last_write_seq = self.next_seq;
+        self.blocks.set_last_write_seq(block, self.next_seq);
     }
 
     /// Sets a page's live bit and counts it in its block; returns (local block, local page).
@@ -706,7 +713,7 @@ impl Region {
         debug_assert!(!self.is_live(ppn), "page {ppn:?} is already live");
         let (block, local) = self.locate(ppn);
         self.live[local / 64] |= 1 << (local % 64);
-        self.blocks[block].valid += 1;
+        self.blocks.add_valid(block);
         (block, local)
     }
 
@@ -714,7 +721,7 @@ impl Region {
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
         let (block, local) = self.locate(ppn);
         self.live[local / 64] &= !(1 << (local % 64));
-        self.blocks[block].valid -= 1;
+        self.blocks.sub_valid(block);
     }
 
     fn is_live(&self, ppn: Ppn) -> bool {

@@ -168,8 +168,8 @@ impl Region {
                     continue;
                 }
                 let local_block = r.local_block(slot, b);
-                r.blocks[local_block].state = BlockState::Full;
-                r.blocks[local_block].erase_count = dev.storage().erase_count(block);
+                r.blocks.set_state(local_block, BlockState::Full);
+                r.blocks.set_erase_count(local_block, dev.storage().erase_count(block));
                 let programmed: Vec<u32> = (0..r.usable_per_block)
                     .filter(|i| dev.storage().program_count(r.geometry.ppn(block, i * r.stride)) > 0)
                     .collect();
@@ -209,8 +209,8 @@ impl Region {
                         }
                         PageKind::Tombstone => TOMBSTONE_BIT | h.lpn,
                     };
-                    let last_seq = &mut r.blocks[local_block].last_write_seq;
-                    *last_seq = (*last_seq).max(h.seq);
+                    let last_seq = r.blocks[local_block].last_write_seq.max(h.seq);
+                    r.blocks.set_last_write_seq(local_block, last_seq);
                     max_seq = max_seq.max(h.seq);
                     scan.candidates.push(Candidate { header: h, ppn: ppn.0, newest_in_block: last });
                 }
