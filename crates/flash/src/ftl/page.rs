@@ -273,14 +273,7 @@ impl Ftl for PageFtl {
     }
 
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
-        self.check_lpn(lpn)?;
-        self.host_reads += 1;
-        let ppn = self.map.l2p[lpn as usize];
-        if ppn == NONE {
-            return Ok(None);
-        }
-        let read = self.log.read(&mut self.dev, Ppn(ppn), now)?;
-        Ok(Some(FtlRead { timing: read.timing, data: read.data }))
+        Ok(self.read_tagged(lpn, now)?.map(|(read, _)| read))
     }
 
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
