@@ -9,6 +9,11 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
+use support::model_check::check_against_model;
+
+mod support {
+    pub mod model_check;
+}
 
 const PAGE: usize = 512;
 
@@ -127,23 +132,16 @@ impl Harness {
         }
     }
 
-    /// Every page reads as the model says; the in-flight one may also read as the
-    /// interrupted operation would have left it, which the model then adopts.
+    /// Every page reads as the model says, or as the in-flight operation would have
+    /// left it (see `check_against_model`).
     fn check_all(&mut self, in_flight: Option<&InFlight>) {
-        for lpn in 0..self.ftl.logical_pages() {
-            let got = self.ftl.read(lpn, self.now).unwrap().map(|r| r.data.to_vec());
-            let expected = self.model.get(&lpn);
-            match in_flight {
-                Some((l, new)) if *l == lpn && got.as_ref() != expected => {
-                    assert_eq!(&got, new, "lpn {lpn}: neither the old nor the in-flight content");
-                    match got {
-                        Some(p) => self.model.insert(lpn, p),
-                        None => self.model.remove(&lpn),
-                    };
-                }
-                _ => assert_eq!(got.as_ref(), expected, "lpn {lpn}"),
-            }
-        }
+        let (ftl, now) = (&mut self.ftl, self.now);
+        check_against_model(
+            ftl.logical_pages(),
+            |lpn| ftl.read(lpn, now).unwrap().map(|r| r.data.to_vec()),
+            &mut self.model,
+            in_flight.map(std::slice::from_ref).unwrap_or_default(),
+        );
     }
 
     fn restart(self) -> Harness {

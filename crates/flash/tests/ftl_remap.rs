@@ -9,6 +9,11 @@ use flash::{Error, VictimPolicy};
 use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage};
 use proptest::prelude::*;
 use std::collections::HashMap;
+use support::model_check::check_against_model;
+
+mod support {
+    pub mod model_check;
+}
 
 const PAGE: usize = 512;
 
@@ -84,9 +89,14 @@ struct Harness {
     version: u32,
 }
 
+/// A logical page's bytes and tag as the FTL reads them.
+fn contents(ftl: &mut dyn Ftl, lpn: u32, now: u64) -> Option<Contents> {
+    ftl.read_tagged(lpn, now).unwrap().map(|(r, tag)| (r.data.to_vec(), tag))
+}
+
 impl Harness {
     fn read(&mut self, lpn: u32) -> Option<Contents> {
-        self.ftl.read_tagged(lpn, self.now).unwrap().map(|(r, tag)| (r.data.to_vec(), tag))
+        contents(self.ftl.as_mut(), lpn, self.now)
     }
 
     /// The pairs of a batch the FTL accepts: distinct destinations, no source that is
@@ -169,23 +179,11 @@ impl Harness {
         }
     }
 
-    /// Every page reads as the model says; a page the interrupted operation touched
-    /// may instead read as that operation would have left it, which the model adopts.
+    /// Every page reads as the model says, or as the interrupted operation would have
+    /// left it (see `check_against_model`).
     fn check_all(&mut self, in_flight: &InFlight) {
-        for lpn in 0..self.ftl.logical_pages() {
-            let got = self.read(lpn);
-            let expected = self.model.get(&lpn);
-            match in_flight.iter().find(|(l, _)| *l == lpn) {
-                Some((_, new)) if got.as_ref() != expected => {
-                    assert_eq!(&got, new, "lpn {lpn}: neither the old nor the in-flight content");
-                    match got {
-                        Some(c) => self.model.insert(lpn, c),
-                        None => self.model.remove(&lpn),
-                    };
-                }
-                _ => assert_eq!(got.as_ref(), expected, "lpn {lpn}"),
-            }
-        }
+        let (ftl, now) = (&mut self.ftl, self.now);
+        check_against_model(ftl.logical_pages(), |lpn| contents(ftl.as_mut(), lpn, now), &mut self.model, in_flight);
     }
 
     fn restart(self) -> Harness {
