@@ -1,11 +1,9 @@
 //! `--storage ipl`: the bank torture test cut 50 times on an In-Page Logging store (4 KiB
 //! and 16 KiB DB pages), and `bench` running TPC-B on it with IPA refused.
 
-use std::process::Command;
+mod common;
 
-fn deltaflash(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
-}
+use common::deltaflash;
 
 #[test]
 fn torture_on_ipl_passes_50_cuts() {

@@ -1,10 +1,8 @@
 //! `deltaflash sqlite` (SQLite shell on emulated flash) and `torture --engine sqlite`.
 
-use std::process::{Command, Output};
+mod common;
 
-fn deltaflash(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")
-}
+use common::deltaflash;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
