@@ -182,12 +182,38 @@ pub struct FtlRead<'d> {
     pub data: &'d [u8],
 }
 
+impl<'d> From<nand::PageRead<'d>> for FtlRead<'d> {
+    /// The host's view of a flash page read: its timing and data (the OOB is the FTL's).
+    fn from(read: nand::PageRead<'d>) -> FtlRead<'d> {
+        FtlRead { timing: read.timing, data: read.data }
+    }
+}
+
+/// Writes the [`Ftl`] methods that every FTL answers alike from the [`Device`] it owns,
+/// given the field path to it: `device`, `device_mut` and `into_device`.
+macro_rules! device_accessors {
+    ($($field:ident).+) => {
+        fn device(&self) -> &Device {
+            &self.$($field).+
+        }
+        fn device_mut(&mut self) -> &mut Device {
+            &mut self.$($field).+
+        }
+        fn into_device(self: Box<Self>) -> Device {
+            self.$($field).+
+        }
+    };
+}
+use device_accessors;
+
 /// A block device of logical pages (each one flash page of data) over a NAND device.
 pub trait Ftl: Send {
     fn kind(&self) -> FtlKind;
     fn logical_pages(&self) -> u32;
     /// Bytes of one logical page: the device's flash page size.
-    fn page_bytes(&self) -> usize;
+    fn page_bytes(&self) -> usize {
+        self.device().geometry().page_bytes as usize
+    }
     fn device(&self) -> &Device;
     fn device_mut(&mut self) -> &mut Device;
     fn into_device(self: Box<Self>) -> Device;
