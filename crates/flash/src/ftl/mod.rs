@@ -193,13 +193,13 @@ impl<'d> From<nand::PageRead<'d>> for FtlRead<'d> {
 /// given the field path to it: `device`, `device_mut` and `into_device`.
 macro_rules! device_accessors {
     ($($field:ident).+) => {
-        fn device(&self) -> &Device {
+        fn device(&self) -> &nand::Device {
             &self.$($field).+
         }
-        fn device_mut(&mut self) -> &mut Device {
+        fn device_mut(&mut self) -> &mut nand::Device {
             &mut self.$($field).+
         }
-        fn into_device(self: Box<Self>) -> Device {
+        fn into_device(self: Box<Self>) -> nand::Device {
             self.$($field).+
         }
     };
@@ -302,22 +302,18 @@ pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Er
 pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Error> {
     let config = stored_config(device.storage().config_area())?;
     match config.kind {
-        FtlKind::Page => {
-            let (ftl, done) = PageFtl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
-        FtlKind::Dftl => {
-            let (ftl, done) = Dftl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
+        FtlKind::Page => boxed(PageFtl::open(device, &config, now)),
+        FtlKind::Dftl => boxed(Dftl::open(device, &config, now)),
         FtlKind::Block => block::open(device, &config, now),
         FtlKind::Bast => bast::open(device, &config, now),
         FtlKind::Fast => fast::open(device, &config, now),
-        FtlKind::Nolgn => {
-            let (ftl, done) = NolgnFtl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
+        FtlKind::Nolgn => boxed(NolgnFtl::open(device, &config, now)),
     }
+}
+
+/// An opened FTL of a concrete kind as a trait object.
+fn boxed<F: Ftl + 'static>(opened: Result<(F, SimTime), Error>) -> Result<(Box<dyn Ftl>, SimTime), Error> {
+    opened.map(|(ftl, done)| (Box::new(ftl) as Box<dyn Ftl>, done))
 }
 
 /// The FTL configuration stored in a device's configuration area.

@@ -3,7 +3,10 @@
 //! within about a block of each other), tombstones, greedy or cost-benefit GC, OOB format and
 //! the rebuild scan. The two FTLs differ only in where the logical-to-physical map lives
 //! (controller RAM, or translation pages on flash behind a cache); they plug into the
-//! store through [`Remap`], which GC calls for every live page it moves.
+//! store through [`Remap`], which GC calls for every live page it moves. The host side of
+//! their reads, writes and trims is the store's too ([`PageLog::host_read`],
+//! [`PageLog::host_program`] with [`PageLog::host_done`], [`PageLog::host_trim`]), and
+//! so are their counters: each FTL only updates its map in between.
 //!
 //! OOB of every page (little-endian; version 1 is 28 bytes, version 2 is 52 bytes and
 //! carries a caller's tag, written only by the page FTL's `write_tagged`):
