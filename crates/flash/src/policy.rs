@@ -62,20 +62,22 @@ impl std::str::FromStr for VictimPolicy {
 
 /// Picks a GC victim among full blocks that have at least one invalid page and at most
 /// `max_valid` valid pages (the room GC has left to move them to), by scanning the
-/// chip. `usable_pages` is how many pages a block holds in this region. Ties go to the
-/// lowest index. [`BlockTable::choose_victim`] gives the same answer without the scan
-/// for greedy GC.
+/// chip; blocks `locked` names (by index in `blocks`) are no candidates. `usable_pages`
+/// is how many pages a block holds in this region. Ties go to the lowest index.
+/// [`BlockTable::choose_victim_skipping`] gives the same answer without the scan for
+/// greedy GC.
 pub fn choose_victim_within(
     blocks: &[BlockSnapshot],
     usable_pages: u32,
     policy: VictimPolicy,
     now_seq: u64,
     max_valid: u32,
+    locked: impl Fn(usize) -> bool,
 ) -> Option<usize> {
     let candidates = blocks
         .iter()
         .enumerate()
-        .filter(|(_, b)| b.state == BlockState::Full && b.valid < usable_pages && b.valid <= max_valid);
+        .filter(|&(i, b)| b.state == BlockState::Full && b.valid < usable_pages && b.valid <= max_valid && !locked(i));
     match policy {
         VictimPolicy::Greedy => candidates.min_by_key(|&(i, b)| (b.valid, i)).map(|(i, _)| i),
         VictimPolicy::CostBenefit => {
@@ -122,9 +124,31 @@ impl BitSet {
     }
 
     fn first(&self) -> Option<usize> {
-        let (s, summary) = self.summary.iter().enumerate().find(|(_, &w)| w != 0)?;
+        self.first_from(0)
+    }
+
+    /// The lowest member at or above `from`.
+    fn first_from(&self, from: usize) -> Option<usize> {
+        let w = from / 64;
+        let here = self.words.get(w)? & (u64::MAX << (from % 64));
+        if here != 0 {
+            return Some(w * 64 + here.trailing_zeros() as usize);
+        }
+        // The next non-zero word after `w`: in the rest of its summary word, else in the
+        // summary words after it.
+        let s = w / 64;
+        let above = |bit: usize| u64::MAX.checked_shl(bit as u32 + 1).unwrap_or(0);
+        let (s, summary) = match self.summary[s] & above(w % 64) {
+            0 => self.summary.iter().enumerate().skip(s + 1).find(|(_, &x)| x != 0).map(|(i, &x)| (i, x))?,
+            bits => (s, bits),
+        };
         let w = s * 64 + summary.trailing_zeros() as usize;
         Some(w * 64 + self.words[w].trailing_zeros() as usize)
+    }
+
+    /// The members in increasing order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(self.first(), |&i| self.first_from(i + 1))
     }
 }
 
@@ -253,21 +277,37 @@ impl BlockTable {
         }
     }
 
-    /// [`choose_victim_within`] on one chip: the victim's index within the chip. Greedy
-    /// reads the index (the lowest valid count below a full block, then the lowest
-    /// block); cost-benefit scores every block, so it scans.
+    /// [`choose_victim_within`] on one chip, no block locked: the victim's index within
+    /// the chip.
     pub fn choose_victim(&self, chip: usize, policy: VictimPolicy, now_seq: u64, max_valid: u32) -> Option<usize> {
+        self.choose_victim_skipping(chip, policy, now_seq, max_valid, |_| false)
+    }
+
+    /// [`choose_victim_within`] on one chip, passing over the blocks `locked` names (by
+    /// index within the chip; NoLgn-FTL's lock bits). Greedy reads the index: the
+    /// buckets from the lowest valid count up, in each the blocks from the lowest up,
+    /// the first unlocked one (with nothing locked, the first member of the first
+    /// bucket). Cost-benefit scores every block, so it scans.
+    pub fn choose_victim_skipping(
+        &self,
+        chip: usize,
+        policy: VictimPolicy,
+        now_seq: u64,
+        max_valid: u32,
+        locked: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
         match policy {
             VictimPolicy::Greedy => {
                 let index = &self.chips[chip];
-                let valid = index.nonempty.first()?;
-                if valid as u32 >= self.usable_pages || valid as u32 > max_valid {
-                    return None;
-                }
-                index.buckets[valid].first()
+                let reclaimable = |&valid: &usize| (valid as u32) < self.usable_pages && valid as u32 <= max_valid;
+                index
+                    .nonempty
+                    .iter()
+                    .take_while(reclaimable)
+                    .find_map(|valid| index.buckets[valid].iter().find(|&block| !locked(block)))
             }
             VictimPolicy::CostBenefit => {
-                choose_victim_within(self.chip(chip), self.usable_pages, policy, now_seq, max_valid)
+                choose_victim_within(self.chip(chip), self.usable_pages, policy, now_seq, max_valid, locked)
             }
         }
     }
@@ -298,18 +338,26 @@ mod tests {
     fn greedy_takes_fewest_valid_and_skips_non_full() {
         let mut blocks = vec![full(5, 0, 0), full(2, 0, 0), full(2, 0, 0), full(8, 0, 0)];
         blocks.push(BlockSnapshot { state: BlockState::Active, valid: 0, erase_count: 0, last_write_seq: 0 });
-        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 0, 8), Some(1));
-        assert_eq!(choose_victim_within(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0, 8), None, "nothing to reclaim");
-        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 1), None, "no room to move");
-        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 2), Some(1));
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 0, 8, |_| false), Some(1));
+        assert_eq!(
+            choose_victim_within(&[full(8, 0, 0)], 8, VictimPolicy::Greedy, 0, 8, |_| false),
+            None,
+            "nothing to reclaim"
+        );
+        assert_eq!(
+            choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 1, |_| false),
+            None,
+            "no room to move"
+        );
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 0, 2, |_| false), Some(1));
     }
 
     #[test]
     fn cost_benefit_prefers_old_blocks() {
         // Block 0: fewer valid but just written; block 1: a bit fuller but very old.
         let blocks = [full(3, 0, 1000), full(4, 0, 0)];
-        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 1000, 8), Some(0));
-        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 1000, 8), Some(1));
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::Greedy, 1000, 8, |_| false), Some(0));
+        assert_eq!(choose_victim_within(&blocks, 8, VictimPolicy::CostBenefit, 1000, 8, |_| false), Some(1));
     }
 
     #[test]
@@ -323,12 +371,28 @@ mod tests {
         assert_eq!(choose_wear_victim(&blocks, 17), None);
     }
 
+    /// The brute-force greedy choice: the unlocked reclaimable full block with the
+    /// fewest valid pages, the lowest index among equals.
+    fn brute_force_greedy(blocks: &[BlockSnapshot], usable: u32, max_valid: u32, locked: &[bool]) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, b) in blocks.iter().enumerate() {
+            let candidate = b.state == BlockState::Full && b.valid < usable && b.valid <= max_valid && !locked[i];
+            if candidate && best.is_none_or(|j| b.valid < blocks[j].valid) {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
     proptest::proptest! {
-        /// The table's greedy choice is the scan's, whatever sequence of state and
-        /// valid-count changes led there (ties: lowest block index).
+        /// The table's choice with locked blocks passed over is the brute-force scan's
+        /// (greedy), and the scan's over a copy of the chip with the locked blocks marked
+        /// not full (both policies: what NoLgn's GC did before the table could skip),
+        /// whatever sequence of state, valid-count and age changes led there.
         #[test]
-        fn greedy_index_matches_the_scan(
-            ops in proptest::collection::vec((0usize..3 * 70, 0u8..6, 0u32..10), 1..400),
+        fn victim_index_with_locks_matches_the_scan(
+            ops in proptest::collection::vec((0usize..3 * 70, 0u8..7, 0u32..10), 1..400),
+            locked in proptest::collection::vec(proptest::bool::weighted(0.3), 3 * 70),
             max_valid in 0u32..10,
         ) {
             let (chips, bpc, usable) = (3, 70, 8);
@@ -341,13 +405,46 @@ mod tests {
                     2 | 3 if b.valid < usable => table.add_valid(i),
                     4 if b.valid > 0 => table.sub_valid(i),
                     5 => table.set(i, BlockSnapshot { valid: arg.min(usable), ..b }),
+                    6 => table.set_last_write_seq(i, arg as u64 * 100),
                     _ => {}
                 }
                 for chip in 0..chips {
-                    let scan = choose_victim_within(table.chip(chip), usable, VictimPolicy::Greedy, 0, max_valid);
-                    proptest::prop_assert_eq!(table.choose_victim(chip, VictimPolicy::Greedy, 0, max_valid), scan);
+                    let blocks = table.chip(chip);
+                    let chip_locked = &locked[chip * bpc as usize..(chip + 1) * bpc as usize];
+                    let is_locked = |i: usize| chip_locked[i];
+                    let no_locks = vec![false; bpc as usize];
+                    proptest::prop_assert_eq!(
+                        table.choose_victim(chip, VictimPolicy::Greedy, 0, max_valid),
+                        brute_force_greedy(blocks, usable, max_valid, &no_locks)
+                    );
+                    proptest::prop_assert_eq!(
+                        table.choose_victim_skipping(chip, VictimPolicy::Greedy, 0, max_valid, is_locked),
+                        brute_force_greedy(blocks, usable, max_valid, chip_locked)
+                    );
+                    let mut masked = blocks.to_vec();
+                    for (b, _) in masked.iter_mut().zip(chip_locked).filter(|(_, &l)| l) {
+                        b.state = BlockState::Active;
+                    }
+                    for policy in [VictimPolicy::Greedy, VictimPolicy::CostBenefit] {
+                        let scan = choose_victim_within(&masked, usable, policy, 1000, max_valid, |_| false);
+                        proptest::prop_assert_eq!(table.choose_victim_skipping(chip, policy, 1000, max_valid, is_locked), scan);
+                    }
                 }
             }
+        }
+
+        /// Iterating a bitmap gives its members in order, across summary words.
+        #[test]
+        fn bitset_iterates_its_members_in_order(
+            members in proptest::collection::btree_set(0usize..10_000, 0..60),
+            from in 0usize..10_100,
+        ) {
+            let mut set = BitSet::new(10_000);
+            for &i in &members {
+                set.insert(i);
+            }
+            proptest::prop_assert_eq!(set.iter().collect::<Vec<_>>(), members.iter().copied().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(set.first_from(from), members.range(from..).next().copied());
         }
     }
 

@@ -33,8 +33,8 @@
 //! mount time does the FTL hold the whole map in RAM. Counters start at zero after
 //! `open`; the scan and rewrites show in the returned time.
 
-use super::pagelog::{Owner, PageLog, Remap, Stream, NONE};
-use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
+use super::pagelog::{Owner, PageLog, ProgramOptions, Remap, Stream, NONE};
+use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -65,8 +65,6 @@ struct Map {
     /// During `open` only: the scanned map, and the translation pages that disagree.
     recovered: Option<Vec<u32>>,
     stale: BTreeSet<u32>,
-    translation_reads: u64,
-    translation_writes: u64,
 }
 
 impl Map {
@@ -98,6 +96,20 @@ impl Map {
             ))),
             None => Ok(entries),
         }
+    }
+
+    /// Points the cached entry of `lpn` at `ppn` (dirty) and kills the page it named.
+    fn point(&mut self, log: &mut PageLog, lpn: u32, ppn: u32) -> Result<(), Error> {
+        let Some(c) = self.cmt.get_mut(&lpn) else {
+            // lookup cached it and GC never drops CMT entries.
+            return Err(log.poison(Error::NeedsReopen { region: "DFTL".into() }));
+        };
+        let old = std::mem::replace(&mut c.ppn, ppn);
+        self.dirty.insert(lpn);
+        if old != NONE {
+            log.kill(Ppn(old));
+        }
+        Ok(())
     }
 
     /// The entries translation page `t` should hold according to the scanned map.
@@ -163,7 +175,7 @@ fn write_translation(
             } else {
                 let read = log.read(dev, Ppn(current), ready)?;
                 ready = read.timing.end_ns;
-                map.translation_reads += 1;
+                log.counters.translation_reads += 1;
                 let entries = map.decode(t, read.data);
                 entries.map_err(|e| log.poison(e))?
             };
@@ -186,7 +198,7 @@ fn write_translation(
         chunk.copy_from_slice(&e.to_le_bytes());
     }
     let timing = log.program(dev, ppn, Owner::Translation(t), &bytes, ready)?;
-    map.translation_writes += 1;
+    log.counters.translation_writes += 1;
     let old = std::mem::replace(&mut map.gtd[t as usize], ppn.0);
     if old != NONE {
         log.kill(Ppn(old));
@@ -199,9 +211,6 @@ pub struct Dftl {
     dev: Device,
     log: PageLog,
     map: Map,
-    host_reads: u64,
-    host_writes: u64,
-    host_trims: u64,
 }
 
 /// (logical pages, translation pages) of a DFTL on `dev`: translation pages take
@@ -237,7 +246,7 @@ impl Dftl {
         let (logical, tpages, per_page) = layout(&dev, config)?;
         let log = PageLog::format("DFTL", &mut dev, config.gc.clone(), logical, 0)?;
         let map = Dftl::map(&dev, config, logical, per_page, vec![NONE; tpages as usize], None);
-        Ok(Dftl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0 })
+        Ok(Dftl { dev, log, map })
     }
 
     /// Rebuilds from flash from `now` (see the module comment); returns the FTL and
@@ -267,10 +276,8 @@ impl Dftl {
             done = write_translation(&mut map, &mut log, &mut dev, t, &[], None, done)?;
         }
         map.recovered = None;
-        map.translation_reads = 0;
-        map.translation_writes = 0;
         log.counters = Default::default();
-        Ok((Dftl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0 }, done))
+        Ok((Dftl { dev, log, map }, done))
     }
 
     fn map(
@@ -294,14 +301,7 @@ impl Dftl {
             pending: BTreeMap::new(),
             recovered,
             stale: BTreeSet::new(),
-            translation_reads: 0,
-            translation_writes: 0,
         }
-    }
-
-    fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
-        self.log.check_usable()?;
-        super::check_lpn("DFTL", lpn, self.map.logical_pages)
     }
 
     /// The lpn's mapping, cached in the CMT (most recently used) when this returns;
@@ -330,7 +330,7 @@ impl Dftl {
                 let read = self.log.read(&mut self.dev, Ppn(tp), t)?;
                 t = read.timing.end_ns;
                 let decoded = self.map.decode(tvpn, read.data);
-                self.map.translation_reads += 1;
+                self.log.counters.translation_reads += 1;
                 let entries = decoded.map_err(|e| self.log.poison(e))?;
                 entries[(lpn % self.map.per_page) as usize]
             }
@@ -341,20 +341,6 @@ impl Dftl {
         self.map.lru.insert(stamp, lpn);
         Ok((ppn, t))
     }
-
-    /// Points the cached entry of `lpn` at `ppn` (dirty) and kills the page it named.
-    fn remap(&mut self, lpn: u32, ppn: u32) -> Result<(), Error> {
-        let Some(c) = self.map.cmt.get_mut(&lpn) else {
-            // lookup cached it and GC never drops CMT entries.
-            return Err(self.log.poison(Error::NeedsReopen { region: "DFTL".into() }));
-        };
-        let old = std::mem::replace(&mut c.ppn, ppn);
-        self.map.dirty.insert(lpn);
-        if old != NONE {
-            self.log.kill(Ppn(old));
-        }
-        Ok(())
-    }
 }
 
 impl Ftl for Dftl {
@@ -362,73 +348,34 @@ impl Ftl for Dftl {
         FtlKind::Dftl
     }
     fn logical_pages(&self) -> u32 {
-        self.map.logical_pages
+        self.log.logical_pages()
     }
-    fn page_bytes(&self) -> usize {
-        self.log.page_bytes()
-    }
-    fn device(&self) -> &Device {
-        &self.dev
-    }
-    fn device_mut(&mut self) -> &mut Device {
-        &mut self.dev
-    }
-    fn into_device(self: Box<Self>) -> Device {
-        self.dev
-    }
+    device_accessors!(dev);
 
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
-        self.check_lpn(lpn)?;
-        self.host_reads += 1;
+        self.log.check_lpn(lpn)?;
         let (ppn, t) = self.lookup(lpn, now)?;
-        if ppn == NONE {
-            return Ok(None);
-        }
-        let read = self.log.read(&mut self.dev, Ppn(ppn), t)?;
-        Ok(Some(FtlRead { timing: read.timing, data: read.data }))
+        Ok(self.log.host_read(&mut self.dev, ppn, t)?.map(FtlRead::from))
     }
 
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         super::check_payload(true, data, self.log.page_bytes())?;
         let (_, t) = self.lookup(lpn, now)?;
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
-        let timing = self.log.program(&mut self.dev, ppn, Owner::Data(lpn), data, ready)?;
-        self.remap(lpn, ppn.0)?;
-        self.host_writes += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        let options = ProgramOptions::default();
+        let (ppn, timing) = self.log.host_program(&mut self.dev, &mut self.map, Owner::Data(lpn), data, options, t)?;
+        self.map.point(&mut self.log, lpn, ppn.0)?;
+        self.log.host_done(&mut self.dev, &mut self.map, ppn, timing.end_ns)?;
         Ok(timing)
     }
 
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         let (old, t) = self.lookup(lpn, now)?;
-        if old == NONE {
-            return Ok(None);
-        }
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
-        let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
-        self.remap(lpn, NONE)?;
-        self.host_trims += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
-        Ok(Some(timing))
+        self.log.host_trim(&mut self.dev, &mut self.map, lpn, old, t, |map, log| map.point(log, lpn, NONE))
     }
 
     fn counters(&self) -> FtlCounters {
-        let c = self.log.counters;
-        FtlCounters {
-            host_reads: self.host_reads,
-            host_writes: self.host_writes,
-            host_trims: self.host_trims,
-            flash_programs: c.flash_programs,
-            flash_reads: c.flash_reads,
-            gc_page_migrations: c.gc_page_migrations,
-            gc_erases: c.gc_erases,
-            translation_reads: self.map.translation_reads,
-            translation_writes: self.map.translation_writes,
-            ..FtlCounters::default()
-        }
+        self.log.counters
     }
 }

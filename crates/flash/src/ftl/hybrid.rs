@@ -34,7 +34,7 @@
 //! refuses work until reopened ([`Error::NeedsReopen`]). A worn-out block is such an
 //! error: these baselines do not retire blocks.
 
-use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
+use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
 use crate::error::Error;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
 use std::cmp::Reverse;
@@ -263,11 +263,7 @@ impl Core {
         if self.poisoned {
             return Err(Error::NeedsReopen { region: format!("{} FTL", self.kind.name()) });
         }
-        let logical_pages = self.logical_blocks * self.ppb;
-        if lpn >= logical_pages {
-            return Err(Error::LpnOutOfRange { region: format!("{} FTL", self.kind.name()), lpn, logical_pages });
-        }
-        Ok(())
+        super::check_lpn(self.kind.name(), lpn, self.logical_blocks * self.ppb)
     }
 
     fn take_seq(&mut self) -> u64 {
@@ -654,18 +650,7 @@ impl<S: Scheme> Ftl for Hybrid<S> {
     fn logical_pages(&self) -> u32 {
         self.core.logical_blocks * self.core.ppb
     }
-    fn page_bytes(&self) -> usize {
-        self.core.g.page_bytes as usize
-    }
-    fn device(&self) -> &Device {
-        &self.core.dev
-    }
-    fn device_mut(&mut self) -> &mut Device {
-        &mut self.core.dev
-    }
-    fn into_device(self: Box<Self>) -> Device {
-        self.core.dev
-    }
+    device_accessors!(core.dev);
 
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
         self.core.check_lpn(lpn)?;
@@ -676,7 +661,7 @@ impl<S: Scheme> Ftl for Hybrid<S> {
         self.core.counters.host_reads += 1;
         self.core.counters.flash_reads += 1;
         match self.core.dev.read(Ppn(ppn), now) {
-            Ok(read) => Ok(Some(FtlRead { timing: read.timing, data: read.data })),
+            Ok(read) => Ok(Some(read.into())),
             Err(e) => {
                 self.core.poisoned = true;
                 Err(e.into())

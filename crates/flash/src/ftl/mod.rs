@@ -182,12 +182,38 @@ pub struct FtlRead<'d> {
     pub data: &'d [u8],
 }
 
+impl<'d> From<nand::PageRead<'d>> for FtlRead<'d> {
+    /// The host's view of a flash page read: its timing and data (the OOB is the FTL's).
+    fn from(read: nand::PageRead<'d>) -> FtlRead<'d> {
+        FtlRead { timing: read.timing, data: read.data }
+    }
+}
+
+/// Writes the [`Ftl`] methods that every FTL answers alike from the [`Device`] it owns,
+/// given the field path to it: `device`, `device_mut` and `into_device`.
+macro_rules! device_accessors {
+    ($($field:ident).+) => {
+        fn device(&self) -> &nand::Device {
+            &self.$($field).+
+        }
+        fn device_mut(&mut self) -> &mut nand::Device {
+            &mut self.$($field).+
+        }
+        fn into_device(self: Box<Self>) -> nand::Device {
+            self.$($field).+
+        }
+    };
+}
+use device_accessors;
+
 /// A block device of logical pages (each one flash page of data) over a NAND device.
 pub trait Ftl: Send {
     fn kind(&self) -> FtlKind;
     fn logical_pages(&self) -> u32;
     /// Bytes of one logical page: the device's flash page size.
-    fn page_bytes(&self) -> usize;
+    fn page_bytes(&self) -> usize {
+        self.device().geometry().page_bytes as usize
+    }
     fn device(&self) -> &Device;
     fn device_mut(&mut self) -> &mut Device;
     fn into_device(self: Box<Self>) -> Device;
@@ -276,22 +302,18 @@ pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Er
 pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Error> {
     let config = stored_config(device.storage().config_area())?;
     match config.kind {
-        FtlKind::Page => {
-            let (ftl, done) = PageFtl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
-        FtlKind::Dftl => {
-            let (ftl, done) = Dftl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
+        FtlKind::Page => boxed(PageFtl::open(device, &config, now)),
+        FtlKind::Dftl => boxed(Dftl::open(device, &config, now)),
         FtlKind::Block => block::open(device, &config, now),
         FtlKind::Bast => bast::open(device, &config, now),
         FtlKind::Fast => fast::open(device, &config, now),
-        FtlKind::Nolgn => {
-            let (ftl, done) = NolgnFtl::open(device, &config, now)?;
-            Ok((Box::new(ftl), done))
-        }
+        FtlKind::Nolgn => boxed(NolgnFtl::open(device, &config, now)),
     }
+}
+
+/// An opened FTL of a concrete kind as a trait object.
+fn boxed<F: Ftl + 'static>(opened: Result<(F, SimTime), Error>) -> Result<(Box<dyn Ftl>, SimTime), Error> {
+    opened.map(|(ftl, done)| (Box::new(ftl) as Box<dyn Ftl>, done))
 }
 
 /// The FTL configuration stored in a device's configuration area.

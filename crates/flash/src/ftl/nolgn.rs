@@ -46,8 +46,8 @@
 //! Open transactions do not survive a restart (their host is gone): the rebuilt FTL
 //! has an empty P2P table and no lock bits.
 
-use super::pagelog::{Header, Owner, PageLog, ProgramOptions, Remap, ScanHook, Stream, NONE, OOB_BYTES};
-use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
+use super::pagelog::{Header, Owner, PageLog, ProgramOptions, Remap, ScanHook, NONE, OOB_BYTES};
+use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -129,7 +129,6 @@ struct State {
     /// Per block: live old versions open transactions hold (lock bit = count > 0).
     locks: Vec<u32>,
     pages_per_block: u32,
-    gc_tx_migrations: u64,
 }
 
 impl State {
@@ -137,8 +136,16 @@ impl State {
         (ppn / self.pages_per_block) as usize
     }
 
-    /// A live page is superseded (overwrite, trim, commit): returns whether the caller
-    /// kills it. A committed end page with live members stays, as a witness.
+    /// The live page `old` (NONE: none) is superseded (overwrite, trim, commit): it dies
+    /// unless it stays as a witness.
+    fn supersede(&mut self, log: &mut PageLog, old: u32) {
+        if old != NONE && self.retire(log, old) {
+            log.kill(Ppn(old));
+        }
+    }
+
+    /// A live page is superseded: returns whether the caller kills it. A committed end
+    /// page with live members stays, as a witness.
     fn retire(&mut self, log: &mut PageLog, ppn: u32) -> bool {
         let Some(&tid) = self.tagged.get(&ppn) else { return true };
         let Some(c) = self.committed.get_mut(&tid) else { return true };
@@ -196,7 +203,7 @@ impl Remap for State {
             if let Some(t) = self.open.get_mut(&tid).filter(|t| t.end == Some(src.0)) {
                 t.end = Some(dst.0);
             }
-            self.gc_tx_migrations += 1;
+            log.counters.gc_tx_migrations += 1;
             return 0;
         }
         let Some(tid) = self.tagged.remove(&src.0) else { return 0 };
@@ -205,7 +212,7 @@ impl Remap for State {
             if c.members > 0 {
                 c.end = dst.0;
                 self.tagged.insert(dst.0, tid);
-                self.gc_tx_migrations += 1;
+                log.counters.gc_tx_migrations += 1;
                 return 0;
             }
             self.committed.remove(&tid);
@@ -268,9 +275,6 @@ pub struct NolgnFtl {
     log: PageLog,
     state: State,
     next_tid: u32,
-    host_reads: u64,
-    host_writes: u64,
-    host_trims: u64,
 }
 
 fn logical_pages(dev: &Device, config: &FtlConfig) -> Result<u32, Error> {
@@ -341,18 +345,9 @@ impl NolgnFtl {
                 committed: HashMap::new(),
                 locks: vec![0; blocks],
                 pages_per_block,
-                gc_tx_migrations: 0,
             },
             next_tid,
-            host_reads: 0,
-            host_writes: 0,
-            host_trims: 0,
         }
-    }
-
-    fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
-        self.log.check_usable()?;
-        super::check_lpn("nolgn", lpn, self.state.l2p.len() as u32)
     }
 
     /// Refuses a non-transactional change to a page an open transaction holds.
@@ -377,28 +372,17 @@ impl NolgnFtl {
         self.state.locks.iter().filter(|&&n| n > 0).count()
     }
 
-    /// Programs `data` for `lpn` on a fresh page, then GC in the background.
-    fn put(&mut self, owner: Owner, data: &[u8], tag: Option<Tag>, now: SimTime) -> Result<(Ppn, OpTiming), Error> {
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.state, Stream::Host, None, now)?;
+    /// Programs a data page of `lpn` on a fresh page, with a transaction's tag in its
+    /// OOB or none (a transaction's page leaves the lpn's tombstone live: it may still
+    /// be rolled back).
+    fn put(&mut self, lpn: u32, data: &[u8], tag: Option<Tag>, now: SimTime) -> Result<(Ppn, OpTiming), Error> {
         let tail = tag.map(|t| t.encode());
         let options = ProgramOptions {
             tail: tail.as_ref().map_or(&[], |t| &t[..]),
             keep_tombstone: tag.is_some(),
             ..Default::default()
         };
-        let timing = self.log.program_with(&mut self.dev, ppn, owner, data, options, ready)?;
-        Ok((ppn, timing))
-    }
-
-    fn after_write(&mut self, ppn: Ppn, timing: &OpTiming) -> Result<(), Error> {
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.state, chip, timing.end_ns)
-    }
-
-    fn supersede(&mut self, old: u32) {
-        if old != NONE && self.state.retire(&mut self.log, old) {
-            self.log.kill(Ppn(old));
-        }
+        self.log.host_program(&mut self.dev, &mut self.state, Owner::Data(lpn), data, options, now)
     }
 
     fn open_tx(&mut self, tid: u32) -> Result<&mut OpenTx, Error> {
@@ -411,73 +395,39 @@ impl Ftl for NolgnFtl {
         FtlKind::Nolgn
     }
     fn logical_pages(&self) -> u32 {
-        self.state.l2p.len() as u32
+        self.log.logical_pages()
     }
-    fn page_bytes(&self) -> usize {
-        self.log.page_bytes()
-    }
-    fn device(&self) -> &Device {
-        &self.dev
-    }
-    fn device_mut(&mut self) -> &mut Device {
-        &mut self.dev
-    }
-    fn into_device(self: Box<Self>) -> Device {
-        self.dev
-    }
+    device_accessors!(dev);
 
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
-        self.check_lpn(lpn)?;
-        self.host_reads += 1;
-        let ppn = self.state.l2p[lpn as usize];
-        if ppn == NONE {
-            return Ok(None);
-        }
-        let read = self.log.read(&mut self.dev, Ppn(ppn), now)?;
-        Ok(Some(FtlRead { timing: read.timing, data: read.data }))
+        self.log.check_lpn(lpn)?;
+        Ok(self.log.host_read(&mut self.dev, self.state.l2p[lpn as usize], now)?.map(FtlRead::from))
     }
 
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
         self.check_not_pending(lpn)?;
-        let (ppn, timing) = self.put(Owner::Data(lpn), data, None, now)?;
+        let (ppn, timing) = self.put(lpn, data, None, now)?;
         let old = std::mem::replace(&mut self.state.l2p[lpn as usize], ppn.0);
-        self.supersede(old);
-        self.host_writes += 1;
-        self.after_write(ppn, &timing)?;
+        self.state.supersede(&mut self.log, old);
+        self.log.host_done(&mut self.dev, &mut self.state, ppn, timing.end_ns)?;
         Ok(timing)
     }
 
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         self.check_not_pending(lpn)?;
-        if self.state.l2p[lpn as usize] == NONE {
-            return Ok(None);
-        }
-        let (ppn, timing) = self.put(Owner::Tombstone(lpn), &[], None, now)?;
-        // Read after the allocation, whose GC may have moved the page.
-        let old = std::mem::replace(&mut self.state.l2p[lpn as usize], NONE);
-        self.supersede(old);
-        self.host_trims += 1;
-        self.after_write(ppn, &timing)?;
-        Ok(Some(timing))
+        let old = self.state.l2p[lpn as usize];
+        self.log.host_trim(&mut self.dev, &mut self.state, lpn, old, now, |state, log| {
+            let old = std::mem::replace(&mut state.l2p[lpn as usize], NONE);
+            state.supersede(log, old);
+            Ok(())
+        })
     }
 
     fn counters(&self) -> FtlCounters {
-        let c = self.log.counters;
-        FtlCounters {
-            host_reads: self.host_reads,
-            host_writes: self.host_writes,
-            host_trims: self.host_trims,
-            flash_programs: c.flash_programs,
-            flash_reads: c.flash_reads,
-            gc_page_migrations: c.gc_page_migrations,
-            gc_erases: c.gc_erases,
-            gc_lock_migrations: c.gc_lock_migrations,
-            gc_tx_migrations: self.state.gc_tx_migrations,
-            ..FtlCounters::default()
-        }
+        self.log.counters
     }
 
     fn begin_tx(&mut self) -> Result<u32, Error> {
@@ -492,7 +442,7 @@ impl Ftl for NolgnFtl {
     }
 
     fn write_tx(&mut self, lpn: u32, data: &[u8], tid: u32, end: bool, now: SimTime) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
         let (limit, used) = (self.state.p2p_entries, self.state.p2p_used);
         let cur = self.state.l2p[lpn as usize];
@@ -525,7 +475,7 @@ impl Ftl for NolgnFtl {
         if let Some(b) = lock {
             self.state.locks[b] += 1;
         }
-        let (ppn, timing) = match self.put(Owner::Data(lpn), data, Some(Tag { tid, end, old }), now) {
+        let (ppn, timing) = match self.put(lpn, data, Some(Tag { tid, end, old }), now) {
             Ok(done) => done,
             Err(e) => {
                 if let Some(b) = lock {
@@ -553,8 +503,7 @@ impl Ftl for NolgnFtl {
         }
         state.pending.insert(ppn.0, tid);
         state.l2p[lpn as usize] = ppn.0;
-        self.host_writes += 1;
-        self.after_write(ppn, &timing)?;
+        self.log.host_done(&mut self.dev, &mut self.state, ppn, timing.end_ns)?;
         Ok(timing)
     }
 
@@ -577,7 +526,7 @@ impl Ftl for NolgnFtl {
             if self.log.tombstone(e.lpn) == Some(Ppn(e.old)) {
                 self.log.forget_tombstone(e.lpn);
             } else {
-                self.supersede(e.old);
+                self.state.supersede(&mut self.log, e.old);
             }
         }
         if end != NONE {

@@ -19,8 +19,8 @@
 //! so each of its lpns keeps its old page. Tagged writes ([`Ftl::write_tagged`]) put a
 //! caller's 24 bytes in the OOB header (version 2).
 
-use super::pagelog::{self, Owner, PageLog, ProgramOptions, Remap, Stream, NONE};
-use super::{Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
+use super::pagelog::{self, Owner, PageLog, ProgramOptions, Remap, NONE};
+use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
 use std::collections::{HashMap, HashSet};
@@ -100,11 +100,6 @@ pub struct PageFtl {
     dev: Device,
     log: PageLog,
     map: Map,
-    host_reads: u64,
-    host_writes: u64,
-    host_trims: u64,
-    remaps: u64,
-    remap_records: u64,
 }
 
 /// Logical pages a page-mapping FTL offers on `dev` with `config`.
@@ -146,12 +141,7 @@ impl PageFtl {
 
     fn assemble(dev: Device, log: PageLog, l2p: Vec<u32>) -> PageFtl {
         let map = Map { l2p, sharers: HashMap::new(), via: HashMap::new(), record_users: HashMap::new() };
-        PageFtl { dev, log, map, host_reads: 0, host_writes: 0, host_trims: 0, remaps: 0, remap_records: 0 }
-    }
-
-    fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
-        self.log.check_usable()?;
-        super::check_lpn("page", lpn, self.map.l2p.len() as u32)
+        PageFtl { dev, log, map }
     }
 
     /// Writes a page (with a tag in its OOB, or not) and unmaps what `lpn` had.
@@ -162,22 +152,14 @@ impl PageFtl {
         tag: Option<&[u8; TAG_BYTES]>,
         now: SimTime,
     ) -> Result<OpTiming, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         super::check_payload(self.log.keeps_data(), data, self.log.page_bytes())?;
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
-        let timing = self.log.program_with(
-            &mut self.dev,
-            ppn,
-            Owner::Data(lpn),
-            data,
-            ProgramOptions { tag, ..Default::default() },
-            ready,
-        )?;
+        let options = ProgramOptions { tag, ..Default::default() };
+        let (ppn, timing) =
+            self.log.host_program(&mut self.dev, &mut self.map, Owner::Data(lpn), data, options, now)?;
         self.map.unmap(&mut self.log, lpn);
         self.map.l2p[lpn as usize] = ppn.0;
-        self.host_writes += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        self.log.host_done(&mut self.dev, &mut self.map, ppn, timing.end_ns)?;
         Ok(timing)
     }
 
@@ -201,8 +183,8 @@ impl PageFtl {
             return Err(Error::Config("page FTL remap: a destination logical page appears twice in one batch".into()));
         }
         for &(dst, src) in pairs {
-            self.check_lpn(dst)?;
-            self.check_lpn(src)?;
+            self.log.check_lpn(dst)?;
+            self.log.check_lpn(src)?;
             if dsts.contains(&src) {
                 return Err(Error::Config(format!(
                     "page FTL remap: logical page {src} is both a source and a destination in one batch"
@@ -233,8 +215,8 @@ impl PageFtl {
             entries.push((dst, h.seq));
         }
         let record = pagelog::encode_record(&entries, self.log.page_bytes());
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, t)?;
-        let timing = self.log.program(&mut self.dev, ppn, Owner::Remap, &record, ready)?;
+        let options = ProgramOptions::default();
+        let (ppn, timing) = self.log.host_program(&mut self.dev, &mut self.map, Owner::Remap, &record, options, t)?;
         for &(dst, src) in pairs {
             // Read after the allocation: its GC may have moved the source's page.
             let target = self.map.l2p[src as usize];
@@ -244,10 +226,9 @@ impl PageFtl {
             self.map.via.insert(dst, ppn.0);
             self.map.record_users.entry(ppn.0).or_default().push(dst);
         }
-        self.remaps += pairs.len() as u64;
-        self.remap_records += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
+        self.log.counters.remaps += pairs.len() as u64;
+        self.log.counters.remap_records += 1;
+        self.log.host_done(&mut self.dev, &mut self.map, ppn, timing.end_ns)?;
         Ok(timing)
     }
 }
@@ -257,20 +238,9 @@ impl Ftl for PageFtl {
         FtlKind::Page
     }
     fn logical_pages(&self) -> u32 {
-        self.map.l2p.len() as u32
+        self.log.logical_pages()
     }
-    fn page_bytes(&self) -> usize {
-        self.log.page_bytes()
-    }
-    fn device(&self) -> &Device {
-        &self.dev
-    }
-    fn device_mut(&mut self) -> &mut Device {
-        &mut self.dev
-    }
-    fn into_device(self: Box<Self>) -> Device {
-        self.dev
-    }
+    device_accessors!(dev);
 
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error> {
         Ok(self.read_tagged(lpn, now)?.map(|(read, _)| read))
@@ -281,35 +251,16 @@ impl Ftl for PageFtl {
     }
 
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
-        self.check_lpn(lpn)?;
+        self.log.check_lpn(lpn)?;
         let old = self.map.l2p[lpn as usize];
-        if old == NONE {
-            return Ok(None);
-        }
-        let (ppn, ready) = self.log.allocate(&mut self.dev, &mut self.map, Stream::Host, None, now)?;
-        let timing = self.log.program(&mut self.dev, ppn, Owner::Tombstone(lpn), &[], ready)?;
-        // Unmaps the page where it is now: the allocation's GC may have moved it.
-        self.map.unmap(&mut self.log, lpn);
-        self.host_trims += 1;
-        let chip = self.log.geometry().chip_of(ppn) as usize;
-        self.log.background_gc(&mut self.dev, &mut self.map, chip, timing.end_ns)?;
-        Ok(Some(timing))
+        self.log.host_trim(&mut self.dev, &mut self.map, lpn, old, now, |map, log| {
+            map.unmap(log, lpn);
+            Ok(())
+        })
     }
 
     fn counters(&self) -> FtlCounters {
-        let c = self.log.counters;
-        FtlCounters {
-            host_reads: self.host_reads,
-            host_writes: self.host_writes,
-            host_trims: self.host_trims,
-            flash_programs: c.flash_programs,
-            flash_reads: c.flash_reads,
-            gc_page_migrations: c.gc_page_migrations,
-            gc_erases: c.gc_erases,
-            remaps: self.remaps,
-            remap_records: self.remap_records,
-            ..FtlCounters::default()
-        }
+        self.log.counters
     }
 
     fn write_tagged(&mut self, lpn: u32, data: &[u8], tag: &[u8; TAG_BYTES], now: SimTime) -> Result<OpTiming, Error> {
@@ -318,15 +269,12 @@ impl Ftl for PageFtl {
     }
 
     fn read_tagged(&mut self, lpn: u32, now: SimTime) -> Result<Option<(FtlRead<'_>, Option<[u8; TAG_BYTES]>)>, Error> {
-        self.check_lpn(lpn)?;
-        self.host_reads += 1;
-        let ppn = self.map.l2p[lpn as usize];
-        if ppn == NONE {
+        self.log.check_lpn(lpn)?;
+        let Some(read) = self.log.host_read(&mut self.dev, self.map.l2p[lpn as usize], now)? else {
             return Ok(None);
-        }
-        let read = self.log.read(&mut self.dev, Ppn(ppn), now)?;
+        };
         let tag = pagelog::Header::decode(read.oob).and_then(|h| h.tag);
-        Ok(Some((FtlRead { timing: read.timing, data: read.data }, tag)))
+        Ok(Some((read.into(), tag)))
     }
 
     fn remap(&mut self, pairs: &[(u32, u32)], now: SimTime) -> Result<Option<OpTiming>, Error> {

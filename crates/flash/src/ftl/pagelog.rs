@@ -3,7 +3,10 @@
 //! within about a block of each other), tombstones, greedy or cost-benefit GC, OOB format and
 //! the rebuild scan. The two FTLs differ only in where the logical-to-physical map lives
 //! (controller RAM, or translation pages on flash behind a cache); they plug into the
-//! store through [`Remap`], which GC calls for every live page it moves.
+//! store through [`Remap`], which GC calls for every live page it moves. The host side of
+//! their reads, writes and trims is the store's too ([`PageLog::host_read`],
+//! [`PageLog::host_program`] with [`PageLog::host_done`], [`PageLog::host_trim`]), and
+//! so are their counters: each FTL only updates its map in between.
 //!
 //! OOB of every page (little-endian; version 1 is 28 bytes, version 2 is 52 bytes and
 //! carries a caller's tag, written only by the page FTL's `write_tagged`):
@@ -56,8 +59,9 @@
 //! ([`Error::NeedsReopen`]) until rebuilt. A worn-out block is not retired: its erase
 //! error ends the FTL's life (the baselines are measured far from endurance).
 
+use super::FtlCounters;
 use crate::error::Error;
-use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
+use crate::policy::{BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
 use rustc_hash::FxHashMap;
@@ -311,20 +315,6 @@ struct Chip {
     open: [Option<Cursor>; 3],
 }
 
-/// Flash-side counters the store keeps for its FTL. A GC copyback counts as one read
-/// (the array read into the page register) and one program; tombstones and
-/// translation pages count as programs.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct LogCounters {
-    pub flash_programs: u64,
-    pub flash_reads: u64,
-    pub gc_page_migrations: u64,
-    pub gc_erases: u64,
-    /// Valid pages GC copied beyond what the policy's own victim held, because that
-    /// victim was locked (NoLgn-FTL; 0 for FTLs without lock bits).
-    pub gc_lock_migrations: u64,
-}
-
 /// What a rebuild scan found.
 pub(crate) struct Scan {
     /// lpn → ppn of its newest whole data page, NONE if unmapped or trimmed.
@@ -363,7 +353,13 @@ pub(crate) struct PageLog {
     /// Set while a victim is being collected: allocation then runs no GC of its own.
     collecting: bool,
     poisoned: bool,
-    pub counters: LogCounters,
+    /// The FTL's counters: the store keeps the host, flash and GC counts, the FTL adds
+    /// its own (remaps, translation pages, transaction copies). A GC copyback counts as
+    /// one read (the array read into the page register) and one program; tombstones,
+    /// remap records and translation pages count as programs. `gc_lock_migrations`:
+    /// valid pages GC copied beyond what the policy's own victim held, because that
+    /// victim was locked (NoLgn-FTL; 0 for FTLs without lock bits).
+    pub counters: FtlCounters,
     /// 0xFF bytes standing in for payloads on a metadata-only device.
     filler: Box<[u8]>,
 }
@@ -426,7 +422,7 @@ impl PageLog {
             chip_live: vec![0; geometry.chips() as usize],
             collecting: false,
             poisoned: false,
-            counters: LogCounters::default(),
+            counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
             geometry,
         }
@@ -615,6 +611,17 @@ impl PageLog {
 
     pub fn page_bytes(&self) -> usize {
         self.geometry.page_bytes as usize
+    }
+
+    /// Logical pages of the FTL over this store.
+    pub fn logical_pages(&self) -> u32 {
+        self.copies.len() as u32
+    }
+
+    /// Refuses work after a device error, and a logical page beyond the FTL's capacity.
+    pub fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
+        self.check_usable()?;
+        super::check_lpn(self.name, lpn, self.logical_pages())
     }
 
     /// Refuses work after a device error, until the FTL is reopened.
@@ -879,6 +886,75 @@ impl PageLog {
         }
     }
 
+    // ---- host operations: what the FTLs over the store do alike ------------------------
+
+    /// A host read of the page the FTL's map names for it, `ppn` (NONE when unmapped or
+    /// trimmed: `None`, nothing read).
+    pub fn host_read<'d>(
+        &mut self,
+        dev: &'d mut Device,
+        ppn: u32,
+        now: SimTime,
+    ) -> Result<Option<nand::PageRead<'d>>, Error> {
+        self.counters.host_reads += 1;
+        if ppn == NONE {
+            return Ok(None);
+        }
+        self.read(dev, Ppn(ppn), now).map(Some)
+    }
+
+    /// Allocates a page on the host stream (foreground GC may run first) and programs
+    /// `owner`'s bytes into it. The caller then updates its map (after this: the
+    /// allocation's GC may have moved the page the map named) and calls
+    /// [`PageLog::host_done`].
+    pub fn host_program<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        map: &mut R,
+        owner: Owner,
+        data: &[u8],
+        options: ProgramOptions<'_>,
+        now: SimTime,
+    ) -> Result<(Ppn, OpTiming), Error> {
+        let (ppn, ready) = self.allocate(dev, map, Stream::Host, None, now)?;
+        let timing = self.program_with(dev, ppn, owner, data, options, ready)?;
+        Ok((ppn, timing))
+    }
+
+    /// Ends a host operation whose page [`PageLog::host_program`] wrote at `ppn`: counts
+    /// a data page as a host write and a tombstone as a host trim, then runs background
+    /// GC on the page's chip from `end`, when the program ended.
+    pub fn host_done<R: Remap>(&mut self, dev: &mut Device, map: &mut R, ppn: Ppn, end: SimTime) -> Result<(), Error> {
+        match self.owner_of(ppn) {
+            Some(Owner::Data(_)) => self.counters.host_writes += 1,
+            Some(Owner::Tombstone(_)) => self.counters.host_trims += 1,
+            _ => {}
+        }
+        let chip = self.geometry.chip_of(ppn) as usize;
+        self.background_gc(dev, map, chip, end)
+    }
+
+    /// A host trim of `lpn`, which the map points at `old`: nothing when `old` is NONE,
+    /// else a tombstone, then `unmap` takes `lpn` out of the map (after the tombstone's
+    /// allocation, so from wherever its GC moved the page), then background GC.
+    pub fn host_trim<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        map: &mut R,
+        lpn: u32,
+        old: u32,
+        now: SimTime,
+        unmap: impl FnOnce(&mut R, &mut PageLog) -> Result<(), Error>,
+    ) -> Result<Option<OpTiming>, Error> {
+        if old == NONE {
+            return Ok(None);
+        }
+        let (ppn, timing) = self.host_program(dev, map, Owner::Tombstone(lpn), &[], ProgramOptions::default(), now)?;
+        unmap(map, self)?;
+        self.host_done(dev, map, ppn, timing.end_ns)?;
+        Ok(Some(timing))
+    }
+
     // ---- garbage collection -----------------------------------------------------------
 
     /// After a host operation on `chip` (at `now`, its completion): one background
@@ -907,23 +983,18 @@ impl PageLog {
     ) -> Result<Option<SimTime>, Error> {
         let bpc = self.geometry.blocks_per_chip as usize;
         let ppb = self.geometry.pages_per_block;
-        let Some(mut victim) = self.blocks.choose_victim(chip, self.gc.policy, self.next_seq, ppb) else {
+        let (policy, seq) = (self.gc.policy, self.next_seq);
+        let Some(mut victim) = self.blocks.choose_victim(chip, policy, seq, ppb) else {
             return Ok(None);
         };
-        if remap.locked((chip * bpc + victim) as u32) {
+        let locked = |i: usize| remap.locked((chip * bpc + i) as u32);
+        if locked(victim) {
             // Locked blocks are no candidates; the next choice may hold more valid pages.
-            // (A scan: only NoLgn-FTL with an open transaction gets here.)
-            let blocks = self.blocks.chip(chip);
-            let mut unlocked = blocks.to_vec();
-            for (i, b) in unlocked.iter_mut().enumerate() {
-                if remap.locked((chip * bpc + i) as u32) {
-                    b.state = BlockState::Active;
-                }
-            }
-            let Some(second) = policy::choose_victim_within(&unlocked, ppb, self.gc.policy, self.next_seq, ppb) else {
+            let Some(second) = self.blocks.choose_victim_skipping(chip, policy, seq, ppb, locked) else {
                 return Ok(None);
             };
-            self.counters.gc_lock_migrations += unlocked[second].valid.saturating_sub(blocks[victim].valid) as u64;
+            let blocks = self.blocks.chip(chip);
+            self.counters.gc_lock_migrations += blocks[second].valid.saturating_sub(blocks[victim].valid) as u64;
             victim = second;
         }
         self.collecting = true;
