@@ -74,6 +74,9 @@ run: build
 	$(BIN) compare --workload tpcc --warehouses 1 --schemes 0x0,2x3 --sim-time 60 --warmup 10 \
 		--blocks-per-chip 96 --check | tee out/compare.md
 
+# Whole runs (the tables in docs/benchmarks.md), then the criterion micro-benchmarks of
+# the device model and the page-FTL write path (reports in target/criterion/).
 bench: build
 	scripts/bench.sh
 	scripts/engine-bench.sh
+	$(CARGO) bench --locked -p nand -p flash

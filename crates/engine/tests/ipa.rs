@@ -44,7 +44,7 @@ fn worked_example_page_4711() {
     let page_no = table.space.extents[0];
     let flash = db.page_device().as_any().downcast_ref::<Flash>().expect("a NoFTL database");
     let ppn = flash.region(region).mapping(page_no).unwrap();
-    let (data, _) = flash.device().peek(ppn);
+    let data = flash.device().storage().data(ppn).unwrap();
     let body_end = 4096 - scheme.area_bytes();
     assert_eq!(body_end, 4096 - 92);
     for (r, value) in [(0, 3), (1, 5)] {

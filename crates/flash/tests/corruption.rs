@@ -70,7 +70,8 @@ impl BitRot {
             raw[..d.len()].copy_from_slice(d);
         }
         if let Some(o) = self.oob(ppn) {
-            raw[g.page_bytes as usize..].copy_from_slice(o);
+            // The store keeps the OOB's leading bytes; the rest reads 0xFF.
+            raw[g.page_bytes as usize..][..o.len()].copy_from_slice(o);
         }
         raw
     }
@@ -159,9 +160,13 @@ fn torn_lookalike(storage: &dyn Storage, ppn: Ppn) -> Option<Vec<std::ops::Range
     if last_programmed == Some(ppn.0 - first) {
         return None;
     }
-    let (Some(data), Some(oob_bytes)) = (storage.data(ppn), storage.oob(ppn)) else {
+    let (Some(data), Some(stored)) = (storage.data(ppn), storage.oob(ppn)) else {
         return Some(Vec::new());
     };
+    // The store keeps the OOB's leading bytes; the rest of the area reads 0xFF.
+    let mut oob_bytes = stored.to_vec();
+    oob_bytes.resize(g.oob_bytes as usize, 0xFF);
+    let oob_bytes = &oob_bytes[..];
     let Some(header) = Header::decode(oob_bytes) else {
         return Some(Vec::new());
     };

@@ -534,7 +534,11 @@ fn torn_append_without_its_slot_keeps_the_page() {
         h.apply(&Op::Write { lpn: 5, fill: 2 }).ok().unwrap();
         let ppn = h.flash.region(h.id).mapping(5).unwrap();
         let flight = h.apply(&Op::Delta { lpn: 5, len: 8, value: 0x00 }).expect_err("cut at the append");
-        let (data, oob) = h.flash.device().peek(ppn);
+        let storage = h.flash.device().storage();
+        let data = storage.data(ppn).unwrap();
+        // The store keeps the OOB's leading bytes; the rest of the area reads 0xFF.
+        let mut oob = storage.oob(ppn).unwrap().to_vec();
+        oob.resize(storage.geometry().oob_bytes as usize, 0xFF);
         let slot = &oob[flash::oob::slot_offset(0)..flash::oob::slot_offset(1)];
         if slot.iter().all(|&b| b == 0xFF) && data[PAGE - DELTA_AREA..].iter().any(|&b| b != 0xFF) {
             slotless += 1;

@@ -33,7 +33,8 @@ pub struct DeviceCounters {
     pub bytes_from_device: u64,
 }
 
-/// A page read: when it completed and its bytes (all 0xFF where erased).
+/// A page read: when it completed and its bytes (all 0xFF where erased; the OOB is the
+/// whole area, although the storage keeps only its programmed part).
 pub struct PageRead<'a> {
     pub timing: OpTiming,
     pub data: &'a [u8],
@@ -47,7 +48,8 @@ pub struct Device {
     timelines: Timelines,
     counters: DeviceCounters,
     erased_data: Box<[u8]>,
-    erased_oob: Box<[u8]>,
+    /// The OOB area of the page last read: the stored bytes, then 0xFF.
+    oob_register: Box<[u8]>,
 }
 
 impl Device {
@@ -57,7 +59,7 @@ impl Device {
             timelines: Timelines::new(geometry.chips(), geometry.channels, geometry.latencies.host_queue_depth),
             counters: DeviceCounters::default(),
             erased_data: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
-            erased_oob: vec![0xFF; geometry.oob_bytes as usize].into_boxed_slice(),
+            oob_register: vec![0xFF; geometry.oob_bytes as usize].into_boxed_slice(),
             storage,
             geometry,
         }
@@ -89,9 +91,15 @@ impl Device {
         self.storage.power_on();
     }
 
-    /// Page bytes without timing or counting, for inspection and tests.
-    pub fn peek(&self, ppn: Ppn) -> (&[u8], &[u8]) {
-        (self.storage.data(ppn).unwrap_or(&self.erased_data), self.storage.oob(ppn).unwrap_or(&self.erased_oob))
+    /// Page bytes (data, whole OOB area) without timing or counting, for inspection,
+    /// GC bookkeeping and tests. Takes `&mut self` because the OOB area is assembled
+    /// in the device's register from the bytes the storage keeps.
+    pub fn peek(&mut self, ppn: Ppn) -> (&[u8], &[u8]) {
+        let stored = self.storage.oob(ppn).unwrap_or(&[]);
+        let n = stored.len().min(self.oob_register.len());
+        self.oob_register[..n].copy_from_slice(&stored[..n]);
+        self.oob_register[n..].fill(0xFF);
+        (self.storage.data(ppn).unwrap_or(&self.erased_data), &self.oob_register)
     }
 
     fn check_ppn(&self, ppn: Ppn) -> Result<(), Error> {
@@ -155,12 +163,14 @@ impl Device {
             let (chip, block, page) = self.locate(ppn);
             return Err(Error::NopExceeded { chip, block, page, page_type, limit });
         }
-        let (data, oob) = self.peek(ppn);
+        let data = self.storage.data(ppn).unwrap_or(&self.erased_data);
+        let oob = self.storage.oob(ppn).unwrap_or(&[]);
         let page_bytes = data.len();
         for s in spans {
             for (i, &new) in s.bytes.iter().enumerate() {
                 let at = s.offset + i;
-                let old = if at < page_bytes { data[at] } else { oob[at - page_bytes] };
+                // Past the stored OOB bytes the area is erased (0xFF).
+                let old = if at < page_bytes { data[at] } else { oob.get(at - page_bytes).copied().unwrap_or(0xFF) };
                 if new & !old != 0 {
                     let (chip, block, page) = self.locate(ppn);
                     return Err(Error::BitRaise { chip, block, page, offset: at });

@@ -78,7 +78,8 @@ impl<S: Storage> FaultyStorage<S> {
             raw[..d.len()].copy_from_slice(d);
         }
         if let Some(o) = self.inner.oob(ppn) {
-            raw[g.page_bytes as usize..].copy_from_slice(o);
+            let at = g.page_bytes as usize;
+            raw[at..at + o.len()].copy_from_slice(o);
         }
         raw
     }

@@ -225,9 +225,8 @@ impl<R: Read> ImageReader<R> {
     }
 
     fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<Box<BlockCells>, ImageError> {
-        let g = &s.geometry;
-        let ppb = g.pages_per_block as usize;
-        let ob = g.oob_bytes as usize;
+        let (ppb, ob) = (s.geometry.pages_per_block as usize, s.geometry.oob_bytes as usize);
+        let page_bytes = s.geometry.page_bytes as usize;
         let mut cells = s.empty_block();
         for page in 0..ppb {
             let flags = self.u8("page flags")?;
@@ -240,12 +239,14 @@ impl<R: Read> ImageReader<R> {
                 )));
             }
             if flags & 1 != 0 {
-                let mut data = vec![0; g.page_bytes as usize];
+                let mut data = vec![0; page_bytes];
                 self.bytes(&mut data, "page data")?;
                 cells.data[page] = s.pool.alloc_with(&data);
             }
             if flags & 2 != 0 {
-                self.bytes(&mut cells.oob[page * ob..(page + 1) * ob], "page OOB")?;
+                let mut oob = vec![0; ob];
+                self.bytes(&mut oob, "page OOB")?;
+                s.load_oob(&mut cells, page, &oob);
             }
         }
         Ok(cells)

@@ -63,7 +63,10 @@ pub trait Storage: Send {
     fn keeps_data(&self) -> bool;
     /// Data bytes of a page, or `None` when the page holds none (erased).
     fn data(&self, ppn: Ppn) -> Option<&[u8]>;
-    /// OOB bytes of a page, or `None` when erased.
+    /// The leading OOB bytes of a page, or `None` when erased. The slice may be shorter
+    /// than the OOB area (or empty): the bytes past it read 0xFF. [`MemoryStorage`]
+    /// keeps a page's OOB up to its last byte that is not 0xFF; [`Device`](crate::Device)
+    /// reads hand out the whole area.
     fn oob(&self, ppn: Ppn) -> Option<&[u8]>;
     fn program_count(&self, ppn: Ppn) -> u8;
     fn erase_count(&self, block: BlockId) -> u32;
@@ -120,18 +123,31 @@ pub trait Storage: Send {
 }
 
 /// The bytes of one programmed block: a pool buffer per page with data (shared with
-/// other pages after a copyback, unshared by a later append), and the OOB bytes of all
-/// pages in one buffer (erased = 0xFF).
+/// other pages after a copyback, unshared by a later append), and each page's OOB
+/// bytes up to its last byte that is not 0xFF, in one arena per block.
+///
+/// Arena invariant: page `p`'s OOB is `oob[oob_at[p]..oob_at[p] + oob_len[p]]` and
+/// ends in a byte other than 0xFF (or is empty); ranges of different pages never
+/// overlap; `oob_dead` counts the arena bytes no page refers to (left behind when a
+/// page's OOB grew elsewhere or was erased). The arena is compacted when those are
+/// more than half of it, so it stays within twice the bytes the pages hold.
 pub(crate) struct BlockCells {
     pub(crate) data: Box<[u32]>,
-    pub(crate) oob: Box<[u8]>,
+    oob_at: Box<[u32]>,
+    oob_len: Box<[u16]>,
+    oob: Vec<u8>,
+    oob_dead: usize,
 }
 
 impl BlockCells {
     fn erased(g: &Geometry) -> Box<BlockCells> {
+        let ppb = g.pages_per_block as usize;
         Box::new(BlockCells {
-            data: vec![NO_BUFFER; g.pages_per_block as usize].into_boxed_slice(),
-            oob: vec![0xFF; (g.pages_per_block * g.oob_bytes) as usize].into_boxed_slice(),
+            data: vec![NO_BUFFER; ppb].into_boxed_slice(),
+            oob_at: vec![0; ppb].into_boxed_slice(),
+            oob_len: vec![0; ppb].into_boxed_slice(),
+            oob: Vec::new(),
+            oob_dead: 0,
         })
     }
 
@@ -148,7 +164,92 @@ impl BlockCells {
         let fresh = || spare.pop().map(Box::new).unwrap_or_else(|| BlockCells::erased(g));
         (blocks[block].get_or_insert_with(fresh), page)
     }
+
+    /// A page's stored OOB bytes (see the arena invariant).
+    fn oob(&self, page: usize) -> &[u8] {
+        // An empty range sits at 0 (`set_oob_len`), always inside the arena.
+        let at = self.oob_at[page] as usize;
+        &self.oob[at..at + self.oob_len[page] as usize]
+    }
+
+    /// A page's OOB bytes, grown with 0xFF to at least `len` bytes, for a program to
+    /// change; [`BlockCells::trim_oob`] must follow. `scratch` is for a compaction.
+    fn oob_mut(&mut self, page: usize, len: usize, scratch: &mut Vec<u8>) -> &mut [u8] {
+        let (at, old) = (self.oob_at[page] as usize, self.oob_len[page] as usize);
+        if len > old {
+            if old == 0 {
+                self.oob_at[page] = self.oob.len() as u32;
+            } else if at + old != self.oob.len() {
+                // Not the arena's last range: move the bytes to its end.
+                if self.oob_dead + old > self.oob.len() / 2 {
+                    self.compact(scratch);
+                }
+                let at = self.oob_at[page] as usize;
+                let to = self.oob.len();
+                self.oob.extend_from_within(at..at + old);
+                self.oob_dead += old;
+                self.oob_at[page] = to as u32;
+            }
+            let at = self.oob_at[page] as usize;
+            self.oob.resize(at + len, 0xFF);
+            self.oob_len[page] = len as u16;
+        }
+        let (at, len) = (self.oob_at[page] as usize, self.oob_len[page] as usize);
+        &mut self.oob[at..at + len]
+    }
+
+    /// Drops a page's trailing 0xFF bytes from its stored OOB (restores the invariant).
+    fn trim_oob(&mut self, page: usize) {
+        let kept = self.oob(page).iter().rposition(|&b| b != 0xFF).map_or(0, |i| i + 1);
+        self.set_oob_len(page, kept);
+    }
+
+    /// Replaces a page's OOB bytes with `bytes` (the rest of the area erased).
+    fn set_oob(&mut self, page: usize, bytes: &[u8], scratch: &mut Vec<u8>) {
+        self.clear_oob(page);
+        self.oob_mut(page, bytes.len(), scratch).copy_from_slice(bytes);
+        self.trim_oob(page);
+    }
+
+    /// Forgets a page's OOB bytes (an erase).
+    fn clear_oob(&mut self, page: usize) {
+        self.set_oob_len(page, 0);
+    }
+
+    /// Shortens a page's OOB range to `len` bytes.
+    fn set_oob_len(&mut self, page: usize, len: usize) {
+        let (at, old) = (self.oob_at[page] as usize, self.oob_len[page] as usize);
+        if at + old == self.oob.len() {
+            self.oob.truncate(at + len);
+        } else {
+            self.oob_dead += old - len;
+        }
+        self.oob_len[page] = len as u16;
+        if len == 0 {
+            self.oob_at[page] = 0;
+        }
+    }
+
+    /// Rewrites the arena with the pages' ranges in page order and nothing between.
+    fn compact(&mut self, scratch: &mut Vec<u8>) {
+        scratch.clear();
+        for page in 0..self.oob_len.len() {
+            let to = scratch.len() as u32;
+            scratch.extend_from_slice(self.oob(page));
+            self.oob_at[page] = to;
+        }
+        std::mem::swap(&mut self.oob, scratch);
+        self.oob_dead = 0;
+    }
+
+    /// Memory the cells take beyond the pool's page buffers.
+    fn bytes(&self) -> u64 {
+        (std::mem::size_of::<BlockCells>() + self.data.len() * CELL_BYTES_PER_PAGE + self.oob.capacity()) as u64
+    }
 }
+
+/// Bytes of per-page cells in a resident block: a buffer id, an OOB offset and length.
+const CELL_BYTES_PER_PAGE: usize = 4 + 4 + 2;
 
 /// Sparse in-memory storage: a block costs memory only once it has been programmed, and
 /// an erase frees its page buffers (its cells wait for the next block programmed). With
@@ -166,6 +267,8 @@ pub struct MemoryStorage {
     pub(crate) image: Option<ImageFile>,
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
+    /// Scratch arena for compacting a block's OOB bytes.
+    compact_scratch: Vec<u8>,
     /// Cells of erased blocks, reused by the next block programmed.
     spare_blocks: Vec<BlockCells>,
 }
@@ -182,6 +285,7 @@ impl MemoryStorage {
             config_area: Vec::new(),
             image: None,
             register: Vec::new(),
+            compact_scratch: Vec::new(),
             spare_blocks: Vec::new(),
             pool: PagePool::new(geometry.page_bytes as usize),
             keep_data,
@@ -203,6 +307,11 @@ impl MemoryStorage {
 
     pub(crate) fn empty_block(&self) -> Box<BlockCells> {
         BlockCells::erased(&self.geometry)
+    }
+
+    /// Sets a page's OOB bytes in `cells` while loading an image (`bytes`: the whole area).
+    pub(crate) fn load_oob(&mut self, cells: &mut BlockCells, page: usize, bytes: &[u8]) {
+        cells.set_oob(page, bytes, &mut self.compact_scratch);
     }
 
     /// Counts a program in memory and writes it through: `first` when the page was
@@ -234,21 +343,20 @@ impl MemoryStorage {
             Some(d) => raw.extend_from_slice(d),
             None => raw.resize(raw.len() + g.page_bytes as usize, 0xFF),
         }
-        match self.oob(ppn) {
-            Some(o) => raw.extend_from_slice(o),
-            None => raw.resize(raw.len() + g.oob_bytes as usize, 0xFF),
-        }
+        let oob = self.oob(ppn).unwrap_or(&[]);
+        raw.extend_from_slice(oob);
+        raw.resize(raw.len() + g.oob_bytes as usize - oob.len(), 0xFF);
     }
 
     /// Places a programmed page's stored bytes (data then OOB) while loading an image.
     pub(crate) fn load_page(&mut self, ppn: Ppn, raw: &[u8]) {
-        let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+        let page_bytes = self.geometry.page_bytes as usize;
         let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
         // A data area still all 0xFF (an OOB-only program) needs no buffer.
         let data = &raw[..page_bytes];
         let id = if data.iter().all(|&b| b == 0xFF) { NO_BUFFER } else { self.pool.alloc_with(data) };
         let old = std::mem::replace(&mut block.data[page], id);
-        block.oob[page * ob..(page + 1) * ob].copy_from_slice(&raw[page_bytes..]);
+        block.set_oob(page, &raw[page_bytes..], &mut self.compact_scratch);
         self.pool.release(old);
     }
 
@@ -259,15 +367,16 @@ impl MemoryStorage {
         let first = (block.0 * ppb) as usize;
         self.program_counts[first..first + erased_pages as usize].fill(0);
         if let Some(cells) = &mut self.blocks[block.0 as usize] {
-            for id in &mut cells.data[..erased_pages as usize] {
-                self.pool.release(std::mem::replace(id, NO_BUFFER));
+            for page in 0..erased_pages as usize {
+                self.pool.release(std::mem::replace(&mut cells.data[page], NO_BUFFER));
+                cells.clear_oob(page);
             }
-            let ob = self.geometry.oob_bytes as usize;
-            cells.oob[..erased_pages as usize * ob].fill(0xFF);
         }
         if erased_pages == ppb {
             // Now all erased: the cells go back for reuse.
-            if let Some(cells) = self.blocks[block.0 as usize].take() {
+            if let Some(mut cells) = self.blocks[block.0 as usize].take() {
+                cells.oob.clear();
+                cells.oob_dead = 0;
                 self.spare_blocks.push(*cells);
             }
         }
@@ -305,22 +414,36 @@ impl Geometry {
         let per_block = (std::mem::size_of::<u32>()                 // erase count
             + std::mem::size_of::<u16>()                            // write pointer
             + std::mem::size_of::<Option<Box<BlockCells>>>()) as u64; // cells slot
-        let upfront_bytes = pages + blocks * per_block; // + one program count per page
-                                                        // A resident block: its cells (a buffer id and OOB bytes per page), and per page
-                                                        // a pool buffer with its reference count and, at worst, a free-list entry.
-        let cells =
-            std::mem::size_of::<BlockCells>() as u64 + self.pages_per_block as u64 * (4 + self.oob_bytes as u64);
+                                                                      // + one program count per page.
+        let upfront_bytes = pages + blocks * per_block;
+        // A resident block: its cells (a buffer id, an OOB offset and length per page)
+        // and its OOB arena, at most twice the bytes its pages hold and allocated up to
+        // twice that (see `BlockCells`); per page a pool buffer with its reference count
+        // and, at worst, a free-list entry.
+        let ppb = self.pages_per_block as u64;
+        let cells = std::mem::size_of::<BlockCells>() as u64
+            + ppb * CELL_BYTES_PER_PAGE as u64
+            + 4 * ppb * self.oob_bytes as u64;
         let per_page_buffer = self.page_bytes as u64 + 4 + 4;
         let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
         MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }
     }
 }
 
-/// ANDs `spans` into a page (NAND programming semantics).
-fn and_spans(pool: &mut PagePool, data: &mut u32, oob: &mut [u8], page_bytes: usize, spans: &[Span]) {
+/// ANDs `spans` into page `page` of `cells` (NAND programming semantics).
+fn and_spans(
+    pool: &mut PagePool,
+    cells: &mut BlockCells,
+    page: usize,
+    page_bytes: usize,
+    spans: &[Span],
+    scratch: &mut Vec<u8>,
+) {
+    let mut oob_end = 0;
     for span in spans {
         let (data_part, oob_part) = span.split(page_bytes);
         if let Some((at, src)) = data_part {
+            let data = &mut cells.data[page];
             if *data == NO_BUFFER && src.len() == page_bytes {
                 // Fast path: a whole-page first program.
                 *data = pool.alloc_with(src);
@@ -332,11 +455,21 @@ fn and_spans(pool: &mut PagePool, data: &mut u32, oob: &mut [u8], page_bytes: us
             }
         }
         if let Some((at, src)) = oob_part {
+            oob_end = oob_end.max(at + src.len());
+        }
+    }
+    if oob_end == 0 {
+        return;
+    }
+    let oob = cells.oob_mut(page, oob_end, scratch);
+    for span in spans {
+        if let (_, Some((at, src))) = span.split(page_bytes) {
             for (d, s) in oob[at..at + src.len()].iter_mut().zip(src) {
                 *d &= *s;
             }
         }
     }
+    cells.trim_oob(page);
 }
 
 impl Storage for MemoryStorage {
@@ -360,9 +493,7 @@ impl Storage for MemoryStorage {
             return None;
         }
         let block = self.blocks[self.geometry.block_of(ppn).0 as usize].as_ref()?;
-        let ob = self.geometry.oob_bytes as usize;
-        let page = self.geometry.page_in_block(ppn) as usize;
-        Some(&block.oob[page * ob..(page + 1) * ob])
+        Some(block.oob(self.geometry.page_in_block(ppn) as usize))
     }
 
     fn program_count(&self, ppn: Ppn) -> u8 {
@@ -381,10 +512,9 @@ impl Storage for MemoryStorage {
         self.writable("program")?;
         let first = self.program_counts[ppn.0 as usize] == 0;
         if self.keep_data {
-            let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            let page_bytes = self.geometry.page_bytes as usize;
             let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, ppn);
-            let oob = &mut block.oob[page * ob..(page + 1) * ob];
-            and_spans(&mut self.pool, &mut block.data[page], oob, page_bytes, spans);
+            and_spans(&mut self.pool, block, page, page_bytes, spans, &mut self.compact_scratch);
         }
         self.note_program(ppn, first, spans)
     }
@@ -392,13 +522,12 @@ impl Storage for MemoryStorage {
     fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), Error> {
         self.writable("copyback")?;
         if self.keep_data {
-            let (page_bytes, ob) = (self.geometry.page_bytes as usize, self.geometry.oob_bytes as usize);
+            let page_bytes = self.geometry.page_bytes as usize;
             // Share the source's data buffer rather than copying it.
             let mut data = self.pool.share(self.buffer_id(src));
             let mut register = std::mem::take(&mut self.register);
             register.clear();
             register.extend_from_slice(self.oob(src).unwrap_or(&[]));
-            register.resize(ob, 0xFF);
             // Data input replaces bytes in the page register before the program.
             for span in spans {
                 let (data_part, oob_part) = span.split(page_bytes);
@@ -407,11 +536,14 @@ impl Storage for MemoryStorage {
                     self.pool.get_unique_mut(data)[at..at + src.len()].copy_from_slice(src);
                 }
                 if let Some((at, src)) = oob_part {
+                    if register.len() < at + src.len() {
+                        register.resize(at + src.len(), 0xFF);
+                    }
                     register[at..at + src.len()].copy_from_slice(src);
                 }
             }
             let (block, page) = BlockCells::of(&mut self.blocks, &mut self.spare_blocks, &self.geometry, dst);
-            block.oob[page * ob..(page + 1) * ob].copy_from_slice(&register);
+            block.set_oob(page, &register, &mut self.compact_scratch);
             let old = std::mem::replace(&mut block.data[page], data);
             self.pool.release(old);
             self.register = register;
@@ -453,10 +585,9 @@ impl Storage for MemoryStorage {
     }
 
     fn memory_bytes(&self) -> u64 {
-        let g = &self.geometry;
-        let cells = std::mem::size_of::<BlockCells>() as u64 + g.pages_per_block as u64 * (4 + g.oob_bytes as u64);
-        let resident = (self.blocks.iter().filter(|b| b.is_some()).count() + self.spare_blocks.len()) as u64;
-        g.memory_footprint().upfront_bytes + resident * cells + self.pool.bytes_in_use()
+        let cells: u64 = self.blocks.iter().flatten().map(|b| b.bytes()).sum::<u64>()
+            + self.spare_blocks.iter().map(BlockCells::bytes).sum::<u64>();
+        self.geometry.memory_footprint().upfront_bytes + cells + self.pool.bytes_in_use()
     }
 
     fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
@@ -491,7 +622,8 @@ mod tests {
         let mut s = MemoryStorage::new(tiny(), true);
         s.program(Ppn(0), &[Span::new(510, &[0x0F, 0x1F, 0x2F, 0x3F])]).unwrap();
         assert_eq!(&s.data(Ppn(0)).unwrap()[510..], &[0x0F, 0x1F]);
-        assert_eq!(&s.oob(Ppn(0)).unwrap()[..3], &[0x2F, 0x3F, 0xFF]);
+        // The OOB is kept up to its last programmed byte that is not 0xFF.
+        assert_eq!(s.oob(Ppn(0)).unwrap(), &[0x2F, 0x3F]);
     }
 
     #[test]
@@ -554,6 +686,97 @@ mod tests {
         let mut huge = Geometry::paper_emulator();
         huge.blocks_per_chip = 4_000_000;
         assert!(huge.memory_footprint().max_with_data_bytes > 1 << 40);
+    }
+
+    /// The whole OOB area of a page as a reader sees it: the stored bytes, then 0xFF.
+    fn oob_area(s: &MemoryStorage, ppn: Ppn) -> Vec<u8> {
+        let mut area = s.oob(ppn).map(<[u8]>::to_vec).unwrap_or_default();
+        assert!(area.last() != Some(&0xFF), "stored OOB of {ppn:?} ends in 0xFF: {area:?}");
+        area.resize(s.geometry.oob_bytes as usize, 0xFF);
+        area
+    }
+
+    #[test]
+    fn oob_costs_the_bytes_written_not_the_area() {
+        let mut g = tiny();
+        g.pages_per_block = 256;
+        let mut s = MemoryStorage::new(g.clone(), true);
+        for p in 0..256 {
+            s.program(Ppn(p), &[Span::new(512, &[p as u8 & 0x7F; 8])]).unwrap();
+        }
+        let cells = s.blocks[0].as_ref().unwrap();
+        assert_eq!(cells.oob.len(), 256 * 8, "8 bytes per page, not the 64-byte area");
+        // Appends to early pages move their bytes to the arena's end; the dead bytes
+        // are compacted away before they outgrow the live ones.
+        for round in 0..3 {
+            for p in 0..256 {
+                s.program(Ppn(p), &[Span::new(512 + 8 + 8 * round, &[1; 8])]).unwrap();
+            }
+            let cells = s.blocks[0].as_ref().unwrap();
+            let live = 256 * (16 + 8 * round);
+            assert!(cells.oob.len() <= 2 * live + 64, "arena {} for {live} live bytes", cells.oob.len());
+        }
+        for p in 0..256 {
+            let mut want = vec![p as u8 & 0x7F; 8];
+            want.extend_from_slice(&[1; 24]);
+            want.resize(64, 0xFF);
+            assert_eq!(oob_area(&s, Ppn(p)), want, "page {p}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Against a model that keeps every page's whole OOB area: programs (AND),
+        /// copybacks with data input, whole and torn erases give the same OOB bytes.
+        #[test]
+        fn oob_arena_matches_whole_areas(
+            ops in proptest::collection::vec((0u8..6, 0u32..16, 0usize..64, proptest::collection::vec(0u8..=255, 1..24)), 1..400)
+        ) {
+            let g = tiny(); // 4 blocks of 4 pages, 64 OOB bytes
+            let mut s = MemoryStorage::new(g.clone(), true);
+            let mut model = vec![vec![0xFFu8; 64]; 16];
+            let mut counts = [0u32; 16];
+            for (kind, ppn, at, bytes) in ops {
+                let len = bytes.len().min(64 - at);
+                let bytes = &bytes[..len];
+                match kind {
+                    0..=2 => {
+                        s.program(Ppn(ppn), &[Span::new(512 + at, bytes)]).unwrap();
+                        for (m, b) in model[ppn as usize][at..at + len].iter_mut().zip(bytes) {
+                            *m &= *b;
+                        }
+                        counts[ppn as usize] += 1;
+                    }
+                    3 => {
+                        // Copyback to the next erased page of another block, if any.
+                        let Some(dst) = (0..16).find(|&d| d / 4 != ppn / 4 && counts[d as usize] == 0) else { continue };
+                        s.copy_program(Ppn(ppn), Ppn(dst), &[Span::new(512 + at, bytes)]).unwrap();
+                        let mut register = model[ppn as usize].clone();
+                        register[at..at + len].copy_from_slice(bytes);
+                        model[dst as usize] = register;
+                        counts[dst as usize] += 1;
+                    }
+                    4 => {
+                        let block = ppn / 4;
+                        s.erase(BlockId(block)).unwrap();
+                        for p in block * 4..block * 4 + 4 {
+                            model[p as usize].fill(0xFF);
+                            counts[p as usize] = 0;
+                        }
+                    }
+                    _ => {
+                        let (block, pages) = (ppn / 4, at as u32 % 5);
+                        s.tear_erase(BlockId(block), pages).unwrap();
+                        for p in block * 4..block * 4 + pages {
+                            model[p as usize].fill(0xFF);
+                            counts[p as usize] = 0;
+                        }
+                    }
+                }
+                for p in 0..16 {
+                    proptest::prop_assert_eq!(&oob_area(&s, Ppn(p)), &model[p as usize], "page {}", p);
+                }
+            }
+        }
     }
 
     #[test]

@@ -122,7 +122,12 @@ impl OpTiming {
 /// work that lies in its future; the calendar lets it use the idle gap before it.
 /// Only the newest [`CALENDAR_INTERVALS`] intervals are kept; the time before them
 /// counts as busy (`floor`), which bounds the cost of a lookup.
-#[derive(Clone, Debug, Default)]
+///
+/// Cost: nearly every operation lands at or near the end of the calendar, so both the
+/// lookup and the booking search from the back (galloping: O(log k) for an answer k
+/// intervals from the end) and an operation after all booked work costs O(1). The ring
+/// is allocated once at its full size: no heap work per operation.
+#[derive(Clone, Debug)]
 struct Calendar {
     floor: SimTime,
     busy: VecDeque<(SimTime, SimTime)>,
@@ -132,12 +137,56 @@ struct Calendar {
 /// driver's terminal clocks at any realistic load.
 const CALENDAR_INTERVALS: usize = 256;
 
+impl Default for Calendar {
+    fn default() -> Self {
+        // One more than the limit: `reserve` inserts before it drops the oldest.
+        Calendar { floor: 0, busy: VecDeque::with_capacity(CALENDAR_INTERVALS + 1) }
+    }
+}
+
 impl Calendar {
+    /// The number of leading intervals for which `before` holds, where `before` is true
+    /// for a prefix of the calendar (a partition point), found from the back.
+    fn partition_from_back(&self, before: impl Fn(&(SimTime, SimTime)) -> bool) -> usize {
+        let n = self.busy.len();
+        // `hi`: an index known not to be `before` (or n); gallop down until one is.
+        let mut hi = n;
+        let mut step = 1;
+        let lo = loop {
+            if hi == 0 {
+                break 0;
+            }
+            let probe = hi.saturating_sub(step);
+            if before(&self.busy[probe]) {
+                break probe + 1;
+            }
+            hi = probe;
+            step *= 2;
+        };
+        // The answer is in [lo, hi]: binary search there.
+        let (mut lo, mut hi) = (lo, hi);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(&self.busy[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The earliest start at or after `at` with `len` free nanoseconds.
     fn earliest(&self, at: SimTime, len: u64) -> SimTime {
         let mut t = at.max(self.floor);
+        match self.busy.back() {
+            // After all booked work (the common case): free at once.
+            Some(&(_, end)) if end <= t => return t,
+            None => return t,
+            Some(_) => {}
+        }
         // Intervals do not overlap, so their ends are in order too.
-        let first = self.busy.partition_point(|&(_, end)| end <= t);
+        let first = self.partition_from_back(|&(_, end)| end <= t);
         for &(start, end) in self.busy.range(first..) {
             if t + len <= start {
                 break;
@@ -152,7 +201,16 @@ impl Calendar {
         if end <= start {
             return;
         }
-        let i = self.busy.partition_point(|&(s, _)| s < start);
+        let i = match self.busy.back_mut() {
+            // After all booked work (the common case): extend the last interval or append.
+            Some(last) if last.1 == start => {
+                last.1 = end;
+                return;
+            }
+            Some(last) if last.1 < start => self.busy.len(),
+            None => 0,
+            Some(_) => self.partition_from_back(|&(s, _)| s < start),
+        };
         let joins_prev = i > 0 && self.busy[i - 1].1 == start;
         let joins_next = i < self.busy.len() && self.busy[i].0 == end;
         match (joins_prev, joins_next) {
@@ -165,8 +223,9 @@ impl Calendar {
             (false, false) => self.busy.insert(i, (start, end)),
         }
         if self.busy.len() > CALENDAR_INTERVALS {
-            let (_, end) = self.busy.pop_front().expect("over the limit");
-            self.floor = self.floor.max(end);
+            if let Some((_, end)) = self.busy.pop_front() {
+                self.floor = self.floor.max(end);
+            }
         }
     }
 
@@ -174,6 +233,12 @@ impl Calendar {
     fn free_at(&self) -> SimTime {
         self.busy.back().map_or(self.floor, |&(_, end)| end.max(self.floor))
     }
+}
+
+/// `n` empty calendars, each with its ring allocated (`vec![c; n]` would clone the
+/// first without its capacity).
+fn calendars(n: u32) -> Vec<Calendar> {
+    (0..n).map(|_| Calendar::default()).collect()
 }
 
 /// How long an operation holds a host-interface slot.
@@ -200,11 +265,7 @@ impl Timelines {
     /// Timelines of `chips` chips on `channels` channels; `host_queue_depth` limits
     /// the commands in flight at once (0: no limit).
     pub fn new(chips: u32, channels: u32, host_queue_depth: u32) -> Self {
-        Timelines {
-            chips: vec![Calendar::default(); chips as usize],
-            channels: vec![Calendar::default(); channels as usize],
-            host: vec![Calendar::default(); host_queue_depth as usize],
-        }
+        Timelines { chips: calendars(chips), channels: calendars(channels), host: calendars(host_queue_depth) }
     }
 
     /// A host slot free over `[from, to)`, or else the earliest time after `from` at
@@ -374,6 +435,66 @@ mod tests {
         let at_zero = t.chip_only(0, 0, 10);
         assert_eq!(at_zero.start_ns, 9 * 100 + 10, "{at_zero:?}");
         assert_eq!(t.chips[0].busy.len(), CALENDAR_INTERVALS);
+    }
+
+    /// The calendar's rules stated plainly: a list searched from the front.
+    #[derive(Default)]
+    struct ReferenceCalendar {
+        floor: SimTime,
+        busy: Vec<(SimTime, SimTime)>,
+    }
+
+    impl ReferenceCalendar {
+        fn earliest(&self, at: SimTime, len: u64) -> SimTime {
+            let mut t = at.max(self.floor);
+            for &(start, end) in &self.busy {
+                if end > t && t + len > start {
+                    t = t.max(end);
+                }
+            }
+            t
+        }
+
+        fn reserve(&mut self, start: SimTime, end: SimTime) {
+            if end <= start {
+                return;
+            }
+            let i = self.busy.iter().position(|&(s, _)| s >= start).unwrap_or(self.busy.len());
+            self.busy.insert(i, (start, end));
+            // Merge touching neighbours.
+            if i + 1 < self.busy.len() && self.busy[i + 1].0 == end {
+                self.busy[i].1 = self.busy.remove(i + 1).1;
+            }
+            if i > 0 && self.busy[i - 1].1 == start {
+                self.busy[i - 1].1 = self.busy.remove(i).1;
+            }
+            if self.busy.len() > CALENDAR_INTERVALS {
+                self.floor = self.floor.max(self.busy.remove(0).1);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Searching from the back finds what a search from the front finds, bookings
+        /// out of time order and the folding of old intervals included.
+        #[test]
+        fn calendar_matches_a_front_to_back_search(
+            ops in proptest::collection::vec((0u64..5_000, 0u64..800_000, 1u64..3_000, 0u64..4), 1..1200)
+        ) {
+            let (mut fast, mut slow) = (Calendar::default(), ReferenceCalendar::default());
+            let mut clock = 0;
+            for (gap, jitter, len, kind) in ops {
+                // Mostly at the issuer's clock, sometimes far back (an earlier terminal).
+                clock += gap;
+                let at = if kind == 0 { clock.saturating_sub(jitter) } else { clock };
+                let start = fast.earliest(at, len);
+                proptest::prop_assert_eq!(start, slow.earliest(at, len));
+                fast.reserve(start, start + len);
+                slow.reserve(start, start + len);
+                proptest::prop_assert_eq!(fast.floor, slow.floor);
+                proptest::prop_assert!(fast.busy.iter().eq(slow.busy.iter()));
+            }
+        }
     }
 
     #[test]
