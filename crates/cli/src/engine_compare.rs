@@ -518,7 +518,10 @@ mod tests {
         // Every engine has percentiles now; a median is at most twice the mean (Markov).
         let (p50, p99) = (row("Latency p50 [µs]"), row("Latency p99 [µs]"));
         for (k, mean) in row("Latency mean [µs]").into_iter().enumerate() {
-            assert!(0.0 < p50[k] && p50[k] <= p99[k] && p50[k] <= 2.02 * mean, "engine {k}: {p50:?} {p99:?} mean {mean}");
+            assert!(
+                0.0 < p50[k] && p50[k] <= p99[k] && p50[k] <= 2.02 * mean,
+                "engine {k}: {p50:?} {p99:?} mean {mean}"
+            );
         }
         let buffer = row("Buffer / page cache [pages]");
         let database = row("Database after load [MiB]");

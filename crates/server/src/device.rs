@@ -65,8 +65,8 @@ fn programmed_per_chip(device: &Device) -> Vec<ChipStates> {
     let g = device.geometry();
     (0..g.chips())
         .map(|chip| {
-            let pages = (0..g.blocks_per_chip)
-                .flat_map(|b| (0..g.pages_per_block).map(move |p| g.ppn(g.block_id(chip, b), p)));
+            let pages =
+                (0..g.blocks_per_chip).flat_map(|b| (0..g.pages_per_block).map(move |p| g.ppn(g.block_id(chip, b), p)));
             let programmed = pages.filter(|&ppn| device.storage().program_count(ppn) > 0).count() as u64;
             let total = g.blocks_per_chip as u64 * g.pages_per_block as u64;
             ChipStates { chip, free_pages: total - programmed, programmed_pages: programmed, ..ChipStates::default() }

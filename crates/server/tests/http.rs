@@ -57,7 +57,8 @@ async fn wait_final(app: &axum::Router, id: u64) -> Value {
 /// An interval line's latency percentiles: present, and each median at most its p99.
 fn assert_percentiles(line: &Value) {
     for what in ["read", "write", "transaction"] {
-        let p = |q: &str| line[format!("{what}_latency_{q}_ms")].as_f64().unwrap_or_else(|| panic!("{what} {q}: {line}"));
+        let p =
+            |q: &str| line[format!("{what}_latency_{q}_ms")].as_f64().unwrap_or_else(|| panic!("{what} {q}: {line}"));
         assert!(0.0 <= p("p50") && p("p50") <= p("p99"), "{what}: {line}");
     }
 }
@@ -296,7 +297,8 @@ async fn the_device_counts_appended_pages_per_chip_on_noftl_and_none_on_an_ftl()
     let dashboard = open(dir.path(), 1, 4);
     let app = dashboard.router();
     let (_, meta) = call(&app, "GET", "/api/meta", None).await;
-    let page_ftl = meta["storages"].as_array().unwrap().iter().find(|s| s["name"] == "ftl:page").unwrap()["config"].clone();
+    let page_ftl =
+        meta["storages"].as_array().unwrap().iter().find(|s| s["name"] == "ftl:page").unwrap()["config"].clone();
     let mut ipa = small_config(0.5);
     ipa["engine"]["ipa"] = json!("2x4");
     let mut ftl = small_config(0.5);

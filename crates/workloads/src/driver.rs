@@ -222,7 +222,7 @@ pub struct Metrics {
 }
 
 /// Latency percentiles of a window (an interval or the measurement), in milliseconds.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Percentiles {
     read_p50: f64,
     read_p99: f64,

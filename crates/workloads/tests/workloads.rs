@@ -126,6 +126,8 @@ fn latency_percentiles_agree_with_the_means() {
         assert!(line.read_latency_p50_ms >= 0.01, "at {at} s: read p50 {} ms", line.read_latency_p50_ms);
         assert!(line.read_latency_p50_ms <= line.read_latency_p99_ms, "at {at} s");
         assert!(line.write_latency_p50_ms <= line.write_latency_p99_ms, "at {at} s");
-        assert!(0.0 < line.transaction_latency_p50_ms && line.transaction_latency_p50_ms <= line.transaction_latency_p99_ms);
+        assert!(
+            0.0 < line.transaction_latency_p50_ms && line.transaction_latency_p50_ms <= line.transaction_latency_p99_ms
+        );
     }
 }
