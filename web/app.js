@@ -245,7 +245,10 @@ function intervalCharts(intervals) {
   const pts = (key) => intervals.map((i) => [i.sim_seconds, i[key]]);
   return [
     chartBox('throughput', Charts.lineChart({ title: 'Throughput', series: [{ name: 'tps', points: pts('throughput_tps') }], xLabel: 'simulated s', yLabel: 'tps' })),
-    chartBox('latency', Charts.lineChart({ title: 'Latency (mean per interval)', series: [{ name: 'read ms', points: pts('read_latency_ms') }, { name: 'write ms', points: pts('write_latency_ms') }], xLabel: 'simulated s', yLabel: 'ms' })),
+    ...['read', 'write'].map((io) => chartBox(`${io}-latency`, Charts.lineChart({ title: `Page ${io} latency per interval`, series: [
+      { name: 'p99', points: pts(`${io}_latency_p99_ms`) }, { name: 'p50', points: pts(`${io}_latency_p50_ms`) }, { name: 'mean', points: pts(`${io}_latency_ms`) }], xLabel: 'simulated s', yLabel: 'ms' }))),
+    chartBox('transaction-latency', Charts.lineChart({ title: 'Transaction latency per interval', series: [
+      { name: 'p99', points: pts('transaction_latency_p99_ms') }, { name: 'p50', points: pts('transaction_latency_p50_ms') }], xLabel: 'simulated s', yLabel: 'ms' })),
     chartBox('writes', Charts.lineChart({ title: 'Page writes per interval', series: [{ name: 'out-of-place', points: pts('out_of_place_writes') }, { name: 'in-place appends', points: pts('in_place_appends') }, { name: 'GC migrations', points: pts('gc_page_migrations') }], xLabel: 'simulated s', yLabel: 'pages' })),
     chartBox('gc-write-amplification', Charts.lineChart({ title: 'Data-region write amplification per interval', series: [{ name: '(host + GC) / host', points: intervals.map((i) => {
       const host = i.out_of_place_writes + i.in_place_appends;
@@ -264,6 +267,7 @@ function resultTiles(r) {
     ['throughput [tps]', num(r.throughput_tps, 1)], ['host writes', num(r.host_writes)], ['in-place appends', num(r.in_place_appends)],
     ['out-of-place writes', num(r.out_of_place_writes)], ['GC migrations', num(r.gc_page_migrations)], ['GC erases', num(r.gc_erases)],
     ['WAF', num(r.write_amplification, 3)], ['read latency [ms]', num(r.read_latency_ms, 3)], ['write latency [ms]', num(r.write_latency_ms, 3)],
+    ['read p99 [ms]', num(r.read_latency_p99_ms, 3)], ['write p99 [ms]', num(r.write_latency_p99_ms, 3)], ['transaction p99 [ms]', num(r.transaction_latency_p99_ms, 3)],
   ]);
 }
 
@@ -343,6 +347,9 @@ const TABLE7 = [
   ['out-of-place writes', 'out_of_place_writes'], ['in-place appends', 'in_place_appends'], ['GC page migrations', 'gc_page_migrations'],
   ['GC erases', 'gc_erases'], ['GC migrations per host write', 'gc_migrations_per_host_write'], ['GC erases per host write', 'gc_erases_per_host_write'],
   ['write amplification', 'write_amplification'], ['read latency [ms]', 'read_latency_ms'], ['write latency [ms]', 'write_latency_ms'],
+  ['read latency p50 [ms]', 'read_latency_p50_ms'], ['read latency p99 [ms]', 'read_latency_p99_ms'],
+  ['write latency p50 [ms]', 'write_latency_p50_ms'], ['write latency p99 [ms]', 'write_latency_p99_ms'],
+  ['transaction latency p50 [ms]', 'transaction_latency_p50_ms'], ['transaction latency p99 [ms]', 'transaction_latency_p99_ms'],
   ['database [MiB]', 'database_mib'], ['space overhead [%]', 'space_overhead_pct'],
 ];
 
@@ -366,10 +373,13 @@ async function showCompare(arg) {
   const ratios = [['GC migr./host write', 'gc_migrations_per_host_write'], ['GC erases/host write', 'gc_erases_per_host_write'], ['WAF', 'write_amplification']];
   const bars = Charts.barChart({ title: 'Per host write', categories: ratios.map((r) => r[0]), series: done.map((r) => ({ name: name(r), values: ratios.map(([, k]) => r.result[k]) })) });
   const shares = Charts.barChart({ title: 'Host writes', categories: ['out-of-place', 'in-place appends'], series: done.map((r) => ({ name: name(r), values: [r.result.out_of_place_writes, r.result.in_place_appends] })) });
-  const tps = Charts.lineChart({ title: 'Throughput over time', series: done.map((r) => ({ name: name(r), points: (r.intervals || []).map((i) => [i.sim_seconds, i.throughput_tps]) })), xLabel: 'simulated s', yLabel: 'tps' });
+  const overlay = (key) => done.map((r) => ({ name: name(r), points: (r.intervals || []).map((i) => [i.sim_seconds, i[key]]) }));
+  const tps = Charts.lineChart({ title: 'Throughput over time', series: overlay('throughput_tps'), xLabel: 'simulated s', yLabel: 'tps' });
+  const p99 = (io) => Charts.lineChart({ title: `Page ${io} latency p99 over time`, series: overlay(`${io}_latency_p99_ms`), xLabel: 'simulated s', yLabel: 'ms' });
   body.replaceChildren(
     el('p', {}, `Table 7 layout: the first run absolute, the others in percent of it. Runs: ${done.map(name).join(', ')}.`),
-    dataTable('compare', columns, rows), chartBox('per-host-write', bars), chartBox('host-writes', shares), chartBox('throughput-overlay', tps));
+    dataTable('compare', columns, rows), chartBox('per-host-write', bars), chartBox('host-writes', shares), chartBox('throughput-overlay', tps),
+    chartBox('read-p99-overlay', p99('read')), chartBox('write-p99-overlay', p99('write')));
 }
 
 // ---------- Analyzer ----------
@@ -422,10 +432,20 @@ async function showDevice(arg) {
   const states = Charts.barChart({ title: 'Page states per region', categories: d.regions.map((r) => r.name), series: [
     { name: 'free', values: d.regions.map((r) => r.free_pages) }, { name: 'valid', values: d.regions.map((r) => r.valid_pages) },
     { name: 'invalid', values: d.regions.map((r) => r.invalid_pages) }, { name: 'trim records', values: d.regions.map((r) => r.tombstone_pages) }], yLabel: 'pages' });
+  // Per chip: the states add up to the chip's pages; "programmed" only where no NoFTL
+  // region covers the chip (an FTL's valid and invalid pages are not told apart).
+  const chipPages = d.chip_pages || [];
+  const STATES = [['free', 'free_pages'], ['valid', 'valid_pages'], ['appended', 'appended_pages'], ['invalid', 'invalid_pages'], ['unused', 'unused_pages'], ['programmed', 'programmed_pages']];
+  const shown = STATES.filter(([, key]) => key !== 'programmed_pages' || chipPages.some((c) => c[key] > 0));
+  const perChip = Charts.stackedBarChart({ title: 'Page states per chip', categories: chipPages.map((c) => `chip ${c.chip}`),
+    series: shown.map(([label, key]) => ({ name: label, values: chipPages.map((c) => c[key]) })), yLabel: 'pages' });
+  const chipRows = chipPages.map((c) => [c.chip, ...shown.map(([, key]) => c[key])]);
   const appended = record.result && record.result.regions ? Object.entries(record.result.regions).map(([name, c]) => [name, c.host_write_deltas ?? '–', c.host_writes ?? '–', c.gc_page_migrations ?? '–', c.gc_erases ?? '–']) : [];
   body.replaceChildren(
     el('p', {}, `${d.chips} chips × ${d.blocks_per_chip} blocks of ${d.pages_per_block} pages.` + (d.note ? ` ${d.note}.` : '')),
     chartBox('erase-heat-map', heat),
+    chipPages.length ? chartBox('chip-page-states', perChip) : '',
+    chipPages.length ? dataTable('chips', ['chip', ...shown.map(([label]) => label)], chipRows) : '',
     d.regions.length ? chartBox('page-states', states) : '',
     dataTable('regions', ['region', 'chips', 'IPA mode', 'free', 'valid', 'invalid', 'trim records', 'erases min–max'], regionRows),
     appended.length ? dataTable('appends', ['region', 'in-place appends', 'out-of-place writes', 'GC migrations', 'GC erases'], appended) : '');

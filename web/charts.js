@@ -108,6 +108,40 @@ function barChart({ title, categories, series, yLabel, width = 640, height = 260
   return svg;
 }
 
+// One bar per category, the series stacked bottom to top: categories: names on the x
+// axis; series: [{name, values: [..per category]}] (non-finite values count as 0).
+function stackedBarChart({ title, categories, series, yLabel, width = 640, height = 260 }) {
+  const svg = frame(width, height, title);
+  const m = { l: 56, r: 130, t: 26, b: 48 };
+  const v = (s, ci) => (Number.isFinite(s.values[ci]) ? Math.max(0, s.values[ci]) : 0);
+  const totals = categories.map((_, ci) => series.reduce((sum, s) => sum + v(s, ci), 0));
+  const yt = niceTicks(0, Math.max(0, ...totals) || 1, 5);
+  const yb = yt[yt.length - 1];
+  const W = width - m.l - m.r, H = height - m.t - m.b;
+  const Y = (y) => m.t + H - (y / (yb || 1)) * H;
+  for (const t of yt) {
+    svg.appendChild(svgEl('line', { x1: m.l, x2: m.l + W, y1: Y(t), y2: Y(t), stroke: '#e4e4e4' }));
+    svg.appendChild(svgEl('text', { x: m.l - 4, y: Y(t) + 4, 'text-anchor': 'end' }, fmt(t)));
+  }
+  const group = W / Math.max(1, categories.length);
+  categories.forEach((c, ci) => {
+    const gx = m.l + ci * group + group * 0.15;
+    let below = 0;
+    series.forEach((s, si) => {
+      const h = v(s, ci);
+      if (h > 0) {
+        svg.appendChild(svgEl('rect', { x: gx, y: Y(below + h), width: Math.max(1, group * 0.7), height: Y(below) - Y(below + h), fill: PALETTE[si % PALETTE.length], class: 'bar', 'data-series': s.name }));
+      }
+      below += h;
+    });
+    svg.appendChild(svgEl('text', { x: gx + group * 0.35, y: m.t + H + 14, 'text-anchor': 'middle' }, c));
+  });
+  svg.appendChild(svgEl('rect', { x: m.l, y: m.t, width: W, height: H, fill: 'none', stroke: '#999' }));
+  if (yLabel) svg.appendChild(svgEl('text', { x: 12, y: m.t + H / 2, transform: `rotate(-90 12 ${m.t + H / 2})`, 'text-anchor': 'middle' }, yLabel));
+  legend(svg, series.map((s) => s.name), m.l + W + 10, m.t + 10);
+  return svg;
+}
+
 // rows: [{name, cells: [number...]}]; colour by value from white to dark red.
 function heatMap({ title, rows, width = 760, cellHeight = 14, label = 'erases' }) {
   const m = { l: 56, r: 90, t: 26, b: 20 };
@@ -173,4 +207,4 @@ function exportPng(svg, name) {
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(svgText(svg));
 }
 
-window.Charts = { lineChart, barChart, heatMap, exportSvg, exportPng, download, fmt };
+window.Charts = { lineChart, barChart, stackedBarChart, heatMap, exportSvg, exportPng, download, fmt };

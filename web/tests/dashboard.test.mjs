@@ -1,7 +1,8 @@
 // Browser test of `deltaflash serve`: starts the server on a free port with a fresh
 // data directory, drives Debian's chromium through playwright-core, and checks the
 // pages a user goes through: a short run whose live chart updates, the compare view
-// of two runs, a CSV export, the analyzer, the device heat map, and an invalid DDL
+// of two runs, a CSV export, the analyzer, the device heat map and page states per
+// chip (appended pages on a run with IPA), latency p50/p99 charts, and an invalid DDL
 // shown at its line and column. Screenshots of each page go to target/screenshots/ (to
 // $SCREENSHOTS if set: `make screenshots` refreshes the README's in docs/figures/).
 //
@@ -107,6 +108,15 @@ test('a run goes live: the chart grows, then the result shows', async () => {
   const late = Number(await page.locator('#live-charts').getAttribute('data-points'));
   assert.ok(late > early || late >= 50, `the chart grew: ${early} → ${late}`);
   assert.ok((await page.locator('#live-charts svg path.series').count()) >= 4);
+  // Latency per interval: p99, p50 and mean lines for reads and writes, p99 on top.
+  for (const io of ['read', 'write']) {
+    const chart = page.locator(`figure[data-name="${io}-latency"] svg`);
+    assert.equal(await chart.locator('path.series').count(), 3, `${io}: p99, p50 and mean lines`);
+    assert.match(await chart.textContent(), /p99.*p50.*mean/);
+    assert.ok(Number(await chart.getAttribute('data-points')) > 0, `${io} latency points`);
+  }
+  assert.equal(await page.locator('figure[data-name="transaction-latency"] path.series').count(), 2);
+  assert.match(await page.locator('#live-tiles').textContent(), /read p99 \[ms\]\d/);
   assert.match(await page.locator('#live-tiles').textContent(), /throughput \[tps\]/);
   await page.screenshot({ path: join(figures, 'dashboard-live.png'), fullPage: true });
 });
@@ -120,6 +130,11 @@ test('the analyzer shows the advice and the device its heat map', async () => {
   await page.goto(`${base}/#device`);
   await page.waitForSelector('figure[data-name="erase-heat-map"] svg');
   assert.match(await page.locator('table[data-name="regions"]').textContent(), /data/);
+  // Page states per chip: one stacked bar per chip (8 in these runs), no appends without IPA.
+  const chips = page.locator('figure[data-name="chip-page-states"] svg');
+  assert.ok((await chips.locator('rect.bar[data-series="free"]').count()) + (await chips.locator('rect.bar[data-series="valid"]').count()) > 0);
+  assert.equal(await page.locator('table[data-name="chips"] tbody tr').count(), 8);
+  assert.equal(await chips.locator('rect.bar[data-series="appended"]').count(), 0, 'the baseline has IPA off');
   await page.screenshot({ path: join(figures, 'dashboard-device.png'), fullPage: true });
 });
 
@@ -148,5 +163,10 @@ test('two runs compare in the Table 7 layout and export as CSV', async () => {
   assert.match(csv, /\nthroughput \[tps\],\d/);
   const [svg] = await Promise.all([page.waitForEvent('download'), page.click('figure[data-name="per-host-write"] .export-svg')]);
   assert.match(readFileSync(await svg.path(), 'utf8'), /<svg/);
+  assert.equal(await page.locator('figure[data-name="read-p99-overlay"] path.series').count(), 2, 'two read p99 lines');
   await page.screenshot({ path: join(figures, 'dashboard-compare.png'), fullPage: true });
+  // The selective run appends in place: its hot region's chip has appended pages.
+  await page.goto(`${base}/#device/${selective}`);
+  await page.waitForSelector('figure[data-name="chip-page-states"] svg');
+  assert.ok((await page.locator('figure[data-name="chip-page-states"] rect.bar[data-series="appended"]').count()) >= 1, 'appended pages shown');
 });

@@ -1,4 +1,6 @@
-//! `deltaflash inspect IMAGE`: geometry, regions, wear, page states of a device image.
+//! `deltaflash inspect IMAGE`: geometry, regions, wear, page states of a device image:
+//! per region and per chip (free, valid, appended = valid with an in-place append,
+//! invalid, unused = retired or skipped by pSLC).
 
 use crate::table::{print_table, Row};
 use flash::Flash;
@@ -54,6 +56,14 @@ pub fn run(path: &Path) -> Result<(), String> {
             Row::kv("P/E min / mean / max", format!("{} / {:.1} / {}", w.pe_min, w.pe_mean, w.pe_max)),
         ]);
         print_histogram(region.name(), &region.erase_counts().collect::<Vec<_>>());
+        let mut rows =
+            vec![Row::new(["chip", "free", "valid", "appended", "invalid", "unused"].map(String::from).to_vec())];
+        rows.extend(flash.chip_pages(id).iter().map(|c| {
+            let counts = [c.free_pages, c.valid_pages, c.appended_pages, c.invalid_pages, c.unused_pages];
+            Row::new(std::iter::once(c.chip.to_string()).chain(counts.map(|n| n.to_string())).collect())
+        }));
+        println!("page states per chip of {}", region.name());
+        print_table(&rows);
     }
     Ok(())
 }

@@ -115,7 +115,7 @@ fn image_then_inspect() {
     let out = deltaflash(&["inspect", image.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in ["region bench", "valid pages", "wear histogram", "logical pages"] {
+    for needle in ["region bench", "valid pages", "wear histogram", "logical pages", "page states per chip of bench"] {
         assert!(text.contains(needle), "{needle} missing in:\n{text}");
     }
     std::fs::write(&image, b"garbage, certainly not a device image").unwrap();

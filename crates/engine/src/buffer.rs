@@ -20,6 +20,7 @@
 use crate::delta::{Eviction, FlashState};
 use crate::error::{Error, Result};
 use crate::journal::Journal;
+use crate::latency::IoLatencies;
 use crate::page;
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
@@ -125,6 +126,8 @@ pub struct BufferPool {
     dirty: usize,
     now: SimTime,
     pub(crate) stats: PoolStats,
+    /// Each page read's and write's latency, for percentiles (the sums are in `stats`).
+    latencies: IoLatencies,
 }
 
 impl BufferPool {
@@ -147,6 +150,7 @@ impl BufferPool {
             dirty: 0,
             now: 0,
             stats: PoolStats::default(),
+            latencies: IoLatencies::default(),
             op: Vec::new(),
             spare_snapshots: Vec::new(),
             spans: Vec::new(),
@@ -171,6 +175,9 @@ impl BufferPool {
     }
     pub fn stats(&self) -> PoolStats {
         self.stats
+    }
+    pub fn io_latencies_mut(&mut self) -> &mut IoLatencies {
+        &mut self.latencies
     }
     pub fn cleaner(&self) -> CleanerPolicy {
         self.cleaner
@@ -287,6 +294,7 @@ impl BufferPool {
         };
         self.stats.page_reads += 1;
         self.stats.read_latency_ns += done.saturating_sub(self.now);
+        self.latencies.record_read(done.saturating_sub(self.now));
         self.now = done;
         self.install(f, pid, state);
         self.frames[f].base_stale = true;
@@ -403,6 +411,7 @@ impl BufferPool {
         if written.eviction != Eviction::Clean {
             self.stats.page_writes += 1;
             self.stats.write_latency_ns += written.done.saturating_sub(now);
+            self.latencies.record_write(written.done.saturating_sub(now));
         }
         let frame = &mut self.frames[f];
         frame.state = state;

@@ -455,6 +455,9 @@ impl Database {
     pub fn pool_stats(&self) -> PoolStats {
         self.pool.stats()
     }
+    pub fn io_latencies_mut(&mut self) -> &mut crate::latency::IoLatencies {
+        self.pool.io_latencies_mut()
+    }
     pub fn buffer_frames(&self) -> usize {
         self.pool.frames()
     }

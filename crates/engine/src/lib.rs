@@ -21,6 +21,7 @@ pub mod error;
 mod exec;
 pub mod heap;
 pub mod journal;
+pub mod latency;
 pub mod log;
 pub mod logrec;
 pub mod oplog;

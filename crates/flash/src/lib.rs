@@ -29,7 +29,7 @@ pub use ftl_volume::FtlVolume;
 pub use ipl::{IplConfig, IplCounters, IplStore};
 pub use page_device::PageDevice;
 pub use policy::VictimPolicy;
-pub use region::{Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};
+pub use region::{ChipPages, Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};
 
 use nand::{Device, OpTiming, SimTime};
@@ -137,6 +137,11 @@ impl Flash {
     }
     pub fn occupancy(&self, id: RegionId) -> Occupancy {
         self.regions[id.0].occupancy(&self.device)
+    }
+
+    /// Page states of each chip of a region (free, valid, appended, invalid, unused).
+    pub fn chip_pages(&self, id: RegionId) -> Vec<ChipPages> {
+        self.regions[id.0].chip_pages(&self.device)
     }
 
     /// Makes the device durable where it has a durable form (an image file).

@@ -1,10 +1,16 @@
 //! The Device page's data: a finished run's device image read back, as `inspect` reads
-//! one: the erase count of every block (for the heat map, chip by chip) and, on NoFTL,
-//! each region's chips and page states (free, valid, invalid, trim records).
+//! one: the erase count of every block (for the heat map, chip by chip), the page
+//! states of every chip, and, on NoFTL, each region's chips and page states (free,
+//! valid, invalid, trim records).
 //!
-//! The image is opened read-only; one that does not open is an error naming it. On an
-//! FTL or IPL store the image holds no NoFTL region layout, so only the erase counts
-//! are given (`regions` is empty and `note` says why).
+//! Per chip the states add up to the chip's pages. On NoFTL a region's chips count
+//! free, valid, appended (live with an in-place append), invalid and unused pages
+//! (`flash::Region::chip_pages`). On an FTL or IPL store the image holds no NoFTL region
+//! layout and the FTL's map is not read, so every chip's pages are only free or
+//! programmed (valid or invalid, not told apart), none appended: an FTL has no
+//! in-place append. `regions` is then empty and `note` says why.
+//!
+//! The image is opened read-only; one that does not open is an error naming it.
 
 use flash::Flash;
 use nand::{BlockId, Device, ImageOptions, MemoryStorage};
@@ -18,9 +24,54 @@ pub struct DeviceSnapshot {
     pub pages_per_block: u32,
     /// Erases of each block, chip by chip (block `b` of chip `c` at `c * blocks_per_chip + b`).
     pub erase_counts: Vec<u32>,
+    /// Page states of each chip, chip 0 first.
+    pub chip_pages: Vec<ChipStates>,
     pub regions: Vec<RegionPages>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// One chip's pages by state; the six counts add up to the chip's pages.
+#[derive(Debug, Default, Serialize)]
+pub struct ChipStates {
+    pub chip: u32,
+    pub free_pages: u64,
+    pub valid_pages: u64,
+    /// Valid pages that carry at least one in-place append.
+    pub appended_pages: u64,
+    pub invalid_pages: u64,
+    /// Retired blocks' pages and pages a pSLC region skips.
+    pub unused_pages: u64,
+    /// Outside a NoFTL region (an FTL or IPL store): programmed pages, valid or invalid.
+    pub programmed_pages: u64,
+}
+
+impl From<flash::ChipPages> for ChipStates {
+    fn from(c: flash::ChipPages) -> ChipStates {
+        ChipStates {
+            chip: c.chip,
+            free_pages: c.free_pages,
+            valid_pages: c.valid_pages,
+            appended_pages: c.appended_pages,
+            invalid_pages: c.invalid_pages,
+            unused_pages: c.unused_pages,
+            programmed_pages: 0,
+        }
+    }
+}
+
+/// Each chip's pages, free or programmed, from the program counts alone.
+fn programmed_per_chip(device: &Device) -> Vec<ChipStates> {
+    let g = device.geometry();
+    (0..g.chips())
+        .map(|chip| {
+            let pages =
+                (0..g.blocks_per_chip).flat_map(|b| (0..g.pages_per_block).map(move |p| g.ppn(g.block_id(chip, b), p)));
+            let programmed = pages.filter(|&ppn| device.storage().program_count(ppn) > 0).count() as u64;
+            let total = g.blocks_per_chip as u64 * g.pages_per_block as u64;
+            ChipStates { chip, free_pages: total - programmed, programmed_pages: programmed, ..ChipStates::default() }
+        })
+        .collect()
 }
 
 /// One NoFTL region's page states.
@@ -50,6 +101,7 @@ pub fn snapshot(path: &Path) -> Result<DeviceSnapshot, String> {
         blocks_per_chip: g.blocks_per_chip,
         pages_per_block: g.pages_per_block,
         erase_counts,
+        chip_pages: programmed_per_chip(&device),
         regions: Vec::new(),
         note: None,
     };
@@ -66,6 +118,11 @@ pub fn snapshot(path: &Path) -> Result<DeviceSnapshot, String> {
     };
     for region in flash.regions() {
         let Some(id) = flash.region_id(region.name()) else { continue };
+        for c in flash.chip_pages(id) {
+            if let Some(slot) = snapshot.chip_pages.get_mut(c.chip as usize) {
+                *slot = c.into();
+            }
+        }
         let o = flash.occupancy(id);
         let w = region.wear();
         snapshot.regions.push(RegionPages {

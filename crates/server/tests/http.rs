@@ -54,6 +54,29 @@ async fn wait_final(app: &axum::Router, id: u64) -> Value {
     }
 }
 
+/// An interval line's latency percentiles: present, and each median at most its p99.
+fn assert_percentiles(line: &Value) {
+    for what in ["read", "write", "transaction"] {
+        let p =
+            |q: &str| line[format!("{what}_latency_{q}_ms")].as_f64().unwrap_or_else(|| panic!("{what} {q}: {line}"));
+        assert!(0.0 <= p("p50") && p("p50") <= p("p99"), "{what}: {line}");
+    }
+}
+
+/// The device snapshot's per-chip page states, each chip's adding up to its pages.
+fn chip_states(device: &Value) -> Vec<Value> {
+    let chips = device["chip_pages"].as_array().unwrap().clone();
+    assert_eq!(chips.len() as u64, device["chips"].as_u64().unwrap(), "{device}");
+    let pages = device["blocks_per_chip"].as_u64().unwrap() * device["pages_per_block"].as_u64().unwrap();
+    for (i, c) in chips.iter().enumerate() {
+        assert_eq!(c["chip"], i, "{c}");
+        let states = ["free", "valid", "appended", "invalid", "unused", "programmed"];
+        let sum: u64 = states.iter().map(|s| c[format!("{s}_pages")].as_u64().unwrap()).sum();
+        assert_eq!(sum, pages, "chip {i}: {c}");
+    }
+    chips
+}
+
 fn open(dir: &std::path::Path, jobs: usize, queue_max: usize) -> Dashboard {
     Dashboard::open(Options { jobs, queue_max, ..Options::new(dir) }, None).unwrap()
 }
@@ -97,6 +120,9 @@ async fn a_run_goes_live_finishes_and_survives_a_restart() {
             if let Some(json) = line.strip_prefix("data: ") {
                 let state: Value = serde_json::from_str(json).unwrap();
                 assert_eq!(state["intervals_from"].as_u64().unwrap(), intervals, "intervals arrive once, in order");
+                for line in state["intervals"].as_array().unwrap() {
+                    assert_percentiles(line);
+                }
                 intervals += state["intervals"].as_array().unwrap().len() as u64;
                 states.push(state);
             }
@@ -114,6 +140,9 @@ async fn a_run_goes_live_finishes_and_survives_a_restart() {
     let device = &record["device"];
     assert_eq!(device["erase_counts"].as_array().unwrap().len() as u64, device["chips"].as_u64().unwrap() * 64);
     assert!(device["regions"].as_array().unwrap().iter().any(|r| r["name"] == "data"), "{device}");
+    let chips = chip_states(device);
+    assert!(chips.iter().all(|c| c["appended_pages"] == 0 && c["programmed_pages"] == 0), "IPA off: {chips:?}");
+    assert!(record["intervals"].as_array().unwrap().iter().any(|l| l["read_latency_p99_ms"].as_f64() > Some(0.0)));
     assert!(std::fs::read_dir(dir.path().join("tmp")).unwrap().next().is_none(), "scratch image removed");
 
     let (status, _) = call(&app, "POST", &format!("/api/runs/{id}/cancel"), None).await;
@@ -260,4 +289,36 @@ async fn shutdown_cancels_running_and_queued_runs_and_stores_them() {
         assert_eq!(status, StatusCode::OK);
         assert_eq!(record["status"], "cancelled", "{record}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_device_counts_appended_pages_per_chip_on_noftl_and_none_on_an_ftl() {
+    let dir = tempfile::tempdir().unwrap();
+    let dashboard = open(dir.path(), 1, 4);
+    let app = dashboard.router();
+    let (_, meta) = call(&app, "GET", "/api/meta", None).await;
+    let page_ftl =
+        meta["storages"].as_array().unwrap().iter().find(|s| s["name"] == "ftl:page").unwrap()["config"].clone();
+    let mut ipa = small_config(0.5);
+    ipa["engine"]["ipa"] = json!("2x4");
+    let mut ftl = small_config(0.5);
+    ftl["storage"] = page_ftl;
+    let mut ids = Vec::new();
+    for (label, config) in [("ipa", ipa), ("ftl", ftl)] {
+        let (status, answer) = submit(&app, label, config).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{label}: {answer}");
+        ids.push(answer["id"].as_u64().unwrap());
+    }
+    let ipa = wait_final(&app, ids[0]).await;
+    assert_eq!(ipa["status"], "done", "{ipa}");
+    assert!(ipa["result"]["in_place_appends"].as_u64().unwrap() > 0, "the run appends");
+    let chips = chip_states(&ipa["device"]);
+    let appended: u64 = chips.iter().map(|c| c["appended_pages"].as_u64().unwrap()).sum();
+    assert!(appended > 0, "{chips:?}");
+    let ftl = wait_final(&app, ids[1]).await;
+    assert_eq!(ftl["status"], "done", "{ftl}");
+    let chips = chip_states(&ftl["device"]);
+    assert!(chips.iter().all(|c| c["appended_pages"] == 0 && c["valid_pages"] == 0), "{chips:?}");
+    assert!(chips.iter().any(|c| c["programmed_pages"].as_u64() > Some(0)), "{chips:?}");
+    dashboard.shutdown();
 }

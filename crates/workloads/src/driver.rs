@@ -15,14 +15,22 @@
 //!
 //! Metrics are the differences between a snapshot at the end of the warm-up and one at
 //! the end of the run, named as in the IPA paper's tables (§8.4, appendix B).
+//!
+//! Latency percentiles come from HDR histograms (within 1 %, `engine::latency`): page
+//! read and write latencies from the engine's histograms, which the driver empties at
+//! the end of the warm-up and at each interval line (folding them into the run's), and
+//! transaction latencies (start to completion, a group commit's wait included) from
+//! one the driver keeps for the transactions started after the warm-up.
 
 use crate::workload::Workload;
 use engine::buffer::PoolStats;
+use engine::latency::{self, quantile_ms};
 use engine::store::ObjectCounters;
 use engine::Database;
 use flash::ftl::FtlCounters;
 use flash::IplCounters;
 use flash::RegionCounters;
+use hdrhistogram::Histogram;
 use nand::{DeviceCounters, SimTime};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -125,8 +133,17 @@ pub struct TimeBreakdown {
 pub struct Interval {
     pub sim_seconds: f64,
     pub throughput_tps: f64,
+    /// Page I/O latency in the interval: the mean, the median and the 99th percentile.
     pub read_latency_ms: f64,
+    pub read_latency_p50_ms: f64,
+    pub read_latency_p99_ms: f64,
     pub write_latency_ms: f64,
+    pub write_latency_p50_ms: f64,
+    pub write_latency_p99_ms: f64,
+    /// Latency of the transactions the driver ran in the interval (and of those whose
+    /// group commit it released then).
+    pub transaction_latency_p50_ms: f64,
+    pub transaction_latency_p99_ms: f64,
     pub gc_erases_so_far: u64,
     /// Page writes in the interval: out-of-place, in-place appends, and GC migrations.
     pub out_of_place_writes: u64,
@@ -158,8 +175,18 @@ pub struct Metrics {
     pub gc_erases: u64,
     pub gc_migrations_per_host_write: f64,
     pub gc_erases_per_host_write: f64,
+    /// Page I/O latency over the measurement: the means, medians and 99th percentiles.
     pub read_latency_ms: f64,
+    pub read_latency_p50_ms: f64,
+    pub read_latency_p99_ms: f64,
     pub write_latency_ms: f64,
+    pub write_latency_p50_ms: f64,
+    pub write_latency_p99_ms: f64,
+    /// Transaction latency (start to completion, a group commit's wait included) of the
+    /// transactions started in the measurement.
+    pub transaction_latency_p50_ms: f64,
+    pub transaction_latency_p95_ms: f64,
+    pub transaction_latency_p99_ms: f64,
     pub net_changed_bytes: u64,
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
@@ -194,6 +221,71 @@ pub struct Metrics {
     pub intervals: Vec<Interval>,
 }
 
+/// Latency percentiles of a window (an interval or the measurement), in milliseconds.
+#[derive(Clone, Copy, Debug)]
+struct Percentiles {
+    read_p50: f64,
+    read_p99: f64,
+    write_p50: f64,
+    write_p99: f64,
+    transaction_p50: f64,
+    transaction_p95: f64,
+    transaction_p99: f64,
+}
+
+impl Percentiles {
+    fn of(reads: &Histogram<u64>, writes: &Histogram<u64>, transactions: &Histogram<u64>) -> Percentiles {
+        Percentiles {
+            read_p50: quantile_ms(reads, 0.5),
+            read_p99: quantile_ms(reads, 0.99),
+            write_p50: quantile_ms(writes, 0.5),
+            write_p99: quantile_ms(writes, 0.99),
+            transaction_p50: quantile_ms(transactions, 0.5),
+            transaction_p95: quantile_ms(transactions, 0.95),
+            transaction_p99: quantile_ms(transactions, 0.99),
+        }
+    }
+}
+
+/// The driver's latency histograms (nanoseconds): the measurement's page reads, page
+/// writes and transactions, and the transactions of the interval in progress. The
+/// interval's page I/O is in the engine's histograms until [`Latencies::close_window`].
+struct Latencies {
+    reads: Histogram<u64>,
+    writes: Histogram<u64>,
+    transactions: Histogram<u64>,
+    interval_transactions: Histogram<u64>,
+}
+
+impl Latencies {
+    fn new() -> Latencies {
+        let h = latency::histogram;
+        Latencies { reads: h(), writes: h(), transactions: h(), interval_transactions: h() }
+    }
+
+    /// Ends a window: the percentiles of the interval's histograms (the engine's page
+    /// I/O and the driver's transactions), which are folded into the measurement's and
+    /// emptied.
+    fn close_window(&mut self, db: &mut Database) -> Result<Percentiles, RunError> {
+        let io = db.io_latencies_mut();
+        let p = Percentiles::of(io.reads(), io.writes(), &self.interval_transactions);
+        let fold = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
+            into.add(from).map_err(|e| RunError::Failed(format!("latency histogram: {e:?}")))
+        };
+        fold(&mut self.reads, io.reads())?;
+        fold(&mut self.writes, io.writes())?;
+        fold(&mut self.transactions, &self.interval_transactions)?;
+        io.reset();
+        self.interval_transactions.reset();
+        Ok(p)
+    }
+
+    /// The measurement's percentiles.
+    fn measured(&self) -> Percentiles {
+        Percentiles::of(&self.reads, &self.writes, &self.transactions)
+    }
+}
+
 fn data_regions(s: &Snapshot) -> impl Iterator<Item = (&String, &RegionCounters)> {
     s.regions.iter().filter(|(name, _)| engine::db::is_data_region(name))
 }
@@ -222,7 +314,7 @@ fn breakdown(a: &Snapshot, b: &Snapshot, terminals: usize) -> TimeBreakdown {
     t
 }
 
-fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval>) -> Metrics {
+fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval>, p: Percentiles) -> Metrics {
     let mut objects = Vec::new();
     let mut total = ObjectCounters::default();
     for (name, end) in &b.objects {
@@ -263,10 +355,17 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
         gc_erases_per_host_write: ratio(gc_erases, host_writes),
         read_latency_ms: ratio(b.pool.read_latency_ns - a.pool.read_latency_ns, b.pool.page_reads - a.pool.page_reads)
             / 1e6,
+        read_latency_p50_ms: p.read_p50,
+        read_latency_p99_ms: p.read_p99,
         write_latency_ms: ratio(
             b.pool.write_latency_ns - a.pool.write_latency_ns,
             b.pool.page_writes - a.pool.page_writes,
         ) / 1e6,
+        write_latency_p50_ms: p.write_p50,
+        write_latency_p99_ms: p.write_p99,
+        transaction_latency_p50_ms: p.transaction_p50,
+        transaction_latency_p95_ms: p.transaction_p95,
+        transaction_latency_p99_ms: p.transaction_p99,
         net_changed_bytes: total.net_changed_bytes,
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),
@@ -294,15 +393,28 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
     }
 }
 
-/// Lets the terminals whose commits the log has made durable go on from when it did,
-/// counting their wait as commit time.
-fn release(db: &mut Database, clocks: &mut [SimTime], waiting: &mut [Option<u64>]) {
-    let (durable, at) = (db.durable_lsn(), db.durable_at());
-    for (clock, wait) in clocks.iter_mut().zip(waiting.iter_mut()) {
-        if wait.is_some_and(|lsn| lsn <= durable) {
-            db.add_commit_wait(at.saturating_sub(*clock));
-            *clock = (*clock).max(at);
-            *wait = None;
+/// The terminals' clocks and, for each, the log end its commit waits for and when its
+/// transaction started if it is measured.
+struct Terminals {
+    clocks: Vec<SimTime>,
+    waiting: Vec<Option<u64>>,
+    started: Vec<Option<SimTime>>,
+}
+
+impl Terminals {
+    /// Lets the terminals whose commits the log has made durable go on from when it
+    /// did, counting their wait as commit time; a measured transaction's latency ends then.
+    fn release(&mut self, db: &mut Database, transactions: &mut Histogram<u64>) {
+        let (durable, at) = (db.durable_lsn(), db.durable_at());
+        for ((clock, wait), started) in self.clocks.iter_mut().zip(&mut self.waiting).zip(&mut self.started) {
+            if wait.is_some_and(|lsn| lsn <= durable) {
+                db.add_commit_wait(at.saturating_sub(*clock));
+                *clock = (*clock).max(at);
+                *wait = None;
+                if let Some(start) = started.take() {
+                    transactions.saturating_record(clock.saturating_sub(start).max(1));
+                }
+            }
         }
     }
 }
@@ -320,10 +432,11 @@ pub fn run(
     let warm_end = start + (config.warmup_s * 1e9) as SimTime;
     let end = warm_end + (config.duration_s * 1e9) as SimTime;
     let step = (config.progress_s * 1e9) as SimTime;
-    let mut clocks = vec![start; config.terminals.max(1)];
+    let n = config.terminals.max(1);
     // Group commit: a terminal whose commit is not durable yet waits for its group's
     // log flush (the log end after its transaction).
-    let mut waiting: Vec<Option<u64>> = vec![None; clocks.len()];
+    let mut terms = Terminals { clocks: vec![start; n], waiting: vec![None; n], started: vec![None; n] };
+    let mut lat = Latencies::new();
     let (mut transactions, mut committed) = (0u64, 0u64);
     let mut warm: Option<Snapshot> = None;
     let mut last_interval: Option<Snapshot> = None;
@@ -331,31 +444,41 @@ pub fn run(
     let mut intervals = Vec::new();
     let mut switch = config.switch.as_ref().map(|(at, ddl)| (warm_end + (at * 1e9) as SimTime, ddl));
     let finish = loop {
-        let next = clocks.iter().enumerate().filter(|&(t, _)| waiting[t].is_none()).min_by_key(|&(_, &c)| c);
+        let next =
+            terms.clocks.iter().enumerate().filter(|&(t, _)| terms.waiting[t].is_none()).min_by_key(|&(_, &c)| c);
+        let next = next.map(|(t, &c)| (t, c));
         if let Some(deadline) = db.group_deadline() {
-            if next.is_none_or(|(_, &c)| deadline <= c) {
+            if next.is_none_or(|(_, c)| deadline <= c) {
                 db.flush_group().map_err(|e| RunError::Failed(e.to_string()))?;
-                release(db, &mut clocks, &mut waiting);
+                terms.release(db, &mut lat.interval_transactions);
                 continue;
             }
         }
-        let Some((terminal, &now)) = next else {
+        let Some((terminal, now)) = next else {
             return Err(RunError::Failed("every terminal waits for a commit, but no log flush is due".into()));
         };
         if warm.is_none() && now >= warm_end {
             let s = snapshot(db, now, transactions, committed);
             last_interval = Some(s.clone());
             warm = Some(s);
+            db.io_latencies_mut().reset();
         }
         if step > 0 && warm.is_some() && now >= next_interval {
             let s = snapshot(db, now, transactions, committed);
             if let Some(prev) = &last_interval {
-                let m = metrics(prev, &s, config.terminals, Vec::new());
+                let p = lat.close_window(db)?;
+                let m = metrics(prev, &s, config.terminals, Vec::new(), p);
                 let line = Interval {
                     sim_seconds: (now - warm_end) as f64 / 1e9,
                     throughput_tps: m.throughput_tps,
                     read_latency_ms: m.read_latency_ms,
+                    read_latency_p50_ms: p.read_p50,
+                    read_latency_p99_ms: p.read_p99,
                     write_latency_ms: m.write_latency_ms,
+                    write_latency_p50_ms: p.write_p50,
+                    write_latency_p99_ms: p.write_p99,
+                    transaction_latency_p50_ms: p.transaction_p50,
+                    transaction_latency_p99_ms: p.transaction_p99,
                     gc_erases_so_far: s
                         .ftl
                         .map_or_else(|| data_regions(&s).map(|(_, c)| c.gc_erases).sum(), |f| f.gc_erases),
@@ -385,12 +508,17 @@ pub fn run(
         let outcome = workload.transaction(db, terminal, rng).map_err(RunError::Failed)?;
         transactions += 1;
         committed += u64::from(outcome.committed);
-        clocks[terminal] = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
+        let done = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
+        terms.clocks[terminal] = done;
+        let measured = warm.is_some().then_some(now);
         let end = db.log_end_lsn();
         if outcome.committed && db.group_deadline().is_some() && end > logged_from && db.durable_lsn() < end {
-            waiting[terminal] = Some(end);
+            terms.waiting[terminal] = Some(end);
+            terms.started[terminal] = measured;
+        } else if let Some(started) = measured {
+            lat.interval_transactions.saturating_record((done - started).max(1));
         }
-        release(db, &mut clocks, &mut waiting);
+        terms.release(db, &mut lat.interval_transactions);
         if transactions % 256 == 0 {
             let sim_seconds = (now - start) as f64 / 1e9;
             if on_event(Event::Tick { sim_seconds, transactions, committed }) == Control::Stop {
@@ -398,7 +526,12 @@ pub fn run(
             }
         }
     };
+    if warm.is_none() {
+        // The warm-up never ended: nothing was measured.
+        db.io_latencies_mut().reset();
+    }
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
     let last = snapshot(db, finish.max(warm.time + 1), transactions, committed);
-    Ok(metrics(&warm, &last, config.terminals, intervals))
+    lat.close_window(db)?;
+    Ok(metrics(&warm, &last, config.terminals, intervals, lat.measured()))
 }

@@ -102,3 +102,32 @@ fn tatp_stays_consistent_with_ipa_on_and_off() {
         assert!(m.committed_transactions > 1000, "{ipa}: {} transactions", m.committed_transactions);
     }
 }
+
+/// Percentiles from the histograms agree with the means from the counters: a median is
+/// at most twice the mean (Markov's inequality, plus the histograms' 1 %), a page read
+/// takes at least the flash read time, and the quantiles are ordered.
+#[test]
+fn latency_percentiles_agree_with_the_means() {
+    let (m, check) = run(&mut workloads::tpcb::Tpcb::new(1), "2x4", 2.0);
+    assert_eq!(check, Ok(()));
+    let at_most_twice = |p50: f64, mean: f64, what: &str| assert!(p50 <= 2.02 * mean, "{what}: p50 {p50} mean {mean}");
+    at_most_twice(m.read_latency_p50_ms, m.read_latency_ms, "reads");
+    at_most_twice(m.write_latency_p50_ms, m.write_latency_ms, "writes");
+    at_most_twice(m.transaction_latency_p50_ms, m.time_per_transaction_ms.response, "transactions");
+    assert!(m.read_latency_p50_ms >= 0.01, "a page read takes tens of µs: p50 {} ms", m.read_latency_p50_ms);
+    assert!(m.read_latency_p50_ms <= m.read_latency_p99_ms && m.write_latency_p50_ms <= m.write_latency_p99_ms);
+    let t = [m.transaction_latency_p50_ms, m.transaction_latency_p95_ms, m.transaction_latency_p99_ms];
+    assert!(t[0] > 0.0 && t[0] <= t[1] && t[1] <= t[2], "transaction p50/p95/p99 {t:?}");
+    assert!(m.intervals.len() >= 3, "{} intervals", m.intervals.len());
+    for line in &m.intervals {
+        let at = line.sim_seconds;
+        at_most_twice(line.read_latency_p50_ms, line.read_latency_ms, &format!("reads at {at} s"));
+        at_most_twice(line.write_latency_p50_ms, line.write_latency_ms, &format!("writes at {at} s"));
+        assert!(line.read_latency_p50_ms >= 0.01, "at {at} s: read p50 {} ms", line.read_latency_p50_ms);
+        assert!(line.read_latency_p50_ms <= line.read_latency_p99_ms, "at {at} s");
+        assert!(line.write_latency_p50_ms <= line.write_latency_p99_ms, "at {at} s");
+        assert!(
+            0.0 < line.transaction_latency_p50_ms && line.transaction_latency_p50_ms <= line.transaction_latency_p99_ms
+        );
+    }
+}

@@ -134,6 +134,25 @@ pub struct Occupancy {
     pub retired_blocks: u64,
 }
 
+/// One chip's pages by state ([`Region::chip_pages`]); the five counts add up to the
+/// chip's pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ChipPages {
+    pub chip: u32,
+    /// Erased pages the region may still program.
+    pub free_pages: u64,
+    /// Live pages without an in-place append (trim records included).
+    pub valid_pages: u64,
+    /// Live pages that carry at least one in-place append (an OOB delta slot in use;
+    /// GC's copyback keeps them).
+    pub appended_pages: u64,
+    /// Programmed pages no longer live (GC's to reclaim).
+    pub invalid_pages: u64,
+    /// Pages the region does not use: all of a retired block's, and in pSLC mode the
+    /// MSB pages its stride skips.
+    pub unused_pages: u64,
+}
+
 /// A page as read through the region.
 pub struct RegionRead<'d> {
     pub timing: OpTiming,
@@ -391,6 +410,37 @@ impl Region {
             }
         }
         o
+    }
+
+    /// Page states of each of the region's chips, in the order of [`Region::chips`].
+    pub fn chip_pages(&self, dev: &Device) -> Vec<ChipPages> {
+        let ppb = self.geometry.pages_per_block as u64;
+        let mut out = Vec::with_capacity(self.chips.len());
+        for (slot, &chip) in self.chips.iter().enumerate() {
+            let mut c = ChipPages { chip, ..ChipPages::default() };
+            for b in 0..self.geometry.blocks_per_chip {
+                if self.blocks[self.local_block(slot, b)].state == BlockState::Retired {
+                    c.unused_pages += ppb;
+                    continue;
+                }
+                c.unused_pages += ppb - self.usable_per_block as u64;
+                let block = self.block_id(slot, b);
+                for i in 0..self.usable_per_block {
+                    let ppn = self.geometry.ppn(block, i * self.stride);
+                    if dev.storage().program_count(ppn) == 0 {
+                        c.free_pages += 1;
+                    } else if !self.is_live(ppn) {
+                        c.invalid_pages += 1;
+                    } else if self.pages[self.local_page(ppn)].slots > 0 {
+                        c.appended_pages += 1;
+                    } else {
+                        c.valid_pages += 1;
+                    }
+                }
+            }
+            out.push(c);
+        }
+        out
     }
 
     // ---- addressing ------------------------------------------------------------------
