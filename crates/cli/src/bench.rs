@@ -294,7 +294,7 @@ pub struct BenchArgs {
 }
 
 /// How errors name config fields: as the flags that set them, or as fields of the file.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Spelling {
     config: Option<String>,
     schema: Option<String>,
@@ -506,6 +506,41 @@ pub struct CompareCommand {
     pub(crate) format: Format,
     #[command(flatten)]
     pub(crate) engines: crate::engine_compare::EngineArgs,
+    /// Runs at once, on threads of this machine; each run stays single-threaded and
+    /// seeded, so the results are those of `--jobs 1` [default: the cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) jobs: Option<u32>,
+}
+
+/// `--jobs` of `compare` and `sweep`: the number given, else the machine's cores.
+pub(crate) fn jobs(flag: Option<u32>) -> usize {
+    flag.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize)
+}
+
+/// `run(0)`, …, `run(n - 1)` on up to `jobs` threads, each index run once; the results
+/// in index order, so what a caller prints does not depend on which run ended first.
+pub(crate) fn in_parallel<T: Send>(n: usize, jobs: usize, run: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.clamp(1, n.max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        mine.push((i, run(i)));
+                    }
+                })
+            })
+            .collect();
+        // A panicking run is a bug: carry its panic to the caller's thread.
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
 }
 
 /// Runs one experiment with a progress bar in `bars` (scheme, simulated seconds, tps);
@@ -683,7 +718,7 @@ fn legend(baseline: &str) -> String {
 
 pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
     if !cmd.engines.engines.is_empty() {
-        return crate::engine_compare::compare(&cmd.common, &cmd.engines, cmd.format);
+        return crate::engine_compare::compare(&cmd.common, &cmd.engines, cmd.format, jobs(cmd.jobs));
     }
     let (config, spelling) = cmd.common.config(None)?;
     if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
@@ -694,14 +729,7 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
              would be labelled as different schemes; put ${{IPA}} in the options of the region to vary, or run one scheme"
         ));
     }
-    let bars = MultiProgress::new();
-    let mut runs = Vec::new();
-    for s in &cmd.schemes {
-        let mut config = config.clone();
-        config.engine.ipa = s.to_string();
-        let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
-        runs.push(run_with_bar(&experiment, &bars).map_err(|e| spelling.error(&e))?);
-    }
+    let runs = run_schemes(&config, &spelling, &cmd.schemes, jobs(cmd.jobs))?;
     let mut ok = true;
     for (line, passed) in runs.iter().filter_map(check_line) {
         eprintln!("{line}");
@@ -721,6 +749,28 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
         }
     }
     Ok(ok)
+}
+
+/// Runs `config` under every scheme, `jobs` at once; the results in `schemes` order.
+/// Every experiment is checked before any runs.
+fn run_schemes(
+    config: &ExperimentConfig,
+    spelling: &Spelling,
+    schemes: &[IpaScheme],
+    jobs: usize,
+) -> Result<Vec<ExperimentResult>, String> {
+    let experiments = schemes
+        .iter()
+        .map(|s| {
+            let mut config = config.clone();
+            config.engine.ipa = s.to_string();
+            Experiment::new(config).map_err(|e| spelling.error(&e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let bars = MultiProgress::new();
+    in_parallel(experiments.len(), jobs, |i| run_with_bar(&experiments[i], &bars).map_err(|e| spelling.error(&e)))
+        .into_iter()
+        .collect()
 }
 
 /// Prints a table as markdown (header, rule, rows) or CSV; JSON is the caller's.
@@ -802,5 +852,74 @@ pub fn check(cmd: CheckCommand) -> Result<bool, String> {
             println!("{}: {e}", cmd.image.display());
             Ok(false)
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    /// A result's JSON without what depends on the machine (wall time and speed per
+    /// wall-second, the process's peak memory, the build's commit).
+    pub(crate) fn simulated_only(mut v: serde_json::Value) -> serde_json::Value {
+        if let serde_json::Value::Object(map) = &mut v {
+            map.retain(|k, _| !k.contains("wall") && !k.contains("rss") && k != "git_commit");
+        }
+        v
+    }
+
+    #[test]
+    fn in_parallel_keeps_index_order_whatever_the_jobs() {
+        for jobs in [1, 2, 5, 40] {
+            // Later indexes finish first when run at once.
+            let out = in_parallel(7, jobs, |i| {
+                std::thread::sleep(Duration::from_millis(7 - i as u64));
+                i * 10
+            });
+            assert_eq!(out, [0, 10, 20, 30, 40, 50, 60], "jobs {jobs}");
+        }
+        assert!(in_parallel(0, 3, |i| i).is_empty());
+    }
+
+    /// `compare` on three schemes: the results of three threads are those of one,
+    /// in the same order.
+    #[test]
+    fn a_parallel_compare_gives_the_serial_results() {
+        let args = [
+            "compare",
+            "--workload",
+            "tatp",
+            "--subscribers",
+            "1000",
+            "--chips",
+            "4",
+            "--blocks-per-chip",
+            "64",
+            "--pages-per-block",
+            "64",
+            "--sim-time",
+            "0.5",
+            "--warmup",
+            "0.2",
+            "--seed",
+            "2",
+            "--schemes",
+            "0x0,2x4,1x8",
+        ];
+        let command = CompareCommand::augment_args(clap::Command::new("compare"));
+        let cmd = CompareCommand::from_arg_matches(&command.try_get_matches_from(args).expect("flags parse"))
+            .expect("flags parse");
+        let (config, spelling) = cmd.common.config(None).expect("config");
+        let json = |jobs| -> Vec<serde_json::Value> {
+            let runs = run_schemes(&config, &spelling, &cmd.schemes, jobs).expect("runs");
+            runs.iter().map(|r| simulated_only(r.to_json())).collect()
+        };
+        let serial = json(1);
+        let ipa: Vec<&str> = serial.iter().map(|r| r["ipa"].as_str().unwrap_or("")).collect();
+        assert_eq!(ipa, ["0x0", "2x4", "1x8"]);
+        assert!(serial[0]["transactions"].as_u64() > Some(0));
+        assert_ne!(serial[0], serial[1], "different schemes, different results");
+        assert_eq!(json(3), serial);
     }
 }

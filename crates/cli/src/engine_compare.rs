@@ -155,6 +155,17 @@ pub struct EngineRun {
     pub outcome: Outcome,
 }
 
+impl EngineRun {
+    /// The run as `compare --engines --format json` prints it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let result = match &self.outcome {
+            Outcome::Engine(e) => e.to_json(),
+            Outcome::Sqlite(s, _) => serde_json::to_value(s).unwrap_or_default(),
+        };
+        serde_json::json!({"engine": self.engine, "storage": self.storage, "result": result})
+    }
+}
+
 fn storage_name(s: &StorageConfig) -> String {
     match s {
         StorageConfig::Noftl => "noftl".into(),
@@ -242,27 +253,39 @@ fn run_sqlite_on(
     Ok((result?, workload.size))
 }
 
-/// Runs every engine; the runs in `--engines` order.
-pub fn run_engines(common: &BenchArgs, args: &EngineArgs) -> Result<Vec<EngineRun>, String> {
+/// One engine's run, checked and ready to start.
+enum Prepared<'a> {
+    Engine { experiment: Experiment, spelling: bench::Spelling },
+    Sqlite { ftl: FtlKind, base: &'a ExperimentConfig },
+}
+
+/// Runs every engine, `jobs` at once (each run single-threaded and seeded, so the
+/// results do not depend on `jobs`); the runs in `--engines` order. Every engine's
+/// config is checked before any runs.
+pub fn run_engines(common: &BenchArgs, args: &EngineArgs, jobs: usize) -> Result<Vec<EngineRun>, String> {
     let transactions = args.transactions.unwrap_or(10_000);
     let (base, spelling) = common.config(None)?;
     refuse(common, &base, &args.engines)?;
-    let bars = MultiProgress::new();
-    let mut runs = Vec::new();
+    let mut prepared = Vec::new();
     for spec in &args.engines {
-        runs.push(match spec {
+        prepared.push(match spec {
             EngineSpec::Deltaflash { scheme, storage } => {
-                let own;
                 let (config, spelling) = match storage {
-                    Some((_, choice)) => {
-                        own = common.on_storage(*choice).config(Some(*scheme))?;
-                        (own.0, &own.1)
-                    }
-                    None => (base.clone(), &spelling),
+                    Some((_, choice)) => common.on_storage(*choice).config(Some(*scheme))?,
+                    None => (base.clone(), spelling.clone()),
                 };
                 let experiment =
                     Experiment::new(engine_config(config, *scheme, transactions)).map_err(|e| spelling.error(&e))?;
-                let result = bench::run_with_bar(&experiment, &bars).map_err(|e| spelling.error(&e))?;
+                Prepared::Engine { experiment, spelling }
+            }
+            EngineSpec::Sqlite { ftl } => Prepared::Sqlite { ftl: *ftl, base: &base },
+        });
+    }
+    let bars = MultiProgress::new();
+    let run = |i: usize| -> Result<EngineRun, String> {
+        Ok(match &prepared[i] {
+            Prepared::Engine { experiment, spelling } => {
+                let result = bench::run_with_bar(experiment, &bars).map_err(|e| spelling.error(&e))?;
                 EngineRun {
                     engine: format!("deltaflash [{}]", result.ipa),
                     storage: storage_name(&experiment.config().storage),
@@ -270,8 +293,8 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs) -> Result<Vec<EngineRu
                     outcome: Outcome::Engine(Box::new(result)),
                 }
             }
-            EngineSpec::Sqlite { ftl } => {
-                let (result, size) = run_sqlite_on(&base, *ftl, args, transactions, &bars)?;
+            Prepared::Sqlite { ftl, base } => {
+                let (result, size) = run_sqlite_on(base, *ftl, args, transactions, &bars)?;
                 EngineRun {
                     engine: "sqlite".into(),
                     storage: format!("ftl:{}", ftl.name()),
@@ -279,9 +302,9 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs) -> Result<Vec<EngineRu
                     outcome: Outcome::Sqlite(Box::new(result), size),
                 }
             }
-        });
-    }
-    Ok(runs)
+        })
+    };
+    bench::in_parallel(prepared.len(), jobs, run).into_iter().collect()
 }
 
 /// The numbers of one run the table shows; `None` where the engine has no such number.
@@ -404,8 +427,8 @@ pub fn engine_table(runs: &[EngineRun]) -> Result<(Vec<String>, Vec<Vec<String>>
 
 /// `compare --engines`: runs them, prints the table in `format`; `Ok(false)` when a
 /// consistency check failed.
-pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format) -> Result<bool, String> {
-    let runs = run_engines(common, args)?;
+pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format, jobs: usize) -> Result<bool, String> {
+    let runs = run_engines(common, args, jobs)?;
     let mut ok = true;
     for run in &runs {
         let check = match &run.outcome {
@@ -425,16 +448,7 @@ pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format) -> Result<
     match format {
         Format::Markdown | Format::Csv => bench::print_grid(format, &header, &lines),
         Format::Json => {
-            let all: Vec<serde_json::Value> = runs
-                .iter()
-                .map(|r| {
-                    let result = match &r.outcome {
-                        Outcome::Engine(e) => e.to_json(),
-                        Outcome::Sqlite(s, _) => serde_json::to_value(s).unwrap_or_default(),
-                    };
-                    serde_json::json!({"engine": r.engine, "storage": r.storage, "result": result})
-                })
-                .collect();
+            let all: Vec<serde_json::Value> = runs.iter().map(EngineRun::to_json).collect();
             println!("{}", serde_json::to_string_pretty(&all).map_err(|e| format!("json: {e}"))?);
         }
     }
@@ -478,7 +492,7 @@ mod tests {
             let mut args = vec!["--engines", "deltaflash:0x0,sqlite"];
             args.extend(flags);
             let cmd = parse(&args).unwrap();
-            let e = run_engines(&cmd.common, &cmd.engines).err().unwrap();
+            let e = run_engines(&cmd.common, &cmd.engines, 1).err().unwrap();
             assert!(e.starts_with(want), "{flags:?}: {e}");
         }
     }
@@ -499,7 +513,7 @@ mod tests {
             "--check",
         ];
         let cmd = parse(&args).unwrap();
-        let runs = run_engines(&cmd.common, &cmd.engines).unwrap();
+        let runs = run_engines(&cmd.common, &cmd.engines, 1).unwrap();
         let (header, lines) = engine_table(&runs).unwrap();
         assert_eq!(header[1..], ["deltaflash [0x0] on noftl", "deltaflash [2x3] on noftl", "sqlite on ftl:page"]);
         let row = |label: &str| -> Vec<f64> {
@@ -537,7 +551,18 @@ mod tests {
             };
             assert_eq!(check, Some(Consistency::Passed), "{}", r.engine);
         }
-        let again = run_engines(&cmd.common, &cmd.engines).unwrap();
+        // On three threads: the same runs in the same order, the same JSON.
+        let again = run_engines(&cmd.common, &cmd.engines, 3).unwrap();
         assert_eq!(engine_table(&again).unwrap(), (header, lines), "same seed, same table");
+        let json = |runs: &[EngineRun]| -> Vec<serde_json::Value> {
+            runs.iter()
+                .map(|r| {
+                    let mut v = r.to_json();
+                    v["result"] = crate::bench::tests::simulated_only(v["result"].take());
+                    v
+                })
+                .collect()
+        };
+        assert_eq!(json(&again), json(&runs), "a parallel run gives the serial JSON");
     }
 }

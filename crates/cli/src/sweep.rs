@@ -205,7 +205,7 @@ pub fn run(args: SweepArgs) -> Result<bool, String> {
     let points = points(&args.grid)?;
     let done = finished(&out)?;
     let todo: Vec<usize> = (0..points.len()).filter(|&i| !done.contains(&key(&points[i].fields))).collect();
-    let jobs = args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize);
+    let jobs = crate::bench::jobs(args.jobs);
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -24,7 +24,10 @@ use crate::store::PageId;
 // below rely on that and, should it not hold, return empty bytes rather than panic.
 
 fn key_len(t: &[u8]) -> usize {
-    page::le_u32(t.get(..2).unwrap_or_default()) as usize
+    match t {
+        [lo, hi, ..] => u16::from_le_bytes([*lo, *hi]) as usize,
+        _ => 0,
+    }
 }
 fn key_of(t: &[u8]) -> &[u8] {
     t.get(2..2 + key_len(t)).unwrap_or_default()
@@ -117,14 +120,25 @@ fn check_node(p: &[u8], no: u32) -> Result<bool> {
 /// leaf's page number and frame (pinned; the caller unpins it).
 type Descent = (Vec<(u32, usize)>, u32, FrameId);
 
-/// Walks from the root to the leaf for `key`.
+/// Walks from the root to the leaf for `key`, recording the way down.
 fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Descent> {
     let mut path = Vec::new();
+    let (no, f) = walk(pool, space, root, key, |no, pos| path.push((no, pos)))?;
+    Ok((path, no, f))
+}
+
+/// Walks from the root to the leaf for `key`, telling `step` each inner page and the
+/// child position taken; returns the leaf's page number and frame (pinned). A lookup
+/// passes a `step` that keeps nothing, so it allocates nothing.
+fn walk(
+    pool: &mut Pages<'_>,
+    space: &ObjectSpace,
+    root: u32,
+    key: &[u8],
+    mut step: impl FnMut(u32, usize),
+) -> Result<(u32, FrameId)> {
     let mut no = root;
-    loop {
-        if path.len() > 64 {
-            return Err(Error::Corrupt(format!("B+-tree at page {root} is deeper than 64 levels (a cycle?)")));
-        }
+    for _ in 0..=64 {
         let f = pool.fetch(PageId { region: space.region, page: no })?;
         let p = pool.page(f);
         let body_end = page::body_end(p);
@@ -140,16 +154,17 @@ fn descend(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> 
         match next {
             Ok((pos, child)) => {
                 pool.unpin(f);
-                path.push((no, pos));
+                step(no, pos);
                 no = child;
             }
-            Err(None) => return Ok((path, no, f)),
+            Err(None) => return Ok((no, f)),
             Err(Some(e)) => {
                 pool.unpin(f);
                 return Err(e);
             }
         }
     }
+    Err(Error::Corrupt(format!("B+-tree at page {root} is deeper than 64 levels (a cycle?)")))
 }
 
 /// Creates an empty tree; returns its root page.
@@ -161,7 +176,7 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
 
 /// The value stored under `key`.
 pub fn get(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    let (_, _, f) = descend(pool, space, root, key)?;
+    let (_, f) = walk(pool, space, root, key, |_, _| {})?;
     let p = pool.page(f);
     let body_end = page::body_end(p);
     let out = search(p, body_end, key).ok().map(|i| value_of(entry_at(p, body_end, i)).to_vec());
@@ -177,7 +192,7 @@ pub fn scan(
     from: &[u8],
     mut visit: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<()> {
-    let (_, mut no, leaf) = descend(pool, space, root, from)?;
+    let (mut no, leaf) = walk(pool, space, root, from, |_, _| {})?;
     let mut first = true;
     let mut hops = 0u64;
     while no != NO_PAGE {
