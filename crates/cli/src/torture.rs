@@ -26,8 +26,8 @@ pub struct TortureArgs {
     ipa: Option<String>,
     /// What the database is written through: `noftl` (regions on raw flash), `ipl`
     /// (In-Page Logging over the whole device: 1-block units, 8 KiB log region, 512 B
-    /// sectors) or `ftl:KIND` (a conventional FTL; `ftl:nolgn` runs the engine with no
-    /// log, its commits NoLgn-FTL transactions).
+    /// sectors) or `ftl:KIND` (a conventional FTL, 25% spare; `ftl:nolgn` runs the
+    /// engine with no log, its commits NoLgn-FTL transactions).
     #[arg(long, default_value = "noftl")]
     storage: String,
     /// IPA mode of the bank's region: slc, pslc or odd-mlc (the device's cells must fit).
@@ -75,9 +75,13 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
     };
     let ipl = (args.storage == "ipl").then(IplStorageConfig::default);
     let ftl = match args.storage.strip_prefix("ftl:") {
-        Some(kind) => Some(FtlConfig::new(FtlKind::parse(kind).ok_or_else(|| {
-            format!("--storage {}: no such FTL (page, dftl, block, bast, fast or nolgn)", args.storage)
-        })?)),
+        Some(kind) => {
+            let kind = FtlKind::parse(kind).ok_or_else(|| {
+                format!("--storage {}: no such FTL (page, dftl, block, bast, fast or nolgn)", args.storage)
+            })?;
+            // A quarter spare: GC's free blocks per chip on the small default device.
+            Some(FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) })
+        }
         None if ipl.is_none() && args.storage != "noftl" => {
             return Err(format!("--storage {}: expected noftl, ipl or ftl:KIND", args.storage))
         }

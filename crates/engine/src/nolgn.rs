@@ -232,7 +232,7 @@ impl Database {
                 Err(match e {
                     Error::Flash(flash::Error::P2pFull { entries }) => Error::Full(format!(
                         "NoLgn-FTL: the transaction group's pages outgrew the P2P table ({entries} entries) at its \
-                         commit; the group was rolled back (commit smaller transactions or raise --p2p-entries)"
+                         commit; the group was rolled back (commit smaller transactions or raise the FTL's p2p_entries)"
                     )),
                     other => other,
                 })
