@@ -3,10 +3,10 @@
 
 use crate::setup::DeviceArgs;
 use clap::Args;
+use flash::ftl::{FtlConfig, FtlKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
-use flash::ftl::{FtlConfig, FtlKind};
 use workloads::config::IplStorageConfig;
 
 #[derive(Args)]
