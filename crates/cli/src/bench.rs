@@ -681,7 +681,19 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite {
         return bench_sqlite(cmd);
     }
-    if let Some(flag) = cmd.sqlite.sqlite_only_flags().first() {
+    // `--journal nolgn` names the engine's journal on NoLgn-FTL, which it keeps anyway.
+    if let Some(journal) = cmd.sqlite.journal() {
+        if journal != crate::sqlite_bench::SqliteJournal::Nolgn
+            || cmd.common.storage != Some(StorageChoice::Ftl(flash::ftl::FtlKind::Nolgn))
+        {
+            return Err(format!(
+                "--journal {}: the DeltaFlash engine takes --journal nolgn only, with --storage ftl:nolgn \
+                 (where it is chosen anyway; elsewhere it keeps the ARIES log); the other journals need --engine sqlite",
+                journal.name()
+            ));
+        }
+    }
+    if let Some(flag) = cmd.sqlite.sqlite_only_flags().into_iter().find(|f| *f != "--journal") {
         return Err(format!("{flag} is a setting of SQLite runs; it needs --engine sqlite"));
     }
     if let Some(name) = cmd.common.workload.workload.as_ref().filter(|n| REGISTRY.iter().all(|w| w.name != n.as_str()))

@@ -142,6 +142,11 @@ pub struct SqliteArgs {
 }
 
 impl SqliteArgs {
+    /// `--journal`, if given (the engine takes `nolgn` too).
+    pub fn journal(&self) -> Option<SqliteJournal> {
+        self.journal
+    }
+
     /// The flags given that only `--engine sqlite` takes.
     pub fn sqlite_only_flags(&self) -> Vec<&'static str> {
         let given = [

@@ -3,6 +3,7 @@
 
 use crate::setup::DeviceArgs;
 use clap::Args;
+use flash::ftl::{FtlConfig, FtlKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
@@ -23,10 +24,11 @@ pub struct TortureArgs {
     /// --storage ipl, which takes no other].
     #[arg(long)]
     ipa: Option<String>,
-    /// What the database is written through: `noftl` (regions on raw flash) or `ipl`
+    /// What the database is written through: `noftl` (regions on raw flash), `ipl`
     /// (In-Page Logging over the whole device: 1-block units, 8 KiB log region, 512 B
-    /// sectors).
-    #[arg(long, default_value = "noftl", value_parser = ["noftl", "ipl"])]
+    /// sectors) or `ftl:KIND` (a conventional FTL, 25% spare; `ftl:nolgn` runs the
+    /// engine with no log, its commits NoLgn-FTL transactions).
+    #[arg(long, default_value = "noftl")]
     storage: String,
     /// IPA mode of the bank's region: slc, pslc or odd-mlc (the device's cells must fit).
     #[arg(long, default_value = "auto")]
@@ -72,10 +74,26 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         m => m.to_string(),
     };
     let ipl = (args.storage == "ipl").then(IplStorageConfig::default);
-    let ipa = args.ipa.clone().unwrap_or_else(|| if ipl.is_some() { "0x0" } else { "2x4" }.to_string());
-    if ipl.is_some() && ipa != "0x0" {
+    let ftl = match args.storage.strip_prefix("ftl:") {
+        Some(kind) => {
+            let kind = FtlKind::parse(kind).ok_or_else(|| {
+                format!("--storage {}: no such FTL (page, dftl, block, bast, fast or nolgn)", args.storage)
+            })?;
+            // A quarter spare: GC's free blocks per chip on the small default device.
+            Some(FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) })
+        }
+        None if ipl.is_none() && args.storage != "noftl" => {
+            return Err(format!("--storage {}: expected noftl, ipl or ftl:KIND", args.storage))
+        }
+        None => None,
+    };
+    let whole_device = ipl.is_some() || ftl.is_some();
+    let ipa = args.ipa.clone().unwrap_or_else(|| if whole_device { "0x0" } else { "2x4" }.to_string());
+    if whole_device && ipa != "0x0" {
         return Err(format!(
-            "--ipa {ipa}: In-Page Logging logs page changes itself; --storage ipl takes --ipa 0x0 only"
+            "--ipa {ipa}: --storage {} has no in-place appends (In-Page Logging logs page changes itself, an FTL \
+             refuses them); it takes --ipa 0x0 only",
+            args.storage
         ));
     }
     let config = BankConfig {
@@ -89,6 +107,7 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         group_commit_ns: args.group_commit_us * 1000,
         db_page_bytes: args.db_page_bytes,
         ipl,
+        ftl,
     };
     let (load_ops, run_ops) = count_operations(&config, args.seed)?;
     eprintln!(

@@ -480,6 +480,28 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Drops every frame whose page changed at or after page LSN `lsn`, dirty or not,
+    /// without writing it (the NoLgn journal's abort: the device dropped those writes).
+    pub fn forget_changed_since(&mut self, lsn: u64) -> Result<()> {
+        for f in 0..self.frames.len() {
+            let Some(pid) = self.frames[f].page else { continue };
+            if page::lsn(&self.data[self.span(f)]) < lsn {
+                continue;
+            }
+            if self.frames[f].pins > 0 {
+                return Err(Error::Invalid(format!("page {} of region {} is pinned", pid.page, pid.region)));
+            }
+            self.map.remove(&pid);
+            let frame = &mut self.frames[f];
+            if frame.dirty {
+                self.dirty -= 1;
+            }
+            self.lru.remove(&(frame.last_use, f));
+            *frame = Frame::default();
+        }
+        Ok(())
+    }
+
     /// Forgets a page its object freed: drops its frame (the caller's pin included) and
     /// trims its flash copy.
     pub fn discard(&mut self, pid: PageId) -> Result<()> {

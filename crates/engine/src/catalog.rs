@@ -101,6 +101,9 @@ pub struct Catalog {
     /// The log is on an external device (its only region).
     #[serde(default)]
     pub log_external: bool,
+    /// The database keeps no log and commits through NoLgn-FTL's transactions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nolgn: bool,
     /// The last checkpoint record (0: none yet).
     pub checkpoint_lsn: u64,
     /// The oldest log record a restart needs.
@@ -125,6 +128,7 @@ impl Catalog {
             next_lsn: 1,
             log_region: None,
             log_external: false,
+            nolgn: false,
             checkpoint_lsn: 0,
             log_start: crate::log::FIRST_LSN,
             regions: Vec::new(),

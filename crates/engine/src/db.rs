@@ -23,6 +23,7 @@ use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
 use crate::journal::{AriesJournal, Journal, JournalKind, NoJournal};
+use crate::nolgn::NolgnJournal;
 use crate::space::{ObjectSpace, RegionPages};
 use crate::store::{ObjectCounters, PageStore};
 pub use crate::txn::Transaction;
@@ -58,8 +59,10 @@ pub struct DbOptions {
     pub cleaner: CleanerPolicy,
     /// Extent size of the `system` tablespace, in bytes.
     pub system_extent_bytes: u64,
-    /// The journal of a new database: an ARIES write-ahead log in its own region, or
-    /// none (a commit writes its pages and syncs). An existing database keeps its own.
+    /// The journal of a new database: an ARIES write-ahead log in its own region,
+    /// none (a commit writes its pages and syncs), or nolgn (no log, commits are
+    /// NoLgn-FTL transactions; the device must have them). An existing database keeps
+    /// its own.
     pub journal: JournalKind,
     /// Chips of a new database's log region. Every commit programs a log page, so
     /// one chip caps commits at about one per page-program time; more chips let
@@ -219,7 +222,7 @@ impl Database {
                 "a new database needs the regions {wanted:?} on its device, which has {names:?}"
             )));
         }
-        let store = PageStore::new(device, options.page_bytes)?;
+        let mut store = PageStore::new(device, options.page_bytes)?;
         let mut catalog = Catalog::new(options.page_bytes);
         catalog.regions.push(RegionEntry { name: SYSTEM.into(), scheme: IpaScheme::NONE });
         if log_in_device {
@@ -235,6 +238,11 @@ impl Database {
             }
             (JournalKind::Aries, None) => Box::new(AriesJournal::new(store.device(), RegionId(0), external_log)),
             (JournalKind::None, _) => Box::new(NoJournal::new(catalog.next_lsn)),
+            (JournalKind::Nolgn, _) => {
+                store.device_mut().start_transactions()?;
+                catalog.nolgn = true;
+                Box::new(NolgnJournal::new(catalog.next_lsn))
+            }
         };
         let mut db = Database::assemble(store, journal, catalog, options)?;
         db.take_checkpoint()?;
@@ -322,6 +330,10 @@ impl Database {
         let journal: Box<dyn Journal> = match (catalog.log_region, catalog.log_external, external_log) {
             (Some(region), false, None) => Box::new(AriesJournal::new(store.device(), RegionId(region as usize), None)),
             (None, true, Some(log)) => Box::new(AriesJournal::new(store.device(), RegionId(0), Some(log))),
+            (None, false, None) if catalog.nolgn => {
+                store.device_mut().start_transactions()?;
+                Box::new(NolgnJournal::new(catalog.next_lsn))
+            }
             (None, false, None) => Box::new(NoJournal::new(catalog.next_lsn)),
             (_, true, None) => {
                 return Err(Error::Invalid(
@@ -338,23 +350,7 @@ impl Database {
     }
 
     fn assemble(store: PageStore, journal: Box<dyn Journal>, catalog: Catalog, options: DbOptions) -> Result<Database> {
-        let mut regions = Vec::new();
-        for i in 0..catalog.regions.len() {
-            let pages = if Some(i as u16) == catalog.log_region { 0 } else { store.pages_in(i as u16) };
-            regions.push(RegionPages::new(i as u16, pages));
-        }
-        let per_db_page = (catalog.page_bytes / store.device().page_bytes()) as u32;
-        let reserved = Catalog::reserved_flash_pages(store.device()).div_ceil(per_db_page);
-        regions[0].claim(0, reserved)?;
-        let spaces = catalog.tables.iter().map(|t| &t.space).chain(catalog.indexes.iter().map(|i| &i.space));
-        for space in spaces {
-            let region = regions.get_mut(space.region as usize).ok_or_else(|| {
-                Error::Corrupt(format!("catalog: an object lives in region {}, which does not exist", space.region))
-            })?;
-            for &start in &space.extents {
-                region.claim(start, space.extent_pages)?;
-            }
-        }
+        let regions = region_pages(&store, &catalog)?;
         let frames = options.buffer.frames(&catalog);
         let pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
         Ok(Database {
@@ -376,6 +372,8 @@ impl Database {
     }
 
     pub(crate) fn save_catalog(&mut self) -> Result<()> {
+        // On NoLgn-FTL the write joins the device's transaction as a change of its own.
+        self.nolgn_join(0);
         let now = self.pool.now();
         self.catalog.save(self.pool.store_mut().device_mut(), now)
     }
@@ -845,6 +843,28 @@ impl Database {
 pub(crate) enum Object {
     Table(usize),
     Index(usize),
+}
+
+/// Which pages of each region the catalog's objects (and the catalog itself) hold.
+pub(crate) fn region_pages(store: &PageStore, catalog: &Catalog) -> Result<Vec<RegionPages>> {
+    let mut regions = Vec::new();
+    for i in 0..catalog.regions.len() {
+        let pages = if Some(i as u16) == catalog.log_region { 0 } else { store.pages_in(i as u16) };
+        regions.push(RegionPages::new(i as u16, pages));
+    }
+    let per_db_page = (catalog.page_bytes / store.device().page_bytes()) as u32;
+    let reserved = Catalog::reserved_flash_pages(store.device()).div_ceil(per_db_page);
+    regions[0].claim(0, reserved)?;
+    let spaces = catalog.tables.iter().map(|t| &t.space).chain(catalog.indexes.iter().map(|i| &i.space));
+    for space in spaces {
+        let region = regions.get_mut(space.region as usize).ok_or_else(|| {
+            Error::Corrupt(format!("catalog: an object lives in region {}, which does not exist", space.region))
+        })?;
+        for &start in &space.extents {
+            region.claim(start, space.extent_pages)?;
+        }
+    }
+    Ok(regions)
 }
 
 pub(crate) fn coerce(col: &Column, v: &Value) -> Result<Value> {

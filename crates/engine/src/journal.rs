@@ -14,6 +14,9 @@
 //!   groups atomic); on a device that does not, a power cut during a commit, or the
 //!   write of an uncommitted page the buffer pool evicted, can leave a partial
 //!   transaction on flash. Restart has nothing to redo or undo.
+//! - `nolgn`: no log, on NoLgn-FTL ([`crate::nolgn::NolgnJournal`]): every page write
+//!   goes to the FTL's open transaction, a commit is the FTL's `commit(tid)` after the
+//!   dirty pages, so steal is safe and a commit atomic; restart is the FTL's scan.
 
 use crate::error::Result;
 use crate::log::{Log, LogCounters, LoggedRecord};
@@ -29,6 +32,8 @@ pub enum JournalKind {
     Aries,
     /// No log: commits write their pages and sync.
     None,
+    /// No log, on NoLgn-FTL: commits are the FTL's transactions.
+    Nolgn,
 }
 
 impl JournalKind {
@@ -36,6 +41,7 @@ impl JournalKind {
         match self {
             JournalKind::Aries => "aries",
             JournalKind::None => "none",
+            JournalKind::Nolgn => "nolgn",
         }
     }
 }
@@ -46,7 +52,8 @@ impl std::str::FromStr for JournalKind {
         match s.to_ascii_lowercase().as_str() {
             "aries" => Ok(JournalKind::Aries),
             "none" => Ok(JournalKind::None),
-            other => Err(format!("unknown journal `{other}` (expected aries or none)")),
+            "nolgn" => Ok(JournalKind::Nolgn),
+            other => Err(format!("unknown journal `{other}` (expected aries, none or nolgn)")),
         }
     }
 }
@@ -90,6 +97,10 @@ pub trait Journal: Send {
     ) -> Result<(Vec<LoggedRecord>, SimTime)>;
     /// The log's own device, if it has one (taken out at close or crash).
     fn take_external(&mut self) -> Option<Box<dyn PageDevice>>;
+    /// The NoLgn journal's commit group (`None` for the other journals).
+    fn nolgn(&mut self) -> Option<&mut crate::nolgn::NolgnJournal> {
+        None
+    }
 }
 
 /// The ARIES write-ahead log as a journal.

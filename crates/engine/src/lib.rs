@@ -5,7 +5,8 @@
 //! parser) → access methods [`heap`] and [`btree`] → [`buffer`] (frames, replacement,
 //! page cleaner) → [`store`] (DB pages on a `flash::PageDevice`: fetch with
 //! delta-records applied, out-of-place writes or `write_delta`). Beside them,
-//! [`journal`] (how commits become durable: the ARIES [`log`] or none) and [`oplog`]
+//! [`journal`] (how commits become durable: the ARIES [`log`], none, or NoLgn-FTL's
+//! transactions, [`nolgn`]) and [`oplog`]
 //! (logging page changes). The page bytes are [`page`] (NSM slotted page) and
 //! [`delta`] (IPA records); [`types`] encodes rows and order-preserving keys.
 
@@ -24,6 +25,7 @@ pub mod journal;
 pub mod latency;
 pub mod log;
 pub mod logrec;
+pub mod nolgn;
 pub mod oplog;
 pub mod page;
 mod recovery;

@@ -17,6 +17,7 @@
 
 use crate::db::{pages, Database, Object};
 use crate::error::{Error, Result};
+use crate::journal::JournalKind;
 use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
 use crate::space::ObjectAccess;
@@ -128,7 +129,10 @@ impl Database {
     /// [`Database::flush_log`] needs it. Until then `durable_lsn` is below the commit.
     ///
     /// Without a log, a commit that changed pages writes every dirty page, the catalog
-    /// if the transaction changed it, and syncs the device.
+    /// if the transaction changed it, and syncs the device. On NoLgn-FTL (`nolgn`) it
+    /// does so in the FTL's transaction and commits that, once no other transaction
+    /// sharing it is open (`crate::nolgn`); it returns the commit's number, durable
+    /// once `durable_lsn` is above it.
     pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
         let (id, mut state) = self.finish(&mut tx)?;
         let changed = !state.undo.is_empty() || !state.frees.is_empty();
@@ -148,6 +152,8 @@ impl Database {
                 self.group_commit(commit)?;
                 self.journal.record(&Record { tx: id, prev: commit, body: Body::End })?;
             }
+        } else if self.journal.kind() == JournalKind::Nolgn {
+            commit = self.nolgn_commit(id)?;
         } else if changed {
             self.commit_without_log()?;
         }
@@ -248,6 +254,9 @@ impl Database {
     }
 
     fn roll_back(&mut self, id: u64, state: TxState) -> Result<()> {
+        if self.journal.kind() == JournalKind::Nolgn {
+            return self.nolgn_roll_back(id, state);
+        }
         let last = self.undo(id, state.last, state.undo)?;
         if self.journal.logs_changes() && last > 0 {
             self.journal.record(&Record { tx: id, prev: last, body: Body::End })?;
@@ -278,6 +287,7 @@ impl Database {
         object: Object,
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
+        self.nolgn_join(tx);
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {
@@ -341,6 +351,9 @@ impl Database {
     }
 
     fn write_checkpoint(&mut self) -> Result<()> {
+        if self.journal.kind() == JournalKind::Nolgn {
+            return self.nolgn_checkpoint();
+        }
         if !self.journal.logs_changes() {
             self.catalog.next_lsn = self.journal.next_page_lsn();
             return self.save_catalog();

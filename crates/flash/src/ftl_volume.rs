@@ -27,15 +27,27 @@
 //! ([`DeltaRefusal::NoInPlaceAppend`]) and the engine writes out of place. Counters
 //! per region count the host's reads, writes and trims of that partition; device-wide
 //! FTL counters (flash programs, GC, merges) come from [`FtlVolume::ftl_counters`].
+//!
+//! Transactions (NoLgn-FTL underneath, after [`PageDevice::start_transactions`]): every
+//! write goes to the FTL as `write_tx` of the open FTL transaction, begun at the first
+//! write after a commit or abort, so a power cut before [`PageDevice::commit_tx`] rolls
+//! all of them back (the FTL's recovery scan). After [`PageDevice::prepare_commit_tx`]
+//! the volume holds the latest write back (reads see it) and writes it at the commit
+//! with the FTL's end flag; with nothing held, the commit rewrites the transaction's
+//! last page with the flag (one extra program). Trims are deferred to after the FTL
+//! commit (a trim is not transactional on the FTL) and dropped by an abort; a write
+//! cancels an earlier deferred trim of its page. Reads see held writes and deferred
+//! trims. A full P2P table surfaces as the FTL's [`Error::P2pFull`]; the caller aborts.
 
 use crate::error::{DeltaRefusal, Error};
-use crate::ftl::{Ftl, FtlCounters};
+use crate::ftl::{Ftl, FtlCounters, FtlKind};
 use crate::page_device::{write_each, PageDevice};
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::RegionId;
 use nand::{Device, OpTiming, SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 const MAGIC: &[u8; 8] = b"DFVOLTB1";
 const HEADER: usize = 24;
@@ -58,13 +70,29 @@ pub struct FtlVolume {
     generation: u64,
     /// Every chip: an FTL spreads each partition over all of them.
     chips: Vec<u32>,
+    /// Set once writes go in transactions.
+    tx: Option<Transactions>,
+}
+
+/// The open transaction of a volume whose writes go in transactions (FTL pages).
+#[derive(Default)]
+struct Transactions {
+    /// The FTL's tid, begun at the transaction's first write.
+    tid: Option<u32>,
+    /// `prepare_commit_tx` was called: the latest write waits in `held`.
+    closing: bool,
+    held: Option<(u32, Vec<u8>)>,
+    /// The FTL page the transaction wrote last.
+    last: Option<u32>,
+    /// FTL pages to trim after the commit.
+    trims: BTreeSet<u32>,
 }
 
 impl FtlVolume {
     /// Lays out fresh partitions on an FTL and writes the partition table.
     pub fn format(ftl: Box<dyn Ftl>, specs: Vec<RegionSpec>, now: SimTime) -> Result<FtlVolume, Error> {
         let chips = (0..ftl.device().geometry().chips()).collect();
-        let mut volume = FtlVolume { ftl, parts: Vec::new(), generation: 0, chips };
+        let mut volume = FtlVolume { ftl, parts: Vec::new(), generation: 0, chips, tx: None };
         for spec in specs {
             volume.place(spec)?;
         }
@@ -96,7 +124,7 @@ impl FtlVolume {
             }));
         };
         let chips = (0..ftl.device().geometry().chips()).collect();
-        Ok((FtlVolume { ftl, parts, generation, chips }, done))
+        Ok((FtlVolume { ftl, parts, generation, chips, tx: None }, done))
     }
 
     pub fn ftl(&self) -> &dyn Ftl {
@@ -156,6 +184,41 @@ impl FtlVolume {
         Ok(timing)
     }
 
+    /// Writes FTL page `at` in the open transaction (begun here if need be).
+    fn program_tx(&mut self, at: u32, data: &[u8], end: bool, now: SimTime) -> Result<OpTiming, Error> {
+        let Some(tx) = self.tx.as_mut() else { return Err(no_transactions()) };
+        let tid = match tx.tid {
+            Some(tid) => tid,
+            None => *tx.tid.insert(self.ftl.begin_tx()?),
+        };
+        let timing = self.ftl.write_tx(at, data, tid, end, now)?;
+        tx.last = Some(at);
+        Ok(timing)
+    }
+
+    /// A write of FTL page `at` in the open transaction: held back while closing (the
+    /// one held before, of another page, is written now).
+    fn write_tx(&mut self, at: u32, page: &[u8], now: SimTime) -> Result<OpTiming, Error> {
+        let Some(tx) = self.tx.as_mut() else { return Err(no_transactions()) };
+        tx.trims.remove(&at);
+        if !tx.closing {
+            return self.program_tx(at, page, false, now);
+        }
+        match tx.held.take() {
+            Some((earlier, data)) if earlier != at => {
+                tx.held = Some((at, page.to_vec()));
+                self.program_tx(earlier, &data, false, now)
+            }
+            same => {
+                let mut data = same.map(|(_, data)| data).unwrap_or_default();
+                data.clear();
+                data.extend_from_slice(page);
+                tx.held = Some((at, data));
+                Ok(OpTiming { start_ns: now, end_ns: now })
+            }
+        }
+    }
+
     fn part(&self, region: RegionId) -> &Partition {
         &self.parts[region.0]
     }
@@ -168,6 +231,11 @@ impl FtlVolume {
         }
         Ok(p.first + lpn)
     }
+}
+
+/// A transactional call before `start_transactions`.
+fn no_transactions() -> Error {
+    Error::Config("the FTL volume's writes are not in transactions (start_transactions was not called)".into())
 }
 
 /// Decodes a partition-table page of copy `copy`.
@@ -230,6 +298,15 @@ impl PageDevice for FtlVolume {
         let at = self.locate(region, lpn, 1)?;
         self.parts[region.0].counters.host_reads += 1;
         let whole_bytes = self.ftl.page_bytes();
+        if let Some(tx) = &self.tx {
+            if tx.trims.contains(&at) {
+                return Ok(None);
+            }
+            if let Some((_, data)) = tx.held.as_ref().filter(|(held, _)| *held == at) {
+                let timing = OpTiming { start_ns: now, end_ns: now };
+                return Ok(Some(RegionRead { timing, data, appends: 0, torn_tail: false, whole_bytes }));
+            }
+        }
         Ok(self.ftl.read(at, now)?.map(|r| RegionRead {
             timing: r.timing,
             data: r.data,
@@ -242,6 +319,11 @@ impl PageDevice for FtlVolume {
         let page_bytes = self.ftl.page_bytes();
         let count = (data.len() / page_bytes.max(1)) as u32;
         let at = self.locate(region, first_lpn, count.max(1))?;
+        if self.tx.is_some() {
+            let timing = write_each(data, page_bytes, at, now, |lpn, page| self.write_tx(lpn, page, now))?;
+            self.parts[region.0].counters.host_writes += count as u64;
+            return Ok(timing);
+        }
         let ftl = &mut self.ftl;
         let counters = &mut self.parts[region.0].counters;
         write_each(data, page_bytes, at, now, |lpn, page| {
@@ -264,7 +346,69 @@ impl PageDevice for FtlVolume {
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {
         let at = self.locate(region, lpn, 1)?;
         self.parts[region.0].counters.host_trims += 1;
+        if let Some(tx) = &mut self.tx {
+            if tx.held.as_ref().is_some_and(|(held, _)| *held == at) {
+                tx.held = None;
+            }
+            tx.trims.insert(at);
+            return Ok(None);
+        }
         self.ftl.trim(at, now)
+    }
+    fn transactional(&self) -> bool {
+        self.ftl.kind() == FtlKind::Nolgn
+    }
+    fn start_transactions(&mut self) -> Result<(), Error> {
+        if !self.transactional() {
+            return Err(Error::NotTransactional { ftl: self.ftl.kind().name().into() });
+        }
+        self.tx.get_or_insert_with(Transactions::default);
+        Ok(())
+    }
+    fn prepare_commit_tx(&mut self) -> Result<(), Error> {
+        self.tx.as_mut().ok_or_else(no_transactions)?.closing = true;
+        Ok(())
+    }
+    fn commit_tx(&mut self, now: SimTime) -> Result<SimTime, Error> {
+        let tx = self.tx.as_mut().ok_or_else(no_transactions)?;
+        tx.closing = false;
+        let (held, tid, last) = (tx.held.take(), tx.tid, tx.last);
+        let mut done = now;
+        match (held, tid, last) {
+            (Some((at, data)), _, _) => done = self.program_tx(at, &data, true, now)?.end_ns,
+            (None, Some(tid), Some(at)) => {
+                // Nothing left to write: the last page again, with the end flag.
+                let read = self.ftl.read(at, now)?.ok_or_else(|| Error::Transaction {
+                    tid,
+                    what: format!("its last page {at} reads as unwritten"),
+                })?;
+                let (data, read_end) = (read.data.to_vec(), read.timing.end_ns);
+                done = self.program_tx(at, &data, true, read_end)?.end_ns;
+            }
+            _ => {}
+        }
+        let Some(tx) = self.tx.as_mut() else { return Err(no_transactions()) };
+        let tid = tx.tid.take();
+        tx.last = None;
+        let trims = std::mem::take(&mut tx.trims);
+        if let Some(tid) = tid {
+            self.ftl.commit(tid, done)?;
+        }
+        for at in trims {
+            if let Some(t) = self.ftl.trim(at, done)? {
+                done = done.max(t.end_ns);
+            }
+        }
+        Ok(done)
+    }
+    fn abort_tx(&mut self, now: SimTime) -> Result<(), Error> {
+        let tx = self.tx.as_mut().ok_or_else(no_transactions)?;
+        let tid = tx.tid.take();
+        *tx = Transactions::default();
+        match tid {
+            Some(tid) => self.ftl.abort(tid, now),
+            None => Ok(()),
+        }
     }
     fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error> {
         // The FTLs keep no volatile write cache: a write is durable on the device when it

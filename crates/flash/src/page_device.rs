@@ -20,6 +20,14 @@
 //!   it survives a power cut. Simulated devices need nothing for that.
 //! - Errors other than a refusal may leave the region needing a reopen, as for
 //!   [`crate::Region`].
+//! - Transactions (devices over an FTL with transactions, NoLgn-FTL; the others refuse
+//!   with [`Error::NotTransactional`]): after [`PageDevice::start_transactions`] every
+//!   write and trim belongs to the device's open transaction, which the first write
+//!   after a commit or abort starts. Its writes are visible to reads at once and undone
+//!   by a power cut until [`PageDevice::commit_tx`] returns; [`PageDevice::abort_tx`]
+//!   undoes them. The writes after [`PageDevice::prepare_commit_tx`] are the last of
+//!   the transaction: the device may hold the latest of them back (reads still see it)
+//!   to write it, marked as the end, at the commit.
 
 use crate::error::Error;
 use crate::ftl::FtlCounters;
@@ -76,6 +84,32 @@ pub trait PageDevice: Send {
     }
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
+    /// Whether the device groups writes into transactions that it makes atomic
+    /// ([`PageDevice::start_transactions`]).
+    fn transactional(&self) -> bool {
+        false
+    }
+    /// From now on every write and trim belongs to the device's open transaction (the
+    /// module comment's contract). Refused by devices without transactions.
+    fn start_transactions(&mut self) -> Result<(), Error> {
+        Err(not_transactional())
+    }
+    /// The writes from here to [`PageDevice::commit_tx`] are the transaction's last.
+    fn prepare_commit_tx(&mut self) -> Result<(), Error> {
+        Err(not_transactional())
+    }
+    /// Makes the open transaction's writes (and then its trims) durable; returns when
+    /// that is done. Nothing to do without an open transaction.
+    fn commit_tx(&mut self, now: SimTime) -> Result<SimTime, Error> {
+        let _ = now;
+        Err(not_transactional())
+    }
+    /// Undoes the open transaction's writes and drops its trims: reads see the pages as
+    /// at its start.
+    fn abort_tx(&mut self, now: SimTime) -> Result<(), Error> {
+        let _ = now;
+        Err(not_transactional())
+    }
     /// Makes every write that returned durable as far as the device's sync mode asks at
     /// this kind of point (an image file's fdatasync); returns when that is done.
     fn sync(&mut self, point: SyncPoint, now: SimTime) -> Result<SimTime, Error>;
@@ -194,6 +228,15 @@ impl PageDevice for Flash {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// The refusal of a transactional call by a device without transactions.
+fn not_transactional() -> Error {
+    Error::Config(
+        "this page device has no transactions (NoFTL regions, In-Page Logging and FTLs other than nolgn); \
+         they need NoLgn-FTL (--storage ftl:nolgn)"
+            .into(),
+    )
 }
 
 /// Writes `data` page by page with `write(lpn, page)` from `first_lpn` on; the timing

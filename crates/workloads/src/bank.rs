@@ -8,13 +8,19 @@
 //! log flush had not happened, may be either), the sum of balances is
 //! unchanged, each balance is the initial one plus the transfers present, and the
 //! history index holds exactly the history table's rows.
+//!
+//! Storage: NoFTL regions (the default), In-Page Logging, or a conventional FTL; on
+//! NoLgn-FTL the database keeps no log (`nolgn` journal) and each commit is durable
+//! when it returns (its group commit), so the durable check covers every one of them.
 
 use crate::config::IplStorageConfig;
 use crate::err;
 use engine::db::BufferSize;
 use engine::types::Value;
+use engine::JournalKind;
 use engine::{Database, DbOptions};
-use flash::IplStore;
+use flash::ftl::{FtlConfig, FtlKind};
+use flash::{FtlVolume, IplStore};
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -44,6 +50,9 @@ pub struct BankConfig {
     /// In-Page Logging over the whole device instead of NoFTL regions (the bank's
     /// region then needs IPA `0x0`).
     pub ipl: Option<IplStorageConfig>,
+    /// A conventional FTL over the whole device instead (IPA `0x0`); NoLgn-FTL runs
+    /// the `nolgn` journal, the others the ARIES log.
+    pub ftl: Option<FtlConfig>,
 }
 
 /// Which kind of flash operation a cut tore.
@@ -91,10 +100,12 @@ fn schema(config: &BankConfig) -> String {
 
 fn options(config: &BankConfig) -> DbOptions {
     let page_bytes = config.db_page_bytes.unwrap_or((config.geometry.page_bytes as usize).max(4096));
+    let nolgn = config.ftl.as_ref().is_some_and(|f| f.kind == FtlKind::Nolgn);
     DbOptions {
         page_bytes,
         buffer: BufferSize::Pages(config.buffer_pages),
         group_commit_ns: config.group_commit_ns,
+        journal: if nolgn { JournalKind::Nolgn } else { JournalKind::Aries },
         ..DbOptions::default()
     }
 }
@@ -102,18 +113,29 @@ fn options(config: &BankConfig) -> DbOptions {
 /// Formats the device (NoFTL regions, or an IPL store) and creates an empty database.
 fn create(device: Device, config: &BankConfig) -> Result<Database, engine::Error> {
     let options = options(config);
-    match &config.ipl {
-        None => Database::create(device, options),
-        Some(ipl) => {
+    match (&config.ipl, &config.ftl) {
+        (Some(ipl), _) => {
             let store = IplStore::format(device, ipl.store_config(options.page_bytes), Vec::new())?;
             Database::create_on(Box::new(store), options)
         }
+        (None, Some(ftl)) => {
+            let volume = FtlVolume::format(flash::ftl::format(device, ftl)?, Vec::new(), 0)?;
+            Database::create_on(Box::new(volume), options)
+        }
+        (None, None) => Database::create(device, options),
     }
 }
 
 /// Opens the database after a cut; hands the device back when the open fails.
 fn open_or_keep(device: Device, config: &BankConfig) -> Result<Database, Box<(engine::Error, Option<Device>)>> {
     let options = options(config);
+    if config.ftl.is_some() {
+        // The FTL's rebuild scan only reads: nothing to hand back from it.
+        let failed = |e: flash::Error| Box::new((engine::Error::from(e), None));
+        let (ftl, done) = flash::ftl::open(device, 0).map_err(failed)?;
+        let (volume, done) = FtlVolume::open(ftl, done).map_err(failed)?;
+        return Database::open_on_or_keep(Box::new(volume), done, options);
+    }
     if config.ipl.is_none() {
         return Database::open_or_keep(device, options);
     }

@@ -281,6 +281,11 @@ impl Experiment {
             cleaner: c.engine.eviction.policy(),
             checkpoint_log_share: c.engine.checkpoint_log_share,
             log_chips: c.engine.log_chips.unwrap_or(1),
+            // NoLgn-FTL's transactions make a log unnecessary: the engine keeps none.
+            journal: match &c.storage {
+                StorageConfig::Ftl(f) if f.kind == flash::ftl::FtlKind::Nolgn => engine::JournalKind::Nolgn,
+                _ => engine::JournalKind::Aries,
+            },
             ..DbOptions::default()
         };
         let wall = Instant::now();
