@@ -243,9 +243,9 @@ impl Rec {
         }
     }
 
-    /// The length of the record at the start of `bytes` without decoding it (to step
-    /// over records of other nodes): `Ok(None)` at an end marker (0xFF) or the end of
-    /// the buffer; an unknown tag or a record cut short is an error, as in [`Rec::decode`].
+    /// The length of the record at the start of `bytes` without decoding it:
+    /// `Ok(None)` at an end marker (0xFF) or the end of the buffer; an unknown tag or a
+    /// record cut short is an error, as in [`Rec::decode`].
     pub fn encoded_len(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<usize>, Error> {
         let Some(&tag) = bytes.first() else { return Ok(None) };
         let need = match tag {
