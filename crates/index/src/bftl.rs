@@ -11,16 +11,16 @@
 //!
 //! A logical page no list names any more is reused by later commits (our choice; the
 //! IPL paper notes BFTL proposes no garbage collection at this level). Page format:
-//! units back to back, ended by node id 0xFFFF_FFFF (erased bytes) or the page end.
+//! units back to back, grouped by node (a commit sorts the reservation buffer by node,
+//! keeping each node's units in the order they were made), ended by node id
+//! 0xFFFF_FFFF (erased bytes) or the page end. An NTT entry is a page and the byte
+//! range of the node's units in it, so a rebuild reads every page of the list from
+//! flash as before but decodes only its own units, not the ~150 units of many nodes a
+//! 2 KB page holds (that walk was half the CPU time of a run with 8 KB nodes; the
+//! flash operations are the same either way).
 //!
-//! Beside each written page the store keeps in RAM where its units start, by node (a
-//! page of 2 KB holds ~150 units of many nodes). A rebuild still reads every page of
-//! the node's list from flash, but decodes only the node's own units of it instead of
-//! walking all of them: the flash operations are the same, the CPU time of the
-//! simulation is not (the walk was ~half of a run with 8 KB nodes).
-//!
-//! Fault model: that of the FTL; a unit that does not decode, or whose node id in the
-//! page is not the node the directory names, is an error naming node and page.
+//! Fault model: that of the FTL; a unit that does not decode, or that names another
+//! node inside a node's range, is an error naming node and page.
 
 use crate::error::Error;
 use crate::node::{capacity_of, Node, NodeId, Rec};
@@ -29,25 +29,28 @@ use flash::ftl::Ftl;
 use nand::{Device, SimTime};
 use rustc_hash::FxHashMap;
 
-/// Where an index unit starts: its node and its byte offset in the page.
-type Unit = (NodeId, u32);
+/// A node's units in one logical page: bytes `start..end` of it.
+#[derive(Clone, Copy, Debug)]
+struct Extent {
+    lpn: u32,
+    start: u32,
+    end: u32,
+}
 
 pub struct Bftl {
     ftl: Box<dyn Ftl>,
     node_bytes: usize,
     threshold: usize,
     log_blocks: u32,
-    /// Node → logical pages holding its units, oldest first.
-    ntt: FxHashMap<NodeId, Vec<u32>>,
+    /// Node → where its units are, oldest first.
+    ntt: FxHashMap<NodeId, Vec<Extent>>,
     /// Logical page → how many NTT lists name it.
     page_refs: Vec<u32>,
-    /// Logical page → its units as `(node, byte offset)`, sorted (see the module doc).
-    units_at: Vec<Vec<Unit>>,
     free_pages: Vec<u32>,
     next_page: u32,
-    /// The reservation buffer: encoded units, and each unit's node and offset.
+    /// The reservation buffer: encoded units, and each unit's node and byte range.
     reserved: Vec<u8>,
-    reserved_units: Vec<Unit>,
+    reserved_units: Vec<(NodeId, u32, u32)>,
     next_id: NodeId,
     free_ids: Vec<NodeId>,
     live: Vec<bool>,
@@ -76,7 +79,6 @@ impl Bftl {
             log_blocks,
             ntt: FxHashMap::default(),
             page_refs: Vec::new(),
-            units_at: Vec::new(),
             free_pages: Vec::new(),
             next_page: 0,
             reserved: Vec::with_capacity(page),
@@ -99,7 +101,6 @@ impl Bftl {
         }
         self.next_page += 1;
         self.page_refs.push(0);
-        self.units_at.push(Vec::new());
         Ok(self.next_page - 1)
     }
 
@@ -108,41 +109,49 @@ impl Bftl {
         *refs -= 1;
         if *refs == 0 {
             self.free_pages.push(lpn);
-            self.units_at[lpn as usize] = Vec::new();
         }
     }
 
-    /// Writes `units` (whose starts `at` lists, sorted) to logical page `lpn`.
-    fn write_page(&mut self, lpn: u32, units: &[u8], at: Vec<Unit>) -> Result<(), Error> {
+    fn write_page(&mut self, lpn: u32, units: &[u8]) -> Result<(), Error> {
         self.page.fill(0xFF);
         self.page[..units.len()].copy_from_slice(units);
         let t = self.ftl.write(lpn, &self.page, self.now)?;
         self.now = self.now.max(t.end_ns);
-        self.units_at[lpn as usize] = at;
         Ok(())
     }
 
-    /// Writes the reservation buffer to a fresh page and compacts nodes over threshold.
+    /// Writes the reservation buffer, grouped by node, to a fresh page and compacts
+    /// nodes over threshold.
     fn commit(&mut self) -> Result<(), Error> {
         if self.reserved.is_empty() {
             return Ok(());
         }
         let lpn = self.take_page()?;
-        let units = std::mem::take(&mut self.reserved);
-        let mut at = std::mem::take(&mut self.reserved_units);
-        at.sort_unstable();
-        let mut nodes: Vec<NodeId> = at.iter().map(|&(id, _)| id).collect();
-        nodes.dedup();
-        self.write_page(lpn, &units, at)?;
-        self.reserved = units;
+        let mut order = std::mem::take(&mut self.reserved_units);
+        // By node, then by offset: each node's units together, in the order made.
+        order.sort_unstable();
+        let mut grouped = Vec::with_capacity(self.reserved.len());
+        let mut extents: Vec<(NodeId, Extent)> = Vec::new();
+        for &(id, start, end) in &order {
+            let from = grouped.len() as u32;
+            grouped.extend_from_slice(&self.reserved[start as usize..end as usize]);
+            let to = grouped.len() as u32;
+            match extents.last_mut() {
+                Some((last, e)) if *last == id => e.end = to,
+                _ => extents.push((id, Extent { lpn, start: from, end: to })),
+            }
+        }
+        self.write_page(lpn, &grouped)?;
         self.reserved.clear();
+        order.clear();
+        self.reserved_units = order;
         // Units of a node freed since stay in the page but no list names them.
-        nodes.retain(|&id| self.live[id as usize]);
-        for &id in &nodes {
-            self.ntt.entry(id).or_default().push(lpn);
+        extents.retain(|&(id, _)| self.live[id as usize]);
+        for &(id, extent) in &extents {
+            self.ntt.entry(id).or_default().push(extent);
             self.page_refs[lpn as usize] += 1;
         }
-        for id in nodes {
+        for (id, _) in extents {
             if self.ntt.get(&id).is_some_and(|l| l.len() > self.threshold) {
                 self.compact(id)?;
             }
@@ -153,9 +162,8 @@ impl Bftl {
     /// Rewrites node `id` as its own units in pages of its own.
     fn compact(&mut self, id: NodeId) -> Result<(), Error> {
         let node = self.rebuild(id, false)?;
-        let mut pages = Vec::new();
+        let mut extents = Vec::new();
         let mut units = Vec::with_capacity(self.page.len());
-        let mut at = Vec::new();
         let mut unit = Vec::with_capacity(16);
         for rec in node.rebuild_records() {
             unit.clear();
@@ -163,21 +171,20 @@ impl Bftl {
             rec.encode(&mut unit);
             if units.len() + unit.len() > self.page.len() {
                 let lpn = self.take_page()?;
-                self.write_page(lpn, &units, std::mem::take(&mut at))?;
-                pages.push(lpn);
+                self.write_page(lpn, &units)?;
+                extents.push(Extent { lpn, start: 0, end: units.len() as u32 });
                 units.clear();
             }
-            at.push((id, units.len() as u32));
             units.extend_from_slice(&unit);
         }
         let lpn = self.take_page()?;
-        self.write_page(lpn, &units, at)?;
-        pages.push(lpn);
-        for &p in &pages {
-            self.page_refs[p as usize] += 1;
+        self.write_page(lpn, &units)?;
+        extents.push(Extent { lpn, start: 0, end: units.len() as u32 });
+        for e in &extents {
+            self.page_refs[e.lpn as usize] += 1;
         }
-        for old in self.ntt.insert(id, pages).unwrap_or_default() {
-            self.release(old);
+        for old in self.ntt.insert(id, extents).unwrap_or_default() {
+            self.release(old.lpn);
         }
         self.counters.compactions += 1;
         self.counters.merges += 1;
@@ -189,53 +196,54 @@ impl Bftl {
     /// compaction, `for_load == false`) as additional reads.
     fn rebuild(&mut self, id: NodeId, for_load: bool) -> Result<Node, Error> {
         let list = self.ntt.get(&id).cloned().unwrap_or_default();
-        let in_buffer = |u: &&Unit| u.0 == id;
-        if list.is_empty() && !self.reserved_units.iter().any(|u| in_buffer(&u)) {
+        if list.is_empty() && !self.reserved_units.iter().any(|u| u.0 == id) {
             return Err(Error::Corrupt { what: "BFTL node (no index units)", location: format!("node {id}") });
         }
         let node_pages = self.node_bytes.div_ceil(self.page.len());
         let mut node = Node::empty_leaf();
-        for (i, &lpn) in list.iter().enumerate() {
-            let read = self.ftl.read(lpn, self.now)?.ok_or_else(|| Error::Corrupt {
-                what: "BFTL page (never written)",
-                location: format!("node {id}, logical page {lpn}"),
-            })?;
+        for (i, e) in list.iter().enumerate() {
+            let lpn = e.lpn;
+            let location = || format!("node {id}, logical page {lpn}");
+            let read = self
+                .ftl
+                .read(lpn, self.now)?
+                .ok_or_else(|| Error::Corrupt { what: "BFTL page (never written)", location: location() })?;
             self.now = self.now.max(read.timing.end_ns);
             if for_load && i < node_pages {
                 self.counters.node_reads += 1;
             } else {
                 self.counters.extra_reads += 1;
             }
-            let at = &self.units_at[lpn as usize];
-            let first = at.partition_point(|&(owner, _)| owner < id);
-            let own = at[first..].iter().take_while(|&&(owner, _)| owner == id);
-            apply_units(read.data, own, &mut node, &|| format!("node {id}, logical page {lpn}"))?;
+            let units = read
+                .data
+                .get(e.start as usize..e.end as usize)
+                .ok_or_else(|| Error::Corrupt { what: "BFTL page (shorter than its units)", location: location() })?;
+            apply_units(units, id, &mut node, &location)?;
         }
-        let own = self.reserved_units.iter().filter(in_buffer);
-        apply_units(&self.reserved, own, &mut node, &|| format!("node {id}, reservation buffer"))?;
+        for &(owner, start, end) in &self.reserved_units {
+            if owner == id {
+                let units = &self.reserved[start as usize..end as usize];
+                apply_units(units, id, &mut node, &|| format!("node {id}, reservation buffer"))?;
+            }
+        }
         Ok(node)
     }
 }
 
-/// Applies to `node` the units of `units` that `own` points at (all of one node, in
-/// page order), checking that each names that node.
-fn apply_units<'a>(
-    units: &[u8],
-    own: impl Iterator<Item = &'a Unit>,
-    node: &mut Node,
-    location: &dyn Fn() -> String,
-) -> Result<(), Error> {
-    for &(id, at) in own {
-        let at = at as usize;
+/// Applies `units` (all of node `id`, back to back) to `node`.
+fn apply_units(units: &[u8], id: NodeId, node: &mut Node, location: &dyn Fn() -> String) -> Result<(), Error> {
+    let mut at = 0;
+    while at < units.len() {
         let owner = units.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         if owner != Some(id) {
             return Err(Error::Corrupt { what: "BFTL index unit (another node's)", location: location() });
         }
-        let Some((rec, _)) = Rec::decode(&units[at + 4..], location)? else {
+        let Some((rec, used)) = Rec::decode(&units[at + 4..], location)? else {
             return Err(Error::Corrupt { what: "BFTL index unit (node without record)", location: location() });
         };
         node.apply(&rec)
             .map_err(|e| Error::Corrupt { what: "BFTL index unit", location: format!("{}: {e}", location()) })?;
+        at += 4 + used;
     }
     Ok(())
 }
@@ -272,9 +280,10 @@ impl NodeStore for Bftl {
         if self.reserved.len() + 4 + rec.encoded_bytes() > self.page.len() {
             self.commit()?;
         }
-        self.reserved_units.push((id, self.reserved.len() as u32));
+        let start = self.reserved.len() as u32;
         self.reserved.extend(id.to_le_bytes());
         rec.encode(&mut self.reserved);
+        self.reserved_units.push((id, start, self.reserved.len() as u32));
         Ok(())
     }
 
@@ -284,8 +293,8 @@ impl NodeStore for Bftl {
     }
 
     fn freed(&mut self, id: NodeId) -> Result<(), Error> {
-        for lpn in self.ntt.remove(&id).unwrap_or_default() {
-            self.release(lpn);
+        for e in self.ntt.remove(&id).unwrap_or_default() {
+            self.release(e.lpn);
         }
         self.live[id as usize] = false;
         self.free_ids.push(id);
