@@ -200,7 +200,10 @@ impl Bftl {
             return Err(Error::Corrupt { what: "BFTL node (no index units)", location: format!("node {id}") });
         }
         let node_pages = self.node_bytes.div_ceil(self.page.len());
-        let mut node = Node::empty_leaf();
+        // Room for a full node up front: a rebuild appends up to capacity + 1 entries
+        // (an insert is logged before the split that follows it).
+        let room = capacity_of(self.node_bytes, true) + 2;
+        let mut node = Node { keys: Vec::with_capacity(room), ptrs: Vec::with_capacity(room), ..Node::empty_leaf() };
         for (i, e) in list.iter().enumerate() {
             let lpn = e.lpn;
             let location = || format!("node {id}, logical page {lpn}");
