@@ -97,6 +97,7 @@ impl Node {
     }
 
     /// Applies one record; a record that does not fit the node is an error naming it.
+    #[inline]
     pub fn apply(&mut self, rec: &Rec) -> Result<(), String> {
         match *rec {
             // Rebuilding from records in key order (BFTL) appends: no search needed.
@@ -243,9 +244,10 @@ impl Rec {
         }
     }
 
-    /// The length of the record at the start of `bytes` without decoding it (to step
-    /// over records of other nodes): `Ok(None)` at an end marker (0xFF) or the end of
-    /// the buffer; an unknown tag or a record cut short is an error, as in [`Rec::decode`].
+    /// The length of the record at the start of `bytes` without decoding it:
+    /// `Ok(None)` at an end marker (0xFF) or the end of the buffer; an unknown tag or a
+    /// record cut short is an error, as in [`Rec::decode`].
+    #[inline]
     pub fn encoded_len(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<usize>, Error> {
         let Some(&tag) = bytes.first() else { return Ok(None) };
         let need = match tag {
@@ -264,6 +266,7 @@ impl Rec {
 
     /// Decodes one record at the start of `bytes`: `Ok(None)` at an end marker (0xFF)
     /// or the end of the buffer, else the record and its length.
+    #[inline]
     pub fn decode(bytes: &[u8], location: &dyn Fn() -> String) -> Result<Option<(Rec, usize)>, Error> {
         let Some(need) = Rec::encoded_len(bytes, location)? else { return Ok(None) };
         let tag = bytes[0];
