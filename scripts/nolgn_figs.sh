@@ -13,9 +13,11 @@
 # Runs two at a time (2 cores). JSON goes to target/nolgn-figs/, the tables are printed
 # and the SVGs drawn to docs/figures/nolgn-fig*.svg by scripts/nolgn_figs_plot.py.
 #
-# Default (scaled down for a loaded 2-core machine, stated in docs/results.md): 2 chips
-# × 64 blocks (512 MiB raw), 10,000 rows then 10,000 overwrites per value size, YCSB
-# 10,000 records / 10,000 operations, TPC-C 1 warehouse / 2,000 transactions on 4 chips.
+# Default (scaled down for a loaded 2-core machine, stated in docs/results.md): 4 chips
+# × 64 blocks (1 GiB raw), 10,000 rows then 10,000 overwrites per value size, YCSB
+# 10,000 records / 10,000 operations, TPC-C 1 warehouse / 2,000 transactions on 8 chips
+# (2 GiB raw: SQLite's 1-warehouse database, ~300 MB, fits in 25% of it).
+# A run whose JSON exists is skipped: delete target/nolgn-figs to rerun.
 # --full: the paper's sizes: the whole femu preset (16 GB logical), 200,000 overwrites,
 # YCSB 100,000 / 100,000, TPC-C 4 warehouses / 10,000 transactions (hours of wall time).
 # Usage: scripts/nolgn_figs.sh [--full] [--figs "6 10 11"] [--values "256 …"] | plot
@@ -39,7 +41,7 @@ if [ $FULL = 1 ]; then
   DEV="--device femu"; TPCC_DEV="--device femu"
   NUM=200000; RECORDS=100000; OPERATIONS=100000; WH=4; TXNS=10000
 else
-  DEV="--device femu --chips 2 --blocks-per-chip 64"; TPCC_DEV="--device femu --chips 4 --blocks-per-chip 64"
+  DEV="--device femu --chips 4 --blocks-per-chip 64"; TPCC_DEV="--device femu --chips 8 --blocks-per-chip 64"
   NUM=10000; RECORDS=10000; OPERATIONS=10000; WH=1; TXNS=2000
 fi
 # BIN=path runs another build of deltaflash (no cargo build then).
