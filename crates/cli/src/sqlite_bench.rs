@@ -472,7 +472,8 @@ mod tests {
         let e = open_host(SqliteStorage::Noftl, None, &device, None, None).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
         let file = PathBuf::from("x.db");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None).err().unwrap();
+        let e =
+            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None).err().unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
         let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal), None).err().unwrap();
         assert!(e.contains("needs --storage ftl"), "{e}");

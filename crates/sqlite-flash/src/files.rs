@@ -296,7 +296,8 @@ impl FileStore {
         if self.ftl.kind() != FtlKind::Nolgn {
             return Err(Error::Flash(flash::Error::NotTransactional { ftl: self.ftl.kind().name().into() }));
         }
-        self.tx = Some(TxMode { file: file.to_string(), group_pages, grouping: false, group_writes: 0, freed: Vec::new() });
+        self.tx =
+            Some(TxMode { file: file.to_string(), group_pages, grouping: false, group_writes: 0, freed: Vec::new() });
         self.cache.track_open();
         Ok(())
     }
@@ -394,7 +395,12 @@ impl FileStore {
     /// A logical page's bytes (and tag, when `tagged`: SW-WAL's FTL keeps them) as
     /// SQLite last wrote them: from the page cache, else from flash (following a queued
     /// remap); `None` if never written. Returns when the read ended.
-    pub(crate) fn fetch(&mut self, lpn: u32, tagged: bool, now: SimTime) -> Result<(Option<(Vec<u8>, Tag)>, SimTime), Error> {
+    pub(crate) fn fetch(
+        &mut self,
+        lpn: u32,
+        tagged: bool,
+        now: SimTime,
+    ) -> Result<(Option<(Vec<u8>, Tag)>, SimTime), Error> {
         let lpn = self.resolve(lpn);
         if let Some(d) = self.cache.get(lpn) {
             self.counters.cache_hits += 1;

@@ -64,7 +64,12 @@ fn default_cache_pages() -> usize {
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, journal: Journal::Sqlite, page_cache_pages: DEFAULT_CACHE_PAGES }
+        FlashSqliteOptions {
+            statement_cpu_ns: 0,
+            seed: 1,
+            journal: Journal::Sqlite,
+            page_cache_pages: DEFAULT_CACHE_PAGES,
+        }
     }
 }
 

@@ -195,7 +195,11 @@ fn cut_runs(kind: FtlKind, cache_pages: usize, cuts: usize) {
         let mut whole = true;
         for name in names {
             let got = read_all(&mut store, &name);
-            assert!(states.iter().any(|m| m.get(&name).is_some_and(|v| v.len() == got.len())), "{at}: {name} size {}", got.len());
+            assert!(
+                states.iter().any(|m| m.get(&name).is_some_and(|v| v.len() == got.len())),
+                "{at}: {name} size {}",
+                got.len()
+            );
             for (i, page) in got.chunks(2048).enumerate() {
                 let range = i * 2048..i * 2048 + page.len();
                 let versions: Vec<Vec<u8>> =
@@ -226,7 +230,8 @@ fn cut_runs(kind: FtlKind, cache_pages: usize, cuts: usize) {
 #[test]
 fn a_cut_loses_only_unsynced_writes_and_the_cache_coalesces_partial_writes() {
     for cache_pages in [0, 64] {
-        let ftl = flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &config(FtlKind::Page));
+        let ftl =
+            flash::ftl::format(Device::new(Box::new(MemoryStorage::new(geometry(), true))), &config(FtlKind::Page));
         let mut store = FileStore::format(ftl.expect("format"), 0).expect("file table");
         store.set_cache_pages(cache_pages).expect("bound");
         store.create("main.db");
@@ -247,6 +252,9 @@ fn a_cut_loses_only_unsynced_writes_and_the_cache_coalesces_partial_writes() {
         assert_eq!(got.len(), 1000);
         let expect_first = if cache_pages == 0 { 0xEE } else { 1 };
         assert_eq!(got[0], expect_first, "cache of {cache_pages}: the unsynced write is lost with the cache only");
-        assert!(got[100..].chunks(100).enumerate().all(|(i, c)| c.iter().all(|&b| b == i as u8 + 2)), "synced bytes survive");
+        assert!(
+            got[100..].chunks(100).enumerate().all(|(i, c)| c.iter().all(|&b| b == i as u8 + 2)),
+            "synced bytes survive"
+        );
     }
 }
