@@ -604,12 +604,8 @@ impl FileStore {
         let freed = split_off_pages(&mut entry.extents, size.div_ceil(pb));
         if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
             // Recorded by the next commit's table, freed after it.
-            for e in &freed {
-                for lpn in e.first..e.first + e.pages {
-                    self.cache.take(lpn);
-                }
-            }
             tx.freed.extend(freed.iter().copied());
+            self.drop_dirty(&freed)?;
             self.trimming.extend(freed);
             self.dirty = true;
             return Ok(());
@@ -636,9 +632,23 @@ impl FileStore {
     /// Records `freed` as being trimmed in the table on flash, trims the pages and
     /// makes them free.
     fn free_extents(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
+        // Dropped before the table write, which would write them back.
+        self.drop_dirty(&freed)?;
         self.trimming.extend(freed.iter().copied());
         self.save_table()?;
         self.release(freed)
+    }
+
+    /// Drops the dirty pages of extents a file gave up (after any queued remap from
+    /// one of them reached the FTL, and forgetting remaps onto them).
+    fn drop_dirty(&mut self, extents: &[Extent]) -> Result<(), Error> {
+        for e in extents {
+            for lpn in e.first..e.first + e.pages {
+                self.before_overwrite(lpn)?;
+                self.cache.take(lpn);
+            }
+        }
+        Ok(())
     }
 
     /// The flush barrier: writes the table if files grew, then a commit point on the
@@ -790,10 +800,9 @@ impl FileStore {
     fn release(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
         let issued = self.now;
         let mut end = issued;
+        self.drop_dirty(&freed)?;
         for e in &freed {
             for lpn in e.first..e.first + e.pages {
-                self.before_overwrite(lpn)?;
-                self.cache.take(lpn);
                 if let Some(t) = self.ftl.trim(lpn, issued)? {
                     end = end.max(t.end_ns);
                 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 type Model = BTreeMap<String, Vec<u8>>;
 const NAMES: [&str; 3] = ["main.db", "main.db-wal", "main.db-journal"];
-const OPS: usize = 120;
+const OPS: usize = 180;
 
 fn geometry() -> Geometry {
     let mut g = Geometry::paper_emulator();
