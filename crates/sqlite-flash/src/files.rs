@@ -70,6 +70,9 @@ mod swwal;
 
 use crate::cache::{PageCache, Tag};
 
+/// A page's bytes and tag as [`FileStore::fetch`] found them.
+pub(crate) type Fetched = (Vec<u8>, Tag);
+
 /// The file [`FileStore::age`] fills; SQLite never opens it (its names are paths).
 pub const AGING_FILE: &str = "deltaflash-aging";
 
@@ -395,12 +398,7 @@ impl FileStore {
     /// A logical page's bytes (and tag, when `tagged`: SW-WAL's FTL keeps them) as
     /// SQLite last wrote them: from the page cache, else from flash (following a queued
     /// remap); `None` if never written. Returns when the read ended.
-    pub(crate) fn fetch(
-        &mut self,
-        lpn: u32,
-        tagged: bool,
-        now: SimTime,
-    ) -> Result<(Option<(Vec<u8>, Tag)>, SimTime), Error> {
+    pub(crate) fn fetch(&mut self, lpn: u32, tagged: bool, now: SimTime) -> Result<(Option<Fetched>, SimTime), Error> {
         let lpn = self.resolve(lpn);
         if let Some(d) = self.cache.get(lpn) {
             self.counters.cache_hits += 1;
