@@ -16,7 +16,8 @@
 //! `SqliteHost`. `--journal` ([`SqliteJournal`], flash storage only) picks the
 //! `sqlite_flash::Journal`: `base-wal` (SQLite's WAL, the default), `sw-wal` (with
 //! `--storage ftl:page`) or `nolgn` (no log on NoLgn-FTL, with `--storage ftl:nolgn`;
-//! `--group-pages` per FTL commit under `--sync normal`).
+//! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
+//! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
@@ -139,6 +140,11 @@ pub struct SqliteArgs {
     /// --journal nolgn with --sync normal: SQLite page writes per FTL commit [default: 1000].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     group_pages: Option<u32>,
+    /// SQLite on flash: the file layer's write-back page cache in logical pages (dirty
+    /// pages held until xSync, as Ext4's page cache; 0 writes through) [default: 16384,
+    /// 64 MiB of 4 KB pages].
+    #[arg(long)]
+    page_cache_pages: Option<usize>,
 }
 
 impl SqliteArgs {
@@ -163,6 +169,7 @@ impl SqliteArgs {
             ("--sqlite-file", self.sqlite_file.is_some()),
             ("--journal", self.journal.is_some()),
             ("--group-pages", self.group_pages.is_some()),
+            ("--page-cache-pages", self.page_cache_pages.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -219,6 +226,7 @@ fn open_host(
     file: Option<&PathBuf>,
     device: &DeviceArgs,
     journal: Option<Journal>,
+    page_cache_pages: Option<usize>,
 ) -> Result<Box<dyn SqliteHost>, String> {
     let nolgn = matches!(journal, Some(Journal::Nolgn { .. }));
     if nolgn && !matches!(storage, SqliteStorage::Ftl(flash::ftl::FtlKind::Nolgn)) {
@@ -226,6 +234,9 @@ fn open_host(
     }
     if journal.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
         return Err("--journal chooses how SQLite on flash journals; it needs --storage ftl:KIND".into());
+    }
+    if page_cache_pages.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
+        return Err("--page-cache-pages sizes the page cache of SQLite on flash; it needs --storage ftl:KIND".into());
     }
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
@@ -240,8 +251,13 @@ fn open_host(
                 return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
             }
             let device = device.create()?;
-            let options =
-                FlashSqliteOptions { statement_cpu_ns: 0, journal: journal.unwrap_or_default(), ..Default::default() };
+            let defaults = FlashSqliteOptions::default();
+            let options = FlashSqliteOptions {
+                statement_cpu_ns: 0,
+                journal: journal.unwrap_or_default(),
+                page_cache_pages: page_cache_pages.unwrap_or(defaults.page_cache_pages),
+                ..defaults
+            };
             let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
                 .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
             Ok(Box::new(sqlite))
@@ -344,7 +360,9 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         return Err("--journal delete is for the torture; the SQLite workloads run in WAL mode".into());
     }
     let journal = args.journal.map(|j| j.flash(args.group_pages.unwrap_or(1_000)));
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal)?;
+    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal, args.page_cache_pages)?;
+    let page_cache_pages = matches!(run.storage, SqliteStorage::Ftl(_))
+        .then(|| args.page_cache_pages.unwrap_or(sqlite_flash::DEFAULT_CACHE_PAGES));
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
@@ -370,6 +388,9 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
         if let Some(object) = value.as_object_mut() {
             object.insert("memory_peak_rss_bytes".into(), serde_json::json!(peak_rss));
+            if let Some(pages) = page_cache_pages {
+                object.insert("page_cache_pages".into(), serde_json::json!(pages));
+            }
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -453,17 +474,20 @@ mod tests {
     #[test]
     fn sqlite_needs_a_block_device() {
         let device = default_device();
-        let e = open_host(SqliteStorage::Noftl, None, &device, None).err().unwrap();
+        let e = open_host(SqliteStorage::Noftl, None, &device, None, None).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
         let file = PathBuf::from("x.db");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None).err().unwrap();
+        let e =
+            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None).err().unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal)).err().unwrap();
+        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal), None).err().unwrap();
         assert!(e.contains("needs --storage ftl"), "{e}");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal));
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal), None);
         assert!(e.err().unwrap().contains("only the page FTL"));
         let nolgn = Some(SqliteJournal::Nolgn.flash(10));
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn).err().unwrap();
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn, None).err().unwrap();
         assert!(e.contains("add --storage ftl:nolgn"), "{e}");
+        let e = open_host(SqliteStorage::Host, None, &device, None, Some(64)).err().unwrap();
+        assert!(e.starts_with("--page-cache-pages") && e.contains("needs --storage ftl"), "{e}");
     }
 }

@@ -101,7 +101,7 @@ pub fn run(
         geometry,
         ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) },
         journal: args.journal,
-        options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal },
+        options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal, ..Default::default() },
         accounts,
         transfers,
     };

@@ -7,7 +7,8 @@
 //! copy with the higher generation). Every other logical page is free or belongs to one
 //! extent of one file. A file grows by whole extents (at least double what it has, so
 //! its extent list stays short); a partial-page write is a read-modify-write of the
-//! logical page, as on an SSD under a file system.
+//! logical page (in the page cache, read from flash if not dirty there), as under a
+//! file system.
 //!
 //! Invariants:
 //! - Extents never overlap and lie in `[TABLE_PAGES, logical_pages)`; free space is
@@ -15,32 +16,46 @@
 //! - Bytes of a file at or beyond its size read as zeros; a truncate zeroes the tail of
 //!   its last page, so a later extension shows zeros there too.
 //!
-//! Fault model (power cut at any flash operation; every write that returned is on flash,
-//! there is no volatile cache):
+//! Write-back page cache (`cache.rs`): SQLite's page writes land in a bounded cache
+//! of dirty logical pages, as in Ext4's page cache, and reach the FTL at a sync (in
+//! LPN order), before a file-table write (ordered, as Ext4's `data=ordered`: the
+//! table never records a size whose data is still only in RAM), or when the cache
+//! holds more than its bound (the pages dirty the longest go first). Partial writes
+//! coalesce there until the sync. A bound of 0 writes every page through at once.
+//!
+//! Fault model (power cut at any flash operation):
+//! - What a cut loses: the dirty pages still in the cache, i.e. writes since the last
+//!   sync that were not written back yet (exactly what Ext4 loses). What it never
+//!   loses: anything a completed [`FileStore::sync`] covered. After a cut each page of
+//!   a file holds one of the versions it had since the last sync began.
 //! - After [`FileStore::sync`] returns, each file's size, extents and bytes up to its
 //!   size survive. Growth (new extents, larger sizes, new files) is recorded by the next
 //!   table write: a sync, or a truncate/delete.
 //! - Freeing (truncate, delete) writes the table, listing the freed extents as being
-//!   trimmed, before the pages are trimmed or reused, so a cut never leaves a file
-//!   pointing at another file's pages; `open` trims the listed extents again (trims are
-//!   idempotent) before they become free, so a file never reads another's old bytes.
-//! - A partial-page write replaces the whole logical page through the FTL, so a torn
-//!   one leaves the old page or the new one, never a mix, on FTLs whose page writes are
-//!   atomic (all of ours rebuild from OOB-checked pages).
+//!   trimmed, before the pages are trimmed or reused (their dirty pages are dropped),
+//!   so a cut never leaves a file pointing at another file's pages; `open` trims the
+//!   listed extents again (trims are idempotent) before they become free, so a file
+//!   never reads another's old bytes.
+//! - A page reaches the FTL whole (partial writes are merged in RAM first), so a torn
+//!   write leaves the old page or the new one, never a mix, on FTLs whose page writes
+//!   are atomic (all of ours rebuild from OOB-checked pages).
 //!
 //! SW-WAL (`swwal.rs`, when the table says so): `-wal` files are frame-aligned, and a
 //! write that repeats the WAL frame SQLite just read becomes a remap queued in RAM until
-//! the next sync, like a write in a volatile cache (its own fault model is there).
+//! the next sync, like a write in the page cache (its own fault model is there); the
+//! frames themselves go through the page cache with their headers as tags.
 //!
-//! NoLgn mode ([`FileStore::set_transactional`], on NoLgn-FTL): one file's page writes
-//! (SQLite's main database, journal off) stay in RAM like a page cache until a commit
-//! point, then reach the FTL as one transaction (`write_tx`, the last page with the end
-//! flag, `commit`), with the file table in the same transaction when the file grew or
-//! shrank: a cut leaves the last committed pages and table, never a mix. A commit point
-//! is every sync, or, grouping (SQLite's `synchronous=NORMAL`), the first sync once
-//! `group_pages` page writes are held. A flush the FTL refuses (its P2P table full)
-//! is aborted and the held pages are dropped. Extents the file gives up are freed
-//! (trimmed) only after the commit that records it.
+//! NoLgn mode ([`FileStore::set_transactional`], on NoLgn-FTL): the page cache is the
+//! NoLgn paper's held pages. Its dirty pages reach the FTL only as one transaction
+//! (`write_tx`, the last page with the end flag, `commit`), with the file table in
+//! the same transaction when a file grew or shrank: a cut leaves the last committed
+//! pages and table, never a mix. A commit point is every sync, or, grouping (SQLite's
+//! `synchronous=NORMAL`), the first sync once `group_pages` page writes are held or
+//! the cache is over its bound (pages of SQLite's open transaction are never written
+//! before its sync, so between syncs the cache may exceed its bound by one
+//! transaction, which SQLite with `cache_spill=OFF` holds in RAM anyway). A flush the
+//! FTL refuses (its P2P table full) is aborted and the held pages are dropped.
+//! Extents the file gives up are freed (trimmed) only after the commit that records it.
 
 use crate::error::Error;
 use flash::ftl::{Ftl, FtlKind};
@@ -53,6 +68,11 @@ use std::collections::BTreeMap;
 #[path = "swwal.rs"]
 mod swwal;
 
+use crate::cache::{PageCache, Tag};
+
+/// A page's bytes and tag as [`FileStore::fetch`] found them.
+pub(crate) type Fetched = (Vec<u8>, Tag);
+
 /// The file [`FileStore::age`] fills; SQLite never opens it (its names are paths).
 pub const AGING_FILE: &str = "deltaflash-aging";
 
@@ -63,6 +83,13 @@ const HEADER: usize = 24;
 pub const TABLE_PAGES: u32 = 2;
 /// Smallest extent a file grows by, in pages.
 const MIN_EXTENT_PAGES: u32 = 8;
+/// The page cache's default bound: 16,384 pages (64 MiB of 4 KB pages). Linux starts
+/// background writeback at `dirty_background_ratio` = 10% of free memory, hundreds of
+/// MB on the NoLgn paper's emulator host; what matters for SQLite is that the bound is
+/// well above what it writes between two syncs (`wal_autocheckpoint` = 1,000 pages), so
+/// writes coalesce until the sync as on Ext4. Time-based writeback
+/// (`dirty_expire_centisecs`) is not modelled.
+pub const DEFAULT_CACHE_PAGES: usize = 16_384;
 
 /// Consecutive logical pages of one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,12 +146,22 @@ pub struct FileCounters {
     pub read_bytes: u64,
     /// Bytes SQLite wrote.
     pub write_bytes: u64,
-    /// Logical pages read for SQLite, read-modify-write reads included.
+    /// Logical pages read from the FTL for SQLite, read-modify-write reads included.
     pub read_pages: u64,
-    /// Logical pages written for SQLite's data.
+    /// Logical pages written to the FTL with SQLite's data (after the page cache
+    /// coalesced them).
     pub write_pages: u64,
-    /// Partial-page writes that first had to read the page.
+    /// Partial-page writes that first had to read the page from the FTL.
     pub rmw_reads: u64,
+    /// Page writes SQLite's requests made into the page cache.
+    #[serde(default)]
+    pub cache_writes: u64,
+    /// Page reads (read-modify-write ones included) the page cache served.
+    #[serde(default)]
+    pub cache_hits: u64,
+    /// Pages written back because the cache was over its bound.
+    #[serde(default)]
+    pub pressure_writebacks: u64,
     /// File-table page writes.
     pub table_writes: u64,
     /// Logical pages trimmed by truncates and deletes.
@@ -133,16 +170,13 @@ pub struct FileCounters {
     pub syncs: u64,
 }
 
-/// NoLgn mode: the held pages of the transactional file, by logical page.
-struct TxCache {
+/// NoLgn mode: the transactional file and its commit grouping (its pages are the
+/// page cache's).
+struct TxMode {
     file: String,
     group_pages: u64,
     /// SQLite runs `synchronous=NORMAL`: commit points wait for `group_pages`.
     grouping: bool,
-    /// Written since the last sync (SQLite's open transaction).
-    current: BTreeMap<u32, Vec<u8>>,
-    /// Synced by SQLite, not yet committed in the FTL.
-    group: BTreeMap<u32, Vec<u8>>,
     /// Page writes SQLite made since the last FTL commit.
     group_writes: u64,
     /// Extents given up since the last FTL commit, freed after it.
@@ -166,7 +200,9 @@ pub struct FileStore {
     /// `Some` when the store runs SW-WAL.
     sw_wal: Option<swwal::SwWal>,
     /// `Some` in NoLgn mode.
-    tx: Option<TxCache>,
+    tx: Option<TxMode>,
+    /// Dirty pages not yet on flash.
+    cache: PageCache,
 }
 
 impl FileStore {
@@ -249,6 +285,7 @@ impl FileStore {
             counters: FileCounters::default(),
             sw_wal: None,
             tx: None,
+            cache: PageCache::new(DEFAULT_CACHE_PAGES),
         })
     }
 
@@ -262,16 +299,28 @@ impl FileStore {
         if self.ftl.kind() != FtlKind::Nolgn {
             return Err(Error::Flash(flash::Error::NotTransactional { ftl: self.ftl.kind().name().into() }));
         }
-        self.tx = Some(TxCache {
-            file: file.to_string(),
-            group_pages,
-            grouping: false,
-            current: BTreeMap::new(),
-            group: BTreeMap::new(),
-            group_writes: 0,
-            freed: Vec::new(),
-        });
+        self.tx =
+            Some(TxMode { file: file.to_string(), group_pages, grouping: false, group_writes: 0, freed: Vec::new() });
+        self.cache.track_open();
         Ok(())
+    }
+
+    /// The page cache's bound in pages (0: every page written through at once). A
+    /// smaller bound writes the pages dirty the longest back now.
+    pub fn set_cache_pages(&mut self, pages: usize) -> Result<(), Error> {
+        self.cache.set_bound_pages(pages);
+        let now = self.now;
+        self.now = self.relieve_pressure(now)?;
+        Ok(())
+    }
+
+    pub fn cache_pages(&self) -> usize {
+        self.cache.bound_pages()
+    }
+
+    /// Dirty pages in the page cache now.
+    pub fn dirty_pages(&self) -> usize {
+        self.cache.len()
     }
 
     /// NoLgn mode: whether commit points wait for `group_pages` page writes.
@@ -289,26 +338,97 @@ impl FileStore {
     /// NoLgn mode: SQLite left `name`'s transaction without syncing it (a rollback);
     /// the pages it wrote since the last sync are dropped.
     pub fn abandon(&mut self, name: &str) {
-        if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
-            tx.current.clear();
+        if self.tx.as_ref().is_some_and(|t| t.file == name) {
+            self.cache.abandon();
         }
     }
 
-    /// The held page of `lpn` in NoLgn mode.
-    fn held(&self, lpn: u32) -> Option<&[u8]> {
-        let tx = self.tx.as_ref()?;
-        tx.current.get(&lpn).or_else(|| tx.group.get(&lpn)).map(|p| &p[..])
-    }
-
-    /// Writes a whole logical page of `name`: held in NoLgn mode, else to the FTL.
-    fn put(&mut self, name: &str, lpn: u32, page: &[u8], now: SimTime) -> Result<SimTime, Error> {
-        if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
-            tx.current.insert(lpn, page.to_vec());
+    /// Writes a whole logical page (with a tag, SW-WAL's frame header) into the page
+    /// cache; returns when any pressure writeback it caused ended.
+    pub(crate) fn put(&mut self, lpn: u32, page: &[u8], tag: Tag, now: SimTime) -> Result<SimTime, Error> {
+        self.before_overwrite(lpn)?;
+        self.cache.put(lpn, page, tag);
+        self.counters.cache_writes += 1;
+        if let Some(tx) = self.tx.as_mut() {
+            // NoLgn: written at the next commit point only.
             tx.group_writes += 1;
             return Ok(now);
         }
-        self.before_overwrite(lpn)?;
-        Ok(self.ftl.write(lpn, page, now)?.end_ns)
+        self.relieve_pressure(now)
+    }
+
+    /// Writes back the pages dirty the longest while the cache is over its bound
+    /// (never in NoLgn mode, whose pages wait for a commit point); returns when the
+    /// writes issued at `now` ended.
+    fn relieve_pressure(&mut self, now: SimTime) -> Result<SimTime, Error> {
+        let mut end = now;
+        while self.tx.is_none() && self.cache.over_bound() {
+            let Some((lpn, dirty)) = self.cache.take_oldest() else { break };
+            end = end.max(self.write_back(lpn, &dirty.data, dirty.tag, now)?);
+            self.counters.pressure_writebacks += 1;
+        }
+        Ok(end)
+    }
+
+    /// Hands one page to the FTL; returns when the write ended.
+    pub(crate) fn write_back(&mut self, lpn: u32, data: &[u8], tag: Tag, now: SimTime) -> Result<SimTime, Error> {
+        let timing = match tag {
+            Some(t) => self.ftl.write_tagged(lpn, data, &t, now)?,
+            None => self.ftl.write(lpn, data, now)?,
+        };
+        self.counters.write_pages += 1;
+        Ok(timing.end_ns.max(now))
+    }
+
+    /// Writes back every dirty page, in LPN order, issued together (outside NoLgn
+    /// mode, whose pages go only in a commit).
+    fn write_back_all(&mut self) -> Result<(), Error> {
+        if self.tx.is_some() {
+            return Ok(());
+        }
+        let issued = self.now;
+        let mut end = issued;
+        for (lpn, dirty) in self.cache.take_all() {
+            end = end.max(self.write_back(lpn, &dirty.data, dirty.tag, issued)?);
+        }
+        self.now = end;
+        Ok(())
+    }
+
+    /// A logical page's bytes (and tag, when `tagged`: SW-WAL's FTL keeps them) as
+    /// SQLite last wrote them: from the page cache, else from flash (following a queued
+    /// remap); `None` if never written. Returns when the read ended.
+    pub(crate) fn fetch(&mut self, lpn: u32, tagged: bool, now: SimTime) -> Result<(Option<Fetched>, SimTime), Error> {
+        let lpn = self.resolve(lpn);
+        if let Some(d) = self.cache.get(lpn) {
+            self.counters.cache_hits += 1;
+            return Ok((Some((d.data.clone(), d.tag)), now));
+        }
+        self.counters.read_pages += 1;
+        if tagged {
+            return Ok(match self.ftl.read_tagged(lpn, now)? {
+                Some((read, tag)) => (Some((read.data.to_vec(), tag)), read.timing.end_ns.max(now)),
+                None => (None, now),
+            });
+        }
+        Ok(match self.ftl.read(lpn, now)? {
+            Some(read) => (Some((read.data.to_vec(), None)), read.timing.end_ns.max(now)),
+            None => (None, now),
+        })
+    }
+
+    /// Writes back a queued remap's source page if it is dirty: the remap shares its
+    /// flash page, which must hold the frame first.
+    pub(crate) fn write_back_source(&mut self, lpn: u32) -> Result<(), Error> {
+        if let Some(dirty) = self.cache.take(lpn) {
+            self.now = self.write_back(lpn, &dirty.data, dirty.tag, self.now)?;
+        }
+        Ok(())
+    }
+
+    /// A remap onto `lpn` supersedes its dirty page.
+    pub(crate) fn discard_dirty(&mut self, lpn: u32) {
+        self.cache.take(lpn);
     }
 
     /// Lets simulated time pass (CPU work, a sleep).
@@ -378,19 +498,11 @@ impl FileStore {
             let n = (self.page_bytes - in_page).min(avail - pos);
             let target = &mut buf[pos..pos + n];
             match self.files.get(name).and_then(|f| f.lpn(at / pb)) {
-                Some(lpn) if self.held(lpn).is_some() => {
-                    self.counters.read_pages += 1;
-                    if let Some(page) = self.held(lpn) {
-                        target.copy_from_slice(&page[in_page..in_page + n]);
-                    }
-                }
                 Some(lpn) => {
-                    self.counters.read_pages += 1;
-                    match self.ftl.read(self.resolve(lpn), issued)? {
-                        Some(read) => {
-                            end = end.max(read.timing.end_ns);
-                            target.copy_from_slice(&read.data[in_page..in_page + n]);
-                        }
+                    let (page, ready) = self.fetch(lpn, false, issued)?;
+                    end = end.max(ready);
+                    match page {
+                        Some((data, _)) => target.copy_from_slice(&data[in_page..in_page + n]),
                         None => target.fill(0),
                     }
                 }
@@ -444,7 +556,7 @@ impl FileStore {
             let n = (self.page_bytes - in_page).min(data.len() - pos);
             let lpn = self.lpn(name, index)?;
             let done = if n == self.page_bytes {
-                self.put(name, lpn, &data[pos..pos + n], issued)?
+                self.put(lpn, &data[pos..pos + n], None, issued)?
             } else {
                 let ready = self.read_page_into(lpn, index * pb < old_size, &mut page, issued)?;
                 // Bytes at or past the old end read as zeros, whatever the page held.
@@ -452,9 +564,8 @@ impl FileStore {
                     page[old_size.saturating_sub(index * pb) as usize..].fill(0);
                 }
                 page[in_page..in_page + n].copy_from_slice(&data[pos..pos + n]);
-                self.put(name, lpn, &page, ready)?
+                self.put(lpn, &page, None, ready)?
             };
-            self.counters.write_pages += 1;
             end = end.max(done);
             pos += n;
         }
@@ -491,13 +602,8 @@ impl FileStore {
         let freed = split_off_pages(&mut entry.extents, size.div_ceil(pb));
         if let Some(tx) = self.tx.as_mut().filter(|t| t.file == name) {
             // Recorded by the next commit's table, freed after it.
-            for e in &freed {
-                for lpn in e.first..e.first + e.pages {
-                    tx.current.remove(&lpn);
-                    tx.group.remove(&lpn);
-                }
-            }
             tx.freed.extend(freed.iter().copied());
+            self.drop_dirty(&freed)?;
             self.trimming.extend(freed);
             self.dirty = true;
             return Ok(());
@@ -524,26 +630,42 @@ impl FileStore {
     /// Records `freed` as being trimmed in the table on flash, trims the pages and
     /// makes them free.
     fn free_extents(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
+        // Dropped before the table write, which would write them back.
+        self.drop_dirty(&freed)?;
         self.trimming.extend(freed.iter().copied());
         self.save_table()?;
         self.release(freed)
+    }
+
+    /// Drops the dirty pages of extents a file gave up (after any queued remap from
+    /// one of them reached the FTL, and forgetting remaps onto them).
+    fn drop_dirty(&mut self, extents: &[Extent]) -> Result<(), Error> {
+        for e in extents {
+            for lpn in e.first..e.first + e.pages {
+                self.before_overwrite(lpn)?;
+                self.cache.take(lpn);
+            }
+        }
+        Ok(())
     }
 
     /// The flush barrier: writes the table if files grew, then a commit point on the
     /// device (an image file's fdatasync, by its sync mode).
     pub fn sync(&mut self) -> Result<(), Error> {
         self.flush_remaps()?;
-        if let Some(tx) = self.tx.as_mut() {
-            let current = std::mem::take(&mut tx.current);
-            tx.group.extend(current);
-            if tx.grouping && tx.group_writes < tx.group_pages {
+        if let Some(tx) = self.tx.as_ref() {
+            self.cache.seal();
+            if tx.grouping && tx.group_writes < tx.group_pages && !self.cache.over_bound() {
                 // NORMAL: durable at the group's commit point.
                 self.counters.syncs += 1;
                 return Ok(());
             }
             self.commit_group()?;
-        } else if self.dirty {
-            self.save_table()?;
+        } else {
+            self.write_back_all()?;
+            if self.dirty {
+                self.save_table()?;
+            }
         }
         self.ftl.device_mut().storage_mut().sync(SyncPoint::Commit)?;
         self.counters.syncs += 1;
@@ -561,19 +683,26 @@ impl FileStore {
         self.create(AGING_FILE);
         // Allocated whole up front: growing it by doubling would take the free share too.
         self.ensure_pages(AGING_FILE, pages)?;
+        // Straight to the FTL, as the paper's direct 4 KB writes: a page cache would
+        // coalesce the random overwrites.
         const CHUNK_PAGES: u64 = 64;
         let pb = self.page_bytes as u64;
-        let chunk = vec![0xA5u8; (CHUNK_PAGES * pb) as usize];
-        let mut at = 0;
-        while at < pages {
-            let n = (pages - at).min(CHUNK_PAGES);
-            self.write(AGING_FILE, at * pb, &chunk[..(n * pb) as usize])?;
-            at += n;
+        let page = vec![0xA5u8; self.page_bytes];
+        // The fill in chunks issued together, then one overwrite after another.
+        let mut issued = self.now;
+        let mut end = issued;
+        for i in 0..pages + overwrites {
+            if i >= pages || i % CHUNK_PAGES == 0 {
+                issued = end;
+            }
+            let index = if i < pages { i } else { rng.gen_range(0..pages) };
+            let lpn = self.lpn(AGING_FILE, index)?;
+            end = end.max(self.write_back(lpn, &page, None, issued)?);
         }
-        for _ in 0..overwrites {
-            let page = rng.gen_range(0..pages);
-            self.write(AGING_FILE, page * pb, &chunk[..self.page_bytes])?;
-        }
+        self.now = end;
+        self.counters.write_bytes += (pages + overwrites) * pb;
+        self.entry_mut(AGING_FILE)?.size = pages * pb;
+        self.dirty = true;
         self.sync()
     }
 
@@ -581,9 +710,8 @@ impl FileStore {
     /// sync of an image file.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.flush_remaps()?;
-        if let Some(tx) = self.tx.as_mut() {
-            let current = std::mem::take(&mut tx.current);
-            tx.group.extend(current);
+        if self.tx.is_some() {
+            self.cache.seal();
             self.commit_group()?;
         }
         if self.dirty {
@@ -614,19 +742,15 @@ impl FileStore {
         if !has_data {
             return Ok(now);
         }
-        self.counters.read_pages += 1;
-        self.counters.rmw_reads += 1;
-        if let Some(held) = self.held(lpn) {
-            page.copy_from_slice(held);
-            return Ok(now);
+        let hits = self.counters.cache_hits;
+        let (data, ready) = self.fetch(lpn, false, now)?;
+        if self.counters.cache_hits == hits {
+            self.counters.rmw_reads += 1;
         }
-        match self.ftl.read(self.resolve(lpn), now)? {
-            Some(read) => {
-                page.copy_from_slice(read.data);
-                Ok(read.timing.end_ns.max(now))
-            }
-            None => Ok(now),
+        if let Some((data, _)) = data {
+            page.copy_from_slice(&data);
         }
+        Ok(ready)
     }
 
     /// Gives the file at least `pages` allocated pages.
@@ -674,9 +798,9 @@ impl FileStore {
     fn release(&mut self, freed: Vec<Extent>) -> Result<(), Error> {
         let issued = self.now;
         let mut end = issued;
+        self.drop_dirty(&freed)?;
         for e in &freed {
             for lpn in e.first..e.first + e.pages {
-                self.before_overwrite(lpn)?;
                 if let Some(t) = self.ftl.trim(lpn, issued)? {
                     end = end.max(t.end_ns);
                 }
@@ -706,8 +830,8 @@ impl FileStore {
     /// extents it recorded as given up.
     fn commit_group(&mut self) -> Result<(), Error> {
         let Some(tx) = self.tx.as_mut() else { return Ok(()) };
-        let pages = std::mem::take(&mut tx.group);
         tx.group_writes = 0;
+        let pages = self.cache.take_all();
         if pages.is_empty() {
             if self.dirty {
                 self.save_table()?;
@@ -729,13 +853,14 @@ impl FileStore {
         Ok(())
     }
 
-    fn write_group(&mut self, tid: u32, pages: BTreeMap<u32, Vec<u8>>) -> Result<(), Error> {
+    fn write_group(&mut self, tid: u32, pages: Vec<(u32, crate::cache::Dirty)>) -> Result<(), Error> {
         let table = if self.dirty { Some(self.table_page()?) } else { None };
         let last = pages.len() - usize::from(table.is_none());
         let issued = self.now;
         let mut end = issued;
         for (i, (lpn, page)) in pages.iter().enumerate() {
-            end = end.max(self.ftl.write_tx(*lpn, page, tid, i == last, issued)?.end_ns);
+            end = end.max(self.ftl.write_tx(*lpn, &page.data, tid, i == last, issued)?.end_ns);
+            self.counters.write_pages += 1;
         }
         if let Some((generation, copy, page)) = table {
             end = end.max(self.ftl.write_tx(copy, &page, tid, true, issued)?.end_ns);
@@ -747,8 +872,10 @@ impl FileStore {
         Ok(())
     }
 
-    /// Writes the table to the copy the previous write did not use.
+    /// Writes the table to the copy the previous write did not use, after the dirty
+    /// pages (ordered: it never records a size whose bytes are only in RAM).
     fn save_table(&mut self) -> Result<(), Error> {
+        self.write_back_all()?;
         let (generation, copy, page) = self.table_page()?;
         self.now = self.ftl.write(copy, &page, self.now)?.end_ns.max(self.now);
         self.generation = generation;

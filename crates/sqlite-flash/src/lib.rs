@@ -11,7 +11,9 @@
 //! Fault model: a power cut (nand fault injection) makes SQLite's I/O fail; hand the
 //! device back with [`FlashSqlite::into_device`], power it on and [`FlashSqlite::open`]
 //! it: the FTL rebuilds, the file table is read and SQLite recovers its journal or WAL.
-//! Every commit that returned under `synchronous=FULL` survives.
+//! Every commit that returned under `synchronous=FULL` survives; the file layer's
+//! write-back page cache ([`FlashSqliteOptions::page_cache_pages`]) loses only what
+//! was written since the last `xSync`, as Ext4's page cache does.
 //!
 //! [`Journal::Nolgn`] runs SQLite without a log on NoLgn-FTL, SQLite unmodified: its
 //! `journal_mode` is pinned OFF and `cache_spill` off, so the main database's pages
@@ -21,6 +23,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod cache;
 pub mod error;
 pub mod files;
 pub mod locks;
@@ -28,7 +31,7 @@ pub mod locks;
 mod vfs;
 
 pub use error::Error;
-pub use files::{FileCounters, FileStore, AGING_FILE};
+pub use files::{FileCounters, FileStore, AGING_FILE, DEFAULT_CACHE_PAGES};
 /// The rusqlite this crate's connections come from (bundled SQLite).
 pub use rusqlite;
 pub use vfs::{is_complete, DB_NAME};
@@ -50,11 +53,23 @@ pub struct FlashSqliteOptions {
     /// Who makes SQLite's transactions atomic.
     #[serde(default)]
     pub journal: Journal,
+    /// The file layer's write-back page cache, in logical pages (0: write-through).
+    #[serde(default = "default_cache_pages")]
+    pub page_cache_pages: usize,
+}
+
+fn default_cache_pages() -> usize {
+    DEFAULT_CACHE_PAGES
 }
 
 impl Default for FlashSqliteOptions {
     fn default() -> Self {
-        FlashSqliteOptions { statement_cpu_ns: 0, seed: 1, journal: Journal::Sqlite }
+        FlashSqliteOptions {
+            statement_cpu_ns: 0,
+            seed: 1,
+            journal: Journal::Sqlite,
+            page_cache_pages: DEFAULT_CACHE_PAGES,
+        }
     }
 }
 
@@ -82,16 +97,22 @@ pub enum Journal {
 /// What SQLite did to the flash: host I/O through the file layer and the FTL's work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SqliteFlashCounters {
-    /// Logical pages read for SQLite (read-modify-write reads included).
+    /// Logical pages read from flash for SQLite (read-modify-write reads included).
     pub host_read_pages: u64,
     /// Bytes SQLite read.
     pub host_read_bytes: u64,
-    /// Logical pages written with SQLite's data.
+    /// Logical pages written to flash with SQLite's data (after the page cache).
     pub host_write_pages: u64,
     /// Bytes SQLite wrote.
     pub host_write_bytes: u64,
-    /// Partial-page writes that read the page first.
+    /// Partial-page writes that read the page from flash first.
     pub rmw_reads: u64,
+    /// Page writes SQLite made into the write-back page cache.
+    pub cache_page_writes: u64,
+    /// Page reads the page cache served.
+    pub cache_hits: u64,
+    /// Pages written back because the page cache was over its bound.
+    pub pressure_writebacks: u64,
     /// File-table page writes (the file system's metadata).
     pub table_writes: u64,
     /// Logical pages trimmed by truncates and deletes.
@@ -180,6 +201,7 @@ impl FlashSqlite {
             (true, _) => Journal::SwWal,
             (false, journal) => journal,
         };
+        store.set_cache_pages(opts.page_cache_pages)?;
         if let Journal::Nolgn { group_pages } = journal {
             store.set_transactional(DB_NAME, group_pages as u64)?;
         }
@@ -235,6 +257,9 @@ impl FlashSqlite {
             host_write_pages: files.write_pages,
             host_write_bytes: files.write_bytes,
             rmw_reads: files.rmw_reads,
+            cache_page_writes: files.cache_writes,
+            cache_hits: files.cache_hits,
+            pressure_writebacks: files.pressure_writebacks,
             table_writes: files.table_writes,
             trims: files.trims,
             syncs: files.syncs,

@@ -21,6 +21,11 @@
 //! Sharing, not moving: the frame's logical page keeps its flash page, so SQLite reads
 //! the WAL after a partial checkpoint (and WAL recovery after a cut) as before.
 //!
+//! Frame pages go through the file layer's page cache like any page, their headers as
+//! tags; a queued remap whose frame is still dirty there has the frame written back
+//! first, when the remaps reach the FTL (a frame is never rewritten while a remap from
+//! it is queued: the rewrite flushes the remaps first).
+//!
 //! Fault model: remaps queue in RAM (reads of a queued page go to the frame) until the
 //! next sync or flush, which hands them to the FTL in one batch ([`Ftl::remap`]: a
 //! record page per ~340 remaps, each remap atomic): they behave as writes in a volatile
@@ -110,7 +115,10 @@ impl FileStore {
         self.flush_header()?;
         let sw = self.sw();
         let pairs: Vec<(u32, u32)> = std::mem::take(&mut sw.queued).into_iter().collect();
-        sw.sources.clear();
+        let sources: Vec<u32> = sw.sources.drain().map(|(src, _)| src).collect();
+        for src in sources {
+            self.write_back_source(src)?;
+        }
         if let Some(t) = self.ftl.remap(&pairs, self.now)? {
             self.now = self.now.max(t.end_ns);
         }
@@ -136,6 +144,7 @@ impl FileStore {
         self.ensure_pages(name, index + 1)?;
         let dst = self.lpn(name, index)?;
         self.before_overwrite(dst)?;
+        self.discard_dirty(dst);
         let sw = self.sw();
         sw.queued.insert(dst, src);
         *sw.sources.entry(src).or_default() += 1;
@@ -161,24 +170,21 @@ impl FileStore {
     /// A WAL file page's bytes and tag (zeros and none past the file's pages or never
     /// written); returns when the read ended.
     fn wal_page(&mut self, wal: &str, index: u64, now: SimTime) -> Result<(Vec<u8>, Tag, SimTime), Error> {
-        let mut page = vec![0u8; self.page_bytes];
+        let page = vec![0u8; self.page_bytes];
         let size = self.entry(wal)?.size;
         if index >= wal_pages(size, self.page_bytes as u64) {
             return Ok((page, None, now));
         }
         let lpn = self.lpn(wal, index)?;
-        self.counters.read_pages += 1;
-        match self.ftl.read_tagged(lpn, now)? {
-            Some((read, tag)) => {
-                page.copy_from_slice(read.data);
-                Ok((page, tag, read.timing.end_ns.max(now)))
-            }
-            None => Ok((page, None, now)),
-        }
+        let (got, ready) = self.fetch(lpn, true, now)?;
+        Ok(match got {
+            Some((data, tag)) => (data, tag, ready),
+            None => (page, None, ready),
+        })
     }
 
     /// Writes one WAL file page (with a frame header as its tag, or none for the WAL
-    /// header page); returns when it ended.
+    /// header page) into the page cache; returns when any writeback it caused ended.
     fn write_wal_page(
         &mut self,
         wal: &str,
@@ -189,13 +195,7 @@ impl FileStore {
     ) -> Result<SimTime, Error> {
         self.ensure_pages(wal, index + 1)?;
         let lpn = self.lpn(wal, index)?;
-        self.before_overwrite(lpn)?;
-        let timing = match tag {
-            Some(t) => self.ftl.write_tagged(lpn, page, t, now)?,
-            None => self.ftl.write(lpn, page, now)?,
-        };
-        self.counters.write_pages += 1;
-        Ok(timing.end_ns.max(now))
+        self.put(lpn, page, tag.copied(), now)
     }
 
     /// SQLite's read of a frame-aligned WAL.
@@ -235,7 +235,8 @@ impl FileStore {
                 (_, f) => {
                     let d = (f - FRAME_HEADER_BYTES) as usize;
                     target.copy_from_slice(&page[d..d + n as usize]);
-                    // Only a frame on flash (tagged) can be a remap's source.
+                    // Only a written frame (tagged) can be a remap's source; one still
+                    // in the page cache is written back before the remap.
                     if d == 0 && n == pb && tag.is_some() {
                         let lpn = self.lpn(wal, index)?;
                         self.sw().last_frame = Some((wal.to_string(), lpn, page.clone()));

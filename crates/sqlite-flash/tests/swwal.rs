@@ -19,7 +19,7 @@ fn geometry() -> Geometry {
 
 fn create(device: Device, sw_wal: bool) -> FlashSqlite {
     let journal = if sw_wal { Journal::SwWal } else { Journal::Sqlite };
-    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7, journal };
+    let opts = FlashSqliteOptions { statement_cpu_ns: 5_000, seed: 7, journal, ..Default::default() };
     let db = FlashSqlite::create(device, &FtlConfig::new(FtlKind::Page), opts).expect("create");
     db.connection()
         .execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=16")

@@ -37,6 +37,7 @@ impl SqliteHost for FlashSqlite {
             gc_page_migrations: files.ftl.gc_page_migrations,
             gc_erases: files.ftl.gc_erases,
             remaps: files.ftl.remaps,
+            gc_lock_migrations: files.ftl.gc_lock_migrations,
         })
     }
 

@@ -49,6 +49,9 @@ pub struct FlashSnapshot {
     /// SW-WAL: database pages a checkpoint remapped onto WAL frames instead of
     /// programming them (each a program saved; the remap records are in the programs).
     pub remaps: u64,
+    /// NoLgn-FTL: GC copies beyond the policy's own victim's because lock bits passed
+    /// over it (the NoLgn paper's "additional migrations due to locking").
+    pub gc_lock_migrations: u64,
 }
 
 impl FlashSnapshot {
@@ -62,6 +65,7 @@ impl FlashSnapshot {
             gc_page_migrations: self.gc_page_migrations.saturating_sub(earlier.gc_page_migrations),
             gc_erases: self.gc_erases.saturating_sub(earlier.gc_erases),
             remaps: self.remaps.saturating_sub(earlier.remaps),
+            gc_lock_migrations: self.gc_lock_migrations.saturating_sub(earlier.gc_lock_migrations),
         }
     }
 
@@ -73,6 +77,7 @@ impl FlashSnapshot {
         self.gc_page_migrations += d.gc_page_migrations;
         self.gc_erases += d.gc_erases;
         self.remaps += d.remaps;
+        self.gc_lock_migrations += d.gc_lock_migrations;
     }
 }
 
