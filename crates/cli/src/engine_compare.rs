@@ -255,7 +255,7 @@ fn run_sqlite_on(
 
 /// One engine's run, checked and ready to start.
 enum Prepared<'a> {
-    Engine { experiment: Experiment, spelling: bench::Spelling },
+    Engine { experiment: Box<Experiment>, spelling: bench::Spelling },
     Sqlite { ftl: FtlKind, base: &'a ExperimentConfig },
 }
 
@@ -274,8 +274,9 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs, jobs: usize) -> Result
                     Some((_, choice)) => common.on_storage(*choice).config(Some(*scheme))?,
                     None => (base.clone(), spelling.clone()),
                 };
-                let experiment =
-                    Experiment::new(engine_config(config, *scheme, transactions)).map_err(|e| spelling.error(&e))?;
+                let experiment = Box::new(
+                    Experiment::new(engine_config(config, *scheme, transactions)).map_err(|e| spelling.error(&e))?,
+                );
                 Prepared::Engine { experiment, spelling }
             }
             EngineSpec::Sqlite { ftl } => Prepared::Sqlite { ftl: *ftl, base: &base },
