@@ -58,22 +58,30 @@ impl std::str::FromStr for JournalKind {
     }
 }
 
-/// How the database logs changes and makes commits durable.
+/// How the database logs changes and makes commits durable. The provided methods are
+/// those of a journal without a log (no records, nothing to force, truncate or recover);
+/// a journal with a log overrides every one of them.
 pub trait Journal: Send {
     fn kind(&self) -> JournalKind;
     /// Whether changes are logged as records (else pages only get LSNs stamped).
-    fn logs_changes(&self) -> bool;
+    fn logs_changes(&self) -> bool {
+        false
+    }
     /// The LSN the next page change gets.
     fn next_page_lsn(&self) -> u64;
     /// Stamps a page change: its LSN. With a log, the change's record, appended next,
     /// gets this LSN.
     fn take_page_lsn(&mut self) -> u64;
     /// Appends the record `encode` writes; returns its LSN (0 when nothing is logged).
-    fn append(&mut self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64>;
+    fn append(&mut self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
+        Ok(0)
+    }
     /// The write-ahead rule and the commit point: makes the log durable up to `lsn`
     /// (pages are on `device` unless the log has a device of its own); returns when
     /// that is done.
-    fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime>;
+    fn force(&mut self, _lsn: u64, _device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
+        Ok(now)
+    }
     /// The LSN the next log record gets (0 without a log).
     fn next_lsn(&self) -> u64;
     /// Everything below this LSN is durable (0 without a log).
@@ -81,22 +89,32 @@ pub trait Journal: Send {
     /// When the log last became durable up to `durable_lsn`.
     fn durable_at(&self) -> SimTime;
     /// The truncation point (0 without a log).
-    fn start_lsn(&self) -> u64;
+    fn start_lsn(&self) -> u64 {
+        0
+    }
     /// Share of the log's capacity in use (a checkpoint is due when it grows).
-    fn used_share(&self) -> f64;
+    fn used_share(&self) -> f64 {
+        0.0
+    }
     /// Moves the truncation point forward to `lsn`.
-    fn truncate(&mut self, lsn: u64);
-    fn counters(&self) -> Option<LogCounters>;
+    fn truncate(&mut self, _lsn: u64) {}
+    fn counters(&self) -> Option<LogCounters> {
+        None
+    }
     /// Restart: reads the log from `start` and returns the records recovery redoes and
     /// undoes (none without a log), and when the reads ended.
     fn recover(
         &mut self,
-        device: &mut dyn PageDevice,
-        start: u64,
+        _device: &mut dyn PageDevice,
+        _start: u64,
         now: SimTime,
-    ) -> Result<(Vec<LoggedRecord>, SimTime)>;
+    ) -> Result<(Vec<LoggedRecord>, SimTime)> {
+        Ok((Vec::new(), now))
+    }
     /// The log's own device, if it has one (taken out at close or crash).
-    fn take_external(&mut self) -> Option<Box<dyn PageDevice>>;
+    fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
+        None
+    }
     /// The NoLgn journal's commit group (`None` for the other journals).
     fn nolgn(&mut self) -> Option<&mut crate::nolgn::NolgnJournal> {
         None
@@ -202,21 +220,12 @@ impl Journal for NoJournal {
     fn kind(&self) -> JournalKind {
         JournalKind::None
     }
-    fn logs_changes(&self) -> bool {
-        false
-    }
     fn next_page_lsn(&self) -> u64 {
         self.next_page_lsn
     }
     fn take_page_lsn(&mut self) -> u64 {
         self.next_page_lsn += 1;
         self.next_page_lsn - 1
-    }
-    fn append(&mut self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
-        Ok(0)
-    }
-    fn force(&mut self, _lsn: u64, _device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
-        Ok(now)
     }
     fn next_lsn(&self) -> u64 {
         0
@@ -226,27 +235,6 @@ impl Journal for NoJournal {
     }
     fn durable_at(&self) -> SimTime {
         0
-    }
-    fn start_lsn(&self) -> u64 {
-        0
-    }
-    fn used_share(&self) -> f64 {
-        0.0
-    }
-    fn truncate(&mut self, _lsn: u64) {}
-    fn counters(&self) -> Option<LogCounters> {
-        None
-    }
-    fn recover(
-        &mut self,
-        _device: &mut dyn PageDevice,
-        _start: u64,
-        now: SimTime,
-    ) -> Result<(Vec<LoggedRecord>, SimTime)> {
-        Ok((Vec::new(), now))
-    }
-    fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
-        None
     }
 }
 

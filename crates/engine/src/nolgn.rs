@@ -43,9 +43,7 @@ use crate::catalog::Catalog;
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::journal::{Journal, JournalKind};
-use crate::log::{LogCounters, LoggedRecord};
 use crate::txn::{Active, TxState};
-use flash::PageDevice;
 use nand::{SimTime, SyncPoint};
 
 /// The journal without a log over NoLgn-FTL (the module comment).
@@ -93,22 +91,12 @@ impl Journal for NolgnJournal {
     fn kind(&self) -> JournalKind {
         JournalKind::Nolgn
     }
-    fn logs_changes(&self) -> bool {
-        false
-    }
     fn next_page_lsn(&self) -> u64 {
         self.next_page_lsn
     }
     fn take_page_lsn(&mut self) -> u64 {
         self.next_page_lsn += 1;
         self.next_page_lsn - 1
-    }
-    fn append(&mut self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
-        Ok(0)
-    }
-    /// No write-ahead rule: an uncommitted page on flash is rolled back by the FTL.
-    fn force(&mut self, _lsn: u64, _device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
-        Ok(now)
     }
     /// The number the next commit gets.
     fn next_lsn(&self) -> u64 {
@@ -120,27 +108,6 @@ impl Journal for NolgnJournal {
     }
     fn durable_at(&self) -> SimTime {
         self.durable_at
-    }
-    fn start_lsn(&self) -> u64 {
-        0
-    }
-    fn used_share(&self) -> f64 {
-        0.0
-    }
-    fn truncate(&mut self, _lsn: u64) {}
-    fn counters(&self) -> Option<LogCounters> {
-        None
-    }
-    fn recover(
-        &mut self,
-        _device: &mut dyn PageDevice,
-        _start: u64,
-        now: SimTime,
-    ) -> Result<(Vec<LoggedRecord>, SimTime)> {
-        Ok((Vec::new(), now))
-    }
-    fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
-        None
     }
     fn nolgn(&mut self) -> Option<&mut NolgnJournal> {
         Some(self)
