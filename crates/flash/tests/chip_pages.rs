@@ -4,25 +4,29 @@
 //! copy carries an append (GC's copyback keeps them appended).
 
 use flash::{Flash, IpaMode, RegionId, RegionSpec};
-use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
+use nand::{CellType, Device, Geometry, MemoryStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 
+use support::geometry::small_geometry;
+
+mod support {
+    pub mod geometry;
+}
+
 const PAGE: usize = 512;
 
+/// Four chips of 12 blocks of 8 pages, four programs per page (appends).
 fn geometry(cell: CellType) -> Geometry {
     Geometry {
-        channels: 2,
         chips_per_channel: 2,
         blocks_per_chip: 12,
         pages_per_block: 8,
-        page_bytes: PAGE as u32,
         oob_bytes: 96,
         cell,
         nop: 4,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
+        ..small_geometry(PAGE as u32)
     }
 }
 

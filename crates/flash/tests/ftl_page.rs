@@ -9,27 +9,18 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
+use support::geometry::small_geometry;
 use support::model_check::check_against_model;
 
 mod support {
+    pub mod geometry;
     pub mod model_check;
 }
 
 const PAGE: usize = 512;
 
 fn geometry() -> Geometry {
-    Geometry {
-        channels: 2,
-        chips_per_channel: 1,
-        blocks_per_chip: 16,
-        pages_per_block: 32,
-        page_bytes: PAGE as u32,
-        oob_bytes: 64,
-        cell: CellType::Slc,
-        nop: 1,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
-    }
+    small_geometry(PAGE as u32)
 }
 
 fn config(kind: FtlKind, cmt_entries: u32, policy: VictimPolicy) -> FtlConfig {

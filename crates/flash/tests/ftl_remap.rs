@@ -6,30 +6,21 @@
 
 use flash::ftl::{self, Ftl, FtlConfig, FtlKind, TAG_BYTES};
 use flash::{Error, VictimPolicy};
-use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage};
+use nand::{Device, FaultyStorage, Geometry, MemoryStorage};
 use proptest::prelude::*;
 use std::collections::HashMap;
+use support::geometry::small_geometry;
 use support::model_check::check_against_model;
 
 mod support {
+    pub mod geometry;
     pub mod model_check;
 }
 
 const PAGE: usize = 512;
 
 fn geometry(oob_bytes: u32) -> Geometry {
-    Geometry {
-        channels: 2,
-        chips_per_channel: 1,
-        blocks_per_chip: 16,
-        pages_per_block: 32,
-        page_bytes: PAGE as u32,
-        oob_bytes,
-        cell: CellType::Slc,
-        nop: 1,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
-    }
+    Geometry { oob_bytes, ..small_geometry(PAGE as u32) }
 }
 
 fn config(policy: VictimPolicy) -> FtlConfig {

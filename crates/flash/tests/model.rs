@@ -2,26 +2,30 @@
 //! through writes, appends, trims, GC, restarts and power cuts at random operations.
 
 use flash::{DeltaRefusal, Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
-use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, PageType, Storage};
+use nand::{CellType, Device, FaultyStorage, Geometry, MemoryStorage, PageType, Storage};
 use proptest::prelude::*;
 use std::collections::HashMap;
+
+use support::geometry::small_geometry;
+
+mod support {
+    pub mod geometry;
+}
 
 const PAGE: usize = 512;
 /// Pages keep their last bytes erased for appends, as the IPA page layout does.
 const DELTA_AREA: usize = 64;
 
+/// Four chips of 12 blocks of 8 pages, four programs per page (appends).
 fn geometry(cell: CellType) -> Geometry {
     Geometry {
-        channels: 2,
         chips_per_channel: 2,
         blocks_per_chip: 12,
         pages_per_block: 8,
-        page_bytes: PAGE as u32,
         oob_bytes: 96,
         cell,
         nop: 4,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
+        ..small_geometry(PAGE as u32)
     }
 }
 

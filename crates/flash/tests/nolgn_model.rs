@@ -7,27 +7,22 @@
 
 use flash::ftl::{Ftl, FtlConfig, FtlKind, NolgnFtl};
 use flash::{Error, VictimPolicy};
-use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage};
+use nand::{Device, FaultyStorage, Geometry, MemoryStorage};
 use proptest::prelude::*;
 use std::collections::HashMap;
+
+use support::geometry::small_geometry;
+
+mod support {
+    pub mod geometry;
+}
 
 const PAGE: usize = 256;
 const LPNS: u32 = 40;
 const P2P: u32 = 8;
 
 fn geometry(chips: u32, blocks_per_chip: u32, pages_per_block: u32) -> Geometry {
-    Geometry {
-        channels: chips,
-        chips_per_channel: 1,
-        blocks_per_chip,
-        pages_per_block,
-        page_bytes: PAGE as u32,
-        oob_bytes: 64,
-        cell: CellType::Slc,
-        nop: 1,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
-    }
+    Geometry { channels: chips, blocks_per_chip, pages_per_block, ..small_geometry(PAGE as u32) }
 }
 
 fn config(op: f64) -> FtlConfig {
