@@ -180,8 +180,32 @@ impl Device {
         Ok(())
     }
 
+    /// Tells the emulator that `ppn` is garbage for good: the flash manager will neither
+    /// read nor append to it before its block is erased, so its data bytes need not be
+    /// kept (memory in proportion to live data). The page keeps its OOB, program count
+    /// and state: it still takes an erase before reuse, and OOB reads (rebuild scans)
+    /// see it as before. A later read, append or copyback of it is
+    /// [`Error::PayloadDiscarded`]. Not a NAND command: untimed and uncounted; an
+    /// erased page is left alone.
+    pub fn discard_payload(&mut self, ppn: Ppn) -> Result<(), Error> {
+        self.check_ppn(ppn)?;
+        self.storage.discard_payload(ppn);
+        Ok(())
+    }
+
+    /// Refuses `operation` on a page whose payload was discarded.
+    fn check_not_discarded(&self, ppn: Ppn, operation: &'static str) -> Result<(), Error> {
+        if self.storage.payload_discarded(ppn) {
+            let (chip, block, page) = self.locate(ppn);
+            return Err(Error::PayloadDiscarded { chip, block, page, operation });
+        }
+        Ok(())
+    }
+
     /// Reads a whole page (data and OOB cross the channel).
     pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
+        self.check_ppn(ppn)?;
+        self.check_not_discarded(ppn, "read")?;
         let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
         self.counters.page_reads += 1;
         let (data, oob) = self.peek(ppn);
@@ -224,6 +248,7 @@ impl Device {
         if count == 0 {
             self.check_first_program(ppn)?;
         } else {
+            self.check_not_discarded(ppn, "append")?;
             self.check_reprogram(ppn, page_type, count, spans)?;
         }
         let chip = self.geometry.chip_of(ppn);
@@ -253,6 +278,7 @@ impl Device {
         self.storage.writable("copyback")?;
         self.check_ppn(src)?;
         self.check_ppn(dst)?;
+        self.check_not_discarded(src, "copyback")?;
         let bytes = self.check_spans(spans)?;
         let (src_chip, dst_chip) = (self.geometry.chip_of(src), self.geometry.chip_of(dst));
         if src_chip != dst_chip {
@@ -398,6 +424,36 @@ mod tests {
         assert_eq!(d.counters().bytes_to_device - before, 2);
         assert_eq!(d.peek(dst).0, &page[..]);
         assert!(d.copyback(Ppn(0), dst, 0, &[]).is_err(), "destination must be erased");
+    }
+
+    #[test]
+    fn a_discarded_page_keeps_its_oob_and_refuses_data_access() {
+        let mut d = device(CellType::Slc);
+        let g = d.geometry().clone();
+        let ppn = g.ppn(g.block_id(0, 1), 2);
+        let data: Vec<u8> = (0..512).map(|i| i as u8).collect();
+        d.program(ppn, 0, &[Span::new(0, &data), Span::new(512, &[7, 8])]).unwrap();
+        let held = d.storage().memory_bytes();
+        d.discard_payload(ppn).unwrap();
+        assert!(d.storage().memory_bytes() < held, "the page's buffer is released");
+        let err = d.read(ppn, 0).err().unwrap();
+        assert_eq!(err, Error::PayloadDiscarded { chip: 0, block: 1, page: 2, operation: "read" });
+        assert!(err.to_string().contains("chip 0 block 1 page 2"), "{err}");
+        let append = d.program(ppn, 0, &[Span::new(0, &[0])]).unwrap_err();
+        assert!(matches!(append, Error::PayloadDiscarded { operation: "append", .. }), "{append}");
+        let dst = g.ppn(g.block_id(0, 2), 0);
+        assert!(matches!(d.copyback(ppn, dst, 0, &[]), Err(Error::PayloadDiscarded { operation: "copyback", .. })));
+        // The OOB (what a rebuild scan reads) and the program count stay.
+        assert_eq!(&d.read_oob(ppn, 0).unwrap().1[..2], &[7, 8]);
+        assert_eq!(d.storage().program_count(ppn), 1);
+        // An erase ends the discard: the page is erased and programmable again.
+        d.erase(g.block_id(0, 1), 0).unwrap();
+        assert_eq!(d.read(ppn, 0).unwrap().data[0], 0xFF);
+        d.program(ppn, 0, &[Span::new(0, &[0x34])]).unwrap();
+        assert_eq!(d.read(ppn, 0).unwrap().data[0], 0x34);
+        // Discarding an erased page changes nothing.
+        d.discard_payload(Ppn(0)).unwrap();
+        assert!(!d.storage().payload_discarded(Ppn(0)));
     }
 
     #[test]

@@ -605,6 +605,11 @@ impl Region {
         for (part, &(_, floor)) in group.iter().enumerate() {
             let ppn = self.pending[part];
             let lpn = first_lpn + part as u32;
+            let old = self.lpns[lpn as usize].ppn;
+            if self.keeps_data && old != NONE {
+                // The new copy is whole on flash: no rebuild reads the old one again.
+                dev.discard_payload(Ppn(old)).map_err(|e| self.device_error(e))?;
+            }
             self.release_lpn(lpn);
             self.lpns[lpn as usize].ppn = ppn;
             let local = self.local_page(Ppn(ppn));
