@@ -8,6 +8,7 @@
 //! IPA page layout. An append the region refuses becomes an out-of-place write of the
 //! page with its area reset, as a DBMS would do.
 
+use crate::memory::MemoryReport;
 use flash::ftl::{Ftl, FtlCounters};
 use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats};
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
@@ -352,8 +353,7 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
-            memory_peak_rss_bytes: crate::memory::peak_rss_bytes(),
-            memory_device_bytes: self.target.device().storage().memory_bytes(),
+            memory: MemoryReport::now(self.target.device().storage().memory_bytes()),
             ftl,
         }
     }
@@ -394,10 +394,9 @@ pub struct Measured {
     pub wall_seconds: f64,
     pub host_writes_per_wall_second: f64,
     pub flash_page_programs_per_wall_second: f64,
-    /// The process's peak resident memory (VmHWM), loading included.
-    pub memory_peak_rss_bytes: Option<u64>,
-    /// What the emulated device keeps in memory at the end (page images, OOB, metadata).
-    pub memory_device_bytes: u64,
+    /// Peak RSS, what the device keeps, and their ratio.
+    #[serde(flatten)]
+    pub memory: MemoryReport,
     /// On an FTL: its counters over the phase (merges, translation pages).
     pub ftl: Option<FtlCounters>,
 }
@@ -423,8 +422,12 @@ impl Measured {
             ("wall seconds".into(), f(self.wall_seconds, 3)),
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
             ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
-            ("device memory (MiB)".into(), f(self.memory_device_bytes as f64 / MIB, 1)),
-            ("peak RSS (MiB)".into(), self.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
+            ("device memory (MiB)".into(), f(self.memory.memory_device_bytes as f64 / MIB, 1)),
+            ("peak RSS (MiB)".into(), self.memory.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
+            (
+                "peak RSS per device byte".into(),
+                self.memory.memory_peak_rss_per_device_byte.map_or("–".into(), |r| f(r, 2)),
+            ),
         ];
         if let Some(c) = &self.ftl {
             rows.extend([
