@@ -45,7 +45,8 @@ impl MemoryReport {
 
     /// Adds the report's keys to a JSON object.
     pub fn insert_into(&self, value: &mut serde_json::Value) {
-        if let (Some(object), Ok(serde_json::Value::Object(keys))) = (value.as_object_mut(), serde_json::to_value(self)) {
+        if let (Some(object), Ok(serde_json::Value::Object(keys))) = (value.as_object_mut(), serde_json::to_value(self))
+        {
             object.extend(keys);
         }
     }

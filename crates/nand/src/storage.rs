@@ -430,7 +430,7 @@ impl Geometry {
         let per_block = (std::mem::size_of::<u32>()                 // erase count
             + std::mem::size_of::<u16>()                            // write pointer
             + std::mem::size_of::<Option<Box<BlockCells>>>()) as u64; // cells slot
-        // + one program count and one discard bit per page.
+                                                                      // + one program count and one discard bit per page.
         let upfront_bytes = pages + pages.div_ceil(64) * 8 + blocks * per_block;
         // A resident block: its cells (a buffer id, an OOB offset and length per page)
         // and its OOB arena, at most twice the bytes its pages hold and allocated up to
