@@ -447,12 +447,16 @@ mod tests {
             assert_eq!((div(n, d), rem(n, d)), (n / d, n % d), "{n} / {d}");
         }
         // A geometry whose sizes are not powers of two.
-        let g = Geometry { chips_per_channel: 3, blocks_per_chip: 100, pages_per_block: 96, ..Geometry::paper_emulator() };
+        let g =
+            Geometry { chips_per_channel: 3, blocks_per_chip: 100, pages_per_block: 96, ..Geometry::paper_emulator() };
         let p = g.ppn(g.block_id(5, 42), 77);
         assert_eq!((g.block_of(p), g.page_in_block(p), g.chip_of(p)), (g.block_id(5, 42), 77, 5));
         assert_eq!(g.channel_of_chip(5), 1);
         let tlc = Geometry { cell: CellType::Tlc, ..g };
-        assert_eq!([tlc.page_type(93), tlc.page_type(94), tlc.page_type(95)], [PageType::Lsb, PageType::Csb, PageType::Msb]);
+        assert_eq!(
+            [tlc.page_type(93), tlc.page_type(94), tlc.page_type(95)],
+            [PageType::Lsb, PageType::Csb, PageType::Msb]
+        );
     }
 
     #[test]

@@ -200,8 +200,9 @@ impl Calendar {
             None => return Slot { start: t, index: 0 },
             Some(_) => {}
         }
-        // Intervals do not overlap, so their ends are in order too.
-        let first = Self::partition_from_back(busy, |&(_, end)| end <= t);
+        // Intervals do not overlap, so their ends are in order too; the last one ends
+        // after `t` (checked above), so the search starts below it.
+        let first = Self::partition_from_back(&busy[..busy.len() - 1], |&(_, end)| end <= t);
         let mut slot = Slot { start: t, index: busy.len() };
         for (i, &(start, end)) in busy.iter().enumerate().skip(first) {
             if slot.start + len <= start {
