@@ -77,7 +77,8 @@ fn copyback(c: &mut Criterion) {
         for chip in 0..g.chips() {
             for p in 0..g.pages_per_block {
                 let page: Vec<u8> = (0..g.page_bytes).map(|i| (i ^ p ^ chip) as u8).collect();
-                let spans = [Span::new(0, &page), Span::new(g.page_bytes as usize, &[chip as u8, p as u8])];
+                let oob = [chip as u8, p as u8];
+                let spans = [Span::new(0, &page), Span::new(g.page_bytes as usize, &oob)];
                 dev.program(g.ppn(g.block_id(chip, 0), p), 0, &spans).expect("a legal first program");
             }
         }
