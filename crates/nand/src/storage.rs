@@ -73,6 +73,11 @@ pub trait Storage: Send {
     /// Lowest page index a first program may still target in this block
     /// (`pages_per_block` when the block must be erased first).
     fn write_pointer(&self, block: BlockId) -> u32;
+    /// A page's program count and the write pointer of its block (`block`), in one
+    /// call: the device checks both before every program and copyback.
+    fn program_state(&self, ppn: Ppn, block: BlockId) -> (u8, u32) {
+        (self.program_count(ppn), self.write_pointer(block))
+    }
     /// Programs the spans (stored = old AND new) and counts one program. Errors:
     /// [`Error::PowerLost`] (a cut), [`Error::ReadOnly`], [`Error::Io`] (write-through).
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error>;
@@ -120,6 +125,14 @@ pub trait Storage: Send {
     /// False after a power cut, until [`Storage::power_on`].
     fn powered(&self) -> bool {
         true
+    }
+    /// The checks before any mutation, in one call: [`Error::PowerLost`] after a cut,
+    /// else what [`Storage::writable`] says.
+    fn mutable(&self, operation: &'static str) -> Result<(), Error> {
+        if !self.powered() {
+            return Err(Error::PowerLost);
+        }
+        self.writable(operation)
     }
     /// Restores power after a cut. A no-op for stores that cannot lose power.
     fn power_on(&mut self) {}
