@@ -555,6 +555,9 @@ impl Region {
             data.len().div_ceil(page_bytes).max(1)
         };
         self.check_lpn(first_lpn)?;
+        // Loaded now, its likely cache miss overlaps the allocation and the program
+        // below instead of stalling the map update after them.
+        std::hint::black_box(self.lpns[first_lpn as usize].copies);
         let last = first_lpn as u64 + parts as u64 - 1;
         if last >= self.logical_pages as u64 {
             return Err(Error::LpnOutOfRange {
@@ -775,7 +778,11 @@ impl Region {
     }
 
     fn is_live(&self, ppn: Ppn) -> bool {
-        let local = self.local_page(ppn);
+        self.live_at(self.local_page(ppn))
+    }
+
+    /// Whether local page `local` is live.
+    fn live_at(&self, local: usize) -> bool {
         self.live[local / 64] & (1 << (local % 64)) != 0
     }
 }
