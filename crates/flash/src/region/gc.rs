@@ -195,9 +195,11 @@ impl Region {
                     header.segment_crcs = oob::segment_crcs(&data[..header.erased_from as usize]);
                     header.sealed = true;
                 }
-                let mut new_oob = header.encode().to_vec();
+                let mut new_oob = std::mem::take(&mut self.oob_scratch);
+                new_oob.clear();
+                new_oob.extend_from_slice(&header.encode());
                 new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
-                if torn_tail {
+                let result = if torn_tail {
                     let data = data.to_vec();
                     let read = dev.read(src, now).map(|r| r.timing);
                     read.and_then(|r| {
@@ -205,7 +207,9 @@ impl Region {
                     })
                 } else {
                     dev.copyback(src, dst, now, &[Span::new(page_bytes, &new_oob)])
-                }
+                };
+                self.oob_scratch = new_oob;
+                result
             }
         };
         let timing = result.map_err(|e| self.device_error(e))?;
