@@ -174,8 +174,10 @@ pub struct Runner {
     page: Vec<u8>,
     page_bytes: usize,
     delta_area_start: usize,
-    /// Next append offset per lpn (0 = area empty).
+    /// Next append offset per lpn (0 = area empty); allocated by the first append, so
+    /// a run without appends spends no memory or cache misses on it.
     append_at: Vec<u32>,
+    logical_pages: usize,
     versions: u64,
 }
 
@@ -196,7 +198,8 @@ impl Runner {
             page: if keeps_data { page } else { Vec::new() },
             page_bytes,
             delta_area_start,
-            append_at: vec![0; logical],
+            append_at: Vec::new(),
+            logical_pages: logical,
             versions: 0,
         }
     }
@@ -229,17 +232,24 @@ impl Runner {
             self.page[4..12].copy_from_slice(&self.versions.to_le_bytes());
         }
         let timing = self.target.write(lpn, &self.page, now)?;
-        self.append_at[lpn as usize] = 0;
+        self.reset_append(lpn);
         self.stats.writes += 1;
         self.stats.write_latency_ns += timing.latency_from(now);
         self.issuer.complete(timing.end_ns);
         Ok(())
     }
 
+    /// Empties the page's delta area (a no-op before the first append).
+    fn reset_append(&mut self, lpn: u32) {
+        if let Some(at) = self.append_at.get_mut(lpn as usize) {
+            *at = 0;
+        }
+    }
+
     /// Appends `bytes` at the next free offset of the page's delta area; falls back to
     /// an out-of-place write when the area is full or the region refuses.
     pub fn append(&mut self, lpn: u32, bytes: &[u8]) -> Result<(), Error> {
-        let offset = match self.append_at[lpn as usize] {
+        let offset = match self.append_at.get(lpn as usize).copied().unwrap_or(0) {
             0 => self.delta_area_start,
             at => at as usize,
         };
@@ -255,6 +265,9 @@ impl Runner {
         let now = self.issuer.next_issue_time();
         match self.target.write_delta(lpn, offset, bytes, now) {
             Ok(timing) => {
+                if self.append_at.is_empty() {
+                    self.append_at = vec![0; self.logical_pages];
+                }
                 self.append_at[lpn as usize] = (offset + bytes.len()) as u32;
                 self.stats.deltas += 1;
                 self.stats.delta_latency_ns += timing.latency_from(now);
@@ -287,7 +300,7 @@ impl Runner {
         if let Some(timing) = self.target.trim(lpn, now)? {
             self.issuer.complete(timing.end_ns);
         }
-        self.append_at[lpn as usize] = 0;
+        self.reset_append(lpn);
         self.stats.trims += 1;
         Ok(())
     }
