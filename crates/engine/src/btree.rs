@@ -92,24 +92,22 @@ fn search(p: &[u8], body_end: usize, key: &[u8]) -> std::result::Result<usize, u
     Err(lo)
 }
 
-/// Byte-wise (memcmp) order of two keys, eight bytes at a time as big-endian words:
-/// keys are short (an INT key is 5 bytes), so this beats a call to `memcmp`.
+/// Byte-wise (memcmp) order of two keys, eight bytes at a time as big-endian words,
+/// then byte by byte: keys are short (an INT key is 5 bytes), so this inlined loop
+/// beats a call to `memcmp`.
 fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let n = a.len().min(b.len());
-    let mut at = 0;
-    while at < n {
-        let take = (n - at).min(8);
-        // Zero-padded words of the common length order like the bytes they hold.
-        let word = |s: &[u8]| {
-            let mut w = [0u8; 8];
-            w[..take].copy_from_slice(&s[at..at + take]);
-            u64::from_be_bytes(w)
-        };
-        let (x, y) = (word(a), word(b));
-        if x != y {
-            return x.cmp(&y);
+    let (mut x, mut y) = (&a[..n], &b[..n]);
+    while let (Some((wx, rx)), Some((wy, ry))) = (x.split_first_chunk::<8>(), y.split_first_chunk::<8>()) {
+        if wx != wy {
+            return u64::from_be_bytes(*wx).cmp(&u64::from_be_bytes(*wy));
         }
-        at += take;
+        (x, y) = (rx, ry);
+    }
+    for (p, q) in x.iter().zip(y) {
+        if p != q {
+            return p.cmp(q);
+        }
     }
     a.len().cmp(&b.len())
 }

@@ -419,6 +419,36 @@ mod tests {
             prop_assert_eq!(ka.cmp(&kb), order);
         }
 
+        /// A projection decodes what the whole row gives for its columns.
+        #[test]
+        fn projections_match_whole_rows(values in row(), picks in proptest::collection::vec(0..6usize, 0..8)) {
+            let mut bytes = Vec::new();
+            encode_row(&cols(), &values, &mut bytes);
+            let want: Vec<Value> = picks.iter().map(|&c| values[c].clone()).collect();
+            prop_assert_eq!(decode_columns(&cols(), &bytes, &picks).unwrap(), want);
+        }
+
+        /// Writing one fixed-width field (and its null bit) over a row's bytes gives the
+        /// bytes of the row with that value.
+        #[test]
+        fn a_field_written_in_place_is_the_row_encoded(values in row(), other in row(), c in 0..6usize) {
+            let columns = cols();
+            let Some(range) = fixed_range(&columns, c) else { return Ok(()) };
+            let mut bytes = Vec::new();
+            encode_row(&columns, &values, &mut bytes);
+            if other[c] == Value::Null {
+                bytes[c / 8] |= 1 << (c % 8);
+            } else {
+                bytes[c / 8] &= !(1 << (c % 8));
+            }
+            encode_fixed(columns[c].ty, &other[c], &mut bytes[range]);
+            let mut changed = values.clone();
+            changed[c] = other[c].clone();
+            let mut want = Vec::new();
+            encode_row(&columns, &changed, &mut want);
+            prop_assert_eq!(bytes, want);
+        }
+
         /// Fuzz pass over the row decoder: arbitrary bytes decode or give an error.
         #[test]
         fn fuzz_row_decoder(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
