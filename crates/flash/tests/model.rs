@@ -6,7 +6,7 @@ use nand::{CellType, Device, FaultyStorage, Geometry, MemoryStorage, PageType, P
 use proptest::prelude::*;
 use std::collections::HashMap;
 
-use support::geometry::small_geometry;
+use support::geometry::append_geometry;
 
 mod support {
     pub mod geometry;
@@ -16,17 +16,8 @@ const PAGE: usize = 512;
 /// Pages keep their last bytes erased for appends, as the IPA page layout does.
 const DELTA_AREA: usize = 64;
 
-/// Four chips of 12 blocks of 8 pages, four programs per page (appends).
 fn geometry(cell: CellType) -> Geometry {
-    Geometry {
-        chips_per_channel: 2,
-        blocks_per_chip: 12,
-        pages_per_block: 8,
-        oob_bytes: 96,
-        cell,
-        nop: 4,
-        ..small_geometry(PAGE as u32)
-    }
+    append_geometry(cell, PAGE as u32)
 }
 
 fn spec(mode: IpaMode, policy: VictimPolicy) -> RegionSpec {
