@@ -82,6 +82,19 @@ def normalised_table(title, data, fmt_digits=0):
     print("| average | | | | " + " | ".join(pct(x) for x in avg) + " |")
 
 
+def base_ratio_table(title, what, labels, data, with_average):
+    """One row per label: each journal's value and SW-WAL's and NoLgn's ratio to Base-WAL."""
+    print(f"\n{title}\n")
+    print(f"| {what} | " + " | ".join(n for _, n in JOURNALS) + " | SW-WAL/Base | NoLgn/Base |")
+    print("|---|" + "---:|" * (len(JOURNALS) + 2))
+    for i, lab in enumerate(labels):
+        b, s, n = (data[j][i] for j, _ in JOURNALS)
+        print(f"| {lab} | {num(b, 1)} | {num(s, 1)} | {num(n, 1)} | {pct(ratio(s, b))} | {pct(ratio(n, b))} |")
+    if with_average:
+        avg = [mean(ratio(data[a][i], data["base-wal"][i]) for i in range(len(labels))) for a in ("sw-wal", "nolgn")]
+        print(f"| average | | | | {pct(avg[0])} | {pct(avg[1])} |")
+
+
 def normalised_series(data):
     base = data["base-wal"]
     return {n: [ratio(x, b) for x, b in zip(data[j], base)] for j, n in JOURNALS}
@@ -132,26 +145,16 @@ def main():
     mixes = "abcdef"
     y = {j: [(load(d, f"f10-{j}-{m}") or {}).get("throughput_tps") for m in mixes] for j, _ in JOURNALS}
     if any(x is not None for xs in y.values() for x in xs):
-        print("\nFig. 10: YCSB, NORMAL, throughput (operations per simulated s)\n")
-        print("| mix | Base-WAL | SW-WAL | NoLgn | SW-WAL/Base | NoLgn/Base |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for i, m in enumerate(mixes):
-            b, s, n = (y[j][i] for j, _ in JOURNALS)
-            print(f"| {m.upper()} | {num(b, 1)} | {num(s, 1)} | {num(n, 1)} | {pct(ratio(s, b))} | {pct(ratio(n, b))} |")
-        avg = [mean(ratio(y[a][i], y["base-wal"][i]) for i in range(6)) for a in ("sw-wal", "nolgn")]
-        print(f"| average | | | | {pct(avg[0])} | {pct(avg[1])} |")
+        base_ratio_table("Fig. 10: YCSB, NORMAL, throughput (operations per simulated s)", "mix",
+                         [m.upper() for m in mixes], y, with_average=True)
         svgplot.bars(os.path.join(figs, "nolgn-fig10.svg"), "Fig. 10: YCSB, NORMAL (normalised to Base-WAL)",
                      "throughput / Base-WAL", [m.upper() for m in mixes], normalised_series(y))
     # Fig. 11: TPC-C tpmC at 75/50/25% free.
     frees = [75, 50, 25]
     t = {j: [(load(d, f"f11-{j}-{f}") or {}).get("tpmc") for f in frees] for j, _ in JOURNALS}
     if any(x is not None for xs in t.values() for x in xs):
-        print("\nFig. 11: TPC-C, NORMAL, tpmC\n")
-        print("| free space | Base-WAL | SW-WAL | NoLgn | SW-WAL/Base | NoLgn/Base |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for i, f in enumerate(frees):
-            b, s, n = (t[j][i] for j, _ in JOURNALS)
-            print(f"| {f}% | {num(b, 1)} | {num(s, 1)} | {num(n, 1)} | {pct(ratio(s, b))} | {pct(ratio(n, b))} |")
+        base_ratio_table("Fig. 11: TPC-C, NORMAL, tpmC", "free space", [f"{f}%" for f in frees], t,
+                         with_average=False)
         svgplot.bars(os.path.join(figs, "nolgn-fig11.svg"), "Fig. 11: TPC-C tpmC, NORMAL",
                      "tpmC", [f"{f}% free" for f in frees], {n: t[j] for j, n in JOURNALS})
 

@@ -50,6 +50,26 @@ function legend(svg, names, x, y) {
   });
 }
 
+// The plot area inside margins `m`, with horizontal grid lines and labels at the y
+// ticks; returns its size and the y scale (first tick at the bottom, last at the top).
+function yAxis(svg, m, width, height, ticks) {
+  const ya = ticks[0], yb = ticks[ticks.length - 1];
+  const W = width - m.l - m.r, H = height - m.t - m.b;
+  const Y = (v) => m.t + H - ((v - ya) / (yb - ya || 1)) * H;
+  for (const t of ticks) {
+    svg.appendChild(svgEl('line', { x1: m.l, x2: m.l + W, y1: Y(t), y2: Y(t), stroke: '#e4e4e4' }));
+    svg.appendChild(svgEl('text', { x: m.l - 4, y: Y(t) + 4, 'text-anchor': 'end' }, fmt(t)));
+  }
+  return { W, H, Y };
+}
+
+// The plot area's border, the rotated y label and the legend right of the area.
+function finishPlot(svg, m, W, H, yLabel, names) {
+  svg.appendChild(svgEl('rect', { x: m.l, y: m.t, width: W, height: H, fill: 'none', stroke: '#999' }));
+  if (yLabel) svg.appendChild(svgEl('text', { x: 12, y: m.t + H / 2, transform: `rotate(-90 12 ${m.t + H / 2})`, 'text-anchor': 'middle' }, yLabel));
+  legend(svg, names, m.l + W + 10, m.t + 10);
+}
+
 // series: [{name, points: [[x, y], ...]}]
 function lineChart({ title, series, xLabel, yLabel, width = 640, height = 260 }) {
   const svg = frame(width, height, title);
@@ -59,22 +79,16 @@ function lineChart({ title, series, xLabel, yLabel, width = 640, height = 260 })
   const x0 = xs.length ? Math.min(...xs) : 0, x1 = xs.length ? Math.max(...xs) : 1;
   const y1 = ys.length ? Math.max(...ys) : 1;
   const yt = niceTicks(0, y1 > 0 ? y1 : 1, 5), xt = niceTicks(x0, x1 > x0 ? x1 : x0 + 1, 6);
-  const [ya, yb] = [0, yt[yt.length - 1]], [xa, xb] = [xt[0], xt[xt.length - 1]];
-  const W = width - m.l - m.r, H = height - m.t - m.b;
-  const X = (v) => m.l + ((v - xa) / (xb - xa || 1)) * W, Y = (v) => m.t + H - ((v - ya) / (yb - ya || 1)) * H;
-  for (const t of yt) {
-    svg.appendChild(svgEl('line', { x1: m.l, x2: m.l + W, y1: Y(t), y2: Y(t), stroke: '#e4e4e4' }));
-    svg.appendChild(svgEl('text', { x: m.l - 4, y: Y(t) + 4, 'text-anchor': 'end' }, fmt(t)));
-  }
+  const [xa, xb] = [xt[0], xt[xt.length - 1]];
+  const { W, H, Y } = yAxis(svg, m, width, height, yt);
+  const X = (v) => m.l + ((v - xa) / (xb - xa || 1)) * W;
   for (const t of xt) svg.appendChild(svgEl('text', { x: X(t), y: m.t + H + 14, 'text-anchor': 'middle' }, fmt(t)));
-  svg.appendChild(svgEl('rect', { x: m.l, y: m.t, width: W, height: H, fill: 'none', stroke: '#999' }));
   if (xLabel) svg.appendChild(svgEl('text', { x: m.l + W / 2, y: height - 4, 'text-anchor': 'middle' }, xLabel));
-  if (yLabel) svg.appendChild(svgEl('text', { x: 12, y: m.t + H / 2, transform: `rotate(-90 12 ${m.t + H / 2})`, 'text-anchor': 'middle' }, yLabel));
   series.forEach((s, i) => {
     const d = s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])).map((p, k) => `${k ? 'L' : 'M'}${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join('');
     if (d) svg.appendChild(svgEl('path', { d, fill: 'none', stroke: PALETTE[i % PALETTE.length], 'stroke-width': 1.8, class: 'series' }));
   });
-  legend(svg, series.map((s) => s.name), m.l + W + 10, m.t + 10);
+  finishPlot(svg, m, W, H, yLabel, series.map((s) => s.name));
   svg.dataset.points = String(pts.length);
   return svg;
 }
@@ -85,13 +99,7 @@ function barChart({ title, categories, series, yLabel, width = 640, height = 260
   const m = { l: 56, r: 130, t: 26, b: 48 };
   const all = series.flatMap((s) => s.values).filter(Number.isFinite);
   const yt = niceTicks(0, Math.max(0, ...all) || 1, 5);
-  const yb = yt[yt.length - 1];
-  const W = width - m.l - m.r, H = height - m.t - m.b;
-  const Y = (v) => m.t + H - (v / (yb || 1)) * H;
-  for (const t of yt) {
-    svg.appendChild(svgEl('line', { x1: m.l, x2: m.l + W, y1: Y(t), y2: Y(t), stroke: '#e4e4e4' }));
-    svg.appendChild(svgEl('text', { x: m.l - 4, y: Y(t) + 4, 'text-anchor': 'end' }, fmt(t)));
-  }
+  const { W, H, Y } = yAxis(svg, m, width, height, yt);
   const group = W / Math.max(1, categories.length), bar = (group * 0.8) / Math.max(1, series.length);
   categories.forEach((c, ci) => {
     const gx = m.l + ci * group + group * 0.1;
@@ -102,9 +110,7 @@ function barChart({ title, categories, series, yLabel, width = 640, height = 260
     });
     svg.appendChild(svgEl('text', { x: gx + group * 0.4, y: m.t + H + 14, 'text-anchor': 'middle' }, c));
   });
-  svg.appendChild(svgEl('rect', { x: m.l, y: m.t, width: W, height: H, fill: 'none', stroke: '#999' }));
-  if (yLabel) svg.appendChild(svgEl('text', { x: 12, y: m.t + H / 2, transform: `rotate(-90 12 ${m.t + H / 2})`, 'text-anchor': 'middle' }, yLabel));
-  legend(svg, series.map((s) => s.name), m.l + W + 10, m.t + 10);
+  finishPlot(svg, m, W, H, yLabel, series.map((s) => s.name));
   return svg;
 }
 
@@ -116,13 +122,7 @@ function stackedBarChart({ title, categories, series, yLabel, width = 640, heigh
   const v = (s, ci) => (Number.isFinite(s.values[ci]) ? Math.max(0, s.values[ci]) : 0);
   const totals = categories.map((_, ci) => series.reduce((sum, s) => sum + v(s, ci), 0));
   const yt = niceTicks(0, Math.max(0, ...totals) || 1, 5);
-  const yb = yt[yt.length - 1];
-  const W = width - m.l - m.r, H = height - m.t - m.b;
-  const Y = (y) => m.t + H - (y / (yb || 1)) * H;
-  for (const t of yt) {
-    svg.appendChild(svgEl('line', { x1: m.l, x2: m.l + W, y1: Y(t), y2: Y(t), stroke: '#e4e4e4' }));
-    svg.appendChild(svgEl('text', { x: m.l - 4, y: Y(t) + 4, 'text-anchor': 'end' }, fmt(t)));
-  }
+  const { W, H, Y } = yAxis(svg, m, width, height, yt);
   const group = W / Math.max(1, categories.length);
   categories.forEach((c, ci) => {
     const gx = m.l + ci * group + group * 0.15;
@@ -136,9 +136,7 @@ function stackedBarChart({ title, categories, series, yLabel, width = 640, heigh
     });
     svg.appendChild(svgEl('text', { x: gx + group * 0.35, y: m.t + H + 14, 'text-anchor': 'middle' }, c));
   });
-  svg.appendChild(svgEl('rect', { x: m.l, y: m.t, width: W, height: H, fill: 'none', stroke: '#999' }));
-  if (yLabel) svg.appendChild(svgEl('text', { x: 12, y: m.t + H / 2, transform: `rotate(-90 12 ${m.t + H / 2})`, 'text-anchor': 'middle' }, yLabel));
-  legend(svg, series.map((s) => s.name), m.l + W + 10, m.t + 10);
+  finishPlot(svg, m, W, H, yLabel, series.map((s) => s.name));
   return svg;
 }
 
