@@ -249,9 +249,10 @@ fn make_room(p: &mut impl PageWrite, body_end: usize, len: usize, new_slot: bool
 
 /// Moves live tuples together, in slot order, to one contiguous tuple area.
 fn compact(p: &mut (impl PageWrite + ?Sized), body_end: usize) {
-    let n = slot_count(p.bytes());
+    let bytes = p.bytes();
+    let n = slot_count(bytes);
     let tuples: Vec<(usize, Vec<u8>)> =
-        (0..n).filter_map(|i| get(p.bytes(), body_end, i).map(|t| (i, t.to_vec()))).collect();
+        (0..n).filter_map(|i| get(bytes, body_end, i).map(|t| (i, t.to_vec()))).collect();
     let mut at = HEADER_BYTES;
     for (i, t) in tuples {
         p.write(at..at + t.len()).copy_from_slice(&t);
@@ -270,8 +271,9 @@ fn place(p: &mut impl PageWrite, tuple: &[u8]) -> usize {
 
 /// Appends a tuple in a new slot (or reuses a deleted one); `None` if it does not fit.
 pub fn insert(mut p: impl PageWrite, body_end: usize, tuple: &[u8]) -> Option<usize> {
-    let n = slot_count(p.bytes());
-    let reuse = (0..n).find(|&i| u16_at(p.bytes(), slot_at(body_end, i)) == 0);
+    let bytes = p.bytes();
+    let n = slot_count(bytes);
+    let reuse = (0..n).find(|&i| u16_at(bytes, slot_at(body_end, i)) == 0);
     if tuple.is_empty() || !make_room(&mut p, body_end, tuple.len(), reuse.is_none()) {
         return None;
     }
