@@ -706,12 +706,19 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
     table.extend(run.table_rows().into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
+    let memory = crate::memory::MemoryReport::now(run.memory_device_bytes);
     println!(
-        "{} transactions in {:.1} simulated s; {:.1} wall s ({:.1} for the run, the rest loading)",
-        run.metrics.transactions, run.metrics.sim_seconds, run.wall_seconds, run.run_wall_seconds
+        "{} transactions in {:.1} simulated s; {:.1} wall s ({:.1} for the run, the rest loading); {}",
+        run.metrics.transactions,
+        run.metrics.sim_seconds,
+        run.wall_seconds,
+        run.run_wall_seconds,
+        memory.line()
     );
     if let Some(path) = &cmd.json {
-        let text = serde_json::to_string_pretty(&run.to_json()).expect("json") + "\n";
+        let mut value = run.to_json();
+        memory.insert_into(&mut value);
+        let text = serde_json::to_string_pretty(&value).expect("json") + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(check_line(&run).is_none_or(|(line, ok)| {

@@ -1,6 +1,56 @@
 //! The process's peak memory, for the bench commands to report next to the bytes a run
 //! keeps: `VmHWM` (peak resident set size) from `/proc/self/status`. `None` where the
 //! file or the line is missing (not Linux); never an error, since it is a report only.
+//! [`MemoryReport`] is what `bench` (engine and SQLite) and `ftl-bench` print and put in
+//! their JSON: the peak RSS, what the emulated device keeps, and their ratio (issue 21's
+//! bound is a peak RSS of at most 1.5 times what a run keeps).
+
+use serde::Serialize;
+
+/// A run's memory: the JSON keys every bench command writes (`same_results` leaves the
+/// `memory_` keys out: they depend on the allocator and the machine).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MemoryReport {
+    /// The process's peak resident memory (VmHWM), loading included.
+    pub memory_peak_rss_bytes: Option<u64>,
+    /// What the emulated device keeps in memory at the end (page images, OOB, metadata).
+    pub memory_device_bytes: u64,
+    /// Peak RSS per byte the device keeps.
+    pub memory_peak_rss_per_device_byte: Option<f64>,
+}
+
+impl MemoryReport {
+    /// The process's peak so far against `device_bytes`.
+    pub fn now(device_bytes: u64) -> MemoryReport {
+        MemoryReport::of(peak_rss_bytes(), device_bytes)
+    }
+
+    fn of(peak_rss_bytes: Option<u64>, device_bytes: u64) -> MemoryReport {
+        MemoryReport {
+            memory_peak_rss_bytes: peak_rss_bytes,
+            memory_device_bytes: device_bytes,
+            memory_peak_rss_per_device_byte: peak_rss_bytes
+                .filter(|_| device_bytes > 0)
+                .map(|rss| rss as f64 / device_bytes as f64),
+        }
+    }
+
+    /// "peak RSS 317 MiB for 250 MiB the device keeps (1.27×)".
+    pub fn line(&self) -> String {
+        let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
+        let rss = self.memory_peak_rss_bytes.map_or("unknown".into(), mib);
+        let ratio = self.memory_peak_rss_per_device_byte.map_or(String::new(), |r| format!(" ({r:.2}×)"));
+        format!("peak RSS {rss} for {} the device keeps{ratio}", mib(self.memory_device_bytes))
+    }
+
+    /// Adds the report's keys to a JSON object.
+    pub fn insert_into(&self, value: &mut serde_json::Value) {
+        if let (Some(object), Ok(serde_json::Value::Object(keys))) = (value.as_object_mut(), serde_json::to_value(self))
+        {
+            object.extend(keys);
+        }
+    }
+}
 
 /// Peak resident set size of this process so far, in bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
@@ -18,6 +68,21 @@ fn parse_vm_hwm(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_the_ratio_and_its_keys() {
+        let r = MemoryReport::of(Some(300 << 20), 200 << 20);
+        assert_eq!(r.memory_peak_rss_per_device_byte, Some(1.5));
+        assert_eq!(r.line(), "peak RSS 300 MiB for 200 MiB the device keeps (1.50×)");
+        let mut v = serde_json::json!({"transactions": 3});
+        r.insert_into(&mut v);
+        assert_eq!(v["memory_device_bytes"], 200u64 << 20);
+        assert_eq!(v["memory_peak_rss_per_device_byte"], 1.5);
+        assert_eq!(v["transactions"], 3);
+        let unknown = MemoryReport::of(None, 0);
+        assert_eq!(unknown.memory_peak_rss_per_device_byte, None);
+        assert_eq!(unknown.line(), "peak RSS unknown for 0 MiB the device keeps");
+    }
 
     #[test]
     fn reads_the_high_water_mark_line() {

@@ -8,6 +8,7 @@
 //! IPA page layout. An append the region refuses becomes an out-of-place write of the
 //! page with its area reset, as a DBMS would do.
 
+use crate::memory::MemoryReport;
 use flash::ftl::{Ftl, FtlCounters};
 use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats};
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
@@ -173,8 +174,10 @@ pub struct Runner {
     page: Vec<u8>,
     page_bytes: usize,
     delta_area_start: usize,
-    /// Next append offset per lpn (0 = area empty).
+    /// Next append offset per lpn (0 = area empty); allocated by the first append, so
+    /// a run without appends spends no memory or cache misses on it.
     append_at: Vec<u32>,
+    logical_pages: usize,
     versions: u64,
 }
 
@@ -195,7 +198,8 @@ impl Runner {
             page: if keeps_data { page } else { Vec::new() },
             page_bytes,
             delta_area_start,
-            append_at: vec![0; logical],
+            append_at: Vec::new(),
+            logical_pages: logical,
             versions: 0,
         }
     }
@@ -228,17 +232,24 @@ impl Runner {
             self.page[4..12].copy_from_slice(&self.versions.to_le_bytes());
         }
         let timing = self.target.write(lpn, &self.page, now)?;
-        self.append_at[lpn as usize] = 0;
+        self.reset_append(lpn);
         self.stats.writes += 1;
         self.stats.write_latency_ns += timing.latency_from(now);
         self.issuer.complete(timing.end_ns);
         Ok(())
     }
 
+    /// Empties the page's delta area (a no-op before the first append).
+    fn reset_append(&mut self, lpn: u32) {
+        if let Some(at) = self.append_at.get_mut(lpn as usize) {
+            *at = 0;
+        }
+    }
+
     /// Appends `bytes` at the next free offset of the page's delta area; falls back to
     /// an out-of-place write when the area is full or the region refuses.
     pub fn append(&mut self, lpn: u32, bytes: &[u8]) -> Result<(), Error> {
-        let offset = match self.append_at[lpn as usize] {
+        let offset = match self.append_at.get(lpn as usize).copied().unwrap_or(0) {
             0 => self.delta_area_start,
             at => at as usize,
         };
@@ -254,6 +265,9 @@ impl Runner {
         let now = self.issuer.next_issue_time();
         match self.target.write_delta(lpn, offset, bytes, now) {
             Ok(timing) => {
+                if self.append_at.is_empty() {
+                    self.append_at = vec![0; self.logical_pages];
+                }
                 self.append_at[lpn as usize] = (offset + bytes.len()) as u32;
                 self.stats.deltas += 1;
                 self.stats.delta_latency_ns += timing.latency_from(now);
@@ -286,7 +300,7 @@ impl Runner {
         if let Some(timing) = self.target.trim(lpn, now)? {
             self.issuer.complete(timing.end_ns);
         }
-        self.append_at[lpn as usize] = 0;
+        self.reset_append(lpn);
         self.stats.trims += 1;
         Ok(())
     }
@@ -352,8 +366,7 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
-            memory_peak_rss_bytes: crate::memory::peak_rss_bytes(),
-            memory_device_bytes: self.target.device().storage().memory_bytes(),
+            memory: MemoryReport::now(self.target.device().storage().memory_bytes()),
             ftl,
         }
     }
@@ -394,10 +407,9 @@ pub struct Measured {
     pub wall_seconds: f64,
     pub host_writes_per_wall_second: f64,
     pub flash_page_programs_per_wall_second: f64,
-    /// The process's peak resident memory (VmHWM), loading included.
-    pub memory_peak_rss_bytes: Option<u64>,
-    /// What the emulated device keeps in memory at the end (page images, OOB, metadata).
-    pub memory_device_bytes: u64,
+    /// Peak RSS, what the device keeps, and their ratio.
+    #[serde(flatten)]
+    pub memory: MemoryReport,
     /// On an FTL: its counters over the phase (merges, translation pages).
     pub ftl: Option<FtlCounters>,
 }
@@ -423,8 +435,12 @@ impl Measured {
             ("wall seconds".into(), f(self.wall_seconds, 3)),
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
             ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
-            ("device memory (MiB)".into(), f(self.memory_device_bytes as f64 / MIB, 1)),
-            ("peak RSS (MiB)".into(), self.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
+            ("device memory (MiB)".into(), f(self.memory.memory_device_bytes as f64 / MIB, 1)),
+            ("peak RSS (MiB)".into(), self.memory.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
+            (
+                "peak RSS per device byte".into(),
+                self.memory.memory_peak_rss_per_device_byte.map_or("–".into(), |r| f(r, 2)),
+            ),
         ];
         if let Some(c) = &self.ftl {
             rows.extend([

@@ -19,6 +19,7 @@
 //! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
 //! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
 
+use crate::memory::MemoryReport;
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
@@ -375,19 +376,19 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     bar.finish_and_clear();
     let r = result?;
     print_result(&r);
-    let peak_rss = crate::memory::peak_rss_bytes();
+    let memory = MemoryReport::now(host.device_memory_bytes().unwrap_or(0));
     println!(
-        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; peak RSS {}",
+        "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; {}",
         r.transactions,
         r.sim_seconds,
         r.load_sim_seconds,
         r.run_wall_seconds,
-        peak_rss.map_or("unknown".into(), |b| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64))
+        memory.line()
     );
     if let Some(path) = &run.json {
         let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
+        memory.insert_into(&mut value);
         if let Some(object) = value.as_object_mut() {
-            object.insert("memory_peak_rss_bytes".into(), serde_json::json!(peak_rss));
             if let Some(pages) = page_cache_pages {
                 object.insert("page_cache_pages".into(), serde_json::json!(pages));
             }
@@ -445,7 +446,7 @@ mod tests {
                 serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
             assert!(v["run_wall_seconds"].as_f64().is_some());
             v.as_object_mut().unwrap().remove("run_wall_seconds");
-            v.as_object_mut().unwrap().remove("memory_peak_rss_bytes");
+            v.as_object_mut().unwrap().retain(|k, _| !k.starts_with("memory_"));
             v
         };
         let a = read("a.json");

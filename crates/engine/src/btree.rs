@@ -83,13 +83,33 @@ fn search(p: &[u8], body_end: usize, key: &[u8]) -> std::result::Result<usize, u
     while lo < hi {
         let mid = (lo + hi) / 2;
         let t = entry_at(p, body_end, mid);
-        match key_of(t).cmp(key) {
+        match compare(key_of(t), key) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return Ok(mid),
         }
     }
     Err(lo)
+}
+
+/// Byte-wise (memcmp) order of two keys, eight bytes at a time as big-endian words,
+/// then byte by byte: keys are short (an INT key is 5 bytes), so this inlined loop
+/// beats a call to `memcmp`.
+fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    let (mut x, mut y) = (&a[..n], &b[..n]);
+    while let (Some((wx, rx)), Some((wy, ry))) = (x.split_first_chunk::<8>(), y.split_first_chunk::<8>()) {
+        if wx != wy {
+            return u64::from_be_bytes(*wx).cmp(&u64::from_be_bytes(*wy));
+        }
+        (x, y) = (rx, ry);
+    }
+    for (p, q) in x.iter().zip(y) {
+        if p != q {
+            return p.cmp(q);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Child position for `key` in an inner node: 0 = leftmost, i + 1 = entry i.
@@ -174,12 +194,18 @@ pub fn create(a: &mut ObjectAccess) -> Result<u32> {
     Ok(root)
 }
 
-/// The value stored under `key`.
-pub fn get(pool: &mut Pages<'_>, space: &ObjectSpace, root: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+/// Calls `read` with the value stored under `key`; `None` if the key is absent.
+pub fn get<T>(
+    pool: &mut Pages<'_>,
+    space: &ObjectSpace,
+    root: u32,
+    key: &[u8],
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<Option<T>> {
     let (_, f) = walk(pool, space, root, key, |_, _| {})?;
     let p = pool.page(f);
     let body_end = page::body_end(p);
-    let out = search(p, body_end, key).ok().map(|i| value_of(entry_at(p, body_end, i)).to_vec());
+    let out = search(p, body_end, key).ok().map(|i| read(value_of(entry_at(p, body_end, i))));
     pool.unpin(f);
     Ok(out)
 }
@@ -520,6 +546,18 @@ mod tests {
             assert!(page::insert_at(&mut p, BODY, i, t));
         }
         p
+    }
+
+    #[test]
+    fn key_compare_is_memcmp_order() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..20_000 {
+            let mut key = || -> Vec<u8> { (0..rng.gen_range(0..20)).map(|_| rng.gen_range(0..3u8)).collect() };
+            let (a, b) = (key(), key());
+            assert_eq!(compare(&a, &b), a.cmp(&b), "{a:?} vs {b:?}");
+            assert_eq!(compare(&a, &a), std::cmp::Ordering::Equal);
+        }
     }
 
     #[test]

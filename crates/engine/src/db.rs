@@ -142,7 +142,9 @@ pub struct Database {
     /// no dirty page has nothing to write, so a session that only read leaves the device
     /// (and its image file) untouched.
     pub(crate) clean_at_lsn: Option<u64>,
+    /// Scratch for a row's bytes and for a key's (no allocation per operation).
     row: Vec<u8>,
+    key: Vec<u8>,
     /// A finished transaction's undo buffers, kept for the next one (no regrowth).
     pub(crate) spare_undo: crate::oplog::UndoLog,
 }
@@ -367,6 +369,7 @@ impl Database {
             group_deadline: None,
             clean_at_lsn: None,
             row: Vec::new(),
+            key: Vec::new(),
             spare_undo: Default::default(),
         })
     }
@@ -531,18 +534,114 @@ impl Database {
         columns: &[usize],
     ) -> Result<Option<Vec<Value>>> {
         self.enter(tx)?;
-        let def = &self.catalog.tables[t.0];
-        if let Some(&c) = columns.iter().find(|&&c| c >= def.columns.len()) {
-            return Err(Error::Invalid(format!("table {} has no column {c}", def.name)));
-        }
+        self.check_columns(t.0, columns)?;
         let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
-        let row = self.read_columns(t.0, rid, |i| columns.contains(&i))?;
-        Ok(row.map(|row| columns.iter().map(|&c| row[c].clone()).collect()))
+        let def = &self.catalog.tables[t.0];
+        let row = heap::get(&mut pages!(self), &def.space, rid, |b| types::decode_columns(&def.columns, b, columns))?;
+        row.transpose().map_err(|m| corrupt_row(def, rid, m))
+    }
+
+    fn check_columns(&self, t: usize, columns: &[usize]) -> Result<()> {
+        let def = &self.catalog.tables[t];
+        match columns.iter().find(|&&c| c >= def.columns.len()) {
+            Some(c) => Err(Error::Invalid(format!("table {} has no column {c}", def.name))),
+            None => Ok(()),
+        }
     }
 
     /// Sets columns of the row with primary key `key`; `false` if there is none.
     pub fn update(&mut self, tx: &Transaction, t: TableId, key: &[Value], sets: &[(usize, Value)]) -> Result<bool> {
-        Ok(self.update_with(tx, t, key, |_| Ok(sets.to_vec()))?.is_some())
+        Ok(self.update_columns(tx, t, key, &[], |_| Ok(sets))?.is_some())
+    }
+
+    /// Reads the columns `read` of the row with primary key `key` (only they are
+    /// decoded) and sets the columns `change` computes from their values, given in
+    /// `read`'s order; returns the `read` columns after the change, or `None` if there is
+    /// no such row.
+    ///
+    /// Sets of fixed-width columns that no index covers change only their bytes in the
+    /// row where it lies (the row is not decoded and encoded again); any other set takes
+    /// the whole-row way of [`Database::update_with`].
+    pub fn update_columns<S: AsRef<[(usize, Value)]>>(
+        &mut self,
+        tx: &Transaction,
+        t: TableId,
+        key: &[Value],
+        read: &[usize],
+        change: impl FnOnce(&[Value]) -> Result<S>,
+    ) -> Result<Option<Vec<Value>>> {
+        let id = self.enter(tx)?;
+        self.check_columns(t.0, read)?;
+        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
+        let mut tuple = std::mem::take(&mut self.row);
+        let result = self.update_fields(id, t.0, rid, read, &mut tuple, change);
+        self.row = tuple;
+        result
+    }
+
+    /// [`Database::update_columns`] on row `rid`, its bytes read into `tuple`.
+    fn update_fields<S: AsRef<[(usize, Value)]>>(
+        &mut self,
+        tx: u64,
+        t: usize,
+        rid: Rid,
+        read: &[usize],
+        tuple: &mut Vec<u8>,
+        change: impl FnOnce(&[Value]) -> Result<S>,
+    ) -> Result<Option<Vec<Value>>> {
+        let def = &self.catalog.tables[t];
+        let found = heap::get(&mut pages!(self), &def.space, rid, |b| {
+            tuple.clear();
+            tuple.extend_from_slice(b);
+            types::decode_columns(&def.columns, b, read)
+        })?;
+        let Some(values) = found else { return Ok(None) };
+        let mut values = values.map_err(|m| corrupt_row(def, rid, m))?;
+        let sets = change(&values)?;
+        let sets = sets.as_ref();
+        let def = &self.catalog.tables[t];
+        let in_place = sets.iter().all(|&(c, _)| types::fixed_range(&def.columns, c).is_some() && !self.indexed(t, c));
+        if !in_place {
+            let mut row = types::decode_row(&def.columns, tuple).map_err(|m| corrupt_row(def, rid, m))?;
+            let mut replaced = Vec::with_capacity(sets.len());
+            for (c, v) in sets {
+                let col = def.columns.get(*c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
+                replaced.push((*c, std::mem::replace(&mut row[*c], coerce(col, v)?)));
+            }
+            self.replace_row(tx, t, rid, &replaced, &row)?;
+            return Ok(Some(read.iter().map(|&c| row[c].clone()).collect()));
+        }
+        for (c, v) in sets {
+            let col = &def.columns[*c];
+            let v = coerce(col, v)?;
+            let (byte, bit) = (c / 8, 1u8 << (c % 8));
+            if v == Value::Null {
+                tuple[byte] |= bit;
+            } else {
+                tuple[byte] &= !bit;
+            }
+            // `decode_columns` checked that the row holds every fixed-width column.
+            if let Some(range) = types::fixed_range(&def.columns, *c) {
+                types::encode_fixed(col.ty, &v, &mut tuple[range]);
+            }
+            for (k, _) in read.iter().enumerate().filter(|(_, &r)| r == *c) {
+                values[k] = v.clone();
+            }
+        }
+        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, tuple))?;
+        let new_rid = moved.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
+        if new_rid != rid {
+            let def = &self.catalog.tables[t];
+            let row = types::decode_row(&def.columns, tuple).map_err(|m| corrupt_row(def, new_rid, m))?;
+            self.reindex(tx, t, rid, new_rid, &[], &row)?;
+        }
+        Ok(Some(values))
+    }
+
+    /// Whether an index of table `t` covers column `c`.
+    fn indexed(&self, t: usize, c: usize) -> bool {
+        let table = &self.catalog.tables[t].name;
+        self.catalog.indexes.iter().any(|i| i.columns.contains(&c) && i.table.eq_ignore_ascii_case(table))
     }
 
     /// Reads the row with primary key `key` and sets the columns `change` computes from
@@ -571,11 +670,8 @@ impl Database {
 
     /// Adds `delta` to a numeric column of the row with primary key `key`.
     pub fn add(&mut self, tx: &Transaction, t: TableId, key: &[Value], column: usize, delta: &Value) -> Result<bool> {
-        let sum = |row: &[Value]| {
-            let old = row.get(column).ok_or_else(|| Error::Invalid(format!("no column {column}")))?;
-            old.add(delta).ok_or_else(|| Error::Invalid(format!("cannot add {delta} to {old}")))
-        };
-        Ok(self.update_with(tx, t, key, |row| Ok(vec![(column, sum(row)?)]))?.is_some())
+        let sum = |old: &Value| old.add(delta).ok_or_else(|| Error::Invalid(format!("cannot add {delta} to {old}")));
+        Ok(self.update_columns(tx, t, key, &[column], |row| Ok([(column, sum(&row[0])?)]))?.is_some())
     }
 
     /// Deletes the row with primary key `key`; `false` if there is none.
@@ -697,17 +793,23 @@ impl Database {
         }
         let key = self.index_key(index, t, Rid { page: 0, slot: 0 }, row);
         let def = &self.catalog.indexes[index];
-        let found = btree::get(&mut pages!(self), &def.space, def.root, &key)?;
+        let found = btree::get(&mut pages!(self), &def.space, def.root, &key, Rid::decode)?;
         Ok(match found {
-            Some(v) => Some(Rid::decode(&v)?) != except,
+            Some(rid) => Some(rid?) != except,
             None => false,
         })
     }
 
+    /// Whether index `i` is on table `t`.
+    fn index_of(&self, i: usize, t: usize) -> bool {
+        self.catalog.indexes[i].table.eq_ignore_ascii_case(&self.catalog.tables[t].name)
+    }
+
     pub(crate) fn insert_row(&mut self, tx: u64, t: usize, values: &[Value]) -> Result<Rid> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
-        for &i in &indexes {
-            if self.unique_conflict(i, t, values, None)? {
+        // Indexes by position, primary key first (no list of them is collected).
+        let indexes = 0..self.catalog.indexes.len();
+        for i in indexes.clone() {
+            if self.index_of(i, t) && self.unique_conflict(i, t, values, None)? {
                 return Err(self.duplicate(i, values));
             }
         }
@@ -717,7 +819,9 @@ impl Database {
         self.row = row;
         let rid = rid?;
         for i in indexes {
-            self.index_insert(tx, i, t, rid, values)?;
+            if self.index_of(i, t) {
+                self.index_insert(tx, i, t, rid, values)?;
+            }
         }
         Ok(rid)
     }
@@ -730,7 +834,7 @@ impl Database {
     fn read_columns(&mut self, t: usize, rid: Rid, wanted: impl Fn(usize) -> bool) -> Result<Option<Vec<Value>>> {
         let def = &self.catalog.tables[t];
         let row = heap::get(&mut pages!(self), &def.space, rid, |b| types::decode_some(&def.columns, b, &wanted))?;
-        row.transpose().map_err(|m| Error::Corrupt(format!("table {} row {rid}: {m}", def.name)))
+        row.transpose().map_err(|m| corrupt_row(def, rid, m))
     }
 
     /// Replaces row `rid` by `new`; `replaced` holds the old values of the columns that
@@ -743,14 +847,12 @@ impl Database {
         replaced: &[(usize, Value)],
         new: &[Value],
     ) -> Result<()> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
-        let key_changed = |db: &Self, i: usize| {
-            let index_columns = &db.catalog.indexes[i].columns;
-            replaced.iter().any(|(c, v)| index_columns.contains(c) && *v != new[*c])
-        };
-        for &i in &indexes {
+        for i in 0..self.catalog.indexes.len() {
             // An unchanged key keeps the row's own entry, so it cannot collide.
-            if key_changed(self, i) && self.unique_conflict(i, t, new, Some(rid))? {
+            if self.index_of(i, t)
+                && key_changed(self, i, replaced, new)
+                && self.unique_conflict(i, t, new, Some(rid))?
+            {
                 return Err(self.duplicate(i, new));
             }
         }
@@ -759,9 +861,23 @@ impl Database {
         let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, &row));
         self.row = row;
         let new_rid = moved?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
+        self.reindex(tx, t, rid, new_rid, replaced, new)
+    }
+
+    /// Moves the index entries of a row updated from `rid` to `new_rid` (which may be
+    /// the same), where a key changed or the row moved.
+    fn reindex(
+        &mut self,
+        tx: u64,
+        t: usize,
+        rid: Rid,
+        new_rid: Rid,
+        replaced: &[(usize, Value)],
+        new: &[Value],
+    ) -> Result<()> {
         let mut old: Option<Vec<Value>> = None;
-        for i in indexes {
-            if key_changed(self, i) || new_rid != rid {
+        for i in 0..self.catalog.indexes.len() {
+            if self.index_of(i, t) && (key_changed(self, i, replaced, new) || new_rid != rid) {
                 let old = old.get_or_insert_with(|| {
                     // In reverse, so a column set twice gets its first, original value.
                     let mut old = new.to_vec();
@@ -778,9 +894,10 @@ impl Database {
     }
 
     pub(crate) fn delete_row(&mut self, tx: u64, t: usize, rid: Rid, old: &[Value]) -> Result<()> {
-        let indexes: Vec<usize> = self.catalog.indexes_of(&self.catalog.tables[t].name).collect();
-        for i in indexes {
-            self.index_delete(tx, i, t, rid, old)?;
+        for i in 0..self.catalog.indexes.len() {
+            if self.index_of(i, t) {
+                self.index_delete(tx, i, t, rid, old)?;
+            }
         }
         self.with_object(tx, Object::Table(t), |a| heap::delete(a, rid))?;
         Ok(())
@@ -801,10 +918,7 @@ impl Database {
             return Err(Error::Invalid(format!("a key of {} columns, {} values given", types.len(), values.len())));
         }
         let mut key = Vec::new();
-        for (ty, v) in types.iter().zip(values) {
-            let v = ty.coerce(v).map_err(Error::Invalid)?;
-            types::encode_key_part(*ty, &v, &mut key);
-        }
+        encode_coerced_key(types.iter().copied(), values, &mut key)?;
         Ok(key)
     }
 
@@ -818,9 +932,13 @@ impl Database {
                 key.len()
             )));
         }
-        let key = self.coerce_key(&def.key_types(&self.catalog.tables[t]), key)?;
-        let def = &self.catalog.indexes[index];
-        btree::get(&mut pages!(self), &def.space, def.root, &key)?.map(|v| Rid::decode(&v)).transpose()
+        let columns = &self.catalog.tables[t].columns;
+        let mut bytes = std::mem::take(&mut self.key);
+        bytes.clear();
+        let found = encode_coerced_key(def.columns.iter().map(|&c| columns[c].ty), key, &mut bytes)
+            .and_then(|()| btree::get(&mut pages!(self), &def.space, def.root, &bytes, Rid::decode));
+        self.key = bytes;
+        found?.transpose()
     }
 
     /// RIDs of entries whose key lies between `lo` and `hi`, where `hi` bounds every
@@ -865,6 +983,25 @@ pub(crate) fn region_pages(store: &PageStore, catalog: &Catalog) -> Result<Vec<R
         }
     }
     Ok(regions)
+}
+
+/// Whether `replaced` changes a column of index `i` (`new` being the row after).
+fn key_changed(db: &Database, i: usize, replaced: &[(usize, Value)], new: &[Value]) -> bool {
+    let index_columns = &db.catalog.indexes[i].columns;
+    replaced.iter().any(|(c, v)| index_columns.contains(c) && *v != new[*c])
+}
+
+fn corrupt_row(def: &crate::catalog::TableDef, rid: Rid, m: String) -> Error {
+    Error::Corrupt(format!("table {} row {rid}: {m}", def.name))
+}
+
+/// Appends the key bytes of `values`, each coerced to its column type of `types`.
+fn encode_coerced_key(types: impl Iterator<Item = ColumnType>, values: &[Value], out: &mut Vec<u8>) -> Result<()> {
+    for (ty, v) in types.zip(values) {
+        let v = ty.coerce(v).map_err(Error::Invalid)?;
+        types::encode_key_part(ty, &v, out);
+    }
+    Ok(())
 }
 
 pub(crate) fn coerce(col: &Column, v: &Value) -> Result<Value> {

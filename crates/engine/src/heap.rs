@@ -59,8 +59,21 @@ fn check_fits(a: &ObjectAccess, tuple: &[u8]) -> Result<()> {
 /// Inserts a tuple and returns its RID.
 pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
     check_fits(a, tuple)?;
-    let candidates: Vec<u32> = a.space.with_room.iter().rev().copied().chain(a.space.last_page()).collect();
-    for no in candidates {
+    // Pages that lost tuples, newest first, then the last page (`with_room` only
+    // shrinks on the way, from the back).
+    let mut next = a.space.with_room.len();
+    let mut last = a.space.last_page();
+    loop {
+        let no = match next.checked_sub(1) {
+            Some(i) => {
+                next = i;
+                a.space.with_room[i]
+            }
+            None => match last.take() {
+                Some(no) => no,
+                None => break,
+            },
+        };
         let f = a.fetch(no)?;
         let body_end = page::body_end(a.pool.page(f));
         let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len();
@@ -108,10 +121,34 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
         a.pool.unpin(f);
         return Ok(None);
     }
-    let unchanged = page::get(p, body_end, slot) == Some(tuple);
+    // The bytes that differ, first to last (`None`: the tuple is unchanged).
+    let changed = match page::get(p, body_end, slot) {
+        Some(old) if old.len() == tuple.len() => {
+            let first = old.iter().zip(tuple).position(|(a, b)| a != b);
+            first.map(|first| {
+                let last = old.iter().zip(tuple).rposition(|(a, b)| a != b).unwrap_or(first);
+                Some(first..last + 1)
+            })
+        }
+        _ => Some(None),
+    };
     // `fetch` adopted the object's layout if the page had room for it.
     let adopted = body_end == a.body_end();
-    if unchanged || (adopted && page::replace(a.page_mut(f), body_end, slot, tuple)) {
+    let in_place = match changed {
+        None => true,
+        Some(_) if !adopted => false,
+        // Equal length: only the bytes that differ are written (a field update touches
+        // its field alone).
+        Some(Some(span)) => match page::get_mut(a.page_mut(f), body_end, slot) {
+            Some(t) => {
+                t[span.clone()].copy_from_slice(&tuple[span]);
+                true
+            }
+            None => false,
+        },
+        Some(None) => page::replace(a.page_mut(f), body_end, slot, tuple),
+    };
+    if in_place {
         a.pool.unpin(f);
         return Ok(Some(rid));
     }

@@ -270,3 +270,68 @@ fn abort_undoes_read_modify_writes_and_index_moves() {
     assert!(err.contains("no column 4"), "{err}");
     db.commit(tx).unwrap();
 }
+
+/// `update_columns` (fixed-width fields written in place, other sets the whole-row way)
+/// leaves the same rows and index entries as `update_with`, returns the read columns
+/// after the change, sets NULL through the bitmap, and rolls back.
+#[test]
+fn update_columns_gives_the_rows_of_update_with() {
+    let schema =
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, n BIGINT, d DECIMAL(8,2), c CHAR(6), v VARCHAR(20));
+                  CREATE INDEX t_k ON t(k);";
+    let mut dbs: Vec<Database> = (0..2)
+        .map(|_| {
+            let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+            db.execute(schema).unwrap();
+            for i in 0..200 {
+                one(&mut db, &format!("INSERT INTO t VALUES ({i}, {}, {}, {i}.25, 'c{i}', 'v{i}')", i % 5, i * 3));
+            }
+            db
+        })
+        .collect();
+    let t = dbs[0].table_id("t").unwrap();
+    let sets = |i: i64| -> Vec<(usize, Value)> {
+        match i % 4 {
+            0 => vec![(2, Value::Int(-i)), (3, Value::Int(i)), (4, Value::Text("x".into()))],
+            1 => vec![(2, Value::Null), (4, Value::Null)],
+            2 => vec![(1, Value::Int(9)), (2, Value::Int(1))], // an indexed column
+            _ => vec![(5, Value::Text(format!("longer text {i}")))], // a VARCHAR
+        }
+    };
+    for (n, db) in dbs.iter_mut().enumerate() {
+        let tx = db.begin();
+        for i in (0..200).step_by(3) {
+            if n == 0 {
+                db.update_with(&tx, t, &[Value::Int(i)], |_| Ok(sets(i))).unwrap().unwrap();
+            } else {
+                let read = db.update_columns(&tx, t, &[Value::Int(i)], &[2, 0], |_| Ok(sets(i))).unwrap().unwrap();
+                let n = sets(i).iter().find(|(c, _)| *c == 2).map_or(Value::Int(i * 3), |(_, v)| v.clone());
+                assert_eq!(read, vec![n, Value::Int(i)], "row {i}: the read columns after the change");
+            }
+        }
+        db.commit(tx).unwrap();
+    }
+    let all = |db: &mut Database| {
+        let tx = db.begin();
+        let rows = db.scan(&tx, t, &[], &[]).unwrap();
+        let by_k: Vec<usize> = (0..10)
+            .map(|k| db.scan_index(&tx, t, "t_k", &[Value::Int(k)], &[Value::Int(k)], usize::MAX).unwrap().len())
+            .collect();
+        db.commit(tx).unwrap();
+        (rows, by_k)
+    };
+    let (rows, by_k) = all(&mut dbs[0]);
+    assert_eq!(all(&mut dbs[1]), (rows.clone(), by_k.clone()));
+    assert_eq!((&rows[9][2], &rows[9][4]), (&Value::Null, &Value::Null));
+    assert_eq!(by_k[9], 17, "rows whose indexed column was set are under their new key");
+    // An aborted field update leaves the row as it was.
+    let db = &mut dbs[1];
+    let tx = db.begin();
+    db.add(&tx, t, &[Value::Int(4)], 2, &Value::Int(5)).unwrap();
+    db.abort(tx).unwrap();
+    assert_eq!(all(db).0, rows);
+    let tx = db.begin();
+    let err = db.add(&tx, t, &[Value::Int(9)], 2, &Value::Int(5)).unwrap_err().to_string();
+    assert!(err.contains("cannot add 5 to NULL"), "{err}");
+    db.abort(tx).unwrap();
+}

@@ -23,6 +23,8 @@ pub enum BlockState {
     Active,
     /// Written; a GC candidate.
     Full,
+    /// A GC victim whose live pages are being moved out; erased (or retired) next.
+    Collecting,
     /// Worn out; never used again.
     Retired,
 }
@@ -95,98 +97,118 @@ pub fn choose_victim_within(
     }
 }
 
-/// A set of small integers below a fixed bound, as a bitmap with a summary word per 64
-/// words, so the lowest member is found in (bound / 4096) + 2 word reads.
+/// `sets` sets of small integers below a fixed bound, each a bitmap with a summary word
+/// per 64 words, so the lowest member of a set is found in (bound / 4096) + 2 word reads.
+/// The sets' words are interleaved (word `w` of every set side by side), so moving a
+/// member to a neighbouring set, as a block's valid count changing by one does, touches
+/// one cache line.
 #[derive(Clone, Debug)]
-struct BitSet {
+struct BitSets {
+    sets: usize,
+    /// Word `w` of set `s` at `w * sets + s`.
     words: Vec<u64>,
-    /// Bit `w` set iff `words[w]` is not zero.
+    words_per_set: usize,
+    /// Summary word `x` of set `s` at `s * summary_words + x`; its bit `y` is set iff
+    /// word `64 x + y` of the set is not zero.
     summary: Vec<u64>,
+    summary_words: usize,
 }
 
-impl BitSet {
-    fn new(bound: usize) -> BitSet {
-        let words = bound.div_ceil(64);
-        BitSet { words: vec![0; words], summary: vec![0; words.div_ceil(64)] }
-    }
-
-    fn insert(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
-        self.summary[i / 4096] |= 1 << ((i / 64) % 64);
-    }
-
-    fn remove(&mut self, i: usize) {
-        let word = &mut self.words[i / 64];
-        *word &= !(1 << (i % 64));
-        if *word == 0 {
-            self.summary[i / 4096] &= !(1 << ((i / 64) % 64));
+impl BitSets {
+    fn new(sets: usize, bound: usize) -> BitSets {
+        let words_per_set = bound.div_ceil(64);
+        let summary_words = words_per_set.div_ceil(64);
+        BitSets {
+            sets,
+            words: vec![0; words_per_set * sets],
+            words_per_set,
+            summary: vec![0; summary_words * sets],
+            summary_words,
         }
     }
 
-    fn first(&self) -> Option<usize> {
-        self.first_from(0)
+    fn insert(&mut self, set: usize, i: usize) {
+        self.words[i / 64 * self.sets + set] |= 1 << (i % 64);
+        self.summary[set * self.summary_words + i / 4096] |= 1 << ((i / 64) % 64);
     }
 
-    /// The lowest member at or above `from`.
-    fn first_from(&self, from: usize) -> Option<usize> {
+    fn remove(&mut self, set: usize, i: usize) {
+        let word = &mut self.words[i / 64 * self.sets + set];
+        *word &= !(1 << (i % 64));
+        if *word == 0 {
+            self.summary[set * self.summary_words + i / 4096] &= !(1 << ((i / 64) % 64));
+        }
+    }
+
+    fn first(&self, set: usize) -> Option<usize> {
+        self.first_from(set, 0)
+    }
+
+    /// The lowest member of `set` at or above `from`.
+    fn first_from(&self, set: usize, from: usize) -> Option<usize> {
         let w = from / 64;
-        let here = self.words.get(w)? & (u64::MAX << (from % 64));
+        if w >= self.words_per_set {
+            return None;
+        }
+        let word = |w: usize| self.words[w * self.sets + set];
+        let here = word(w) & (u64::MAX << (from % 64));
         if here != 0 {
             return Some(w * 64 + here.trailing_zeros() as usize);
         }
         // The next non-zero word after `w`: in the rest of its summary word, else in the
         // summary words after it.
+        let summary = &self.summary[set * self.summary_words..(set + 1) * self.summary_words];
         let s = w / 64;
         let above = |bit: usize| u64::MAX.checked_shl(bit as u32 + 1).unwrap_or(0);
-        let (s, summary) = match self.summary[s] & above(w % 64) {
-            0 => self.summary.iter().enumerate().skip(s + 1).find(|(_, &x)| x != 0).map(|(i, &x)| (i, x))?,
+        let (s, bits) = match summary[s] & above(w % 64) {
+            0 => summary.iter().enumerate().skip(s + 1).find(|(_, &x)| x != 0).map(|(i, &x)| (i, x))?,
             bits => (s, bits),
         };
-        let w = s * 64 + summary.trailing_zeros() as usize;
-        Some(w * 64 + self.words[w].trailing_zeros() as usize)
+        let w = s * 64 + bits.trailing_zeros() as usize;
+        Some(w * 64 + word(w).trailing_zeros() as usize)
     }
 
-    /// The members in increasing order.
-    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        std::iter::successors(self.first(), |&i| self.first_from(i + 1))
+    /// The members of `set` in increasing order.
+    fn iter(&self, set: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(self.first(set), move |&i| self.first_from(set, i + 1))
     }
 }
 
 /// One chip's full blocks by valid count.
 #[derive(Clone, Debug)]
 struct ChipIndex {
-    /// `buckets[v]`: blocks (index within the chip) with `v` valid pages.
-    buckets: Vec<BitSet>,
-    /// Members per bucket, and the buckets that have any.
+    /// Set `v`: blocks (index within the chip) with `v` valid pages.
+    buckets: BitSets,
+    /// Members per bucket, and the buckets that have any (set 0).
     sizes: Vec<u32>,
-    nonempty: BitSet,
+    nonempty: BitSets,
 }
 
 impl ChipIndex {
     fn new(blocks_per_chip: usize, usable_pages: u32) -> ChipIndex {
         let buckets = usable_pages as usize + 1;
         ChipIndex {
-            buckets: vec![BitSet::new(blocks_per_chip); buckets],
+            buckets: BitSets::new(buckets, blocks_per_chip),
             sizes: vec![0; buckets],
-            nonempty: BitSet::new(buckets),
+            nonempty: BitSets::new(1, buckets),
         }
     }
 
     fn insert(&mut self, valid: u32, block: usize) {
         let v = valid as usize;
-        self.buckets[v].insert(block);
+        self.buckets.insert(v, block);
         self.sizes[v] += 1;
         if self.sizes[v] == 1 {
-            self.nonempty.insert(v);
+            self.nonempty.insert(0, v);
         }
     }
 
     fn remove(&mut self, valid: u32, block: usize) {
         let v = valid as usize;
-        self.buckets[v].remove(block);
+        self.buckets.remove(v, block);
         self.sizes[v] -= 1;
         if self.sizes[v] == 0 {
-            self.nonempty.remove(v);
+            self.nonempty.remove(0, v);
         }
     }
 }
@@ -197,6 +219,8 @@ impl ChipIndex {
 pub struct BlockTable {
     blocks: Vec<BlockSnapshot>,
     blocks_per_chip: usize,
+    /// log2(blocks_per_chip) when it is a power of two.
+    chip_shift: Option<u32>,
     usable_pages: u32,
     chips: Vec<ChipIndex>,
 }
@@ -216,6 +240,7 @@ impl BlockTable {
         BlockTable {
             blocks: vec![blank; chips * bpc],
             blocks_per_chip: bpc,
+            chip_shift: bpc.is_power_of_two().then(|| bpc.trailing_zeros()),
             usable_pages,
             chips: (0..chips).map(|_| ChipIndex::new(bpc, usable_pages)).collect(),
         }
@@ -251,29 +276,55 @@ impl BlockTable {
 
     /// One more live page in block `i`.
     pub fn add_valid(&mut self, i: usize) {
-        self.unindex(i);
-        self.blocks[i].valid += 1;
-        self.index(i);
+        let b = &mut self.blocks[i];
+        b.valid += 1;
+        if b.state == BlockState::Full {
+            let valid = b.valid;
+            self.move_bucket(i, valid - 1, valid);
+        }
     }
 
     /// One live page fewer in block `i`.
     pub fn sub_valid(&mut self, i: usize) {
-        self.unindex(i);
-        self.blocks[i].valid -= 1;
-        self.index(i);
+        let b = &mut self.blocks[i];
+        b.valid -= 1;
+        if b.state == BlockState::Full {
+            let valid = b.valid;
+            self.move_bucket(i, valid + 1, valid);
+        }
+    }
+
+    /// Moves full block `i` from the bucket of valid count `from` to that of `to`: with
+    /// the buckets' words interleaved, one cache line for neighbouring counts.
+    fn move_bucket(&mut self, i: usize, from: u32, to: u32) {
+        let (chip, block) = self.split(i);
+        let index = &mut self.chips[chip];
+        index.remove(from, block);
+        index.insert(to, block);
+    }
+
+    /// (chip, block within the chip) of block `i`; hot, hence no division when the
+    /// blocks per chip are a power of two.
+    fn split(&self, i: usize) -> (usize, usize) {
+        match self.chip_shift {
+            Some(shift) => (i >> shift, i & ((1 << shift) - 1)),
+            None => (i / self.blocks_per_chip, i % self.blocks_per_chip),
+        }
     }
 
     fn index(&mut self, i: usize) {
         let b = self.blocks[i];
         if b.state == BlockState::Full {
-            self.chips[i / self.blocks_per_chip].insert(b.valid, i % self.blocks_per_chip);
+            let (chip, block) = self.split(i);
+            self.chips[chip].insert(b.valid, block);
         }
     }
 
     fn unindex(&mut self, i: usize) {
         let b = self.blocks[i];
         if b.state == BlockState::Full {
-            self.chips[i / self.blocks_per_chip].remove(b.valid, i % self.blocks_per_chip);
+            let (chip, block) = self.split(i);
+            self.chips[chip].remove(b.valid, block);
         }
     }
 
@@ -302,9 +353,9 @@ impl BlockTable {
                 let reclaimable = |&valid: &usize| (valid as u32) < self.usable_pages && valid as u32 <= max_valid;
                 index
                     .nonempty
-                    .iter()
+                    .iter(0)
                     .take_while(reclaimable)
-                    .find_map(|valid| index.buckets[valid].iter().find(|&block| !locked(block)))
+                    .find_map(|valid| index.buckets.iter(valid).find(|&block| !locked(block)))
             }
             VictimPolicy::CostBenefit => {
                 choose_victim_within(self.chip(chip), self.usable_pages, policy, now_seq, max_valid, locked)
@@ -401,7 +452,7 @@ mod tests {
                 let b = table[i];
                 match op {
                     0 => table.set_state(i, BlockState::Full),
-                    1 => table.set_state(i, [BlockState::Free, BlockState::Active, BlockState::Retired][arg as usize % 3]),
+                    1 => table.set_state(i, [BlockState::Free, BlockState::Active, BlockState::Collecting, BlockState::Retired][arg as usize % 4]),
                     2 | 3 if b.valid < usable => table.add_valid(i),
                     4 if b.valid > 0 => table.sub_valid(i),
                     5 => table.set(i, BlockSnapshot { valid: arg.min(usable), ..b }),
@@ -433,33 +484,47 @@ mod tests {
             }
         }
 
-        /// Iterating a bitmap gives its members in order, across summary words.
+        /// Iterating a set gives its members in order, across summary words, whatever
+        /// the neighbouring sets whose words are interleaved with it hold.
         #[test]
-        fn bitset_iterates_its_members_in_order(
-            members in proptest::collection::btree_set(0usize..10_000, 0..60),
+        fn bitsets_iterate_their_members_in_order(
+            members in proptest::collection::vec(proptest::collection::btree_set(0usize..10_000, 0..60), 3),
+            removed in proptest::collection::vec(0usize..10_000, 0..30),
             from in 0usize..10_100,
         ) {
-            let mut set = BitSet::new(10_000);
-            for &i in &members {
-                set.insert(i);
+            let mut sets = BitSets::new(3, 10_000);
+            let mut members = members;
+            for (set, m) in members.iter().enumerate() {
+                for &i in m {
+                    sets.insert(set, i);
+                }
             }
-            proptest::prop_assert_eq!(set.iter().collect::<Vec<_>>(), members.iter().copied().collect::<Vec<_>>());
-            proptest::prop_assert_eq!(set.first_from(from), members.range(from..).next().copied());
+            for (k, &i) in removed.iter().enumerate() {
+                if members[k % 3].remove(&i) {
+                    sets.remove(k % 3, i);
+                }
+            }
+            for (set, m) in members.iter().enumerate() {
+                proptest::prop_assert_eq!(sets.iter(set).collect::<Vec<_>>(), m.iter().copied().collect::<Vec<_>>());
+                proptest::prop_assert_eq!(sets.first_from(set, from), m.range(from..).next().copied());
+            }
         }
     }
 
     #[test]
-    fn bitset_finds_the_lowest_member_across_summary_words() {
-        let mut set = BitSet::new(10_000);
-        assert_eq!(set.first(), None);
+    fn bitsets_find_the_lowest_member_across_summary_words() {
+        let mut sets = BitSets::new(2, 10_000);
+        assert_eq!(sets.first(1), None);
         for i in [9_999, 4_096, 8_200] {
-            set.insert(i);
+            sets.insert(1, i);
         }
-        assert_eq!(set.first(), Some(4_096));
-        set.remove(4_096);
-        assert_eq!(set.first(), Some(8_200));
-        set.remove(8_200);
-        set.remove(9_999);
-        assert_eq!(set.first(), None);
+        sets.insert(0, 5);
+        assert_eq!(sets.first(1), Some(4_096));
+        sets.remove(1, 4_096);
+        assert_eq!(sets.first(1), Some(8_200));
+        sets.remove(1, 8_200);
+        sets.remove(1, 9_999);
+        assert_eq!(sets.first(1), None);
+        assert_eq!(sets.first(0), Some(5));
     }
 }

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
 
-use support::geometry::small_geometry;
+use support::geometry::append_geometry;
 
 mod support {
     pub mod geometry;
@@ -17,17 +17,8 @@ mod support {
 
 const PAGE: usize = 512;
 
-/// Four chips of 12 blocks of 8 pages, four programs per page (appends).
 fn geometry(cell: CellType) -> Geometry {
-    Geometry {
-        chips_per_channel: 2,
-        blocks_per_chip: 12,
-        pages_per_block: 8,
-        oob_bytes: 96,
-        cell,
-        nop: 4,
-        ..small_geometry(PAGE as u32)
-    }
+    append_geometry(cell, PAGE as u32)
 }
 
 fn check(flash: &Flash, appended: &HashSet<u32>, when: &str) {

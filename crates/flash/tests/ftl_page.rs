@@ -468,3 +468,51 @@ fn a_trim_whose_allocation_collects_the_trimmed_page_kills_its_new_copy() {
         assert_eq!(ftl.read(*lpn, now).unwrap().map(|r| r.data.to_vec()).as_ref(), Some(bytes), "lpn {lpn}");
     }
 }
+
+/// Dead pages drop their payload: after every lpn of a hot set is overwritten many
+/// times with distinct bytes, the only pages whose data the device still keeps are the
+/// live ones, and the device's memory stays near what it was after the first round
+/// rather than growing with the stale copies GC has not erased yet. Reads still return
+/// the newest bytes, and a rebuild (which reads only live or newest pages) works.
+#[test]
+fn stale_copies_cost_no_payload_memory() {
+    for kind in [FtlKind::Page, FtlKind::Dftl, FtlKind::Nolgn] {
+        let mut c = config(kind, 64, VictimPolicy::Greedy);
+        c.over_provisioning = 0.5;
+        let mut ftl = fresh(&c, None, 1);
+        let hot = 40;
+        let mut now = 0;
+        let round = |ftl: &mut Box<dyn Ftl>, version: u32, now: &mut u64| {
+            for lpn in 0..hot {
+                *now += 1_000;
+                ftl.write(lpn, &page(lpn, version as u8 ^ 0x5A, version), *now).unwrap();
+            }
+        };
+        round(&mut ftl, 0, &mut now);
+        let after_first = ftl.device().storage().memory_bytes();
+        for version in 1..12 {
+            round(&mut ftl, version, &mut now);
+        }
+        let dev = ftl.device();
+        let g = dev.geometry().clone();
+        let programmed = (0..g.total_pages()).filter(|&p| dev.storage().program_count(nand::Ppn(p)) > 0).count();
+        let with_payload = (0..g.total_pages()).filter(|&p| dev.storage().data(nand::Ppn(p)).is_some()).count();
+        // DFTL: the one translation page, once a CMT write-back or GC has written it.
+        let translation = ftl.counters().translation_writes.min(1) as u32;
+        assert!(programmed as u32 > 4 * hot, "{kind:?}: {programmed} pages programmed, most of them stale");
+        assert_eq!(with_payload as u32, hot + translation, "{kind:?}: only live pages keep their bytes");
+        // Cells and OOB of the blocks programmed since grow; the stale payloads do not.
+        let grown = dev.storage().memory_bytes() - after_first;
+        let stale_payload = (with_payload.abs_diff(programmed) * PAGE) as u64;
+        assert!(grown < stale_payload / 4, "{kind:?}: device memory grew by {grown} bytes ({stale_payload} stale)");
+        for lpn in 0..hot {
+            let got = ftl.read(lpn, now).unwrap().map(|r| r.data.to_vec());
+            assert_eq!(got, Some(page(lpn, 11 ^ 0x5A, 11)), "{kind:?}: lpn {lpn}");
+        }
+        let (mut ftl, t) = reopen(ftl, now);
+        for lpn in 0..hot {
+            let got = ftl.read(lpn, t).unwrap().map(|r| r.data.to_vec());
+            assert_eq!(got, Some(page(lpn, 11 ^ 0x5A, 11)), "{kind:?} after a rebuild: lpn {lpn}");
+        }
+    }
+}

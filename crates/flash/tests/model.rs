@@ -2,11 +2,11 @@
 //! through writes, appends, trims, GC, restarts and power cuts at random operations.
 
 use flash::{DeltaRefusal, Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
-use nand::{CellType, Device, FaultyStorage, Geometry, MemoryStorage, PageType, Storage};
+use nand::{CellType, Device, FaultyStorage, Geometry, MemoryStorage, PageType, Ppn, Storage};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
-use support::geometry::small_geometry;
+use support::geometry::append_geometry;
 
 mod support {
     pub mod geometry;
@@ -16,17 +16,8 @@ const PAGE: usize = 512;
 /// Pages keep their last bytes erased for appends, as the IPA page layout does.
 const DELTA_AREA: usize = 64;
 
-/// Four chips of 12 blocks of 8 pages, four programs per page (appends).
 fn geometry(cell: CellType) -> Geometry {
-    Geometry {
-        chips_per_channel: 2,
-        blocks_per_chip: 12,
-        pages_per_block: 8,
-        oob_bytes: 96,
-        cell,
-        nop: 4,
-        ..small_geometry(PAGE as u32)
-    }
+    append_geometry(cell, PAGE as u32)
 }
 
 fn spec(mode: IpaMode, policy: VictimPolicy) -> RegionSpec {
@@ -622,4 +613,39 @@ fn a_region_added_later_takes_free_chips_and_survives_reopen() {
     let (mut reopened, _) = Flash::open(flash.into_device(), 0).unwrap();
     let id = reopened.region_id("later").unwrap();
     assert_eq!(reopened.read(id, 3, 0).unwrap().unwrap().data, &[7u8; PAGE][..]);
+}
+
+/// An overwrite's old copy drops its payload: after a hot set is overwritten many times
+/// with distinct bytes, only the live pages keep data on the device, reads return the
+/// newest bytes, and a rebuild (which never reads an old copy a newer one supersedes)
+/// returns them too.
+#[test]
+fn a_regions_stale_copies_keep_no_payload() {
+    let g = geometry(CellType::Slc);
+    let mut flash = Flash::format(
+        Device::new(Box::new(MemoryStorage::new(g.clone(), true))),
+        vec![spec(IpaMode::None, VictimPolicy::Greedy)],
+    )
+    .unwrap();
+    let id = flash.region_id("r").unwrap();
+    let hot = 24;
+    let bytes = |lpn: u32, version: u32| {
+        let mut p = fresh_page(lpn, version as u8);
+        p[8..12].copy_from_slice(&version.to_le_bytes());
+        p
+    };
+    for version in 0..10 {
+        for lpn in 0..hot {
+            flash.write(id, lpn, &bytes(lpn, version), 0).unwrap();
+        }
+    }
+    let dev = flash.device();
+    let programmed = (0..g.total_pages()).filter(|&p| dev.storage().program_count(Ppn(p)) > 0).count();
+    let with_payload = (0..g.total_pages()).filter(|&p| dev.storage().data(Ppn(p)).is_some()).count();
+    assert!(programmed as u32 > 3 * hot, "{programmed} pages programmed, most of them stale");
+    assert_eq!(with_payload as u32, hot, "only the live copies keep their bytes");
+    let (mut reopened, _) = Flash::open(flash.into_device(), 0).unwrap();
+    for lpn in 0..hot {
+        assert_eq!(reopened.read(id, lpn, 0).unwrap().unwrap().data, &bytes(lpn, 9)[..], "lpn {lpn}");
+    }
 }

@@ -1,5 +1,5 @@
-//! Criterion benches of the device model (issue 21 part 5): a page program, a page read
-//! and a block erase through [`Device`], with page bytes kept and metadata only, and the
+//! Criterion benches of the device model (issue 21 part 5): a page program, a copyback,
+//! a page read and a block erase through [`Device`], with page bytes kept and metadata only, and the
 //! timing calendars on their own (issued in time order, and by 32 issuers whose clocks
 //! spread as a closed-loop driver's do). `cargo bench -p nand`; the figures are for
 //! comparing builds on one machine, not results.
@@ -58,6 +58,46 @@ fn program(c: &mut Criterion) {
                 }
                 let spans = [Span::new(0, &page), Span::new(g.page_bytes as usize, &oob)];
                 let t = dev.program(ppn, now, &spans).expect("a legal first program");
+                now = now.max(t.start_ns);
+                black_box(t)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn copyback(c: &mut Criterion) {
+    let mut group = c.benchmark_group("device/copyback");
+    for keep_data in [true, false] {
+        let name = if keep_data { "with_data" } else { "no_data" };
+        let mut dev = device(keep_data);
+        let g = dev.geometry().clone();
+        // Block 0 of every chip is the source, programmed once with distinct pages; the
+        // copies go to the chip's other blocks in turn, chips taking turns.
+        for chip in 0..g.chips() {
+            for p in 0..g.pages_per_block {
+                let page: Vec<u8> = (0..g.page_bytes).map(|i| (i ^ p ^ chip) as u8).collect();
+                let oob = [chip as u8, p as u8];
+                let spans = [Span::new(0, &page), Span::new(g.page_bytes as usize, &oob)];
+                dev.program(g.ppn(g.block_id(chip, 0), p), 0, &spans).expect("a legal first program");
+            }
+        }
+        let header = [0u8; 16];
+        let copies_per_chip = (g.blocks_per_chip - 1) * g.pages_per_block;
+        let (mut next, mut now): (u32, SimTime) = (0, 0);
+        // Each copy to a block's page 0 erases that block first, as in the program bench.
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let (chip, copy) = (next % g.chips(), next / g.chips());
+                next = (next + 1) % (copies_per_chip * g.chips());
+                let (block, page) = (g.block_id(chip, 1 + copy / g.pages_per_block), copy % g.pages_per_block);
+                if page == 0 {
+                    dev.erase(block, now).expect("erase within endurance");
+                }
+                let (src, dst) = (g.ppn(g.block_id(chip, 0), page), g.ppn(block, page));
+                let t = dev
+                    .copyback(src, dst, now, &[Span::new(g.page_bytes as usize + 8, &header)])
+                    .expect("a legal copyback");
                 now = now.max(t.start_ns);
                 black_box(t)
             })
@@ -157,6 +197,6 @@ fn timing(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3));
-    targets = program, read, erase, timing
+    targets = program, copyback, read, erase, timing
 }
 criterion_main!(benches);

@@ -41,12 +41,24 @@ pub struct PageRead<'a> {
     pub oob: &'a [u8],
 }
 
+/// A page in range, split into its block, its index in the block and its chip.
+#[derive(Clone, Copy, Debug)]
+struct Address {
+    ppn: Ppn,
+    block: BlockId,
+    page: u32,
+    chip: u32,
+}
+
 /// An emulated NAND device.
 pub struct Device {
     storage: Box<dyn Storage>,
     geometry: Geometry,
     timelines: Timelines,
     counters: DeviceCounters,
+    /// The geometry's page and block counts, for the range check of every operation.
+    total_pages: u32,
+    total_blocks: u32,
     erased_data: Box<[u8]>,
     /// The OOB area of the page last read: the stored bytes, then 0xFF.
     oob_register: Box<[u8]>,
@@ -58,6 +70,8 @@ impl Device {
         Device {
             timelines: Timelines::new(geometry.chips(), geometry.channels, geometry.latencies.host_queue_depth),
             counters: DeviceCounters::default(),
+            total_pages: geometry.total_pages(),
+            total_blocks: geometry.total_blocks(),
             erased_data: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
             oob_register: vec![0xFF; geometry.oob_bytes as usize].into_boxed_slice(),
             storage,
@@ -103,15 +117,22 @@ impl Device {
     }
 
     fn check_ppn(&self, ppn: Ppn) -> Result<(), Error> {
-        let limit = self.geometry.total_pages();
+        let limit = self.total_pages;
         if ppn.0 >= limit {
             return Err(Error::OutOfRange { what: "page", value: ppn.0 as u64, limit: limit as u64 });
         }
         Ok(())
     }
 
+    /// Where a page in range is: split once per operation, used by every check after.
+    fn address(&self, ppn: Ppn) -> Result<Address, Error> {
+        self.check_ppn(ppn)?;
+        let block = self.geometry.block_of(ppn);
+        Ok(Address { ppn, block, page: self.geometry.page_in_block(ppn), chip: self.geometry.chip_of_block(block) })
+    }
+
     fn check_block(&self, block: BlockId) -> Result<(), Error> {
-        let limit = self.geometry.total_blocks();
+        let limit = self.total_blocks;
         if block.0 >= limit {
             return Err(Error::OutOfRange { what: "block", value: block.0 as u64, limit: limit as u64 });
         }
@@ -144,13 +165,10 @@ impl Device {
         (self.geometry.chip_of_block(block), block.0 % self.geometry.blocks_per_chip, self.geometry.page_in_block(ppn))
     }
 
-    /// Checks that `ppn` may take its first program now.
-    fn check_first_program(&self, ppn: Ppn) -> Result<(), Error> {
-        let block = self.geometry.block_of(ppn);
-        let page = self.geometry.page_in_block(ppn);
-        let write_pointer = self.storage.write_pointer(block);
-        if page < write_pointer {
-            let (chip, block, page) = self.locate(ppn);
+    /// Checks that a page may take its first program now, given its block's write pointer.
+    fn check_first_program(&self, at: Address, write_pointer: u32) -> Result<(), Error> {
+        if at.page < write_pointer {
+            let (chip, block, page) = self.locate(at.ppn);
             return Err(Error::OutOfOrder { chip, block, page, write_pointer });
         }
         Ok(())
@@ -180,8 +198,32 @@ impl Device {
         Ok(())
     }
 
+    /// Tells the emulator that `ppn` is garbage for good: the flash manager will neither
+    /// read nor append to it before its block is erased, so its data bytes need not be
+    /// kept (memory in proportion to live data). The page keeps its OOB, program count
+    /// and state: it still takes an erase before reuse, and OOB reads (rebuild scans)
+    /// see it as before. A later read, append or copyback of it is
+    /// [`Error::PayloadDiscarded`]. Not a NAND command: untimed and uncounted; an
+    /// erased page is left alone.
+    pub fn discard_payload(&mut self, ppn: Ppn) -> Result<(), Error> {
+        self.check_ppn(ppn)?;
+        self.storage.discard_payload(ppn);
+        Ok(())
+    }
+
+    /// Refuses `operation` on a page whose payload was discarded.
+    fn check_not_discarded(&self, ppn: Ppn, operation: &'static str) -> Result<(), Error> {
+        if self.storage.payload_discarded(ppn) {
+            let (chip, block, page) = self.locate(ppn);
+            return Err(Error::PayloadDiscarded { chip, block, page, operation });
+        }
+        Ok(())
+    }
+
     /// Reads a whole page (data and OOB cross the channel).
     pub fn read(&mut self, ppn: Ppn, now: SimTime) -> Result<PageRead<'_>, Error> {
+        self.check_ppn(ppn)?;
+        self.check_not_discarded(ppn, "read")?;
         let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
         self.counters.page_reads += 1;
         let (data, oob) = self.peek(ppn);
@@ -198,9 +240,9 @@ impl Device {
     /// Checks and times an array read of `ppn` followed by a transfer of `bytes`.
     fn timed_read(&mut self, ppn: Ppn, now: SimTime, bytes: usize) -> Result<OpTiming, Error> {
         self.check_powered()?;
-        self.check_ppn(ppn)?;
-        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
-        let chip = self.geometry.chip_of(ppn);
+        let at = self.address(ppn)?;
+        let page_type = self.geometry.page_type(at.page);
+        let chip = at.chip;
         self.counters.bytes_from_device += bytes as u64;
         Ok(self.timelines.read(
             chip,
@@ -215,18 +257,18 @@ impl Device {
     /// re-program (append) subject to NOP and the bit rule. Only the span bytes cross
     /// the channel.
     pub fn program(&mut self, ppn: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
-        self.check_powered()?;
-        self.storage.writable("program")?;
-        self.check_ppn(ppn)?;
+        self.storage.mutable("program")?;
+        let at = self.address(ppn)?;
         let bytes = self.check_spans(spans)?;
-        let page_type = self.geometry.page_type(self.geometry.page_in_block(ppn));
-        let count = self.storage.program_count(ppn);
+        let page_type = self.geometry.page_type(at.page);
+        let (count, write_pointer) = self.storage.program_state(ppn, at.block);
         if count == 0 {
-            self.check_first_program(ppn)?;
+            self.check_first_program(at, write_pointer)?;
         } else {
+            self.check_not_discarded(ppn, "append")?;
             self.check_reprogram(ppn, page_type, count, spans)?;
         }
-        let chip = self.geometry.chip_of(ppn);
+        let chip = at.chip;
         let timing = self.timelines.program(
             chip,
             self.geometry.channel_of_chip(chip),
@@ -249,23 +291,23 @@ impl Device {
     /// new OOB header). Only the source OOB (read out so the controller can update it)
     /// and the span bytes cross the channel.
     pub fn copyback(&mut self, src: Ppn, dst: Ppn, now: SimTime, spans: &[Span]) -> Result<OpTiming, Error> {
-        self.check_powered()?;
-        self.storage.writable("copyback")?;
-        self.check_ppn(src)?;
-        self.check_ppn(dst)?;
+        self.storage.mutable("copyback")?;
+        let (from, to) = (self.address(src)?, self.address(dst)?);
+        self.check_not_discarded(src, "copyback")?;
         let bytes = self.check_spans(spans)?;
-        let (src_chip, dst_chip) = (self.geometry.chip_of(src), self.geometry.chip_of(dst));
+        let (src_chip, dst_chip) = (from.chip, to.chip);
         if src_chip != dst_chip {
             return Err(Error::CopybackAcrossChips { src_chip, dst_chip });
         }
-        if self.storage.program_count(dst) != 0 {
+        let (count, write_pointer) = self.storage.program_state(dst, to.block);
+        if count != 0 {
             let (chip, block, page) = self.locate(dst);
             let page_type = self.geometry.page_type(page);
             return Err(Error::NopExceeded { chip, block, page, page_type, limit: 1 });
         }
-        self.check_first_program(dst)?;
-        let src_type = self.geometry.page_type(self.geometry.page_in_block(src));
-        let dst_type = self.geometry.page_type(self.geometry.page_in_block(dst));
+        self.check_first_program(to, write_pointer)?;
+        let src_type = self.geometry.page_type(from.page);
+        let dst_type = self.geometry.page_type(to.page);
         let lat = &self.geometry.latencies;
         let timing = self.timelines.copyback(
             src_chip,
@@ -284,8 +326,7 @@ impl Device {
 
     /// Erases a block.
     pub fn erase(&mut self, block: BlockId, now: SimTime) -> Result<OpTiming, Error> {
-        self.check_powered()?;
-        self.storage.writable("erase")?;
+        self.storage.mutable("erase")?;
         self.check_block(block)?;
         let erases = self.storage.erase_count(block);
         if erases >= self.geometry.endurance {
@@ -398,6 +439,36 @@ mod tests {
         assert_eq!(d.counters().bytes_to_device - before, 2);
         assert_eq!(d.peek(dst).0, &page[..]);
         assert!(d.copyback(Ppn(0), dst, 0, &[]).is_err(), "destination must be erased");
+    }
+
+    #[test]
+    fn a_discarded_page_keeps_its_oob_and_refuses_data_access() {
+        let mut d = device(CellType::Slc);
+        let g = d.geometry().clone();
+        let ppn = g.ppn(g.block_id(0, 1), 2);
+        let data: Vec<u8> = (0..512).map(|i| i as u8).collect();
+        d.program(ppn, 0, &[Span::new(0, &data), Span::new(512, &[7, 8])]).unwrap();
+        let held = d.storage().memory_bytes();
+        d.discard_payload(ppn).unwrap();
+        assert!(d.storage().memory_bytes() < held, "the page's buffer is released");
+        let err = d.read(ppn, 0).err().unwrap();
+        assert_eq!(err, Error::PayloadDiscarded { chip: 0, block: 1, page: 2, operation: "read" });
+        assert!(err.to_string().contains("chip 0 block 1 page 2"), "{err}");
+        let append = d.program(ppn, 0, &[Span::new(0, &[0])]).unwrap_err();
+        assert!(matches!(append, Error::PayloadDiscarded { operation: "append", .. }), "{append}");
+        let dst = g.ppn(g.block_id(0, 2), 0);
+        assert!(matches!(d.copyback(ppn, dst, 0, &[]), Err(Error::PayloadDiscarded { operation: "copyback", .. })));
+        // The OOB (what a rebuild scan reads) and the program count stay.
+        assert_eq!(&d.read_oob(ppn, 0).unwrap().1[..2], &[7, 8]);
+        assert_eq!(d.storage().program_count(ppn), 1);
+        // An erase ends the discard: the page is erased and programmable again.
+        d.erase(g.block_id(0, 1), 0).unwrap();
+        assert_eq!(d.read(ppn, 0).unwrap().data[0], 0xFF);
+        d.program(ppn, 0, &[Span::new(0, &[0x34])]).unwrap();
+        assert_eq!(d.read(ppn, 0).unwrap().data[0], 0x34);
+        // Discarding an erased page changes nothing.
+        d.discard_payload(Ppn(0)).unwrap();
+        assert!(!d.storage().payload_discarded(Ppn(0)));
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub enum Error {
     WornOut { chip: u32, block: u32, erases: u32, endurance: u32 },
     /// Copyback moves data inside one chip only.
     CopybackAcrossChips { src_chip: u32, dst_chip: u32 },
+    /// A read, append or copyback of a page whose payload the flash manager discarded
+    /// as garbage ([`Device::discard_payload`](crate::Device::discard_payload)): the
+    /// emulator no longer keeps its bytes.
+    PayloadDiscarded { chip: u32, block: u32, page: u32, operation: &'static str },
     /// Power failed; nothing more until the device is powered on again.
     PowerLost,
     /// A mutating operation on a device opened read-only.
@@ -58,6 +62,10 @@ impl fmt::Display for Error {
             Error::CopybackAcrossChips { src_chip, dst_chip } => {
                 write!(f, "copyback from chip {src_chip} to chip {dst_chip}: copyback stays on one chip")
             }
+            Error::PayloadDiscarded { chip, block, page, operation } => write!(
+                f,
+                "{operation} refused: chip {chip} block {block} page {page} was discarded as garbage (the emulator no longer keeps its data; only its OOB remains until the block is erased)"
+            ),
             Error::PowerLost => f.write_str("power lost: the device is off until powered on again"),
             Error::ReadOnly { path, operation } => {
                 write!(f, "{operation} refused: image {path} is open read-only")

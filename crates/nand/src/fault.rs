@@ -101,6 +101,13 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn memory_bytes(&self) -> u64 {
         self.inner.memory_bytes()
     }
+    // Emulator memory only: not a mutating operation, so never cut.
+    fn discard_payload(&mut self, ppn: Ppn) {
+        self.inner.discard_payload(ppn)
+    }
+    fn payload_discarded(&self, ppn: Ppn) -> bool {
+        self.inner.payload_discarded(ppn)
+    }
     fn program_count(&self, ppn: Ppn) -> u8 {
         self.inner.program_count(ppn)
     }

@@ -294,7 +294,7 @@ impl Geometry {
     }
 
     pub fn channel_of_chip(&self, chip: u32) -> u32 {
-        chip / self.chips_per_channel
+        div(chip, self.chips_per_channel)
     }
 
     pub fn block_id(&self, chip: u32, block_in_chip: u32) -> BlockId {
@@ -302,7 +302,7 @@ impl Geometry {
     }
 
     pub fn chip_of_block(&self, block: BlockId) -> u32 {
-        block.0 / self.blocks_per_chip
+        div(block.0, self.blocks_per_chip)
     }
 
     pub fn ppn(&self, block: BlockId, page: u32) -> Ppn {
@@ -310,11 +310,11 @@ impl Geometry {
     }
 
     pub fn block_of(&self, ppn: Ppn) -> BlockId {
-        BlockId(ppn.0 / self.pages_per_block)
+        BlockId(div(ppn.0, self.pages_per_block))
     }
 
     pub fn page_in_block(&self, ppn: Ppn) -> u32 {
-        ppn.0 % self.pages_per_block
+        rem(ppn.0, self.pages_per_block)
     }
 
     pub fn chip_of(&self, ppn: Ppn) -> u32 {
@@ -323,7 +323,12 @@ impl Geometry {
 
     /// Which page of its wordline page `page` of a block is.
     pub fn page_type(&self, page: u32) -> PageType {
-        match (self.cell, page % self.cell.bits_per_cell()) {
+        let bit = match self.cell {
+            CellType::Slc => 0,
+            CellType::Mlc => page & 1,
+            CellType::Tlc => page % 3,
+        };
+        match (self.cell, bit) {
             (_, 0) => PageType::Lsb,
             (CellType::Tlc, 1) => PageType::Csb,
             _ => PageType::Msb,
@@ -336,6 +341,27 @@ impl Geometry {
             PageType::Lsb => self.nop,
             PageType::Csb | PageType::Msb => 1,
         }
+    }
+}
+
+/// `n / d`: a shift when `d` is a power of two (every preset's sizes are). Addresses
+/// are split several times per operation, and a division costs a dozen or more cycles.
+#[inline]
+fn div(n: u32, d: u32) -> u32 {
+    if d.is_power_of_two() {
+        n >> d.trailing_zeros()
+    } else {
+        n / d
+    }
+}
+
+/// `n % d`: a mask when `d` is a power of two (see [`div`]).
+#[inline]
+fn rem(n: u32, d: u32) -> u32 {
+    if d.is_power_of_two() {
+        n & (d - 1)
+    } else {
+        n % d
     }
 }
 
@@ -413,6 +439,24 @@ mod tests {
         assert_eq!(g.page_in_block(p), 5);
         assert_eq!(g.chip_of(p), 3);
         assert_eq!(g.channel_of_chip(3), 1);
+    }
+
+    #[test]
+    fn shifts_and_divisions_split_addresses_alike() {
+        for (n, d) in [(0, 1), (7, 1), (1000, 64), (1000, 96), (u32::MAX, 3), (u32::MAX, 1 << 31), (5, 6)] {
+            assert_eq!((div(n, d), rem(n, d)), (n / d, n % d), "{n} / {d}");
+        }
+        // A geometry whose sizes are not powers of two.
+        let g =
+            Geometry { chips_per_channel: 3, blocks_per_chip: 100, pages_per_block: 96, ..Geometry::paper_emulator() };
+        let p = g.ppn(g.block_id(5, 42), 77);
+        assert_eq!((g.block_of(p), g.page_in_block(p), g.chip_of(p)), (g.block_id(5, 42), 77, 5));
+        assert_eq!(g.channel_of_chip(5), 1);
+        let tlc = Geometry { cell: CellType::Tlc, ..g };
+        assert_eq!(
+            [tlc.page_type(93), tlc.page_type(94), tlc.page_type(95)],
+            [PageType::Lsb, PageType::Csb, PageType::Msb]
+        );
     }
 
     #[test]

@@ -73,6 +73,11 @@ pub trait Storage: Send {
     /// Lowest page index a first program may still target in this block
     /// (`pages_per_block` when the block must be erased first).
     fn write_pointer(&self, block: BlockId) -> u32;
+    /// A page's program count and the write pointer of its block (`block`), in one
+    /// call: the device checks both before every program and copyback.
+    fn program_state(&self, ppn: Ppn, block: BlockId) -> (u8, u32) {
+        (self.program_count(ppn), self.write_pointer(block))
+    }
     /// Programs the spans (stored = old AND new) and counts one program. Errors:
     /// [`Error::PowerLost`] (a cut), [`Error::ReadOnly`], [`Error::Io`] (write-through).
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error>;
@@ -85,6 +90,16 @@ pub trait Storage: Send {
     /// rest keep their bytes, the block counts the cycle and must be erased again before
     /// any first program.
     fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), Error>;
+    /// Stops keeping a programmed page's data bytes: the flash manager will never read
+    /// it again (garbage until its block is erased). Its OOB, program count and state
+    /// stay as they are; the next erase of its block ends the discard. Not a NAND
+    /// operation (nothing is timed, counted, written through or torn): emulator memory
+    /// only. A no-op for stores that keep every page's bytes.
+    fn discard_payload(&mut self, _ppn: Ppn) {}
+    /// Whether the page's payload was discarded since its block was last erased.
+    fn payload_discarded(&self, _ppn: Ppn) -> bool {
+        false
+    }
     /// Bytes the flash manager keeps in the controller's configuration area (its region
     /// layout). Persisted with the device, not timed.
     fn config_area(&self) -> &[u8];
@@ -110,6 +125,14 @@ pub trait Storage: Send {
     /// False after a power cut, until [`Storage::power_on`].
     fn powered(&self) -> bool {
         true
+    }
+    /// The checks before any mutation, in one call: [`Error::PowerLost`] after a cut,
+    /// else what [`Storage::writable`] says.
+    fn mutable(&self, operation: &'static str) -> Result<(), Error> {
+        if !self.powered() {
+            return Err(Error::PowerLost);
+        }
+        self.writable(operation)
     }
     /// Restores power after a cut. A no-op for stores that cannot lose power.
     fn power_on(&mut self) {}
@@ -262,6 +285,8 @@ pub struct MemoryStorage {
     pub(crate) erase_counts: Vec<u32>,
     pub(crate) write_pointers: Vec<u16>,
     pub(crate) blocks: Vec<Option<Box<BlockCells>>>,
+    /// One bit per page: its payload was discarded (see [`Storage::discard_payload`]).
+    discarded: Vec<u64>,
     pub(crate) pool: PagePool,
     pub(crate) config_area: Vec<u8>,
     pub(crate) image: Option<ImageFile>,
@@ -282,6 +307,7 @@ impl MemoryStorage {
             erase_counts: vec![0; blocks],
             write_pointers: vec![0; blocks],
             blocks: (0..blocks).map(|_| None).collect(),
+            discarded: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
             config_area: Vec::new(),
             image: None,
             register: Vec::new(),
@@ -366,6 +392,9 @@ impl MemoryStorage {
         let ppb = self.geometry.pages_per_block;
         let first = (block.0 * ppb) as usize;
         self.program_counts[first..first + erased_pages as usize].fill(0);
+        for p in first..first + erased_pages as usize {
+            self.discarded[p / 64] &= !(1 << (p % 64));
+        }
         if let Some(cells) = &mut self.blocks[block.0 as usize] {
             for page in 0..erased_pages as usize {
                 self.pool.release(std::mem::replace(&mut cells.data[page], NO_BUFFER));
@@ -414,8 +443,8 @@ impl Geometry {
         let per_block = (std::mem::size_of::<u32>()                 // erase count
             + std::mem::size_of::<u16>()                            // write pointer
             + std::mem::size_of::<Option<Box<BlockCells>>>()) as u64; // cells slot
-                                                                      // + one program count per page.
-        let upfront_bytes = pages + blocks * per_block;
+                                                                      // + one program count and one discard bit per page.
+        let upfront_bytes = pages + pages.div_ceil(64) * 8 + blocks * per_block;
         // A resident block: its cells (a buffer id, an OOB offset and length per page)
         // and its OOB arena, at most twice the bytes its pages hold and allocated up to
         // twice that (see `BlockCells`); per page a pool buffer with its reference count
@@ -567,6 +596,23 @@ impl Storage for MemoryStorage {
         self.write_erase(block, erased_pages, false)
     }
 
+    fn discard_payload(&mut self, ppn: Ppn) {
+        let p = ppn.0 as usize;
+        if self.program_counts[p] == 0 {
+            return;
+        }
+        self.discarded[p / 64] |= 1 << (p % 64);
+        let page = self.geometry.page_in_block(ppn) as usize;
+        if let Some(cells) = &mut self.blocks[self.geometry.block_of(ppn).0 as usize] {
+            self.pool.release(std::mem::replace(&mut cells.data[page], NO_BUFFER));
+        }
+    }
+
+    fn payload_discarded(&self, ppn: Ppn) -> bool {
+        let p = ppn.0 as usize;
+        self.discarded[p / 64] & (1 << (p % 64)) != 0
+    }
+
     fn config_area(&self) -> &[u8] {
         &self.config_area
     }
@@ -676,8 +722,11 @@ mod tests {
         let g = tiny();
         let f = g.memory_footprint();
         let s = MemoryStorage::new(g.clone(), true);
-        let arrays =
-            s.program_counts.len() + s.erase_counts.len() * 4 + s.write_pointers.len() * 2 + s.blocks.len() * 8;
+        let arrays = s.program_counts.len()
+            + s.discarded.len() * 8
+            + s.erase_counts.len() * 4
+            + s.write_pointers.len() * 2
+            + s.blocks.len() * 8;
         assert_eq!(f.upfront_bytes, arrays as u64);
         assert_eq!(f.max_metadata_only_bytes, f.upfront_bytes);
         let all_pages = (g.total_pages() * g.page_bytes) as u64;

@@ -31,32 +31,20 @@ pub struct DeviceSnapshot {
     pub note: Option<String>,
 }
 
-/// One chip's pages by state; the six counts add up to the chip's pages.
+/// One chip's pages by state: a NoFTL region's five (`flash::ChipPages`, serialized
+/// as its fields) plus the pages programmed outside a region; the six add up to the
+/// chip's pages.
 #[derive(Debug, Default, Serialize)]
 pub struct ChipStates {
-    pub chip: u32,
-    pub free_pages: u64,
-    pub valid_pages: u64,
-    /// Valid pages that carry at least one in-place append.
-    pub appended_pages: u64,
-    pub invalid_pages: u64,
-    /// Retired blocks' pages and pages a pSLC region skips.
-    pub unused_pages: u64,
+    #[serde(flatten)]
+    pub region: flash::ChipPages,
     /// Outside a NoFTL region (an FTL or IPL store): programmed pages, valid or invalid.
     pub programmed_pages: u64,
 }
 
 impl From<flash::ChipPages> for ChipStates {
-    fn from(c: flash::ChipPages) -> ChipStates {
-        ChipStates {
-            chip: c.chip,
-            free_pages: c.free_pages,
-            valid_pages: c.valid_pages,
-            appended_pages: c.appended_pages,
-            invalid_pages: c.invalid_pages,
-            unused_pages: c.unused_pages,
-            programmed_pages: 0,
-        }
+    fn from(region: flash::ChipPages) -> ChipStates {
+        ChipStates { region, programmed_pages: 0 }
     }
 }
 
@@ -69,7 +57,8 @@ fn programmed_per_chip(device: &Device) -> Vec<ChipStates> {
                 (0..g.blocks_per_chip).flat_map(|b| (0..g.pages_per_block).map(move |p| g.ppn(g.block_id(chip, b), p)));
             let programmed = pages.filter(|&ppn| device.storage().program_count(ppn) > 0).count() as u64;
             let total = g.blocks_per_chip as u64 * g.pages_per_block as u64;
-            ChipStates { chip, free_pages: total - programmed, programmed_pages: programmed, ..ChipStates::default() }
+            let region = flash::ChipPages { chip, free_pages: total - programmed, ..Default::default() };
+            ChipStates { region, programmed_pages: programmed }
         })
         .collect()
 }

@@ -288,6 +288,13 @@ impl FlashSqlite {
         state.store.as_ref().map_or_else(Default::default, |s| s.ftl().device().counters())
     }
 
+    /// Bytes the emulated device keeps in memory (page images, OOB, per-page and
+    /// per-block metadata), for reports of memory use against what a run keeps.
+    pub fn device_memory_bytes(&self) -> u64 {
+        let state = self.registration.state();
+        state.store.as_ref().map_or(0, |s| s.ftl().device().storage().memory_bytes())
+    }
+
     /// Arms a power cut `after_ops` mutating flash operations from now (a device with
     /// fault injection; others ignore it): to cut SQLite's own recovery.
     pub fn arm_power_cut(&self, after_ops: u64) {

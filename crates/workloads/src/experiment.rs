@@ -101,6 +101,9 @@ pub struct ExperimentResult {
     pub fill: Fill,
     /// Warm-up and measured simulated seconds per run wall second.
     pub simulated_seconds_per_wall_second: f64,
+    /// What the emulated device keeps in memory at the end of the run (page images,
+    /// OOB, metadata): the bench commands report the peak RSS against it.
+    pub memory_device_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
     /// The resolved config: it alone reproduces the run.
@@ -364,6 +367,7 @@ impl Experiment {
             Ok(()) => Consistency::Passed,
             Err(e) => Consistency::Failed(e),
         });
+        let memory_device_bytes = db.page_device().device().storage().memory_bytes();
         if c.device.image.is_some() {
             db.close().map_err(setup)?;
         }
@@ -376,6 +380,7 @@ impl Experiment {
             run_wall_seconds,
             fill,
             simulated_seconds_per_wall_second: simulated / run_wall_seconds.max(1e-9),
+            memory_device_bytes,
             consistency_check,
             config: c.clone(),
             seed: c.seed,

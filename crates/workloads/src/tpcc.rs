@@ -265,9 +265,9 @@ impl Tpcc {
         // w_tax; c_last, c_credit, c_discount: the columns NewOrder reads.
         db.get_columns(&tx, t.warehouse, &[Value::Int(w)], &[7]).map_err(e)?.ok_or("warehouse missing")?;
         let mut o_id = 0;
-        db.update_with(&tx, t.district, &[Value::Int(w), Value::Int(d)], |district| {
-            o_id = int(&district[10]);
-            Ok(vec![(10, Value::Int(o_id + 1))])
+        db.update_columns(&tx, t.district, &[Value::Int(w), Value::Int(d)], &[10], |next_o_id| {
+            o_id = int(&next_o_id[0]);
+            Ok([(10, Value::Int(o_id + 1))])
         })
         .map_err(e)?
         .ok_or("district missing")?;
@@ -316,21 +316,23 @@ impl Tpcc {
             };
             let price = int(&row[0]);
             let remote = i64::from(supply != w);
-            let stock = db
-                .update_with(&tx, t.stock, &[Value::Int(supply), Value::Int(item)], |stock| {
-                    let s_quantity = int(&stock[2]);
+            // s_quantity, s_ytd, s_order_cnt, s_remote_cnt and the district's s_dist_xx.
+            let read = [2, 13, 14, 15, 2 + d as usize];
+            let mut stock = db
+                .update_columns(&tx, t.stock, &[Value::Int(supply), Value::Int(item)], &read, |stock| {
+                    let s_quantity = int(&stock[0]);
                     let new_quantity =
                         if s_quantity >= quantity + 10 { s_quantity - quantity } else { s_quantity - quantity + 91 };
-                    Ok(vec![
+                    Ok([
                         (2, Value::Int(new_quantity)),
-                        (13, Value::Int(int(&stock[13]) + quantity)),
-                        (14, Value::Int(int(&stock[14]) + 1)),
-                        (15, Value::Int(int(&stock[15]) + remote)),
+                        (13, Value::Int(int(&stock[1]) + quantity)),
+                        (14, Value::Int(int(&stock[2]) + 1)),
+                        (15, Value::Int(int(&stock[3]) + remote)),
                     ])
                 })
                 .map_err(e)?
                 .ok_or("stock missing")?;
-            let dist_info = stock[2 + d as usize].clone();
+            let dist_info = std::mem::replace(&mut stock[4], Value::Null);
             let line = [
                 Value::Int(o_id),
                 Value::Int(d),
@@ -362,13 +364,14 @@ impl Tpcc {
         let amount = rng.gen_range(100..=500_000i64); // cents: 1.00 .. 5000.00
         let tx = db.begin();
         // Year-to-date sums grow by the amount; the names stay for the history row.
+        // w_ytd and w_name, d_ytd and d_name.
         let wh = db
-            .update_with(&tx, t.warehouse, &[Value::Int(w)], |wh| Ok(vec![(8, dec(int(&wh[8]) + amount, 2))]))
+            .update_columns(&tx, t.warehouse, &[Value::Int(w)], &[8, 1], |wh| Ok([(8, dec(int(&wh[0]) + amount, 2))]))
             .map_err(e)?
             .ok_or("warehouse missing")?;
         let di = db
-            .update_with(&tx, t.district, &[Value::Int(w), Value::Int(d)], |di| {
-                Ok(vec![(9, dec(int(&di[9]) + amount, 2))])
+            .update_columns(&tx, t.district, &[Value::Int(w), Value::Int(d)], &[9, 2], |di| {
+                Ok([(9, dec(int(&di[0]) + amount, 2))])
             })
             .map_err(e)?
             .ok_or("district missing")?;
@@ -389,7 +392,7 @@ impl Tpcc {
             sets.push((20, Value::Text(data)));
         }
         db.update(&tx, t.customer, &key, &sets).map_err(e)?;
-        let h_data = format!("{}    {}", text(&wh[1]), text(&di[2]));
+        let h_data = format!("{}    {}", text(&wh[1]), text(&di[1]));
         let history = [
             Value::Int(c),
             Value::Int(c_d),
@@ -436,8 +439,9 @@ impl Tpcc {
             let o_id = no[0].clone();
             db.delete(&tx, t.new_order, &[Value::Int(w), Value::Int(d), o_id.clone()]).map_err(e)?;
             let okey = [Value::Int(w), Value::Int(d), o_id.clone()];
+            // o_carrier_id set, o_c_id read.
             let order = db
-                .update_with(&tx, t.orders, &okey, |_| Ok(vec![(5, Value::Int(carrier))]))
+                .update_columns(&tx, t.orders, &okey, &[3], |_| Ok([(5, Value::Int(carrier))]))
                 .map_err(e)?
                 .ok_or("order missing")?;
             let lines = db.scan(&tx, t.order_line, &okey, &okey).map_err(e)?;
@@ -448,9 +452,9 @@ impl Tpcc {
                 let lkey = [Value::Int(w), Value::Int(d), o_id.clone(), l[3].clone()];
                 db.update(&tx, t.order_line, &lkey, &[(6, Value::Int(now))]).map_err(e)?;
             }
-            let ckey = [Value::Int(w), Value::Int(d), order[3].clone()];
-            db.update_with(&tx, t.customer, &ckey, |cust| {
-                Ok(vec![(16, dec(int(&cust[16]) + total, 2)), (19, Value::Int(int(&cust[19]) + 1))])
+            let ckey = [Value::Int(w), Value::Int(d), order[0].clone()];
+            db.update_columns(&tx, t.customer, &ckey, &[16, 19], |cust| {
+                Ok([(16, dec(int(&cust[0]) + total, 2)), (19, Value::Int(int(&cust[1]) + 1))])
             })
             .map_err(e)?
             .ok_or("customer missing")?;

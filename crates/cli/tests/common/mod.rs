@@ -15,8 +15,15 @@ pub const FOUR_CHIPS: &[&str] = &["--chips", "4", "--blocks-per-chip", "64", "--
 /// Half a simulated second after a warm-up of 0.2 s.
 pub const SHORT_RUN: &[&str] = &["--sim-time", "0.5", "--warmup", "0.2"];
 
-/// Wall-time fields of a `bench` JSON: the only ones that differ between two runs with one seed.
-pub const BENCH_WALL_FIELDS: [&str; 3] = ["wall_seconds", "run_wall_seconds", "simulated_seconds_per_wall_second"];
+/// Wall-time and peak-memory fields of a `bench` JSON: the only ones that differ between
+/// two runs with one seed.
+pub const BENCH_WALL_FIELDS: [&str; 5] = [
+    "wall_seconds",
+    "run_wall_seconds",
+    "simulated_seconds_per_wall_second",
+    "memory_peak_rss_bytes",
+    "memory_peak_rss_per_device_byte",
+];
 
 pub fn deltaflash(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().expect("binary runs")

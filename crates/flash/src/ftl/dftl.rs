@@ -107,7 +107,8 @@ impl Map {
         let old = std::mem::replace(&mut c.ppn, ppn);
         self.dirty.insert(lpn);
         if old != NONE {
-            log.kill(Ppn(old));
+            // The newer page (or tombstone) of `lpn` is durable: `old` is garbage for good.
+            log.retire(Ppn(old));
         }
         Ok(())
     }
@@ -201,7 +202,7 @@ fn write_translation(
     log.counters.translation_writes += 1;
     let old = std::mem::replace(&mut map.gtd[t as usize], ppn.0);
     if old != NONE {
-        log.kill(Ppn(old));
+        log.retire(Ppn(old));
     }
     Ok(timing.end_ns)
 }

@@ -39,6 +39,12 @@
 //! - Tids grow: after a rebuild they continue above every tid on flash, so a tid never
 //!   names pages of two transactions.
 //!
+//! - A superseded page's payload is discarded ([`PageLog::retire`]) once no open
+//!   transaction or recovery needs it: old versions at commit (not before: the lock
+//!   keeps them live), rewritten and aborted transaction pages (a rebuild rejects their
+//!   tid before reading them). End pages are only killed: every rebuild reads each end
+//!   page on flash whole.
+//!
 //! Fault model: as the page store (a power cut at any program, copyback or erase;
 //! torn pages fail their CRCs). Recovery is a full scan: a tid whose whole end page is
 //! on flash committed; the pages of any other tid are ignored, so each of its LPNs
@@ -137,10 +143,19 @@ impl State {
     }
 
     /// The live page `old` (NONE: none) is superseded (overwrite, trim, commit): it dies
-    /// unless it stays as a witness.
+    /// unless it stays as a witness. Its payload is discarded unless it is an end page,
+    /// which every rebuild reads whole to learn whether its transaction committed.
     fn supersede(&mut self, log: &mut PageLog, old: u32) {
-        if old != NONE && self.retire(log, old) {
-            log.kill(Ppn(old));
+        if old == NONE {
+            return;
+        }
+        let end = self.tagged.get(&old).and_then(|tid| self.committed.get(tid)).is_some_and(|c| c.end == old);
+        if self.retire(log, old) {
+            if end {
+                log.kill(Ppn(old));
+            } else {
+                log.retire(Ppn(old));
+            }
         }
     }
 
@@ -491,7 +506,8 @@ impl Ftl for NolgnFtl {
                 // Where the earlier page is now: the allocation's GC may have moved it.
                 let earlier = std::mem::replace(&mut tx.entries[i].new, ppn.0);
                 state.pending.remove(&earlier);
-                self.log.kill(Ppn(earlier));
+                // Not an end page (none is written after it): never read again.
+                self.log.retire(Ppn(earlier));
             }
             None => {
                 tx.entries.push(Entry { lpn, new: ppn.0, old });
@@ -548,7 +564,8 @@ impl Ftl for NolgnFtl {
         self.state.p2p_used -= tx.entries.len() as u32;
         for e in tx.entries.iter().rev() {
             self.state.pending.remove(&e.new);
-            self.log.kill(Ppn(e.new));
+            // A rebuild rejects it (its tid has no end page) and never reads it.
+            self.log.retire(Ppn(e.new));
             let tombstone = self.log.tombstone(e.lpn) == Some(Ppn(e.old));
             self.state.l2p[e.lpn as usize] = if tombstone { NONE } else { e.old };
             if e.old != NONE {

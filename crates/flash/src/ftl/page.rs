@@ -67,8 +67,10 @@ impl Remap for Map {
 }
 
 impl Map {
-    /// Unmaps `lpn`: its page dies unless another lpn shares it, and the remap record
-    /// it read through dies when no lpn reads through it any more.
+    /// Unmaps `lpn`: its page dies for good (retired: a newer page or tombstone of
+    /// `lpn` is already durable) unless another lpn shares it, and the remap record it
+    /// read through dies when no lpn reads through it any more (killed only: rebuilds
+    /// read every record on flash).
     fn unmap(&mut self, log: &mut PageLog, lpn: u32) {
         let old = std::mem::replace(&mut self.l2p[lpn as usize], NONE);
         if old != NONE {
@@ -77,10 +79,10 @@ impl Map {
                     lpns.retain(|&l| l != lpn);
                     if lpns.is_empty() {
                         self.sharers.remove(&old);
-                        log.kill(Ppn(old));
+                        log.retire(Ppn(old));
                     }
                 }
-                None => log.kill(Ppn(old)),
+                None => log.retire(Ppn(old)),
             }
         }
         if let Some(record) = self.via.remove(&lpn) {

@@ -48,6 +48,12 @@
 //!   tombstone stays live while that count is above zero, so a rebuild (newest page per
 //!   lpn wins) cannot resurrect trimmed data; once the last old copy is erased the
 //!   tombstone dies with it;
+//! - a page [`PageLog::retire`]d (dead for good: a newer whole copy of its lpn or
+//!   translation page, or a durable trim, supersedes it, so no rebuild reads it) has its
+//!   payload discarded on the device ([`nand::Device::discard_payload`]) at the end of
+//!   the host operation, and always before any erase, so a queued page is never a later
+//!   incarnation of itself. Tombstones, remap records and NoLgn end pages are killed
+//!   but keep their bytes: rebuilds read them whole even when dead;
 //! - GC copies a victim's live pages (copyback, same seq, gen + 1), lets the map owner
 //!   make the moves durable ([`Remap::settle`]), and only then erases the victim.
 //!   Programs are durable when they return (no volatile cache).
@@ -362,6 +368,8 @@ pub(crate) struct PageLog {
     pub counters: FtlCounters,
     /// 0xFF bytes standing in for payloads on a metadata-only device.
     filler: Box<[u8]>,
+    /// Retired pages whose payloads the device has not been told to discard yet.
+    retired: Vec<u32>,
 }
 
 impl PageLog {
@@ -424,6 +432,7 @@ impl PageLog {
             poisoned: false,
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
+            retired: Vec::new(),
             geometry,
         }
     }
@@ -679,6 +688,28 @@ impl PageLog {
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
+    /// Kills a page that is dead for good: no rebuild will read it (a newer whole copy
+    /// of what it holds supersedes it), so its payload is discarded on the device at
+    /// the end of the host operation (see the module invariants).
+    pub fn retire(&mut self, ppn: Ppn) {
+        self.kill(ppn);
+        if self.keeps_data {
+            self.retired.push(ppn.0);
+        }
+    }
+
+    /// Tells the device to discard the payloads of the pages retired since the last
+    /// call. Runs before every erase, so none of them has been erased since it died.
+    fn discard_retired(&mut self, dev: &mut Device) -> Result<(), Error> {
+        for ppn in self.retired.drain(..) {
+            dev.discard_payload(Ppn(ppn)).map_err(|e| {
+                self.poisoned = true;
+                Error::Device(e)
+            })?;
+        }
+        Ok(())
+    }
+
     /// What a programmed page holds (until its block is erased).
     pub fn owner_of(&self, ppn: Ppn) -> Option<Owner> {
         Owner::unpack(self.owner[ppn.0 as usize])
@@ -925,6 +956,7 @@ impl PageLog {
     /// a data page as a host write and a tombstone as a host trim, then runs background
     /// GC on the page's chip from `end`, when the program ended.
     pub fn host_done<R: Remap>(&mut self, dev: &mut Device, map: &mut R, ppn: Ppn, end: SimTime) -> Result<(), Error> {
+        self.discard_retired(dev)?;
         match self.owner_of(ppn) {
             Some(Owner::Data(_)) => self.counters.host_writes += 1,
             Some(Owner::Tombstone(_)) => self.counters.host_trims += 1,
@@ -1068,6 +1100,7 @@ impl PageLog {
             self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
         t = remap.settle(self, dev, chip, t)?;
+        self.discard_retired(dev)?;
         let timing = dev.erase(block, t)?;
         let ppb = self.geometry.pages_per_block as usize;
         for p in b as usize * ppb..(b as usize + 1) * ppb {

@@ -67,22 +67,19 @@ impl Region {
         why: Collect,
         now: SimTime,
     ) -> Result<SimTime, Error> {
-        let block = self.block_id(slot, b);
-        self.check_victim_mappings(block);
-        let mut t = now;
-        for i in 0..self.usable_per_block {
-            let src = self.geometry.ppn(block, i * self.stride);
-            if self.is_live(src) {
-                let Some(dst) = self.page_on(slot, Stream::Gc) else {
-                    return Err(Error::RegionFull { region: self.name.clone() });
-                };
-                t = self.migrate(dev, src, dst, t)?;
-                self.counters.gc_page_migrations += 1;
-                if why == Collect::WearLevel {
-                    self.counters.wl_page_migrations += 1;
-                }
+        let local = self.local_block(slot, b);
+        self.load_victim_owners(slot, b);
+        // Out of the victim index while its pages move: each move would otherwise shift
+        // it one valid-count bucket down.
+        self.blocks.set_state(local, BlockState::Collecting);
+        let moved = self.move_live_pages(dev, slot, b, why, now);
+        let t = match moved {
+            Ok(t) => t,
+            Err(e) => {
+                self.blocks.set_state(local, BlockState::Full);
+                return Err(e);
             }
-        }
+        };
         match why {
             Collect::Foreground => self.counters.foreground_gc_collections += 1,
             Collect::Background => self.counters.background_gc_collections += 1,
@@ -91,25 +88,73 @@ impl Region {
         self.erase_victim(dev, slot, b, t)
     }
 
-    /// Asserts that every live data page of a victim is its lpn's mapping (or a pending
-    /// write-group part). Besides checking the invariant, the independent loads overlap
-    /// their cache misses, so the mapping updates during migration find the entries in
-    /// cache.
-    fn check_victim_mappings(&self, block: BlockId) {
+    /// Moves the live pages of victim `b` to the chip's GC block; returns when the last
+    /// copy ends.
+    fn move_live_pages(
+        &mut self,
+        dev: &mut Device,
+        slot: usize,
+        b: u32,
+        why: Collect,
+        now: SimTime,
+    ) -> Result<SimTime, Error> {
+        let block = self.block_id(slot, b);
+        let first_page = self.local_block(slot, b) * self.geometry.pages_per_block as usize;
+        let mut t = now;
         for i in 0..self.usable_per_block {
-            let src = self.geometry.ppn(block, i * self.stride);
-            let meta = self.pages[self.local_page(src)];
-            if self.is_live(src) && meta.owner & TOMBSTONE_BIT == 0 && meta.flags & PENDING == 0 {
-                let owner = meta.owner;
-                assert_eq!(self.lpns[owner as usize].ppn, src.0, "live page {src:?} is not the mapping of lpn {owner}");
+            let src_local = first_page + (i * self.stride) as usize;
+            if self.live_at(src_local) {
+                let Some(dst) = self.page_on(slot, Stream::Gc) else {
+                    return Err(Error::RegionFull { region: self.name.clone() });
+                };
+                let src = self.geometry.ppn(block, i * self.stride);
+                t = self.migrate(dev, src, src_local, dst, t)?;
+                self.counters.gc_page_migrations += 1;
+                if why == Collect::WearLevel {
+                    self.counters.wl_page_migrations += 1;
+                }
             }
         }
+        Ok(t)
+    }
+
+    /// Loads the map entries of the lpns whose pages a victim holds, before GC needs
+    /// them: the moves rewrite the live pages' mappings and the erase the dead pages'
+    /// copy counts, one page at a time, each a likely cache miss; loaded here together,
+    /// independent of each other, their misses overlap. Asserts on the way that every
+    /// live data page is its lpn's mapping (or a pending write-group part).
+    fn load_victim_owners(&self, slot: usize, b: u32) {
+        let ppb = self.geometry.pages_per_block as usize;
+        let (block, first_page) = (self.block_id(slot, b), self.local_block(slot, b) * ppb);
+        let mut loaded = 0u32;
+        for (i, local) in (first_page..first_page + ppb).enumerate() {
+            let meta = self.pages[local];
+            if meta.owner == NONE || meta.owner & TOMBSTONE_BIT != 0 {
+                continue;
+            }
+            let entry = self.lpns[meta.owner as usize];
+            if self.live_at(local) && meta.flags & PENDING == 0 {
+                let owner = meta.owner;
+                let src = self.geometry.ppn(block, i as u32);
+                assert_eq!(entry.ppn, src.0, "live page {src:?} is not the mapping of lpn {owner}");
+            }
+            loaded = loaded.wrapping_add(entry.copies);
+        }
+        // Keeps the dead pages' loads, whose values nothing else uses.
+        std::hint::black_box(loaded);
     }
 
     /// Copies a live page to `dst` (same chip) and moves the mapping; returns when the
     /// copy ends.
-    fn migrate(&mut self, dev: &mut Device, src: Ppn, dst: Ppn, now: SimTime) -> Result<SimTime, Error> {
-        let src_local = self.local_page(src);
+    /// `src_local` is the local page of `src`.
+    fn migrate(
+        &mut self,
+        dev: &mut Device,
+        src: Ppn,
+        src_local: usize,
+        dst: Ppn,
+        now: SimTime,
+    ) -> Result<SimTime, Error> {
         let meta = self.pages[src_local];
         let page_bytes = self.page_bytes();
         let slots_bytes = meta.slots as usize * oob::SLOT_BYTES;
@@ -150,9 +195,11 @@ impl Region {
                     header.segment_crcs = oob::segment_crcs(&data[..header.erased_from as usize]);
                     header.sealed = true;
                 }
-                let mut new_oob = header.encode().to_vec();
+                let mut new_oob = std::mem::take(&mut self.oob_scratch);
+                new_oob.clear();
+                new_oob.extend_from_slice(&header.encode());
                 new_oob.extend_from_slice(&oob_bytes[oob::HEADER_BYTES..oob::HEADER_BYTES + slots_bytes]);
-                if torn_tail {
+                let result = if torn_tail {
                     let data = data.to_vec();
                     let read = dev.read(src, now).map(|r| r.timing);
                     read.and_then(|r| {
@@ -160,7 +207,9 @@ impl Region {
                     })
                 } else {
                     dev.copyback(src, dst, now, &[Span::new(page_bytes, &new_oob)])
-                }
+                };
+                self.oob_scratch = new_oob;
+                result
             }
         };
         let timing = result.map_err(|e| self.device_error(e))?;

@@ -249,6 +249,8 @@ pub struct Region {
     /// Chip slot and append floor of each part of the write group being programmed
     /// (scratch kept between writes, so a write allocates nothing).
     group: Vec<(usize, u32)>,
+    /// The OOB bytes GC writes with a moved page (scratch kept between copies).
+    oob_scratch: Vec<u8>,
     rebuild_report: RebuildReport,
     next_seq: u64,
     round_robin: usize,
@@ -336,6 +338,7 @@ impl Region {
             corrupt: FxHashMap::default(),
             pending: Vec::new(),
             group: Vec::new(),
+            oob_scratch: Vec::new(),
             rebuild_report: RebuildReport::default(),
             next_seq: 1,
             round_robin: 0,
@@ -555,6 +558,9 @@ impl Region {
             data.len().div_ceil(page_bytes).max(1)
         };
         self.check_lpn(first_lpn)?;
+        // Loaded now, its likely cache miss overlaps the allocation and the program
+        // below instead of stalling the map update after them.
+        std::hint::black_box(self.lpns[first_lpn as usize].copies);
         let last = first_lpn as u64 + parts as u64 - 1;
         if last >= self.logical_pages as u64 {
             return Err(Error::LpnOutOfRange {
@@ -605,6 +611,11 @@ impl Region {
         for (part, &(_, floor)) in group.iter().enumerate() {
             let ppn = self.pending[part];
             let lpn = first_lpn + part as u32;
+            let old = self.lpns[lpn as usize].ppn;
+            if self.keeps_data && old != NONE {
+                // The new copy is whole on flash: no rebuild reads the old one again.
+                dev.discard_payload(Ppn(old)).map_err(|e| self.device_error(e))?;
+            }
             self.release_lpn(lpn);
             self.lpns[lpn as usize].ppn = ppn;
             let local = self.local_page(Ppn(ppn));
@@ -740,11 +751,17 @@ impl Region {
     }
 
     /// Unmaps the live copy (and any tombstone) of `lpn`.
+    /// The maps are nearly always empty: checked first, so a host write hashes nothing.
     fn release_lpn(&mut self, lpn: u32) {
-        self.corrupt.remove(&lpn);
+        if !self.corrupt.is_empty() {
+            self.corrupt.remove(&lpn);
+        }
         let old = std::mem::replace(&mut self.lpns[lpn as usize].ppn, NONE);
         if old != NONE {
             self.mark_dead(Ppn(old));
+        }
+        if self.tombstones.is_empty() {
+            return;
         }
         if let Some(t) = self.tombstones.remove(&lpn) {
             self.mark_dead(Ppn(t));
@@ -775,7 +792,11 @@ impl Region {
     }
 
     fn is_live(&self, ppn: Ppn) -> bool {
-        let local = self.local_page(ppn);
+        self.live_at(self.local_page(ppn))
+    }
+
+    /// Whether local page `local` is live.
+    fn live_at(&self, local: usize) -> bool {
         self.live[local / 64] & (1 << (local % 64)) != 0
     }
 }

@@ -19,3 +19,18 @@ pub fn small_geometry(page_bytes: u32) -> Geometry {
         latencies: Latencies::mlc_typical(),
     }
 }
+
+/// Four chips of 12 blocks of 8 pages, 96 OOB bytes and four programs per page: room
+/// for in-place appends.
+#[allow(dead_code)] // each test binary compiles this module and uses one of the two
+pub fn append_geometry(cell: CellType, page_bytes: u32) -> Geometry {
+    Geometry {
+        chips_per_channel: 2,
+        blocks_per_chip: 12,
+        pages_per_block: 8,
+        oob_bytes: 96,
+        cell,
+        nop: 4,
+        ..small_geometry(page_bytes)
+    }
+}

@@ -44,4 +44,8 @@ impl SqliteHost for FlashSqlite {
     fn precondition(&mut self, free_share: f64, rng: &mut ChaCha8Rng) -> Result<(), String> {
         self.age(free_share, rng).map(|_| ()).map_err(|e| format!("aging the device: {e}"))
     }
+
+    fn device_memory_bytes(&self) -> Option<u64> {
+        Some(FlashSqlite::device_memory_bytes(self))
+    }
 }

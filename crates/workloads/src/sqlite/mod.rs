@@ -103,6 +103,10 @@ pub trait SqliteHost {
     /// those pages apart from the files'); the VFS host implements it. A host without
     /// flash refuses with an error.
     fn precondition(&mut self, free_share: f64, rng: &mut ChaCha8Rng) -> Result<(), String>;
+    /// Bytes the emulated device keeps in memory; `None` when SQLite is not on flash.
+    fn device_memory_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A transaction's kind, as an index into [`SqliteWorkload::kinds`].
