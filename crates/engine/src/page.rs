@@ -178,6 +178,24 @@ pub fn get(p: &[u8], body_end: usize, i: usize) -> Option<&[u8]> {
     (off != 0).then(|| &p[off..off + len])
 }
 
+/// Overwrites bytes `span` of the tuple in slot `i` with `bytes` (an in-place update
+/// of equal length that writes only the bytes that differ); `false` if the slot is empty.
+pub fn write_within(
+    p: &mut (impl PageWrite + ?Sized),
+    body_end: usize,
+    i: usize,
+    span: std::ops::Range<usize>,
+    bytes: &[u8],
+) -> bool {
+    let s = slot_at(body_end, i);
+    let (off, len) = (u16_at(p.bytes(), s), u16_at(p.bytes(), s + 2));
+    if off == 0 || span.end > len {
+        return false;
+    }
+    p.write(off + span.start..off + span.end).copy_from_slice(bytes);
+    true
+}
+
 /// Where the page's delta area starts, as its header says: free_end + 4·slot count
 /// (every slot operation keeps this sum). Trusted only after [`check`] on a page read
 /// from flash.
