@@ -1,6 +1,8 @@
 //! Criterion benchmarks of the engine's hot-path primitives (issue 21 part 3): the page
-//! diff that feeds the log and the IPA rule, delta-record encoding and decoding, a
-//! buffer-pool hit, and a primary-key lookup (B+-tree descent, buffer hits, row decode).
+//! diff that feeds the log and the IPA rule (over the whole page and over the ranges an
+//! operation wrote), delta-record encoding and decoding, a buffer-pool hit, one logged
+//! row update (page change, before-image rebuild, diff), and a primary-key lookup
+//! (B+-tree descent, buffer hits, row decode).
 //! Inputs are built from a seeded ChaCha RNG, so every run measures the same work.
 //! `cargo bench -p engine --bench primitives`.
 
@@ -8,6 +10,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engine::buffer::{BufferPool, CleanerPolicy, Pages, Replacement};
 use engine::delta::{self, Changes, IpaScheme};
 use engine::journal::NoJournal;
+use engine::logrec;
 use engine::oplog::OpKind;
 use engine::page::{self, Kind};
 use engine::store::{PageId, PageStore};
@@ -63,6 +66,30 @@ fn diff(c: &mut Criterion) {
     }
 }
 
+/// The log's diff of one operation's change (8 bytes of a row and the 8-byte LSN): over
+/// the whole page as before session 27, and over the two ranges the operation wrote.
+fn log_diff(c: &mut Criterion) {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let (before, mut after) = page_pair(&mut rng, 0);
+    for at in (0..8).chain(1500..1508) {
+        after[at] = !before[at];
+    }
+    let mut spans = Vec::new();
+    c.bench_function("log diff, whole 4 KiB page, 16 bytes changed", |b| {
+        b.iter(|| {
+            logrec::diff_spans(black_box(&before), black_box(&after), &mut spans);
+            spans.len()
+        })
+    });
+    let ranges = [(0, 8), (1500, 1508)];
+    c.bench_function("log diff, the 2 ranges written, 16 bytes changed", |b| {
+        b.iter(|| {
+            logrec::diff_spans_in(black_box(&before), black_box(&after), &ranges, &mut spans);
+            spans.len()
+        })
+    });
+}
+
 fn delta_records(c: &mut Criterion) {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let scheme = IpaScheme::new(2, 4, IpaScheme::DEFAULT_V).expect("a valid scheme");
@@ -116,6 +143,37 @@ fn buffer_hit(c: &mut Criterion) {
     });
 }
 
+/// One in-place row update through the pool: `page_mut` + `page::replace` of a 100-byte
+/// tuple on a dirty resident page, then `end_op` (before images rebuilt over the ranges
+/// written, diffed, kept for undo; no log device).
+fn logged_update(c: &mut Criterion) {
+    let flash = Flash::format(device(64), vec![RegionSpec::new("r", IpaMode::Slc)]).expect("a region");
+    let store = PageStore::new(Box::new(flash), PAGE_BYTES).expect("a page store");
+    let body_end = store.body_end(0);
+    let mut pool = BufferPool::new(store, 16, Replacement::Clock, CleanerPolicy::NonEager);
+    let mut journal = NoJournal::new(1);
+    let pid = PageId { region: 0, page: 0 };
+    let f = pool.create(pid, &mut journal).expect("page created");
+    page::init(pool.page_mut(f), body_end, 0, 1, Kind::Heap, 0);
+    for _ in 0..30 {
+        page::insert(pool.page_mut(f), body_end, &[7u8; 100]).expect("fits");
+    }
+    pool.unpin(f);
+    pool.end_op(&mut journal, 0, 0, OpKind::Update, None).expect("operation ends");
+    let mut undo = engine::oplog::UndoLog::default();
+    let mut round = 0u8;
+    c.bench_function("row update 100 bytes in place + end_op, dirty page", |b| {
+        b.iter(|| {
+            round = round.wrapping_add(1);
+            let f = pool.fetch(pid, &mut journal).expect("resident");
+            page::replace(pool.page_mut(f), body_end, 17, &[round; 100]);
+            pool.unpin(f);
+            undo.clear();
+            pool.end_op(&mut journal, 1, 0, OpKind::Update, Some(&mut undo)).expect("operation ends")
+        })
+    });
+}
+
 fn primary_key_get(c: &mut Criterion) {
     const ROWS: i64 = 50_000;
     let mut db = Database::create(device(256), DbOptions::default()).expect("a database");
@@ -142,5 +200,5 @@ fn primary_key_get(c: &mut Criterion) {
     db.commit(tx).expect("read-only commit");
 }
 
-criterion_group!(benches, diff, delta_records, buffer_hit, primary_key_get);
+criterion_group!(benches, diff, log_diff, delta_records, buffer_hit, logged_update, primary_key_get);
 criterion_main!(benches);

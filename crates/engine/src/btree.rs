@@ -305,19 +305,19 @@ fn write_node(a: &mut ObjectAccess, f: FrameId, node: &Node) {
     let target = a.body_end();
     let body_end = if entries_bytes(&node.entries) <= target - page::HEADER_BYTES { target } else { node.body_end };
     let object = a.object;
-    let p = a.page_mut(f);
+    let mut p = a.page_bytes_mut(f);
     if page::body_end(p) != body_end {
         p[body_end..].fill(0xFF);
     }
     let no = page::page_no(p);
     let lsn = page::lsn(p);
     let kind = if node.leaf { Kind::Leaf } else { Kind::Inner };
-    page::clear(p, body_end, no, object, kind, node.level);
-    page::set_lsn(p, lsn);
-    page::set_next(p, node.next);
-    page::set_aux(p, node.leftmost);
+    page::clear(&mut p, body_end, no, object, kind, node.level);
+    page::set_lsn(&mut p, lsn);
+    page::set_next(&mut p, node.next);
+    page::set_aux(&mut p, node.leftmost);
     for e in &node.entries {
-        assert!(page::insert(p, body_end, e).is_some(), "node contents fit a page");
+        assert!(page::insert(&mut p, body_end, e).is_some(), "node contents fit a page");
     }
 }
 

@@ -13,7 +13,9 @@
 //!
 //! Each frame keeps the page as last read or written (`base`) beside the working copy;
 //! at write time their difference is the change set the IPA rule looks at. A clean
-//! frame is its own base, so `base` is filled only at a page's first change. Reads on a
+//! frame is its own base, so `base` is filled only at a page's first change. The pool
+//! also keeps the byte ranges written since (every change goes through [`PageMut`] or
+//! is noted as the whole page), and the IPA diff compares only those. Reads on a
 //! miss and writes of evicted dirty pages are on the caller's critical path and advance
 //! the pool's clock; cleaner writes are timed on the device but do not.
 
@@ -24,7 +26,6 @@ use crate::latency::IoLatencies;
 use crate::page;
 use crate::store::{PageId, PageStore};
 use nand::SimTime;
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -105,17 +106,24 @@ pub struct BufferPool {
     pub(crate) frames: Vec<Frame>,
     pub(crate) data: Vec<u8>,
     pub(crate) base: Vec<u8>,
-    /// Cached pages (a fast non-keyed hash: page ids are not attacker-chosen).
-    pub(crate) map: FxHashMap<PageId, FrameId>,
-    /// Frames the operation in progress changed, with their bytes before it: a copy, or
-    /// `None` when the frame was clean, so its `base` holds those bytes (a clean frame
-    /// is its base, and a pinned frame is not written before `end_op`).
-    pub(crate) op: Vec<(FrameId, Option<Vec<u8>>)>,
-    pub(crate) spare_snapshots: Vec<Vec<u8>>,
+    /// Per frame, where its page may differ from `base`: what the IPA diff compares.
+    changed: Vec<Changed>,
+    merge_scratch: Vec<(usize, usize)>,
+    /// Cached pages: their frames by page id.
+    map: PageMap,
+    /// Frames the operation in progress changed, in the order of their first change.
+    pub(crate) op: Vec<FrameId>,
+    /// Every byte range the operation wrote, oldest first, with its bytes before the
+    /// write in `op_images` (concatenated in the same order): enough to rebuild each
+    /// changed page as it was before the operation, over the ranges written.
+    pub(crate) op_writes: Vec<OpWrite>,
+    pub(crate) op_images: Vec<u8>,
+    /// The page being logged as it was before the operation (valid over `op_ranges`).
+    pub(crate) before: Vec<u8>,
+    /// The written ranges of the page being logged, merged (see `oplog`).
+    pub(crate) op_ranges: Vec<(usize, usize)>,
     /// The changed spans of the page being logged (reused across operations).
     pub(crate) spans: Vec<(u16, u16)>,
-    /// A page body of zeros: the before image of a freshly formatted page.
-    pub(crate) zeros: Vec<u8>,
     replacement: Replacement,
     cleaner: CleanerPolicy,
     hand: usize,
@@ -140,7 +148,9 @@ impl BufferPool {
             frames: vec![Frame::default(); frames],
             data: vec![0; frames * bytes],
             base: vec![0; frames * bytes],
-            map: FxHashMap::with_capacity_and_hasher(frames, Default::default()),
+            changed: vec![Changed::default(); frames],
+            merge_scratch: Vec::new(),
+            map: PageMap::default(),
             replacement,
             cleaner,
             hand: 0,
@@ -152,9 +162,11 @@ impl BufferPool {
             stats: PoolStats::default(),
             latencies: IoLatencies::default(),
             op: Vec::new(),
-            spare_snapshots: Vec::new(),
+            op_writes: Vec::new(),
+            op_images: Vec::new(),
+            before: Vec::new(),
+            op_ranges: Vec::new(),
             spans: Vec::new(),
-            zeros: Vec::new(),
         }
     }
 
@@ -199,33 +211,45 @@ impl BufferPool {
         &self.data[self.span(f)]
     }
 
-    /// The frame's bytes for modification; marks it dirty. The first change in an
-    /// operation keeps the page's bytes before it (a copy, or the base of a clean frame)
-    /// and a pin, for the log (see `oplog`).
-    pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
+    /// The frame's page for modification; marks it dirty. The first change in an
+    /// operation pins the frame until `end_op` logs it (see `oplog`); each write through
+    /// the returned [`PageMut`] keeps the bytes it overwrites, for the log.
+    pub fn page_mut(&mut self, f: FrameId) -> PageMut<'_> {
+        self.begin_change(f);
+        PageMut { pool: self, f }
+    }
+
+    /// [`BufferPool::page_mut`] as plain bytes, for a change anywhere on the page (the
+    /// whole page is kept as written).
+    pub fn page_bytes_mut(&mut self, f: FrameId) -> &mut [u8] {
+        self.begin_change(f);
+        self.keep_before(f, 0..self.store.page_bytes());
         let span = self.span(f);
+        &mut self.data[span]
+    }
+
+    fn begin_change(&mut self, f: FrameId) {
         let clean = !self.frames[f].dirty;
         if clean {
             self.fill_base(f);
         }
         if !self.frames[f].in_op {
-            let snapshot = if clean {
-                debug_assert!(self.base[span.clone()] == self.data[span.clone()], "a clean frame is its base");
-                None
-            } else {
-                let mut copy = self.spare_snapshots.pop().unwrap_or_default();
-                copy.clear();
-                copy.extend_from_slice(&self.data[span.clone()]);
-                Some(copy)
-            };
-            self.op.push((f, snapshot));
+            self.op.push(f);
             self.frames[f].in_op = true;
             self.frames[f].pins += 1;
+            // The page LSN `end_op` stamps.
+            self.keep_before(f, 0..8);
         }
         if clean {
             self.mark_dirty(f);
         }
-        &mut self.data[span]
+    }
+
+    /// Keeps the bytes `range` of frame `f`'s page before the operation writes them.
+    pub(crate) fn keep_before(&mut self, f: FrameId, range: std::ops::Range<usize>) {
+        let at = self.span(f).start;
+        self.op_writes.push(OpWrite { frame: f, offset: range.start as u32, len: range.len() as u32 });
+        self.op_images.extend_from_slice(&self.data[at + range.start..at + range.end]);
     }
 
     /// Marks a frame dirty without an operation snapshot (restart redo is not logged).
@@ -234,6 +258,17 @@ impl BufferPool {
             self.fill_base(f);
             self.mark_dirty(f);
         }
+        self.changed[f].all();
+    }
+
+    /// Notes that the operation wrote `self.op_ranges` of frame `f`'s page.
+    pub(crate) fn note_op_ranges(&mut self, f: FrameId) {
+        self.changed[f].add(&self.op_ranges, &mut self.merge_scratch);
+    }
+
+    /// Notes that the whole of frame `f`'s page may have changed.
+    pub(crate) fn note_all_changed(&mut self, f: FrameId) {
+        self.changed[f].all();
     }
 
     /// Copies a clean frame's page to its base before the page first changes.
@@ -280,7 +315,7 @@ impl BufferPool {
     /// Pins the page if it is cached or on flash (read on a miss); `None` if flash
     /// never had it.
     pub fn fetch_if_written(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<Option<FrameId>> {
-        if let Some(&f) = self.map.get(&pid) {
+        if let Some(f) = self.map.get(pid) {
             self.stats.hits += 1;
             self.frames[f].pins += 1;
             self.touch(f);
@@ -303,7 +338,7 @@ impl BufferPool {
 
     /// Pins a frame for a page that is new on flash; the caller formats its bytes.
     pub fn create(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<FrameId> {
-        if let Some(&f) = self.map.get(&pid) {
+        if let Some(f) = self.map.get(pid) {
             // A freed page still cached: it starts over, and its old flash copy will
             // be replaced out-of-place.
             if self.frames[f].pins > 0 {
@@ -320,6 +355,7 @@ impl BufferPool {
             }
             let span = self.span(f);
             self.data[span].fill(0);
+            self.changed[f].all();
             return Ok(f);
         }
         let f = self.free_frame(journal)?;
@@ -327,19 +363,21 @@ impl BufferPool {
         self.data[span.clone()].fill(0);
         self.base[span].fill(0);
         self.install(f, pid, FlashState::default());
+        self.changed[f].all();
         self.mark_dirty(f);
         Ok(f)
     }
 
     fn install(&mut self, f: FrameId, pid: PageId, state: FlashState) {
         self.frames[f] = Frame { page: Some(pid), pins: 1, referenced: true, state, ..Frame::default() };
+        self.changed[f].clear();
         self.map.insert(pid, f);
         self.touch(f);
     }
 
     /// Drops a pin on a cached page, by page.
     pub fn unpin_page(&mut self, pid: PageId) {
-        let f = *self.map.get(&pid).expect("a pinned page is cached");
+        let f = self.map.get(pid).expect("a pinned page is cached");
         self.unpin(f);
     }
 
@@ -366,7 +404,7 @@ impl BufferPool {
         }
         self.stats.evictions += 1;
         let frame = &mut self.frames[f];
-        self.map.remove(&frame.page.take().expect("victim holds a page"));
+        self.map.remove(frame.page.take().expect("victim holds a page"));
         self.lru.remove(&(frame.last_use, f));
         Ok(f)
     }
@@ -401,7 +439,10 @@ impl BufferPool {
         // The write-ahead rule: the log first, up to the page's LSN.
         let now = journal.force(page::lsn(&self.data[span.clone()]), self.store.device_mut(), now)?;
         let mut state = self.frames[f].state;
-        let written = self.store.write(pid, &mut self.data[span.clone()], &mut self.base[span], &mut state, now)?;
+        let (page, base) = (&mut self.data[span.clone()], &mut self.base[span.clone()]);
+        let changed = &self.changed[f].ranges;
+        let written = self.store.write_changed(pid, page, base, changed, &mut state, now)?;
+        self.changed[f].clear();
         match written.eviction {
             Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
             Eviction::Append { .. } => self.stats.in_place_appends += 1,
@@ -491,7 +532,7 @@ impl BufferPool {
             if self.frames[f].pins > 0 {
                 return Err(Error::Invalid(format!("page {} of region {} is pinned", pid.page, pid.region)));
             }
-            self.map.remove(&pid);
+            self.map.remove(pid);
             let frame = &mut self.frames[f];
             if frame.dirty {
                 self.dirty -= 1;
@@ -506,10 +547,10 @@ impl BufferPool {
     /// trims its flash copy.
     pub fn discard(&mut self, pid: PageId) -> Result<()> {
         let mut on_flash = true;
-        if let Some(f) = self.map.remove(&pid) {
-            if let Some(i) = self.op.iter().position(|(g, _)| *g == f) {
-                let (_, snapshot) = self.op.swap_remove(i);
-                self.spare_snapshots.extend(snapshot);
+        if let Some(f) = self.map.remove(pid) {
+            if let Some(i) = self.op.iter().position(|&g| g == f) {
+                self.op.swap_remove(i);
+                self.forget_writes(f);
                 self.frames[f].pins -= 1;
             }
             let frame = &mut self.frames[f];
@@ -538,11 +579,135 @@ impl BufferPool {
         self.frames = vec![Frame::default(); frames];
         self.data = vec![0; frames * bytes];
         self.base = vec![0; frames * bytes];
+        self.changed = vec![Changed::default(); frames];
         self.map.clear();
         self.lru.clear();
         self.dirty_queue.clear();
         (self.hand, self.dirty) = (0, 0);
         Ok(())
+    }
+}
+
+/// Frames by page id: per region, a vector indexed by page number (regions allocate
+/// their pages densely from 0, so it grows to about the pages in use, 4 bytes each).
+/// A hit reads one entry, where a hash map reads its control bytes and a bucket.
+#[derive(Default)]
+struct PageMap {
+    regions: Vec<Vec<u32>>,
+    len: usize,
+}
+
+impl PageMap {
+    const NONE: u32 = u32::MAX;
+
+    #[inline]
+    fn get(&self, pid: PageId) -> Option<FrameId> {
+        let f = *self.regions.get(pid.region as usize)?.get(pid.page as usize)?;
+        (f != Self::NONE).then_some(f as FrameId)
+    }
+
+    fn insert(&mut self, pid: PageId, f: FrameId) {
+        let (region, page) = (pid.region as usize, pid.page as usize);
+        if self.regions.len() <= region {
+            self.regions.resize_with(region + 1, Vec::new);
+        }
+        let frames = &mut self.regions[region];
+        if frames.len() <= page {
+            frames.resize(page + 1, Self::NONE);
+        }
+        if frames[page] == Self::NONE {
+            self.len += 1;
+        }
+        frames[page] = f as u32;
+    }
+
+    fn remove(&mut self, pid: PageId) -> Option<FrameId> {
+        let slot = self.regions.get_mut(pid.region as usize)?.get_mut(pid.page as usize)?;
+        let f = std::mem::replace(slot, Self::NONE);
+        (f != Self::NONE).then(|| {
+            self.len -= 1;
+            f as FrameId
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        self.regions.clear();
+        self.len = 0;
+    }
+}
+
+/// Where a frame's page may differ from its base: byte ranges (sorted, disjoint), or
+/// the whole page (one range to `usize::MAX`) once there would be more than
+/// [`Changed::MAX_RANGES`].
+#[derive(Clone, Debug, Default)]
+struct Changed {
+    ranges: Vec<(usize, usize)>,
+}
+
+impl Changed {
+    const MAX_RANGES: usize = 16;
+
+    fn clear(&mut self) {
+        self.ranges.clear();
+    }
+
+    fn all(&mut self) {
+        self.ranges.clear();
+        self.ranges.push((0, usize::MAX));
+    }
+
+    /// Adds sorted, disjoint ranges, merging them into the set in `merged` (scratch).
+    fn add(&mut self, new: &[(usize, usize)], merged: &mut Vec<(usize, usize)>) {
+        merged.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < self.ranges.len() || j < new.len() {
+            let next = if j == new.len() || (i < self.ranges.len() && self.ranges[i].0 <= new[j].0) {
+                i += 1;
+                self.ranges[i - 1]
+            } else {
+                j += 1;
+                new[j - 1]
+            };
+            match merged.last_mut() {
+                Some(last) if next.0 <= last.1 => last.1 = last.1.max(next.1),
+                _ => merged.push(next),
+            }
+        }
+        if merged.len() > Self::MAX_RANGES {
+            self.all();
+        } else {
+            std::mem::swap(&mut self.ranges, merged);
+        }
+    }
+}
+
+/// A byte range an operation wrote on frame `frame`'s page.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpWrite {
+    pub(crate) frame: FrameId,
+    pub(crate) offset: u32,
+    pub(crate) len: u32,
+}
+
+/// A pinned frame's page being changed in an operation: reads see the page, and each
+/// write keeps the bytes it overwrites first ([`page::PageWrite`]).
+pub struct PageMut<'a> {
+    pool: &'a mut BufferPool,
+    f: FrameId,
+}
+
+impl page::PageWrite for PageMut<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.pool.page(self.f)
+    }
+    fn write(&mut self, range: std::ops::Range<usize>) -> &mut [u8] {
+        self.pool.keep_before(self.f, range.clone());
+        let at = self.pool.span(self.f).start;
+        &mut self.pool.data[at + range.start..at + range.end]
     }
 }
 

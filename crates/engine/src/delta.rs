@@ -147,9 +147,36 @@ pub fn first_difference(a: &[u8], b: &[u8], mut from: usize) -> Option<usize> {
 /// Compares `base` and `current` over their common length. Offsets below `header_end`
 /// or at or after `slots_from` are metadata; the rest is body.
 pub fn diff(base: &[u8], current: &[u8], header_end: usize, slots_from: usize, out: &mut Changes) {
+    let len = base.len().min(current.len());
+    diff_in(base, current, header_end, slots_from, &[(0, len)], out);
+}
+
+/// [`diff`] over the byte ranges `[from, to)` of `ranges` only (sorted, disjoint,
+/// clipped to the common length): the same changes when every difference lies in
+/// them, without reading the rest of the pages.
+pub fn diff_in(
+    base: &[u8],
+    current: &[u8],
+    header_end: usize,
+    slots_from: usize,
+    ranges: &[(usize, usize)],
+    out: &mut Changes,
+) {
     out.body.clear();
     out.meta.clear();
+    let len = base.len().min(current.len());
+    for &(from, to) in ranges {
+        let to = to.min(len);
+        if from < to {
+            diff_range(&base[from..to], &current[from..to], from, header_end, slots_from, out);
+        }
+    }
+}
+
+/// Appends the differing offsets of `base` against `current`, offset by `origin`.
+fn diff_range(base: &[u8], current: &[u8], origin: usize, header_end: usize, slots_from: usize, out: &mut Changes) {
     let mut record = |i: usize| {
+        let i = origin + i;
         if i < header_end || i >= slots_from {
             out.meta.push(i as u16);
         } else {
@@ -158,7 +185,7 @@ pub fn diff(base: &[u8], current: &[u8], header_end: usize, slots_from: usize, o
     };
     // Skip to the next difference, then take the differing bytes of each 8-byte word
     // from its XOR until a word is equal again. `at` stays a multiple of 8.
-    let len = base.len().min(current.len());
+    let len = base.len();
     let mut at = 0;
     while let Some(i) = first_difference(base, current, at) {
         at = i - i % 8;
@@ -442,6 +469,22 @@ mod tests {
             let (meta, body): (Vec<usize>, Vec<usize>) = changed.partition(|&i| i < header_end || i >= slots_from);
             prop_assert_eq!(c.meta.iter().map(|&i| i as usize).collect::<Vec<_>>(), meta);
             prop_assert_eq!(c.body.iter().map(|&i| i as usize).collect::<Vec<_>>(), body);
+            // Over ranges holding every change (base stale elsewhere), the same.
+            let mut cover: Vec<(usize, usize)> = Vec::new();
+            for i in (0..len).filter(|&i| base[i] != current[i]) {
+                match cover.last_mut() {
+                    Some(last) if i < last.1 + 5 => last.1 = i + 3,
+                    _ => cover.push((i.saturating_sub(2), i + 3)),
+                }
+            }
+            let mut stale = vec![0xA5; len];
+            for &(from, to) in &cover {
+                let to = to.min(len);
+                stale[from..to].copy_from_slice(&base[from..to]);
+            }
+            let mut within = Changes::default();
+            diff_in(&stale, &current, header_end, slots_from, &cover, &mut within);
+            prop_assert_eq!(within, c);
         }
 
         /// Fuzz pass over the delta-record decoder: arbitrary bytes never panic, and what

@@ -139,13 +139,7 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
         Some(_) if !adopted => false,
         // Equal length: only the bytes that differ are written (a field update touches
         // its field alone).
-        Some(Some(span)) => match page::get_mut(a.page_mut(f), body_end, slot) {
-            Some(t) => {
-                t[span.clone()].copy_from_slice(&tuple[span]);
-                true
-            }
-            None => false,
-        },
+        Some(Some(span)) => page::write_within(&mut a.page_mut(f), body_end, slot, span.clone(), &tuple[span]),
         Some(None) => page::replace(a.page_mut(f), body_end, slot, tuple),
     };
     if in_place {

@@ -327,15 +327,33 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Changed bytes fewer than this many bytes apart are logged as one range.
+pub const MERGE_GAP: usize = 8;
+
 /// Changed ranges between two page images as (offset, length) into `out` (cleared
-/// first); ranges closer than 8 bytes merge.
+/// first); ranges closer than [`MERGE_GAP`] bytes merge.
 pub fn diff_spans(before: &[u8], after: &[u8], out: &mut Vec<(u16, u16)>) {
     out.clear();
+    push_spans(before, after, 0, out);
+}
+
+/// [`diff_spans`] over the byte ranges `[from, to)` in `ranges`, which hold every
+/// difference, are sorted and lie at least [`MERGE_GAP`] bytes apart: the same spans,
+/// found without reading the rest of the page (whose bytes in `before` may be stale).
+pub fn diff_spans_in(before: &[u8], after: &[u8], ranges: &[(usize, usize)], out: &mut Vec<(u16, u16)>) {
+    out.clear();
+    for &(from, to) in ranges {
+        push_spans(&before[from..to], &after[from..to], from, out);
+    }
+}
+
+/// Appends the spans of `before` against `after`, offset by `base`.
+fn push_spans(before: &[u8], after: &[u8], base: usize, out: &mut Vec<(u16, u16)>) {
     let n = before.len().min(after.len());
     let mut i = 0;
     while let Some(start) = crate::delta::first_difference(before, after, i) {
-        // The range ends before the first 8 equal bytes (or the end of the page). A
-        // word compare finds the last differing byte of the next 8 at once.
+        // The range ends before the first 8 (MERGE_GAP) equal bytes or the end. A word
+        // compare finds the last differing byte of the next 8 at once.
         let mut end = start + 1;
         while end + 8 <= n {
             let x = crate::delta::xor_word(before, after, end);
@@ -349,7 +367,7 @@ pub fn diff_spans(before: &[u8], after: &[u8], out: &mut Vec<(u16, u16)>) {
                 end = last + 1;
             }
         }
-        out.push((start as u16, (end - start) as u16));
+        out.push(((base + start) as u16, (end - start) as u16));
         i = end;
     }
 }
@@ -424,6 +442,35 @@ mod tests {
             Change { kind: change_kind, page, before: &before, after: &after, spans: &spans }.encode(7, 9, &mut fast);
             Record { tx: 7, prev: 9, body }.encode(&mut slow);
             prop_assert_eq!(fast, slow);
+        }
+
+        /// Over ranges that hold every change (widened at random, merged when closer
+        /// than MERGE_GAP), the spans are those of the whole-page diff, even when
+        /// `before` is garbage outside the ranges.
+        #[test]
+        fn diff_spans_in_covering_ranges_equals_the_whole_page_diff(before in proptest::collection::vec(any::<u8>(), 300), edits in proptest::collection::vec((0usize..300, any::<u8>(), 0usize..12, 0usize..12), 0..16), noise in any::<u8>()) {
+            let mut after = before.clone();
+            let mut ranges: Vec<(usize, usize)> = Vec::new();
+            for &(i, v, left, right) in &edits {
+                after[i] = v;
+                ranges.push((i.saturating_sub(left), (i + 1 + right).min(300)));
+            }
+            ranges.sort_unstable();
+            let mut merged: Vec<(usize, usize)> = Vec::new();
+            for (from, to) in ranges {
+                match merged.last_mut() {
+                    Some(last) if from < last.1 + MERGE_GAP => last.1 = last.1.max(to),
+                    _ => merged.push((from, to)),
+                }
+            }
+            let mut stale = vec![noise; 300];
+            for &(from, to) in &merged {
+                stale[from..to].copy_from_slice(&before[from..to]);
+            }
+            let (mut whole, mut within) = (Vec::new(), Vec::new());
+            diff_spans(&before, &after, &mut whole);
+            diff_spans_in(&stale, &after, &merged, &mut within);
+            prop_assert_eq!(within, whole);
         }
 
         /// Fuzz pass over the log record decoder: arbitrary bytes (and valid records

@@ -1,12 +1,19 @@
 //! Logging page changes: the buffer pool's half of the write-ahead log.
 //!
 //! An operation (a heap insert, a B+-tree insert with its splits, the undo of one
-//! update) changes pages through `BufferPool::page_mut`, which keeps each page's bytes
-//! before its first change and pins it. `end_op` then stamps every changed page with the
-//! LSN its record will get, and logs the difference as byte ranges with before and
-//! after images (or, for an undo, a compensation record with the after images). Only
-//! then may the pages be written: they were pinned until here, and writing one forces
-//! the log up to its LSN first. A new page is logged as a redo-only format record.
+//! update) changes pages through `BufferPool::page_mut`, which pins each page at its
+//! first change and keeps the bytes of every range written before the write (page
+//! mutations name the ranges they write, [`page::PageWrite`]). `end_op` then rebuilds
+//! each changed page as it was, over those ranges only, stamps it with the LSN its
+//! record will get, and logs the difference as byte ranges with before and after images
+//! (or, for an undo, a compensation record with the after images). Only then may the
+//! pages be written: they were pinned until here, and writing one forces the log up to
+//! its LSN first. A new page is logged as a redo-only format record.
+//!
+//! Invariant: the ranges written cover every byte the operation changed, so the diff
+//! over them (ranges fewer than 8 bytes apart merged first) gives exactly the spans a
+//! diff of the whole page would, and the log bytes do not depend on the tracking. Bytes
+//! written with their old value are found equal and not logged.
 //!
 //! Changes are logged over the whole page, delta area included: a page that adopts a
 //! new IPA layout (`ALTER … SET IPA`) moves its slot directory and erases its new delta
@@ -109,20 +116,19 @@ pub enum OpKind {
 }
 
 impl BufferPool {
-    /// Logs the change of frame `f`'s page from `before`, over the spans in
+    /// Logs the change of frame `f`'s page from `self.before`, over the spans in
     /// `self.spans`; returns its LSN.
-    #[allow(clippy::too_many_arguments)]
     fn log_change(
         &mut self,
         journal: &mut dyn Journal,
         f: FrameId,
         kind: ChangeKind,
-        before: &[u8],
         tx: u64,
         prev: u64,
     ) -> Result<u64> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
-        let change = Change { kind, page: pid, before, after: &self.data[self.span(f)], spans: &self.spans };
+        let change =
+            Change { kind, page: pid, before: &self.before, after: &self.data[self.span(f)], spans: &self.spans };
         journal.append(&mut |out| change.encode(tx, prev, out))
     }
 
@@ -140,24 +146,42 @@ impl BufferPool {
         let lsn = journal.take_page_lsn();
         let span = self.span(f);
         page::set_lsn(&mut self.data[span.clone()], lsn);
-        let Some(slot) = self.op.iter().position(|(g, _)| *g == f) else {
+        if !self.op.contains(&f) {
             return Err(Error::Corrupt(format!("page {} formatted outside an operation", pid.page)));
-        };
+        }
         if journal.logs_changes() {
-            // Taken out while the page is logged against it.
-            let mut zeros = std::mem::take(&mut self.zeros);
-            zeros.resize(span.len(), 0);
-            logrec::diff_spans(&zeros, &self.data[span.clone()], &mut self.spans);
-            let logged = self.log_change(journal, f, ChangeKind::Format, &zeros, tx, prev);
-            self.zeros = zeros;
+            self.before.clear();
+            self.before.resize(span.len(), 0);
+            logrec::diff_spans(&self.before, &self.data[span], &mut self.spans);
+            let logged = self.log_change(journal, f, ChangeKind::Format, tx, prev);
             debug_assert_eq!(logged.as_ref().ok(), Some(&lsn));
             logged?;
             self.note_logged(f, lsn);
         }
-        let snapshot = self.op[slot].1.get_or_insert_with(Vec::new);
-        snapshot.clear();
-        snapshot.extend_from_slice(&self.data[span]);
+        // Later changes in the operation are logged against the formatted page.
+        self.note_all_changed(f);
+        self.forget_writes(f);
+        self.keep_before(f, 0..8);
         Ok(lsn)
+    }
+
+    /// Drops what the operation kept of frame `f`'s writes.
+    pub(crate) fn forget_writes(&mut self, f: FrameId) {
+        let (mut from, mut kept) = (0, 0);
+        let mut i = 0;
+        while i < self.op_writes.len() {
+            let w = self.op_writes[i];
+            let len = w.len as usize;
+            if w.frame == f {
+                self.op_writes.remove(i);
+            } else {
+                self.op_images.copy_within(from..from + len, kept);
+                kept += len;
+                i += 1;
+            }
+            from += len;
+        }
+        self.op_images.truncate(kept);
     }
 
     fn note_logged(&mut self, f: FrameId, lsn: u64) {
@@ -177,31 +201,69 @@ impl BufferPool {
         mut undo: Option<&mut UndoLog>,
     ) -> Result<u64> {
         let touched = std::mem::take(&mut self.op);
-        // Taken out while the changes are logged against it (nothing writes a frame here).
-        let base = std::mem::take(&mut self.base);
         let mut result = Ok(());
-        for (f, snapshot) in touched {
+        for &f in &touched {
+            // The IPA diff must see the writes even if logging failed.
+            self.rebuild_before(f);
+            self.note_op_ranges(f);
             if result.is_ok() {
-                let before = match &snapshot {
-                    Some(copy) => &copy[..],
-                    None => &base[self.span(f)],
-                };
-                result = self.log_page(journal, f, before, tx, &mut prev, kind, undo.as_deref_mut());
+                result = self.log_page(journal, f, tx, &mut prev, kind, undo.as_deref_mut());
             }
             self.frames[f].in_op = false;
             self.unpin(f);
-            self.spare_snapshots.extend(snapshot);
         }
-        self.base = base;
+        self.op = touched;
+        self.op.clear();
+        self.op_writes.clear();
+        self.op_images.clear();
         result.map(|()| prev)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Rebuilds frame `f`'s page as it was before the operation in `self.before`, over
+    /// the ranges the operation wrote (merged when fewer than 8 bytes apart, so no
+    /// logged span reaches outside them) in `self.op_ranges`.
+    fn rebuild_before(&mut self, f: FrameId) {
+        let page = self.span(f);
+        self.before.resize(page.len(), 0);
+        let ranges = &mut self.op_ranges;
+        ranges.clear();
+        ranges.extend(self.op_writes.iter().filter(|w| w.frame == f).map(|w| {
+            let at = w.offset as usize;
+            (at, at + w.len as usize)
+        }));
+        ranges.sort_unstable();
+        let mut merged = 0;
+        for i in 0..ranges.len() {
+            let (from, to) = ranges[i];
+            if merged > 0 && from < ranges[merged - 1].1 + logrec::MERGE_GAP {
+                ranges[merged - 1].1 = ranges[merged - 1].1.max(to);
+            } else {
+                ranges[merged] = (from, to);
+                merged += 1;
+            }
+        }
+        ranges.truncate(merged);
+        let data = &self.data[page];
+        for &(from, to) in ranges.iter() {
+            self.before[from..to].copy_from_slice(&data[from..to]);
+        }
+        // Newest first, so each byte ends with its image from before the first write.
+        let mut end = self.op_images.len();
+        for w in self.op_writes.iter().rev() {
+            let len = w.len as usize;
+            if w.frame == f {
+                let at = w.offset as usize;
+                self.before[at..at + len].copy_from_slice(&self.op_images[end - len..end]);
+            }
+            end -= len;
+        }
+    }
+
+    /// Logs frame `f`'s change against `self.before` over `self.op_ranges`, if any.
     fn log_page(
         &mut self,
         journal: &mut dyn Journal,
         f: FrameId,
-        before: &[u8],
         tx: u64,
         prev: &mut u64,
         kind: OpKind,
@@ -209,14 +271,19 @@ impl BufferPool {
     ) -> Result<()> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
         let span = self.span(f);
-        if crate::delta::first_difference(before, &self.data[span.clone()], 0).is_none() {
+        let after = &self.data[span.clone()];
+        let changed = self
+            .op_ranges
+            .iter()
+            .any(|&(from, to)| crate::delta::first_difference(&self.before[from..to], &after[from..to], 0).is_some());
+        if !changed {
             return Ok(());
         }
         let lsn = journal.take_page_lsn();
         page::set_lsn(&mut self.data[span.clone()], lsn);
-        logrec::diff_spans(before, &self.data[span.clone()], &mut self.spans);
+        logrec::diff_spans_in(&self.before, &self.data[span], &self.op_ranges, &mut self.spans);
         if let (OpKind::Update, Some(undo)) = (kind, undo) {
-            undo.push(*prev, pid, before, &self.spans);
+            undo.push(*prev, pid, &self.before, &self.spans);
         }
         if !journal.logs_changes() {
             return Ok(());
@@ -225,7 +292,7 @@ impl BufferPool {
             OpKind::Update => ChangeKind::Update,
             OpKind::Compensation { undo_next } => ChangeKind::Clr { undo_next },
         };
-        let got = self.log_change(journal, f, change_kind, before, tx, *prev)?;
+        let got = self.log_change(journal, f, change_kind, tx, *prev)?;
         debug_assert_eq!(got, lsn);
         *prev = lsn;
         self.note_logged(f, lsn);

@@ -23,6 +23,10 @@
 //! Methods take the page as a byte slice plus its `body_end`; [`check`] validates an
 //! untrusted page before any other method touches it.
 //!
+//! Every function that changes a page writes through [`PageWrite::write`], naming the
+//! byte range it is about to write: a buffer frame notes those ranges, so the log and
+//! the IPA diff compare only them (see `oplog`), not the whole page.
+//!
 //! A page carries its own layout: free_end + 4·slot count is its `body_end` ([`body_end`])
 //! whatever its tuples do, so pages of one object may differ in delta area while an
 //! `ALTER … SET IPA` is being adopted ([`relayout`] moves a page to another one).
@@ -42,11 +46,47 @@ pub enum Kind {
     Inner = 3,
 }
 
+/// Bytes a page mutation writes to: plain bytes, or a buffer frame that notes the
+/// ranges written (they must cover every byte that changes).
+pub trait PageWrite {
+    /// The page, to read.
+    fn bytes(&self) -> &[u8];
+    /// Bytes `range` of the page, about to be written.
+    fn write(&mut self, range: std::ops::Range<usize>) -> &mut [u8];
+}
+
+impl PageWrite for [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn write(&mut self, range: std::ops::Range<usize>) -> &mut [u8] {
+        &mut self[range]
+    }
+}
+
+impl PageWrite for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn write(&mut self, range: std::ops::Range<usize>) -> &mut [u8] {
+        &mut self[range]
+    }
+}
+
+impl<P: PageWrite + ?Sized> PageWrite for &mut P {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+    fn write(&mut self, range: std::ops::Range<usize>) -> &mut [u8] {
+        (**self).write(range)
+    }
+}
+
 fn u16_at(p: &[u8], at: usize) -> usize {
     u16::from_le_bytes([p[at], p[at + 1]]) as usize
 }
-fn set_u16(p: &mut [u8], at: usize, v: usize) {
-    p[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
+fn set_u16(p: &mut (impl PageWrite + ?Sized), at: usize, v: usize) {
+    p.write(at..at + 2).copy_from_slice(&(v as u16).to_le_bytes());
 }
 fn u32_at(p: &[u8], at: usize) -> u32 {
     le_u32(&p[at..at + 4])
@@ -61,34 +101,36 @@ pub fn le_u64(b: &[u8]) -> u64 {
 pub fn le_u32(b: &[u8]) -> u32 {
     le_u64(&b[..b.len().min(4)]) as u32
 }
-fn set_u32(p: &mut [u8], at: usize, v: u32) {
-    p[at..at + 4].copy_from_slice(&v.to_le_bytes());
+fn set_u32(p: &mut (impl PageWrite + ?Sized), at: usize, v: u32) {
+    p.write(at..at + 4).copy_from_slice(&v.to_le_bytes());
 }
 
 /// Formats an empty page (the delta area, from `body_end`, erased).
-pub fn init(p: &mut [u8], body_end: usize, page_no: u32, object: u32, kind: Kind, level: u8) {
-    p[body_end..].fill(0xFF);
+pub fn init(mut p: impl PageWrite, body_end: usize, page_no: u32, object: u32, kind: Kind, level: u8) {
+    let len = p.bytes().len();
+    p.write(body_end..len).fill(0xFF);
     clear(p, body_end, page_no, object, kind, level);
 }
 
 /// Empties the body of a page (LSN and links zeroed), leaving its delta area as it is.
-pub fn clear(p: &mut [u8], body_end: usize, page_no: u32, object: u32, kind: Kind, level: u8) {
-    p[..body_end].fill(0);
-    set_u32(p, 8, page_no);
-    set_u32(p, 12, object);
-    p[16] = kind as u8;
-    p[17] = level;
-    set_u16(p, 20, HEADER_BYTES);
-    set_u16(p, 22, body_end);
-    set_u32(p, 24, NO_PAGE);
-    set_u32(p, 28, NO_PAGE);
+pub fn clear(mut p: impl PageWrite, body_end: usize, page_no: u32, object: u32, kind: Kind, level: u8) {
+    let header = p.write(0..body_end);
+    header.fill(0);
+    header[16] = kind as u8;
+    header[17] = level;
+    set_u32(header, 8, page_no);
+    set_u32(header, 12, object);
+    set_u16(header, 20, HEADER_BYTES);
+    set_u16(header, 22, body_end);
+    set_u32(header, 24, NO_PAGE);
+    set_u32(header, 28, NO_PAGE);
 }
 
 pub fn lsn(p: &[u8]) -> u64 {
     le_u64(&p[0..8])
 }
-pub fn set_lsn(p: &mut [u8], lsn: u64) {
-    p[0..8].copy_from_slice(&lsn.to_le_bytes());
+pub fn set_lsn(p: &mut (impl PageWrite + ?Sized), lsn: u64) {
+    p.write(0..8).copy_from_slice(&lsn.to_le_bytes());
 }
 pub fn page_no(p: &[u8]) -> u32 {
     u32_at(p, 8)
@@ -115,13 +157,13 @@ pub fn free_end(p: &[u8]) -> usize {
 pub fn next(p: &[u8]) -> u32 {
     u32_at(p, 24)
 }
-pub fn set_next(p: &mut [u8], v: u32) {
+pub fn set_next(p: &mut (impl PageWrite + ?Sized), v: u32) {
     set_u32(p, 24, v)
 }
 pub fn aux(p: &[u8]) -> u32 {
     u32_at(p, 28)
 }
-pub fn set_aux(p: &mut [u8], v: u32) {
+pub fn set_aux(p: &mut (impl PageWrite + ?Sized), v: u32) {
     set_u32(p, 28, v)
 }
 
@@ -136,11 +178,22 @@ pub fn get(p: &[u8], body_end: usize, i: usize) -> Option<&[u8]> {
     (off != 0).then(|| &p[off..off + len])
 }
 
-/// Mutable access to the tuple in slot `i` (for in-place updates of equal length).
-pub fn get_mut(p: &mut [u8], body_end: usize, i: usize) -> Option<&mut [u8]> {
+/// Overwrites bytes `span` of the tuple in slot `i` with `bytes` (an in-place update
+/// of equal length that writes only the bytes that differ); `false` if the slot is empty.
+pub fn write_within(
+    p: &mut (impl PageWrite + ?Sized),
+    body_end: usize,
+    i: usize,
+    span: std::ops::Range<usize>,
+    bytes: &[u8],
+) -> bool {
     let s = slot_at(body_end, i);
-    let (off, len) = (u16_at(p, s), u16_at(p, s + 2));
-    (off != 0).then(move || &mut p[off..off + len])
+    let (off, len) = (u16_at(p.bytes(), s), u16_at(p.bytes(), s + 2));
+    if off == 0 || span.end > len {
+        return false;
+    }
+    p.write(off + span.start..off + span.end).copy_from_slice(bytes);
+    true
 }
 
 /// Where the page's delta area starts, as its header says: free_end + 4·slot count
@@ -200,117 +253,124 @@ pub fn max_tuple_bytes(body_end: usize) -> usize {
 }
 
 /// Room at the contiguous free gap, compacting first if that makes room.
-fn make_room(p: &mut [u8], body_end: usize, len: usize, new_slot: bool) -> bool {
+fn make_room(p: &mut impl PageWrite, body_end: usize, len: usize, new_slot: bool) -> bool {
     let need = len + if new_slot { SLOT_BYTES } else { 0 };
-    if free_end(p) - free_start(p) >= need {
+    if free_end(p.bytes()) - free_start(p.bytes()) >= need {
         return true;
     }
-    if free_bytes(p, body_end) + SLOT_BYTES < need {
+    if free_bytes(p.bytes(), body_end) + SLOT_BYTES < need {
         return false;
     }
     compact(p, body_end);
-    free_end(p) - free_start(p) >= need
+    free_end(p.bytes()) - free_start(p.bytes()) >= need
 }
 
 /// Moves live tuples together, in slot order, to one contiguous tuple area.
-fn compact(p: &mut [u8], body_end: usize) {
-    let n = slot_count(p);
-    let tuples: Vec<(usize, Vec<u8>)> = (0..n).filter_map(|i| get(p, body_end, i).map(|t| (i, t.to_vec()))).collect();
+fn compact(p: &mut (impl PageWrite + ?Sized), body_end: usize) {
+    let bytes = p.bytes();
+    let n = slot_count(bytes);
+    let tuples: Vec<(usize, Vec<u8>)> =
+        (0..n).filter_map(|i| get(bytes, body_end, i).map(|t| (i, t.to_vec()))).collect();
     let mut at = HEADER_BYTES;
     for (i, t) in tuples {
-        p[at..at + t.len()].copy_from_slice(&t);
+        p.write(at..at + t.len()).copy_from_slice(&t);
         set_u16(p, slot_at(body_end, i), at);
         at += t.len();
     }
     set_u16(p, 20, at);
 }
 
-fn place(p: &mut [u8], tuple: &[u8]) -> usize {
-    let at = free_start(p);
-    p[at..at + tuple.len()].copy_from_slice(tuple);
+fn place(p: &mut impl PageWrite, tuple: &[u8]) -> usize {
+    let at = free_start(p.bytes());
+    p.write(at..at + tuple.len()).copy_from_slice(tuple);
     set_u16(p, 20, at + tuple.len());
     at
 }
 
 /// Appends a tuple in a new slot (or reuses a deleted one); `None` if it does not fit.
-pub fn insert(p: &mut [u8], body_end: usize, tuple: &[u8]) -> Option<usize> {
-    let n = slot_count(p);
-    let reuse = (0..n).find(|&i| u16_at(p, slot_at(body_end, i)) == 0);
-    if tuple.is_empty() || !make_room(p, body_end, tuple.len(), reuse.is_none()) {
+pub fn insert(mut p: impl PageWrite, body_end: usize, tuple: &[u8]) -> Option<usize> {
+    let bytes = p.bytes();
+    let n = slot_count(bytes);
+    let reuse = (0..n).find(|&i| u16_at(bytes, slot_at(body_end, i)) == 0);
+    if tuple.is_empty() || !make_room(&mut p, body_end, tuple.len(), reuse.is_none()) {
         return None;
     }
     let i = reuse.unwrap_or(n);
     if reuse.is_none() {
-        set_u16(p, 18, n + 1);
-        set_u16(p, 22, slot_at(body_end, n));
+        set_u16(&mut p, 18, n + 1);
+        set_u16(&mut p, 22, slot_at(body_end, n));
     }
-    let at = place(p, tuple);
-    set_u16(p, slot_at(body_end, i), at);
-    set_u16(p, slot_at(body_end, i) + 2, tuple.len());
+    let at = place(&mut p, tuple);
+    set_slot(&mut p, body_end, i, at, tuple.len());
     Some(i)
 }
 
+fn set_slot(p: &mut impl PageWrite, body_end: usize, i: usize, offset: usize, len: usize) {
+    let s = slot_at(body_end, i);
+    let slot = p.write(s..s + SLOT_BYTES);
+    set_u16(slot, 0, offset);
+    set_u16(slot, 2, len);
+}
+
 /// Inserts a tuple as slot `i`, shifting later slots up by one (B+-tree order).
-pub fn insert_at(p: &mut [u8], body_end: usize, i: usize, tuple: &[u8]) -> bool {
-    let n = slot_count(p);
+pub fn insert_at(mut p: impl PageWrite, body_end: usize, i: usize, tuple: &[u8]) -> bool {
+    let n = slot_count(p.bytes());
     assert!(i <= n, "slot {i} beyond {n}");
-    if tuple.is_empty() || !make_room(p, body_end, tuple.len(), true) {
+    if tuple.is_empty() || !make_room(&mut p, body_end, tuple.len(), true) {
         return false;
     }
     // Slots [i, n) move one place down in memory (to higher slot numbers).
     let lo = slot_at(body_end, n);
     let hi = slot_at(body_end, i) + SLOT_BYTES;
-    p.copy_within(lo + SLOT_BYTES..hi, lo);
-    set_u16(p, 18, n + 1);
-    set_u16(p, 22, slot_at(body_end, n));
-    let at = place(p, tuple);
-    set_u16(p, slot_at(body_end, i), at);
-    set_u16(p, slot_at(body_end, i) + 2, tuple.len());
+    p.write(lo..hi).copy_within(SLOT_BYTES.., 0);
+    set_u16(&mut p, 18, n + 1);
+    set_u16(&mut p, 22, slot_at(body_end, n));
+    let at = place(&mut p, tuple);
+    set_slot(&mut p, body_end, i, at, tuple.len());
     true
 }
 
 /// Removes slot `i`, shifting later slots down (B+-tree order).
-pub fn remove_at(p: &mut [u8], body_end: usize, i: usize) {
-    let n = slot_count(p);
+pub fn remove_at(mut p: impl PageWrite, body_end: usize, i: usize) {
+    let n = slot_count(p.bytes());
     assert!(i < n, "slot {i} beyond {n}");
     let s = slot_at(body_end, i);
     let lo = slot_at(body_end, n - 1);
-    p.copy_within(lo..s, lo + SLOT_BYTES);
-    p[lo..lo + SLOT_BYTES].fill(0);
-    set_u16(p, 18, n - 1);
-    set_u16(p, 22, lo + SLOT_BYTES);
+    let moved = p.write(lo..s + SLOT_BYTES);
+    moved.copy_within(..s - lo, SLOT_BYTES);
+    moved[..SLOT_BYTES].fill(0);
+    set_u16(&mut p, 18, n - 1);
+    set_u16(&mut p, 22, lo + SLOT_BYTES);
 }
 
 /// Marks slot `i` deleted (heap: the slot number stays reserved). The tuple's bytes
 /// are left as they are: only the slot changes, which keeps a delete small for IPA.
-pub fn delete(p: &mut [u8], body_end: usize, i: usize) {
+pub fn delete(mut p: impl PageWrite, body_end: usize, i: usize) {
     let s = slot_at(body_end, i);
-    p[s..s + SLOT_BYTES].fill(0);
+    p.write(s..s + SLOT_BYTES).fill(0);
 }
 
 /// Replaces the tuple in slot `i`: in place when the length is unchanged, else
 /// elsewhere on the page. `false` if it does not fit.
-pub fn replace(p: &mut [u8], body_end: usize, i: usize, tuple: &[u8]) -> bool {
+pub fn replace(mut p: impl PageWrite, body_end: usize, i: usize, tuple: &[u8]) -> bool {
     let s = slot_at(body_end, i);
-    let (off, len) = (u16_at(p, s), u16_at(p, s + 2));
+    let (off, len) = (u16_at(p.bytes(), s), u16_at(p.bytes(), s + 2));
     if len == tuple.len() {
-        p[off..off + len].copy_from_slice(tuple);
+        p.write(off..off + len).copy_from_slice(tuple);
         return true;
     }
     // Free the old copy first so a compaction can reuse its bytes.
-    let old = p[off..off + len].to_vec();
-    p[s..s + SLOT_BYTES].fill(0);
-    if !make_room(p, body_end, tuple.len(), false) {
+    let old = p.bytes()[off..off + len].to_vec();
+    p.write(s..s + SLOT_BYTES).fill(0);
+    if !make_room(&mut p, body_end, tuple.len(), false) {
         // Put the old tuple back where a compaction may have left room for it.
-        assert!(make_room(p, body_end, old.len(), false), "room for the tuple just removed");
-        let at = place(p, &old);
-        set_u16(p, s, at);
-        set_u16(p, s + 2, old.len());
+        assert!(make_room(&mut p, body_end, old.len(), false), "room for the tuple just removed");
+        let at = place(&mut p, &old);
+        set_slot(&mut p, body_end, i, at, old.len());
         return false;
     }
-    let at = place(p, tuple);
-    set_u16(p, s, at);
-    set_u16(p, s + 2, tuple.len());
+    let at = place(&mut p, tuple);
+    set_slot(&mut p, body_end, i, at, tuple.len());
     true
 }
 

@@ -9,6 +9,7 @@ use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::logrec::{Body, Record};
 use crate::oplog::OpKind;
+use crate::page::PageWrite;
 use std::collections::{BTreeMap, HashMap};
 
 impl Database {
@@ -110,9 +111,9 @@ impl Database {
             let (next, logged) = match &record.body {
                 Body::Update { page, ranges } => {
                     let f = self.pool.fetch(*page, &mut *self.journal)?;
-                    let p = self.pool.page_mut(f);
+                    let mut p = self.pool.page_mut(f);
                     for r in ranges {
-                        p[r.offset as usize..r.offset as usize + r.before.len()].copy_from_slice(&r.before);
+                        p.write(r.offset as usize..r.offset as usize + r.before.len()).copy_from_slice(&r.before);
                     }
                     self.pool.unpin(f);
                     let kind = OpKind::Compensation { undo_next: record.prev };

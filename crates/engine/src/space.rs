@@ -5,7 +5,7 @@
 //! tablespace's EXTENT SIZE). Which extents belong to which object is stored in the
 //! catalog; a region's free extents are whatever no object holds.
 
-use crate::buffer::{FrameId, Pages};
+use crate::buffer::{FrameId, PageMut, Pages};
 use crate::error::{Error, Result};
 use crate::logrec::{AllocHow, Body, Record};
 use crate::page;
@@ -175,7 +175,7 @@ impl ObjectAccess<'_> {
         if page::body_end(self.pool.page(f)) != target {
             let mut copy = self.pool.page(f).to_vec();
             if page::relayout(&mut copy, target) {
-                self.pool.page_mut(f).copy_from_slice(&copy);
+                self.pool.page_bytes_mut(f).copy_from_slice(&copy);
             }
         }
     }
@@ -193,9 +193,14 @@ impl ObjectAccess<'_> {
         Ok((no, f))
     }
 
-    /// The frame's bytes for a change (logged when the operation ends).
-    pub fn page_mut(&mut self, f: FrameId) -> &mut [u8] {
+    /// The frame's page for a change (logged when the operation ends).
+    pub fn page_mut(&mut self, f: FrameId) -> PageMut<'_> {
         self.pool.page_mut(f)
+    }
+
+    /// The frame's bytes for a change anywhere on the page.
+    pub fn page_bytes_mut(&mut self, f: FrameId) -> &mut [u8] {
+        self.pool.page_bytes_mut(f)
     }
 
     /// Frees a page the caller has pinned (the pin goes with it).

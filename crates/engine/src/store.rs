@@ -319,11 +319,27 @@ impl PageStore {
         state: &mut FlashState,
         now: SimTime,
     ) -> Result<Written> {
+        let whole = [(0, page.len())];
+        self.write_changed(pid, page, base, &whole, state, now)
+    }
+
+    /// [`PageStore::write`] of a page whose changes since `base` all lie in the byte
+    /// ranges `changed` (sorted, disjoint): only those are compared.
+    pub fn write_changed(
+        &mut self,
+        pid: PageId,
+        page: &mut [u8],
+        base: &mut [u8],
+        changed: &[(usize, usize)],
+        state: &mut FlashState,
+        now: SimTime,
+    ) -> Result<Written> {
         let (scheme, body_end) = self.page_layout(pid, page)?;
         // A page that adopted its object's new scheme leaves its old layout on flash.
         let relayout = state.on_flash && page::body_end(base) != body_end;
         let slots_from = page::free_end(page).min(page::free_end(base)).max(page::HEADER_BYTES);
-        delta::diff(&base[..body_end], &page[..body_end], page::HEADER_BYTES, slots_from, &mut self.changes);
+        let (base_body, page_body) = (&base[..body_end], &page[..body_end]);
+        delta::diff_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed, &mut self.changes);
         let net = self.changes.bytes() as u64;
         let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
         if relayout {

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::journal::JournalKind;
 use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
+use crate::page::PageWrite;
 use crate::space::ObjectAccess;
 use nand::SyncPoint;
 use std::collections::BTreeMap;
@@ -269,9 +270,9 @@ impl Database {
     pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: UndoLog) -> Result<u64> {
         for e in undo.newest_first() {
             let f = self.pool.fetch(e.page, &mut *self.journal)?;
-            let p = self.pool.page_mut(f);
+            let mut p = self.pool.page_mut(f);
             for (offset, before) in e.ranges() {
-                p[offset..offset + before.len()].copy_from_slice(before);
+                p.write(offset..offset + before.len()).copy_from_slice(before);
             }
             self.pool.unpin(f);
             last = self.pool.end_op(&mut *self.journal, tx, last, OpKind::Compensation { undo_next: e.prev }, None)?;
