@@ -726,6 +726,11 @@ impl Region {
             Span::new(page_bytes, &self.filler[..oob::HEADER_BYTES])
         };
         let timing = dev.program(ppn, ready, &[span]).map_err(|e| self.device_error(e))?;
+        let old = self.lpns[lpn as usize].ppn;
+        if self.keeps_data && old != NONE && !self.corrupt.contains_key(&lpn) {
+            // The record is on flash: no rebuild reads the data page it replaces again.
+            dev.discard_payload(Ppn(old)).map_err(|e| self.device_error(e))?;
+        }
         let what = self.corrupt.get(&lpn).cloned();
         self.release_lpn(lpn);
         match kind {
