@@ -351,7 +351,9 @@ impl PageStore {
             self.counters.entry(object).or_default().update_size_writes[update_size_bucket(body)] += 1;
         }
         if state.on_flash && self.device.logs_changes() {
-            return self.write_logged(pid, page, base, net, now);
+            let written = self.write_logged(pid, page, net, now)?;
+            sync_base(base, page, changed, body_end);
+            return Ok(written);
         }
         let mut done = now;
         if let Eviction::Append { records } = eviction {
@@ -381,14 +383,14 @@ impl PageStore {
             c.net_changed_bytes += net;
             c.gross_written_bytes += self.page_bytes as u64;
         }
-        base.copy_from_slice(page);
+        sync_base(base, page, changed, body_end);
         Ok(Written { eviction, done })
     }
 
     /// In-Page Logging: the changed bytes of a page on flash go to the device as log
     /// records (runs of the `delta::diff` offsets, joined across gaps shorter than
     /// `LOG_RUN_GAP`); the page is not written.
-    fn write_logged(&mut self, pid: PageId, page: &[u8], base: &mut [u8], net: u64, now: SimTime) -> Result<Written> {
+    fn write_logged(&mut self, pid: PageId, page: &[u8], net: u64, now: SimTime) -> Result<Written> {
         if net == 0 {
             return Ok(Written { eviction: Eviction::Clean, done: now });
         }
@@ -407,7 +409,6 @@ impl PageStore {
         c.logged_writes += 1;
         c.net_changed_bytes += net;
         c.gross_written_bytes += runs.iter().map(|(from, to)| (to - from) as u64).sum::<u64>();
-        base.copy_from_slice(page);
         Ok(Written { eviction: Eviction::Logged, done: timing.end_ns.max(now) })
     }
 
@@ -447,6 +448,21 @@ impl PageStore {
         }
         Ok(())
     }
+}
+
+/// Makes `base` the page as written. They differ at most within the ranges `changed`
+/// (the invariant the IPA diff relies on too) and in the delta area from `body_end`,
+/// which an append fills and an out-of-place write erases, so only those are copied,
+/// not the whole page after every write.
+fn sync_base(base: &mut [u8], page: &[u8], changed: &[(usize, usize)], body_end: usize) {
+    for &(from, to) in changed {
+        let to = to.min(page.len());
+        if from < to {
+            base[from..to].copy_from_slice(&page[from..to]);
+        }
+    }
+    base[body_end..].copy_from_slice(&page[body_end..]);
+    debug_assert!(base == page, "a page changed outside the ranges its writes named");
 }
 
 #[cfg(test)]
