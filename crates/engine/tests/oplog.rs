@@ -5,6 +5,8 @@
 //! appended to).
 
 mod common;
+#[path = "support/slot_ops.rs"]
+mod slot_ops;
 
 use engine::buffer::{BufferPool, CleanerPolicy, Replacement};
 use engine::journal::NoJournal;
@@ -15,28 +17,9 @@ use engine::store::{PageId, PageStore};
 use engine::IpaScheme;
 use flash::{Flash, IpaMode, RegionId, RegionSpec};
 use proptest::prelude::*;
+use slot_ops::{op, Op};
 
 const PAGES: u32 = 12;
-
-#[derive(Debug, Clone)]
-enum Op {
-    Insert(Vec<u8>),
-    InsertAt(usize, Vec<u8>),
-    Remove(usize),
-    Delete(usize),
-    Replace(usize, Vec<u8>),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    let t = || proptest::collection::vec(any::<u8>(), 1..120);
-    prop_oneof![
-        t().prop_map(Op::Insert),
-        (any::<usize>(), t()).prop_map(|(i, t)| Op::InsertAt(i, t)),
-        any::<usize>().prop_map(Op::Remove),
-        any::<usize>().prop_map(Op::Delete),
-        (any::<usize>(), t()).prop_map(|(i, t)| Op::Replace(i, t)),
-    ]
-}
 
 fn apply(pool: &mut BufferPool, f: usize, body_end: usize, op: &Op) {
     let n = page::slot_count(pool.page(f));
@@ -61,7 +44,7 @@ proptest! {
 
     #[test]
     fn logged_spans_are_the_whole_page_diff_and_write_back_keeps_every_change(
-        steps in proptest::collection::vec((0..PAGES, proptest::collection::vec(op(), 1..4)), 1..120),
+        steps in proptest::collection::vec((0..PAGES, proptest::collection::vec(op(120), 1..4)), 1..120),
     ) {
         let flash = Flash::format(common::device(), vec![RegionSpec::new("r", IpaMode::Slc)]).unwrap();
         let mut store = PageStore::new(Box::new(flash), 4096).unwrap();

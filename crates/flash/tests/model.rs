@@ -640,7 +640,7 @@ fn a_regions_stale_copies_keep_no_payload() {
             flash.write(id, lpn, &bytes(lpn, version), 0).unwrap();
         }
     }
-    let trimmed = |lpn: u32| lpn % 5 == 0;
+    let trimmed = |lpn: u32| lpn.is_multiple_of(5);
     for lpn in (0..hot).filter(|&l| trimmed(l)) {
         assert!(flash.trim(id, lpn, 0).unwrap().is_some());
     }
