@@ -96,11 +96,18 @@ def test_callback_exception_propagates():
 
 
 def test_ctrl_c_stops_a_run():
+    # Python's Ctrl-C handler, even when the test runner was started with SIGINT ignored
+    # (as a shell's background job is), so the signal reaches the run.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        df.run(**{**TINY, "sim_time": 100000.0})
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            df.run(**{**TINY, "sim_time": 100000.0})
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 30
 
 
