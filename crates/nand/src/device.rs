@@ -211,6 +211,16 @@ impl Device {
         Ok(())
     }
 
+    /// Warms the emulator's memory of a block's pages (buffer reference counts, OOB
+    /// bytes) before a GC copies them: each copyback touches them at random places,
+    /// and loaded together up front their cache misses overlap instead of stalling
+    /// every copy in turn. Not a NAND command: untimed, uncounted, changes nothing.
+    pub fn prefetch_block(&self, block: BlockId) {
+        if block.0 < self.total_blocks {
+            self.storage.prefetch_block(block);
+        }
+    }
+
     /// Refuses `operation` on a page whose payload was discarded.
     fn check_not_discarded(&self, ppn: Ppn, operation: &'static str) -> Result<(), Error> {
         if self.storage.payload_discarded(ppn) {

@@ -108,6 +108,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn payload_discarded(&self, ppn: Ppn) -> bool {
         self.inner.payload_discarded(ppn)
     }
+    fn prefetch_block(&self, block: BlockId) {
+        self.inner.prefetch_block(block)
+    }
     fn program_count(&self, ppn: Ppn) -> u8 {
         self.inner.program_count(ppn)
     }

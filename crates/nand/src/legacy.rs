@@ -16,9 +16,9 @@
 //! [`ImageError`] naming the file and the byte offset — never a panic. The geometry
 //! decoder here is shared with the version 3 header.
 
-use crate::geometry::{CellType, Geometry};
+use crate::geometry::{CellType, Geometry, Ppn};
 use crate::image::{ImageError, MAX_CONFIG_BYTES};
-use crate::storage::{BlockCells, MemoryStorage};
+use crate::storage::MemoryStorage;
 use crate::timing::Latencies;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -198,7 +198,7 @@ impl<R: Read> ImageReader<R> {
             s.program_counts = counts;
             match self.u8("block resident flag")? {
                 0 => {}
-                1 => s.blocks[b] = Some(self.read_cells(&mut s, b)?),
+                1 => self.read_cells(&mut s, b)?,
                 other => return Err(self.corrupt(format!("block {b}: resident flag is {other}"))),
             }
         }
@@ -224,10 +224,9 @@ impl<R: Read> ImageReader<R> {
         }
     }
 
-    fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<Box<BlockCells>, ImageError> {
+    fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<(), ImageError> {
         let (ppb, ob) = (s.geometry.pages_per_block as usize, s.geometry.oob_bytes as usize);
         let page_bytes = s.geometry.page_bytes as usize;
-        let mut cells = s.empty_block();
         for page in 0..ppb {
             let flags = self.u8("page flags")?;
             if flags > 3 {
@@ -238,17 +237,19 @@ impl<R: Read> ImageReader<R> {
                     "block {block} page {page}: bytes stored for a page that is erased or in a metadata-only image"
                 )));
             }
+            let mut data = vec![0; page_bytes];
             if flags & 1 != 0 {
-                let mut data = vec![0; page_bytes];
                 self.bytes(&mut data, "page data")?;
-                cells.data[page] = s.pool.alloc_with(&data);
             }
+            let mut oob = vec![0xFF; ob];
             if flags & 2 != 0 {
-                let mut oob = vec![0; ob];
                 self.bytes(&mut oob, "page OOB")?;
-                s.load_oob(&mut cells, page, &oob);
+            }
+            if flags != 0 {
+                let ppn = Ppn((block * ppb + page) as u32);
+                s.load_cells(ppn, (flags & 1 != 0).then_some(&data[..]), &oob);
             }
         }
-        Ok(cells)
+        Ok(())
     }
 }

@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+mod cells;
 pub mod device;
 pub mod error;
 pub mod fault;

@@ -112,6 +112,11 @@ impl PagePool {
         &mut self.chunks[chunk][slot * self.page_bytes..(slot + 1) * self.page_bytes]
     }
 
+    /// How many hold `id`.
+    pub(crate) fn refs(&self, id: u32) -> u32 {
+        self.refs[id as usize]
+    }
+
     /// One more holder of `id`.
     pub(crate) fn share(&mut self, id: u32) -> u32 {
         if id != NO_BUFFER {

@@ -1048,6 +1048,7 @@ impl PageLog {
         let mut t = now;
         let block = BlockId(b);
         let page_bytes = self.page_bytes();
+        dev.prefetch_block(block);
         for i in 0..self.geometry.pages_per_block {
             let src = self.geometry.ppn(block, i);
             if !self.is_live(src) {

@@ -69,6 +69,7 @@ impl Region {
     ) -> Result<SimTime, Error> {
         let local = self.local_block(slot, b);
         self.load_victim_owners(slot, b);
+        dev.prefetch_block(self.block_id(slot, b));
         // Out of the victim index while its pages move: each move would otherwise shift
         // it one valid-count bucket down.
         self.blocks.set_state(local, BlockState::Collecting);
