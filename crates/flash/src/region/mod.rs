@@ -503,10 +503,10 @@ impl Region {
             return Err(self.corrupted(lpn, Ppn(ppn)));
         }
         self.counters.host_reads += 1;
-        match dev.read(Ppn(ppn), now) {
-            Ok(read) => Ok(Some(RegionRead {
-                timing: read.timing,
-                data: read.data,
+        match dev.read_data(Ppn(ppn), now) {
+            Ok((timing, data)) => Ok(Some(RegionRead {
+                timing,
+                data,
                 appends: meta.slots,
                 torn_tail: meta.flags & TORN_TAIL != 0,
                 whole_bytes: meta.floor as usize,
