@@ -111,6 +111,8 @@ pub struct BufferPool {
     merge_scratch: Vec<(usize, usize)>,
     /// Cached pages: their frames by page id.
     map: PageMap,
+    /// Frames holding no page.
+    empty: EmptyFrames,
     /// Frames the operation in progress changed, in the order of their first change.
     pub(crate) op: Vec<FrameId>,
     /// Every byte range the operation wrote, oldest first, with its bytes before the
@@ -151,6 +153,7 @@ impl BufferPool {
             changed: vec![Changed::default(); frames],
             merge_scratch: Vec::new(),
             map: PageMap::default(),
+            empty: EmptyFrames::all(frames),
             replacement,
             cleaner,
             hand: 0,
@@ -370,6 +373,7 @@ impl BufferPool {
 
     fn install(&mut self, f: FrameId, pid: PageId, state: FlashState) {
         self.frames[f] = Frame { page: Some(pid), pins: 1, referenced: true, state, ..Frame::default() };
+        self.empty.remove(f);
         self.changed[f].clear();
         self.map.insert(pid, f);
         self.touch(f);
@@ -388,10 +392,8 @@ impl BufferPool {
 
     /// An empty frame, or one freed by evicting a page (written first if dirty).
     fn free_frame(&mut self, journal: &mut dyn Journal) -> Result<FrameId> {
-        if self.map.len() < self.frames.len() {
-            if let Some(f) = self.frames.iter().position(|fr| fr.page.is_none()) {
-                return Ok(f);
-            }
+        if let Some(f) = self.empty.lowest() {
+            return Ok(f);
         }
         let f = self
             .victim()
@@ -406,6 +408,7 @@ impl BufferPool {
         let frame = &mut self.frames[f];
         self.map.remove(frame.page.take().expect("victim holds a page"));
         self.lru.remove(&(frame.last_use, f));
+        self.empty.insert(f);
         Ok(f)
     }
 
@@ -539,6 +542,7 @@ impl BufferPool {
             }
             self.lru.remove(&(frame.last_use, f));
             *frame = Frame::default();
+            self.empty.insert(f);
         }
         Ok(())
     }
@@ -561,6 +565,7 @@ impl BufferPool {
             }
             self.lru.remove(&(frame.last_use, f));
             *frame = Frame::default();
+            self.empty.insert(f);
         }
         if on_flash {
             self.store.trim(pid, self.now)?;
@@ -581,10 +586,51 @@ impl BufferPool {
         self.base = vec![0; frames * bytes];
         self.changed = vec![Changed::default(); frames];
         self.map.clear();
+        self.empty = EmptyFrames::all(frames);
         self.lru.clear();
         self.dirty_queue.clear();
         (self.hand, self.dirty) = (0, 0);
         Ok(())
+    }
+}
+
+/// The frames that hold no page, as a bitmap, taken lowest first: the order in which a
+/// scan of the frames for the first empty one took them (which frame a page lands in
+/// decides the clock's order, so it must not change), without that scan's cost of
+/// reading every occupied frame before it on each miss while the pool is not full.
+struct EmptyFrames {
+    words: Vec<u64>,
+    /// No word before this one has a bit set.
+    first: usize,
+}
+
+impl EmptyFrames {
+    fn all(frames: usize) -> EmptyFrames {
+        let mut words = vec![u64::MAX; frames.div_ceil(64)];
+        if !frames.is_multiple_of(64) {
+            words[frames / 64] = (1 << (frames % 64)) - 1;
+        }
+        EmptyFrames { words, first: 0 }
+    }
+
+    /// The lowest empty frame (it stays empty until [`EmptyFrames::remove`]).
+    fn lowest(&mut self) -> Option<FrameId> {
+        while let Some(&w) = self.words.get(self.first) {
+            if w != 0 {
+                return Some(self.first * 64 + w.trailing_zeros() as usize);
+            }
+            self.first += 1;
+        }
+        None
+    }
+
+    fn insert(&mut self, f: FrameId) {
+        self.words[f / 64] |= 1 << (f % 64);
+        self.first = self.first.min(f / 64);
+    }
+
+    fn remove(&mut self, f: FrameId) {
+        self.words[f / 64] &= !(1 << (f % 64));
     }
 }
 
@@ -594,7 +640,6 @@ impl BufferPool {
 #[derive(Default)]
 struct PageMap {
     regions: Vec<Vec<u32>>,
-    len: usize,
 }
 
 impl PageMap {
@@ -615,28 +660,17 @@ impl PageMap {
         if frames.len() <= page {
             frames.resize(page + 1, Self::NONE);
         }
-        if frames[page] == Self::NONE {
-            self.len += 1;
-        }
         frames[page] = f as u32;
     }
 
     fn remove(&mut self, pid: PageId) -> Option<FrameId> {
         let slot = self.regions.get_mut(pid.region as usize)?.get_mut(pid.page as usize)?;
         let f = std::mem::replace(slot, Self::NONE);
-        (f != Self::NONE).then(|| {
-            self.len -= 1;
-            f as FrameId
-        })
-    }
-
-    fn len(&self) -> usize {
-        self.len
+        (f != Self::NONE).then_some(f as FrameId)
     }
 
     fn clear(&mut self) {
         self.regions.clear();
-        self.len = 0;
     }
 }
 
@@ -746,5 +780,35 @@ impl std::ops::Deref for Pages<'_> {
 impl std::ops::DerefMut for Pages<'_> {
     fn deref_mut(&mut self) -> &mut BufferPool {
         self.pool
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EmptyFrames;
+
+    proptest::proptest! {
+        /// Against a scan for the first empty frame, through any order of frames
+        /// taken and given back.
+        #[test]
+        fn empty_frames_come_lowest_first(frames in 1usize..300, ops in proptest::collection::vec((proptest::bool::ANY, 0usize..300), 0..600)) {
+            let mut set = EmptyFrames::all(frames);
+            let mut model = vec![true; frames];
+            for (take, f) in ops {
+                let f = f % frames;
+                if take {
+                    let want = model.iter().position(|&e| e);
+                    proptest::prop_assert_eq!(set.lowest(), want);
+                    if let Some(w) = want {
+                        set.remove(w);
+                        model[w] = false;
+                    }
+                } else {
+                    set.insert(f);
+                    model[f] = true;
+                }
+            }
+            proptest::prop_assert_eq!(set.lowest(), model.iter().position(|&e| e));
+        }
     }
 }
