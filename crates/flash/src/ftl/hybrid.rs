@@ -25,11 +25,14 @@
 //!   - the live version, and a shadow (below), when a newer write or trim record of its
 //!     lpn has been programmed (after the program returns: a torn one is ignored by the
 //!     rebuild, which then still needs the old version);
-//!   - a merge source once its own copy is programmed, if the copy's block is newer
-//!     than the source's (the rebuild's tie goes to the newer block). FAST's partial
-//!     merge may copy a random-log page into an *older* SW block; that source would win
-//!     a rebuild's tie, so it keeps its bytes as the lpn's *shadow* until the version is
-//!     superseded, copied into a block newer than the shadow's, or its block is erased;
+//!   - a merge source in a FAST random log block (which outlives the merge) once its
+//!     own copy is programmed, if the copy's block is newer than the source's (the
+//!     rebuild's tie goes to the newer block). FAST's partial merge may copy such a page
+//!     into an *older* SW block; that source would win a rebuild's tie, so it keeps its
+//!     bytes as the lpn's *shadow* until the version is superseded, copied into a block
+//!     newer than the shadow's, or its block is erased. Sources in data and log blocks
+//!     are left alone: the merge erases their blocks before it returns (discarding
+//!     each of them first only cost time);
 //!   - at open, every data page whose seq is below its lpn's newest valid event.
 //!
 //!   Why that is safe: the FTL never lets a rebuild resurrect an older version (that is
@@ -405,7 +408,7 @@ impl Core {
         self.loc[lpn as usize] = dst;
         if self.keeps_data {
             // The copy is durable; a source (or shadow) in an older block loses the
-            // rebuild's tie to it.
+            // rebuild's tie to it. Only a random log block outlives this merge.
             let newer = meta.bseq;
             if let Some(&shadow) = self.shadows.get(&lpn) {
                 if self.bseq_of(shadow) < newer {
@@ -413,11 +416,13 @@ impl Core {
                     self.discard(shadow)?;
                 }
             }
-            if self.bseq_of(src) < newer {
-                self.discard(src)?;
-            } else {
-                let previous = self.shadows.insert(lpn, src);
-                debug_assert!(previous.is_none(), "lpn {lpn} has two shadows");
+            if self.blocks[(src / self.ppb) as usize].role == Role::RandomLog {
+                if self.bseq_of(src) < newer {
+                    self.discard(src)?;
+                } else {
+                    let previous = self.shadows.insert(lpn, src);
+                    debug_assert!(previous.is_none(), "lpn {lpn} has two shadows");
+                }
             }
         }
         Ok(())
@@ -468,7 +473,7 @@ impl Core {
             let o = self.owner[ppn as usize];
             if self.is_current_trim(ppn) {
                 self.tombs.remove(&(o & !TRIM_BIT));
-            } else if o != NONE && self.shadows.get(&o) == Some(&ppn) {
+            } else if o != NONE && !self.shadows.is_empty() && self.shadows.get(&o) == Some(&ppn) {
                 self.shadows.remove(&o);
             }
             self.owner[ppn as usize] = NONE;
