@@ -41,6 +41,14 @@ pub struct PageRead<'a> {
     pub oob: &'a [u8],
 }
 
+/// A whole-page read by a rebuild scan ([`Device::scan_read`]): `data` is `None` when the
+/// page's payload was discarded (only its OOB is left to look at).
+pub struct ScanRead<'a> {
+    pub timing: OpTiming,
+    pub data: Option<&'a [u8]>,
+    pub oob: &'a [u8],
+}
+
 /// A page in range, split into its block, its index in the block and its chip.
 #[derive(Clone, Copy, Debug)]
 struct Address {
@@ -252,6 +260,20 @@ impl Device {
         let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
         self.counters.page_reads += 1;
         Ok(timing)
+    }
+
+    /// A whole-page read for a rebuild scan that reads every programmed page, stale ones
+    /// included: timed and counted exactly as [`Device::read`] (on a chip the stale bytes
+    /// would cross the channel), but a page whose payload was discarded comes back with
+    /// `data: None` instead of an error, so the scan can still decide from its OOB that
+    /// the page is older than what it keeps.
+    pub fn scan_read(&mut self, ppn: Ppn, now: SimTime) -> Result<ScanRead<'_>, Error> {
+        self.check_ppn(ppn)?;
+        let discarded = self.storage.payload_discarded(ppn);
+        let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
+        self.counters.page_reads += 1;
+        let (data, oob) = self.peek(ppn);
+        Ok(ScanRead { timing, data: (!discarded).then_some(data), oob })
     }
 
     /// Reads only a page's OOB bytes (array read, short transfer).
@@ -501,6 +523,15 @@ mod tests {
         assert!(matches!(d.copyback(ppn, dst, 0, &[]), Err(Error::PayloadDiscarded { operation: "copyback", .. })));
         // The OOB (what a rebuild scan reads) and the program count stay.
         assert_eq!(&d.read_oob(ppn, 0).unwrap().1[..2], &[7, 8]);
+        // A scan read is timed and counted as a whole-page read but brings no data.
+        let (reads, bytes) = (d.counters().page_reads, d.counters().bytes_from_device);
+        let scan = d.scan_read(ppn, 0).unwrap();
+        assert!(scan.data.is_none() && scan.oob[..2] == [7, 8]);
+        assert_eq!(d.counters().page_reads, reads + 1);
+        assert_eq!(d.counters().bytes_from_device - bytes, g.raw_page_bytes() as u64);
+        let whole = g.ppn(g.block_id(0, 3), 0);
+        d.program(whole, 0, &[Span::new(0, &data)]).unwrap();
+        assert_eq!(d.scan_read(whole, 0).unwrap().data, Some(&data[..]));
         assert_eq!(d.storage().program_count(ppn), 1);
         // An erase ends the discard: the page is erased and programmable again.
         d.erase(g.block_id(0, 1), 0).unwrap();

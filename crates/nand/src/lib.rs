@@ -25,7 +25,7 @@ mod pool;
 pub mod storage;
 pub mod timing;
 
-pub use device::{Device, DeviceCounters, PageRead};
+pub use device::{Device, DeviceCounters, PageRead, ScanRead};
 pub use error::Error;
 pub use fault::{FaultyStorage, TornOp};
 pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};

@@ -19,6 +19,32 @@
 //! - A merge programs every copy before it erases a source; blocks without trim records
 //!   are erased before blocks with them, and those oldest first, so a trim record
 //!   outlives every older version of its page.
+//! - Payload discard ([`nand::Device::discard_payload`], on devices that keep data): a
+//!   data page's bytes are dropped once a rebuild can never pick it, i.e. once a page of
+//!   the same lpn with a greater (seq, bseq) key is durable:
+//!   - the live version, and a shadow (below), when a newer write or trim record of its
+//!     lpn has been programmed (after the program returns: a torn one is ignored by the
+//!     rebuild, which then still needs the old version);
+//!   - a merge source in a FAST random log block (which outlives the merge) once its
+//!     own copy is programmed, if the copy's block is newer than the source's (the
+//!     rebuild's tie goes to the newer block). FAST's partial merge may copy such a page
+//!     into an *older* SW block; that source would win a rebuild's tie, so it keeps its
+//!     bytes as the lpn's *shadow* until the version is superseded, copied into a block
+//!     newer than the shadow's, or its block is erased. Sources in data and log blocks
+//!     are left alone: the merge erases their blocks before it returns (discarding
+//!     each of them first only cost time);
+//!   - at open, every data page whose seq is below its lpn's newest valid event.
+//!
+//!   Why that is safe: the FTL never lets a rebuild resurrect an older version (that is
+//!   what the power-cut model tests check), so while a page with a smaller key is on
+//!   flash, some whole page with a greater key (the current version, a copy of it that
+//!   only goes after a newer one is durable, or a trim record) is on flash too, and the
+//!   discarded page loses the comparison. The block FTL's trim writes no record, so a
+//!   trimmed page is not discarded (a cut before its block's erase brings it back).
+//!   Trim records have no payload and are never discarded. A discarded page stays on
+//!   flash with its OOB: the rebuild reads it ([`nand::Device::scan_read`], timed as a
+//!   whole-page read as before) and trusts its header without the data CRC (it was
+//!   whole when discarded); if one ever won, `open` fails rather than map it.
 //!
 //! Rebuild (`open`): every programmed page is read and checked (header CRC and data
 //! CRC, so a torn program is ignored). For each lpn the newest valid version by `seq`
@@ -176,6 +202,11 @@ pub(crate) struct Core {
     next_seq: u64,
     pub counters: FtlCounters,
     poisoned: bool,
+    /// lpn → a whole copy of its live version in a newer block than the live page (FAST's
+    /// partial merge from a random log block): a rebuild would pick it, so its payload
+    /// stays until the version is superseded or copied into a newer block, or its block
+    /// is erased (see the module invariants).
+    shadows: HashMap<u32, u32>,
     /// Lbns the rebuild found mid-merge, with their blocks: normalised before the next
     /// write or trim (so `open` only reads and a cut there cannot lose the device).
     pending: Vec<(u32, Vec<u32>)>,
@@ -223,6 +254,7 @@ impl Core {
             blocks: vec![BlockMeta { role: Role::Free, bseq: 0 }; total as usize],
             free: BinaryHeap::new(),
             tombs: HashMap::new(),
+            shadows: HashMap::new(),
             next_seq: 1,
             counters: FtlCounters::default(),
             poisoned: false,
@@ -257,6 +289,18 @@ impl Core {
     pub fn is_current_trim(&self, ppn: u32) -> bool {
         let o = self.owner[ppn as usize];
         o != NONE && o & TRIM_BIT != 0 && self.tombs.get(&(o & !TRIM_BIT)) == Some(&ppn)
+    }
+
+    /// Allocation number of the block holding `ppn`.
+    fn bseq_of(&self, ppn: u32) -> u64 {
+        self.blocks[(ppn / self.ppb) as usize].bseq
+    }
+
+    /// Drops the payload of a data page no rebuild can pick (see the module invariants).
+    fn discard(&mut self, ppn: u32) -> Result<(), Error> {
+        debug_assert!(self.owner[ppn as usize] & TRIM_BIT == 0 && !self.is_live(ppn));
+        self.dev.discard_payload(Ppn(ppn))?;
+        Ok(())
     }
 
     fn check_lpn(&self, lpn: u32) -> Result<(), Error> {
@@ -309,6 +353,7 @@ impl Core {
         };
         self.step(result?);
         self.counters.flash_programs += 1;
+        let old = self.loc[lpn as usize];
         if trim {
             self.owner[ppn as usize] = lpn | TRIM_BIT;
             self.loc[lpn as usize] = NONE;
@@ -317,6 +362,15 @@ impl Core {
             self.owner[ppn as usize] = lpn;
             self.loc[lpn as usize] = ppn;
             self.tombs.remove(&lpn);
+        }
+        // The new event is durable and newer than every version on flash.
+        if self.keeps_data {
+            if old != NONE {
+                self.discard(old)?;
+            }
+            if let Some(shadow) = self.shadows.remove(&lpn) {
+                self.discard(shadow)?;
+            }
         }
         Ok(ppn)
     }
@@ -352,6 +406,25 @@ impl Core {
         self.counters.gc_page_migrations += 1;
         self.owner[dst as usize] = lpn;
         self.loc[lpn as usize] = dst;
+        if self.keeps_data {
+            // The copy is durable; a source (or shadow) in an older block loses the
+            // rebuild's tie to it. Only a random log block outlives this merge.
+            let newer = meta.bseq;
+            if let Some(&shadow) = self.shadows.get(&lpn) {
+                if self.bseq_of(shadow) < newer {
+                    self.shadows.remove(&lpn);
+                    self.discard(shadow)?;
+                }
+            }
+            if self.blocks[(src / self.ppb) as usize].role == Role::RandomLog {
+                if self.bseq_of(src) < newer {
+                    self.discard(src)?;
+                } else {
+                    let previous = self.shadows.insert(lpn, src);
+                    debug_assert!(previous.is_none(), "lpn {lpn} has two shadows");
+                }
+            }
+        }
         Ok(())
     }
 
@@ -397,8 +470,11 @@ impl Core {
     fn forget(&mut self, block: u32) {
         for i in 0..self.ppb {
             let ppn = self.ppn(block, i);
+            let o = self.owner[ppn as usize];
             if self.is_current_trim(ppn) {
-                self.tombs.remove(&(self.owner[ppn as usize] & !TRIM_BIT));
+                self.tombs.remove(&(o & !TRIM_BIT));
+            } else if o != NONE && !self.shadows.is_empty() && self.shadows.get(&o) == Some(&ppn) {
+                self.shadows.remove(&o);
             }
             self.owner[ppn as usize] = NONE;
         }
@@ -560,9 +636,13 @@ pub(crate) fn open<S: Scheme>(
             if core.dev.storage().program_count(Ppn(ppn)) == 0 {
                 continue;
             }
-            let read = core.dev.read(Ppn(ppn), now)?;
+            // A discarded page was whole when its payload was dropped: its header stands.
+            let read = core.dev.scan_read(Ppn(ppn), now)?;
             done = done.max(read.timing.end_ns);
-            let header = Header::check(read.data, read.oob);
+            let header = match read.data {
+                Some(data) => Header::check(data, read.oob),
+                None => Header::decode(read.oob),
+            };
             core.counters.flash_reads += 1;
             let Some(h) = header else { continue };
             if h.lpn >= core.loc.len() as u32 {
@@ -604,6 +684,7 @@ pub(crate) fn open<S: Scheme>(
         }
     }
     core.next_seq = max_seq + 1;
+    discard_older_versions(&mut core, &newest)?;
     for blocks in lbns.values_mut() {
         blocks.sort_by_key(|&b| core.blocks[b as usize].bseq);
     }
@@ -623,6 +704,35 @@ pub(crate) fn open<S: Scheme>(
         "after a rebuild every block in use is a data, log or pending block, once"
     );
     Ok((Box::new(Hybrid { core, scheme }), done))
+}
+
+/// After the scan: refuses a rebuild whose newest version of a page was discarded (a
+/// broken discard rule; mapping it would fail every read), then drops the payload of
+/// every data page older than its lpn's newest valid event (an image reloads stale
+/// bytes; they can never win a later rebuild, see the module invariants).
+fn discard_older_versions(core: &mut Core, newest: &[(u64, u64)]) -> Result<(), Error> {
+    let name = core.kind.name();
+    for (lpn, &ppn) in core.loc.iter().enumerate() {
+        if ppn != NONE && core.dev.storage().payload_discarded(Ppn(ppn)) {
+            return Err(Error::CorruptLayout(format!(
+                "{name} FTL: the newest version of page {lpn} (ppn {ppn}) has no payload: it was discarded while a rebuild could still need it"
+            )));
+        }
+    }
+    for ppn in 0..core.owner.len() as u32 {
+        let lpn = core.owner[ppn as usize];
+        if lpn == NONE || lpn & TRIM_BIT != 0 || core.loc[lpn as usize] == ppn {
+            continue;
+        }
+        if core.dev.storage().payload_discarded(Ppn(ppn)) {
+            continue;
+        }
+        let seq = Header::decode(core.dev.peek(Ppn(ppn)).1).map_or(u64::MAX, |h| h.seq);
+        if seq < newest[lpn as usize].0 {
+            core.discard(ppn)?;
+        }
+    }
+    Ok(())
 }
 
 impl<S: Scheme> Hybrid<S> {

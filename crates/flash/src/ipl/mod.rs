@@ -28,6 +28,14 @@
 //! `index/count` and count only when whole; a merged unit counts only when all its
 //! merged pages are whole, and then outranks the unit it replaced.
 //!
+//! No payload discard ([`nand::Device::discard_payload`]), on purpose: a merge reads the
+//! old unit, programs the new one and erases the old one in the same operation (and
+//! before the new unit is whole a cut needs the old one), so superseded units never
+//! outlive the operation that superseded them. The only stale pages between operations
+//! are data pages of trimmed DB pages awaiting their unit's merge, while the rebuild
+//! reads and checks every page of a unit (damage other than the last write is
+//! corruption): dropping them would save little and blind that check.
+//!
 //! The write-ahead log is not an IPL partition. A region named [`WAL_REGION`] (`log`,
 //! the engine's) is a plain NoFTL [`Region`] on chips of its own (the last
 //! `max_chips` chips, 1 by default), as the IPL paper keeps its log apart from the
