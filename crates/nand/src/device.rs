@@ -257,6 +257,11 @@ impl Device {
     fn timed_page_read(&mut self, ppn: Ppn, now: SimTime) -> Result<OpTiming, Error> {
         self.check_ppn(ppn)?;
         self.check_not_discarded(ppn, "read")?;
+        self.timed_whole_read(ppn, now)
+    }
+
+    /// Times and counts a whole-page read of a page in range.
+    fn timed_whole_read(&mut self, ppn: Ppn, now: SimTime) -> Result<OpTiming, Error> {
         let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
         self.counters.page_reads += 1;
         Ok(timing)
@@ -270,8 +275,7 @@ impl Device {
     pub fn scan_read(&mut self, ppn: Ppn, now: SimTime) -> Result<ScanRead<'_>, Error> {
         self.check_ppn(ppn)?;
         let discarded = self.storage.payload_discarded(ppn);
-        let timing = self.timed_read(ppn, now, self.geometry.raw_page_bytes())?;
-        self.counters.page_reads += 1;
+        let timing = self.timed_whole_read(ppn, now)?;
         let (data, oob) = self.peek(ppn);
         Ok(ScanRead { timing, data: (!discarded).then_some(data), oob })
     }
