@@ -465,8 +465,12 @@ impl IplStore {
     }
 
     /// Appends a physiological record (`bytes` at `offset` of DB page `page`) to the
-    /// page's in-memory log sector; when the sector is full it is written to the unit's
-    /// log region (the timing is then `Some`). The page must be on flash.
+    /// page's in-memory log sector; when the record does not fit, the records before it
+    /// are written to the unit's log region as one group (the timing is then `Some`)
+    /// and the record starts the next sector. A record thus never spans two groups: a
+    /// rebuild applies whole groups only, so a power cut cannot leave part of a record
+    /// on flash. A record larger than a sector waits whole for the next write. The page
+    /// must be on flash.
     pub fn log(
         &mut self,
         region: RegionId,
@@ -480,15 +484,15 @@ impl IplStore {
         self.check_record(region.0, first, offset, bytes.len())?;
         let pending = &mut self.lunits[lu].pending[d as usize];
         pending.push(Record::Bytes { offset: offset as u32, bytes: bytes.to_vec() });
-        let payload = self.shape.sector_bytes - SECTOR_HEADER;
-        let mut sectors = pack(pending, payload);
-        if sectors.len() < 2 {
+        if pack(pending, self.shape.sector_bytes - SECTOR_HEADER).len() < 2 {
             return Ok(None);
         }
-        let keep = sectors.pop().unwrap_or_default();
-        let full: Vec<Record> = sectors.into_iter().flatten().collect();
-        self.lunits[lu].pending[d as usize] = keep;
-        self.flush_records(region.0, lu, d, full, now).map(Some)
+        let Some(record) = pending.pop() else { return Ok(None) };
+        let before = std::mem::replace(pending, vec![record]);
+        if before.is_empty() {
+            return Ok(None);
+        }
+        self.flush_records(region.0, lu, d, before, now).map(Some)
     }
 
     /// Writes DB page `page`'s in-memory log sector (the page is evicted); `None` if
