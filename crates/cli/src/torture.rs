@@ -56,10 +56,13 @@ pub struct TortureArgs {
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
-    // A small device unless told otherwise, so GC and the log's wrap-around are cut too.
+    // A small device unless told otherwise, so GC and the log's wrap-around are cut too;
+    // twice the blocks for the log-block FTLs, whose log blocks and merge spares would
+    // not fit beside the data blocks of 128.
     let mut device = args.device.clone();
     device.chips = device.chips.or(Some(4));
-    device.blocks_per_chip = device.blocks_per_chip.or(Some(32));
+    let log_block_ftl = matches!(args.storage.as_str(), "ftl:bast" | "ftl:fast");
+    device.blocks_per_chip = device.blocks_per_chip.or(Some(if log_block_ftl { 64 } else { 32 }));
     device.pages_per_block = device.pages_per_block.or(Some(16));
     let geometry = device.geometry()?;
     if args.device.no_data || args.device.image.is_some() {

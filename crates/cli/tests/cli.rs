@@ -199,6 +199,11 @@ fn torture_reports_every_cut_and_a_summary() {
     let bad = deltaflash(&["torture", "--cuts", "1", "--ipa", "2y4"]);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("2y4"), "{}", stderr(&bad));
+    // The log-block FTLs run on torture's default device too (it once had too few blocks).
+    for storage in ["ftl:bast", "ftl:fast"] {
+        let out = deltaflash(&["torture", "--cuts", "3", "--seed", "5", "--storage", storage, "--transfers", "200"]);
+        assert!(out.status.success(), "{storage}: {}", stderr(&out));
+    }
 }
 
 /// Room for TPC-B at scale 1 (about 15 MiB) in a two-chip data region.
