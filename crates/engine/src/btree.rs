@@ -80,6 +80,7 @@ pub fn max_entry_bytes(body_end: usize) -> usize {
 /// `Ok(i)`: the key is entry `i`; `Err(i)`: it would be inserted at `i`.
 fn search(p: &[u8], body_end: usize, key: &[u8]) -> std::result::Result<usize, usize> {
     let (mut lo, mut hi) = (0, page::slot_count(p));
+    page::warm(p, body_end);
     while lo < hi {
         let mid = (lo + hi) / 2;
         let t = entry_at(p, body_end, mid);
