@@ -90,6 +90,9 @@ enum Command {
     RecoveryBench(recovery_bench::RecoveryBenchArgs),
     /// Power-cut torture: a bank workload cut at N random flash operations, each followed
     /// by restart recovery and consistency checks. Exits non-zero on any failure.
+    ///
+    /// The device is small unless given (4 chips × 32 blocks × 16 pages of the preset;
+    /// 64 blocks for ftl:bast and ftl:fast), so GC and the log's wrap-around are cut too.
     Torture(torture::TortureArgs),
     /// Flash-aware B+-trees (IPL B+-tree, B+-tree on an FTL, BFTL, μ-Tree): inserts,
     /// point queries and range scans with their flash reads, writes, erases and merges.

@@ -11,7 +11,8 @@ use workloads::config::IplStorageConfig;
 
 #[derive(Args)]
 pub struct TortureArgs {
-    /// The device; unless given, 4 chips × 32 blocks × 16 pages of the preset.
+    /// The device; unless given, 4 chips × 32 blocks (64 for the log-block FTLs) × 16
+    /// pages of the preset.
     #[command(flatten)]
     device: DeviceArgs,
     /// Power cuts to run, each at a random flash operation of the workload (≥ 1).
