@@ -174,7 +174,7 @@ fn slot_at(body_end: usize, i: usize) -> usize {
 /// Loads every cache line of the page's body at once, before a search probes it: a
 /// binary search waits for two dependent misses per probe (the slot, then its tuple),
 /// where the lines loaded together, independent of each other, overlap their misses
-/// (and the hardware prefetcher streams them). About 5% of a TPC-C run.
+/// (and the hardware prefetcher streams them). About 4% of a TPC-C run.
 pub fn warm(p: &[u8], body_end: usize) {
     let body = p.get(..body_end).unwrap_or_default();
     std::hint::black_box(body.iter().step_by(64).fold(0u8, |a, &b| a ^ b));

@@ -42,6 +42,15 @@ struct Arena {
     dead: usize,
 }
 
+impl Arena {
+    /// A page's stored OOB bytes (see the arena invariant).
+    fn of(&self, cell: &Cell) -> &[u8] {
+        // An empty range sits at 0 (`set_oob_len`), always inside the arena.
+        let at = cell.oob_at as usize;
+        &self.bytes[at..at + cell.oob_len as usize]
+    }
+}
+
 /// The cells and OOB arenas of every resident block.
 pub(crate) struct Cells {
     ppb: usize,
@@ -94,10 +103,7 @@ impl Cells {
     /// A page's stored OOB bytes, if its block is resident.
     pub(crate) fn oob(&self, block: usize, page: usize) -> Option<&[u8]> {
         let slot = self.slot(block)?;
-        let cell = &self.cells[slot * self.ppb + page];
-        // An empty range sits at 0 (`set_oob_len`), always inside the arena.
-        let at = cell.oob_at as usize;
-        Some(&self.arenas[slot].bytes[at..at + cell.oob_len as usize])
+        Some(self.arenas[slot].of(&self.cells[slot * self.ppb + page]))
     }
 
     /// A resident block's cells, if it is resident.
@@ -149,7 +155,7 @@ impl Cells {
     /// Memory of the slots (resident and free) beyond the slot table: cells and arenas.
     pub(crate) fn bytes(&self) -> u64 {
         let arenas: usize = self.arenas.iter().map(|a| std::mem::size_of::<Arena>() + a.bytes.capacity()).sum();
-        (self.cells.capacity() * CELL_BYTES + arenas + self.free.capacity() * 4) as u64
+        (self.cells.capacity() * CELL_BYTES + arenas + self.free.capacity() * FREE_ENTRY_BYTES) as u64
     }
 
     /// Arena bytes of a resident block (0 if it is not), live and dead.
@@ -159,18 +165,22 @@ impl Cells {
     }
 }
 
-/// Bytes of a resident block beyond the slot table, at most: its cells and an arena
-/// allocated up to twice its bound (twice the bytes its pages' OOB areas hold).
+/// Bytes of a slot's entry in the free list.
+const FREE_ENTRY_BYTES: usize = std::mem::size_of::<u32>();
+
+/// Bytes of a resident block beyond the slot table, at most: its cells, an arena
+/// allocated up to twice its bound (twice the bytes its pages' OOB areas hold) and its
+/// slot's entry in the free list once erased.
 pub(crate) fn max_block_bytes(pages_per_block: u64, oob_bytes: u64) -> u64 {
-    std::mem::size_of::<Arena>() as u64 + pages_per_block * CELL_BYTES as u64 + 4 * pages_per_block * oob_bytes
+    (std::mem::size_of::<Arena>() + FREE_ENTRY_BYTES) as u64
+        + pages_per_block * CELL_BYTES as u64
+        + 4 * pages_per_block * oob_bytes
 }
 
 impl BlockCells<'_> {
     /// A page's stored OOB bytes (see the arena invariant).
     pub(crate) fn oob(&self, page: usize) -> &[u8] {
-        let cell = &self.cells[page];
-        let at = cell.oob_at as usize;
-        &self.arena.bytes[at..at + cell.oob_len as usize]
+        self.arena.of(&self.cells[page])
     }
 
     /// A page's OOB bytes, grown with 0xFF to at least `len` bytes, for a program to

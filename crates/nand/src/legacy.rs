@@ -227,6 +227,7 @@ impl<R: Read> ImageReader<R> {
     fn read_cells(&mut self, s: &mut MemoryStorage, block: usize) -> Result<(), ImageError> {
         let (ppb, ob) = (s.geometry.pages_per_block as usize, s.geometry.oob_bytes as usize);
         let page_bytes = s.geometry.page_bytes as usize;
+        let (mut data, mut oob) = (vec![0; page_bytes], vec![0xFF; ob]);
         for page in 0..ppb {
             let flags = self.u8("page flags")?;
             if flags > 3 {
@@ -237,11 +238,10 @@ impl<R: Read> ImageReader<R> {
                     "block {block} page {page}: bytes stored for a page that is erased or in a metadata-only image"
                 )));
             }
-            let mut data = vec![0; page_bytes];
             if flags & 1 != 0 {
                 self.bytes(&mut data, "page data")?;
             }
-            let mut oob = vec![0xFF; ob];
+            oob.fill(0xFF);
             if flags & 2 != 0 {
                 self.bytes(&mut oob, "page OOB")?;
             }

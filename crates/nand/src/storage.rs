@@ -319,7 +319,7 @@ impl Geometry {
         // A resident block: its cells (a buffer id, an OOB offset and length per page)
         // and its OOB arena (see `cells`); per page a pool buffer with its reference
         // count and, at worst, a free-list entry.
-        let cells = cells::max_block_bytes(self.pages_per_block as u64, self.oob_bytes as u64) + 4;
+        let cells = cells::max_block_bytes(self.pages_per_block as u64, self.oob_bytes as u64);
         let per_page_buffer = self.page_bytes as u64 + 4 + 4;
         let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
         MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }

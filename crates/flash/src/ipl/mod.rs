@@ -487,8 +487,8 @@ impl IplStore {
         if pack(pending, self.shape.sector_bytes - SECTOR_HEADER).len() < 2 {
             return Ok(None);
         }
-        let Some(record) = pending.pop() else { return Ok(None) };
-        let before = std::mem::replace(pending, vec![record]);
+        let record = pending.split_off(pending.len() - 1);
+        let before = std::mem::replace(pending, record);
         if before.is_empty() {
             return Ok(None);
         }
