@@ -6,23 +6,37 @@
 use engine::sql::{parse_at, Piece, Splitter};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::Duration;
 
 const SMALL: &[&str] = &["--chips", "4", "--blocks-per-chip", "32", "--pages-per-block", "16"];
 
+/// The tests here start processes one at a time: a process forked by another test
+/// thread holds a copy of every pipe open at that moment until it execs, and a pipe a
+/// test closes does not read as closed while it does.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+fn spawning() -> MutexGuard<'static, ()> {
+    SPAWNING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn spawn(command: &mut Command) -> Child {
+    let _one_at_a_time = spawning();
+    command.spawn().unwrap()
+}
+
 fn sql(image: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
-        .args(["sql", "--image"])
-        .arg(image)
-        .args(SMALL)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+            .args(["sql", "--image"])
+            .arg(image)
+            .args(SMALL)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
     child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
@@ -117,15 +131,15 @@ fn csv_and_json_modes() {
 fn statements_run_as_their_semicolon_arrives() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("db.img");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
-        .args(["sql", "--image"])
-        .arg(&image)
-        .args(SMALL)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+            .args(["sql", "--image"])
+            .arg(&image)
+            .args(SMALL)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
     let mut stdin = child.stdin.take().unwrap();
     let (tx, rx) = mpsc::channel();
     let stdout = child.stdout.take().unwrap();
@@ -161,6 +175,8 @@ fn a_closed_pipe_ends_the_session_quietly_with_committed_work_kept() {
     let image = dir.path().join("db.img");
     let out = sql(&image, &[], "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20));\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // No other test starts a process until this one's end of the output pipe is closed.
+    let one_at_a_time = spawning();
     let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
         .args(["sql", "--image"])
         .arg(&image)
@@ -178,6 +194,7 @@ fn a_closed_pipe_ends_the_session_quietly_with_committed_work_kept() {
     stdout.read_line(&mut first).unwrap();
     assert_eq!(first, "1 row inserted\n");
     drop(stdout);
+    drop(one_at_a_time);
     // The next output fails on the closed pipe; the rest of the input is not run.
     let _ = stdin.write_all(b"SELECT * FROM t;\nINSERT INTO t VALUES (2, 'never');\n");
     drop(stdin);
@@ -225,12 +242,17 @@ fn number_literals_are_checked_as_typed() {
 fn a_device_with_8k_flash_pages_gets_8k_db_pages() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("db.img");
-    let out = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
-        .args(["sql", "--device", "openssd-mlc", "--blocks-per-chip", "64", "--image"])
-        .arg(&image)
-        .args(["-c", "CREATE TABLE t (a INT PRIMARY KEY); INSERT INTO t VALUES (3); SELECT * FROM t"])
-        .output()
-        .unwrap();
+    let out = spawn(
+        Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+            .args(["sql", "--device", "openssd-mlc", "--blocks-per-chip", "64", "--image"])
+            .arg(&image)
+            .args(["-c", "CREATE TABLE t (a INT PRIMARY KEY); INSERT INTO t VALUES (3); SELECT * FROM t"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .wait_with_output()
+    .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("8192-byte DB pages"), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("(1 row)"));
