@@ -366,7 +366,7 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
-            memory: MemoryReport::now(self.target.device().storage().memory_bytes()),
+            memory: MemoryReport::now(self.target.device().storage().memory_bytes(), 0),
             ftl,
         }
     }

@@ -376,7 +376,7 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     bar.finish_and_clear();
     let r = result?;
     print_result(&r);
-    let memory = MemoryReport::now(host.device_memory_bytes().unwrap_or(0));
+    let memory = MemoryReport::now(host.device_memory_bytes().unwrap_or(0), 0);
     println!(
         "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; {}",
         r.transactions,

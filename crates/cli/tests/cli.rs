@@ -15,6 +15,7 @@ fn json_without_wall_time(path: &Path) -> serde_json::Value {
             "memory_peak_rss_bytes",
             "memory_device_bytes",
             "memory_peak_rss_per_device_byte",
+            "memory_peak_rss_per_kept_byte",
         ],
     )
 }

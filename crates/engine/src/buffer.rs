@@ -11,9 +11,11 @@
 //! asks it for the write-ahead rule only ([`Journal::force`] up to the page's LSN).
 //! [`Pages`] bundles the pool with the journal for the access methods.
 //!
-//! Each frame keeps the page as last read or written (`base`) beside the working copy;
-//! at write time their difference is the change set the IPA rule looks at. A clean
-//! frame is its own base, so `base` is filled only at a page's first change. The pool
+//! Each dirty frame keeps the page as last read or written (its base) beside the
+//! working copy; at write time their difference is the change set the IPA rule looks
+//! at. A clean frame is its own base, so a base is copied only at a page's first change,
+//! into a slot of [`BaseSlots`] that the frame gives back once the page is written: the
+//! bases take memory for the pages dirty at once, not for every frame ever dirtied. The pool
 //! also keeps the byte ranges written since (every change goes through [`PageMut`] or
 //! is noted as the whole page), and the IPA diff compares only those. Reads on a
 //! miss and writes of evicted dirty pages are on the caller's critical path and advance
@@ -95,9 +97,9 @@ pub(crate) struct Frame {
     referenced: bool,
     last_use: u64,
     state: FlashState,
-    /// The frame's `base` does not hold its page yet: a page read from flash is its own
-    /// base until its first change, so a page only read never copies it.
-    base_stale: bool,
+    /// The frame's slot in [`BaseSlots`] while it is dirty; none while it is clean (a
+    /// page read or written is its own base until its next change).
+    base: Option<u32>,
 }
 
 /// Frames over a [`PageStore`].
@@ -105,8 +107,8 @@ pub struct BufferPool {
     pub(crate) store: PageStore,
     pub(crate) frames: Vec<Frame>,
     pub(crate) data: Vec<u8>,
-    pub(crate) base: Vec<u8>,
-    /// Per frame, where its page may differ from `base`: what the IPA diff compares.
+    bases: BaseSlots,
+    /// Per frame, where its page may differ from its base: what the IPA diff compares.
     changed: Vec<Changed>,
     merge_scratch: Vec<(usize, usize)>,
     /// Cached pages: their frames by page id.
@@ -149,7 +151,7 @@ impl BufferPool {
             store,
             frames: vec![Frame::default(); frames],
             data: vec![0; frames * bytes],
-            base: vec![0; frames * bytes],
+            bases: BaseSlots::new(frames, bytes),
             changed: vec![Changed::default(); frames],
             merge_scratch: Vec::new(),
             map: PageMap::default(),
@@ -184,6 +186,10 @@ impl BufferPool {
     }
     pub fn frames(&self) -> usize {
         self.frames.len()
+    }
+    /// Frames holding a page: the pages the pool keeps in memory.
+    pub fn cached_pages(&self) -> usize {
+        self.frames.iter().filter(|f| f.page.is_some()).count()
     }
     pub fn dirty_frames(&self) -> usize {
         self.dirty
@@ -274,12 +280,13 @@ impl BufferPool {
         self.changed[f].all();
     }
 
-    /// Copies a clean frame's page to its base before the page first changes.
+    /// Copies a clean frame's page to a base slot before the page first changes.
     fn fill_base(&mut self, f: FrameId) {
-        if self.frames[f].base_stale {
+        if self.frames[f].base.is_none() {
+            let slot = self.bases.take();
             let span = self.span(f);
-            self.base[span.clone()].copy_from_slice(&self.data[span]);
-            self.frames[f].base_stale = false;
+            self.bases.get_mut(slot).copy_from_slice(&self.data[span]);
+            self.frames[f].base = Some(slot);
         }
     }
 
@@ -335,7 +342,6 @@ impl BufferPool {
         self.latencies.record_read(done.saturating_sub(self.now));
         self.now = done;
         self.install(f, pid, state);
-        self.frames[f].base_stale = true;
         Ok(Some(f))
     }
 
@@ -363,9 +369,11 @@ impl BufferPool {
         }
         let f = self.free_frame(journal)?;
         let span = self.span(f);
-        self.data[span.clone()].fill(0);
-        self.base[span].fill(0);
+        self.data[span].fill(0);
         self.install(f, pid, FlashState::default());
+        let slot = self.bases.take();
+        self.bases.get_mut(slot).fill(0);
+        self.frames[f].base = Some(slot);
         self.changed[f].all();
         self.mark_dirty(f);
         Ok(f)
@@ -442,7 +450,8 @@ impl BufferPool {
         // The write-ahead rule: the log first, up to the page's LSN.
         let now = journal.force(page::lsn(&self.data[span.clone()]), self.store.device_mut(), now)?;
         let mut state = self.frames[f].state;
-        let (page, base) = (&mut self.data[span.clone()], &mut self.base[span.clone()]);
+        let slot = self.frames[f].base.expect("a dirty frame holds its base");
+        let (page, base) = (&mut self.data[span], self.bases.get_mut(slot));
         let changed = &self.changed[f].ranges;
         let written = self.store.write_changed(pid, page, base, changed, &mut state, now)?;
         self.changed[f].clear();
@@ -461,6 +470,8 @@ impl BufferPool {
         frame.state = state;
         frame.dirty = false;
         frame.rec_lsn = 0;
+        frame.base = None;
+        self.bases.give_back(slot);
         self.dirty -= 1;
         Ok(written.done)
     }
@@ -536,15 +547,23 @@ impl BufferPool {
                 return Err(Error::Invalid(format!("page {} of region {} is pinned", pid.page, pid.region)));
             }
             self.map.remove(pid);
-            let frame = &mut self.frames[f];
-            if frame.dirty {
-                self.dirty -= 1;
-            }
-            self.lru.remove(&(frame.last_use, f));
-            *frame = Frame::default();
-            self.empty.insert(f);
+            self.empty_frame(f);
         }
         Ok(())
+    }
+
+    /// Empties a frame without writing its page (the caller has unmapped it).
+    fn empty_frame(&mut self, f: FrameId) {
+        let frame = &mut self.frames[f];
+        if frame.dirty {
+            self.dirty -= 1;
+        }
+        if let Some(slot) = frame.base {
+            self.bases.give_back(slot);
+        }
+        self.lru.remove(&(frame.last_use, f));
+        *frame = Frame::default();
+        self.empty.insert(f);
     }
 
     /// Forgets a page its object freed: drops its frame (the caller's pin included) and
@@ -557,15 +576,10 @@ impl BufferPool {
                 self.forget_writes(f);
                 self.frames[f].pins -= 1;
             }
-            let frame = &mut self.frames[f];
+            let frame = &self.frames[f];
             assert!(frame.pins <= 1, "discarding page {pid:?} pinned {} times", frame.pins);
             on_flash = frame.state.on_flash;
-            if frame.dirty {
-                self.dirty -= 1;
-            }
-            self.lru.remove(&(frame.last_use, f));
-            *frame = Frame::default();
-            self.empty.insert(f);
+            self.empty_frame(f);
         }
         if on_flash {
             self.store.trim(pid, self.now)?;
@@ -583,7 +597,7 @@ impl BufferPool {
         let bytes = self.store.page_bytes();
         self.frames = vec![Frame::default(); frames];
         self.data = vec![0; frames * bytes];
-        self.base = vec![0; frames * bytes];
+        self.bases = BaseSlots::new(frames, bytes);
         self.changed = vec![Changed::default(); frames];
         self.map.clear();
         self.empty = EmptyFrames::all(frames);
@@ -591,6 +605,40 @@ impl BufferPool {
         self.dirty_queue.clear();
         (self.hand, self.dirty) = (0, 0);
         Ok(())
+    }
+}
+
+/// The bases of the dirty frames, one page each. Slots given back are taken again
+/// newest first, so the slots ever touched are as many as the most pages dirty at once:
+/// the rest of the array, allocated zeroed and never written, takes no memory.
+struct BaseSlots {
+    bytes: Vec<u8>,
+    page_bytes: usize,
+    free: Vec<u32>,
+    /// Slots below this have been taken at least once.
+    used: u32,
+}
+
+impl BaseSlots {
+    /// Room for `frames` bases (every frame dirty at once).
+    fn new(frames: usize, page_bytes: usize) -> BaseSlots {
+        BaseSlots { bytes: vec![0; frames * page_bytes], page_bytes, free: Vec::new(), used: 0 }
+    }
+
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.used += 1;
+            self.used - 1
+        })
+    }
+
+    fn give_back(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+
+    fn get_mut(&mut self, slot: u32) -> &mut [u8] {
+        let at = slot as usize * self.page_bytes;
+        &mut self.bytes[at..at + self.page_bytes]
     }
 }
 

@@ -462,6 +462,10 @@ impl Database {
     pub fn buffer_frames(&self) -> usize {
         self.pool.frames()
     }
+    /// Bytes of the pages the buffer pool holds now.
+    pub fn buffer_cached_bytes(&self) -> u64 {
+        (self.pool.cached_pages() * self.pool.store().page_bytes()) as u64
+    }
 
     /// Resizes the buffer pool to a share of the pages the database holds now (the
     /// driver does this after loading, as the paper sizes buffers).

@@ -104,6 +104,9 @@ pub struct ExperimentResult {
     /// What the emulated device keeps in memory at the end of the run (page images,
     /// OOB, metadata): the bench commands report the peak RSS against it.
     pub memory_device_bytes: u64,
+    /// The bytes of the pages the buffer pool holds at the end of the run: data the run
+    /// keeps in memory beside the device's.
+    pub memory_buffer_pool_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
     /// The resolved config: it alone reproduces the run.
@@ -368,6 +371,7 @@ impl Experiment {
             Err(e) => Consistency::Failed(e),
         });
         let memory_device_bytes = db.page_device().device().storage().memory_bytes();
+        let memory_buffer_pool_bytes = db.buffer_cached_bytes();
         if c.device.image.is_some() {
             db.close().map_err(setup)?;
         }
@@ -381,6 +385,7 @@ impl Experiment {
             fill,
             simulated_seconds_per_wall_second: simulated / run_wall_seconds.max(1e-9),
             memory_device_bytes,
+            memory_buffer_pool_bytes,
             consistency_check,
             config: c.clone(),
             seed: c.seed,

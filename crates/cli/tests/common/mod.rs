@@ -17,12 +17,13 @@ pub const SHORT_RUN: &[&str] = &["--sim-time", "0.5", "--warmup", "0.2"];
 
 /// Wall-time and peak-memory fields of a `bench` JSON: the only ones that differ between
 /// two runs with one seed.
-pub const BENCH_WALL_FIELDS: [&str; 5] = [
+pub const BENCH_WALL_FIELDS: [&str; 6] = [
     "wall_seconds",
     "run_wall_seconds",
     "simulated_seconds_per_wall_second",
     "memory_peak_rss_bytes",
     "memory_peak_rss_per_device_byte",
+    "memory_peak_rss_per_kept_byte",
 ];
 
 pub fn deltaflash(args: &[&str]) -> Output {
