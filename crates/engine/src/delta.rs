@@ -102,6 +102,10 @@ pub struct Changes {
 }
 
 impl Changes {
+    pub fn clear(&mut self) {
+        self.body.clear();
+        self.meta.clear();
+    }
     pub fn bytes(&self) -> usize {
         self.body.len() + self.meta.len()
     }
@@ -162,8 +166,7 @@ pub fn diff_in(
     ranges: &[(usize, usize)],
     out: &mut Changes,
 ) {
-    out.body.clear();
-    out.meta.clear();
+    out.clear();
     let len = base.len().min(current.len());
     for &(from, to) in ranges {
         let to = to.min(len);
@@ -171,6 +174,16 @@ pub fn diff_in(
             diff_range(&base[from..to], &current[from..to], from, header_end, slots_from, out);
         }
     }
+}
+
+/// How many bytes differ over `ranges` ([`diff_in`]'s [`Changes::bytes`]) without
+/// listing them: all a write of a page with no copy on flash needs, since it goes out
+/// of place whatever changed.
+pub fn count_in(base: &[u8], current: &[u8], ranges: &[(usize, usize)]) -> usize {
+    let len = base.len().min(current.len());
+    let differing =
+        |(from, to): (usize, usize)| base[from..to].iter().zip(&current[from..to]).filter(|(a, b)| a != b).count();
+    ranges.iter().map(|&(from, to)| (from, to.min(len))).filter(|(from, to)| from < to).map(differing).sum()
 }
 
 /// Appends the differing offsets of `base` against `current`, offset by `origin`.
@@ -484,6 +497,7 @@ mod tests {
             }
             let mut within = Changes::default();
             diff_in(&stale, &current, header_end, slots_from, &cover, &mut within);
+            prop_assert_eq!(count_in(&stale, &current, &cover), c.bytes());
             prop_assert_eq!(within, c);
         }
 

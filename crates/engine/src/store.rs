@@ -339,8 +339,15 @@ impl PageStore {
         let relayout = state.on_flash && page::body_end(base) != body_end;
         let slots_from = page::free_end(page).min(page::free_end(base)).max(page::HEADER_BYTES);
         let (base_body, page_body) = (&base[..body_end], &page[..body_end]);
-        delta::diff_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed, &mut self.changes);
-        let net = self.changes.bytes() as u64;
+        // A page with no copy on flash goes out of place: only its count of changed
+        // bytes is needed, not where they are.
+        let net = if state.on_flash {
+            delta::diff_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed, &mut self.changes);
+            self.changes.bytes()
+        } else {
+            self.changes.clear();
+            delta::count_in(base_body, page_body, changed)
+        } as u64;
         let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
         if relayout {
             eviction = Eviction::OutOfPlace(OutOfPlaceReason::Relayout);
