@@ -145,8 +145,9 @@ pub struct Database {
     /// Scratch for a row's bytes and for a key's (no allocation per operation).
     row: Vec<u8>,
     key: Vec<u8>,
-    /// A finished transaction's undo buffers, kept for the next one (no regrowth).
-    pub(crate) spare_undo: crate::oplog::UndoLog,
+    /// Finished transactions' undo buffers, kept for the next ones (no regrowth): one
+    /// per transaction that was open at once.
+    pub(crate) spare_undo: Vec<crate::oplog::UndoLog>,
 }
 
 /// Names of the regions every database has: the catalog's and the log's.

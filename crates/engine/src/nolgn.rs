@@ -148,16 +148,16 @@ impl Database {
     }
 
     /// Roll-back of `id` (already out of `active`), as the module comment says.
-    pub(crate) fn nolgn_roll_back(&mut self, id: u64, mut state: TxState) -> Result<()> {
+    pub(crate) fn nolgn_roll_back(&mut self, id: u64, state: TxState) -> Result<()> {
         let active = &self.active;
         let Some(j) = self.journal.nolgn() else { return Ok(()) };
         if j.members.contains(&id) && j.members.iter().all(|&m| m == id) {
-            state.undo.clear();
-            self.spare_undo = state.undo;
+            self.keep_undo(state.undo);
             return self.abort_group();
         }
         let alone = j.catalog.is_some() && !j.member_open(active);
-        self.undo(id, state.last, state.undo)?;
+        self.undo(id, state.last, &state.undo)?;
+        self.keep_undo(state.undo);
         if alone {
             self.commit_group(false)?;
         }

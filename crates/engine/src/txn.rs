@@ -87,7 +87,7 @@ impl Database {
     pub fn begin(&mut self) -> Transaction {
         self.next_tx += 1;
         let id = self.next_tx - 1;
-        let undo = std::mem::take(&mut self.spare_undo);
+        let undo = self.spare_undo.pop().unwrap_or_default();
         self.active.insert(id, TxState { undo, ..TxState::default() });
         Transaction { id, db: self.instance, dropped: Some(self.dropped.clone()) }
     }
@@ -137,8 +137,7 @@ impl Database {
     pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
         let (id, mut state) = self.finish(&mut tx)?;
         let changed = !state.undo.is_empty() || !state.frees.is_empty();
-        state.undo.clear();
-        self.spare_undo = state.undo;
+        self.keep_undo(std::mem::take(&mut state.undo));
         let mut prev = state.last;
         for (object, page) in state.frees {
             prev = self.journal.record(&Record { tx: id, prev, body: Body::Free { object, page } })?.max(prev);
@@ -258,16 +257,23 @@ impl Database {
         if self.journal.kind() == JournalKind::Nolgn {
             return self.nolgn_roll_back(id, state);
         }
-        let last = self.undo(id, state.last, state.undo)?;
+        let last = self.undo(id, state.last, &state.undo)?;
+        self.keep_undo(state.undo);
         if self.journal.logs_changes() && last > 0 {
             self.journal.record(&Record { tx: id, prev: last, body: Body::End })?;
         }
         self.pool.clean(&mut *self.journal)
     }
 
+    /// Keeps a finished transaction's undo buffers for a later one.
+    pub(crate) fn keep_undo(&mut self, mut undo: UndoLog) {
+        undo.clear();
+        self.spare_undo.push(undo);
+    }
+
     /// Applies the before images in `undo`, newest first, each logged as a compensation;
     /// returns the last LSN logged.
-    pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: UndoLog) -> Result<u64> {
+    pub(crate) fn undo(&mut self, tx: u64, mut last: u64, undo: &UndoLog) -> Result<u64> {
         for e in undo.newest_first() {
             let f = self.pool.fetch(e.page, &mut *self.journal)?;
             let mut p = self.pool.page_mut(f);
