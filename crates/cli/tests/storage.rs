@@ -58,3 +58,24 @@ fn a_bad_storage_is_refused_with_the_choices() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--storage") && err.contains("ftl:fast"), "{err}");
 }
+
+#[test]
+fn an_ftl_image_opened_as_noftl_regions_says_what_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("ftl.img");
+    let image = image.to_str().unwrap();
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).args(SMALL).output().unwrap();
+    let made = run(&["bench", "--workload", "tpcb", "--sim-time", "1", "--storage", "ftl:page", "--image", image]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let sql = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(["sql", "--image", image, "-c", "SELECT 1"])
+        .output()
+        .unwrap();
+    assert!(!sql.status.success());
+    let err = String::from_utf8_lossy(&sql.stderr);
+    assert!(err.contains("the device holds a conventional FTL (page), not NoFTL regions"), "{err}");
+    assert!(!err.contains("corrupt"), "{err}");
+    let inspect = Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(["inspect", image]).output().unwrap();
+    assert!(inspect.status.success(), "{}", String::from_utf8_lossy(&inspect.stderr));
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains("holds a conventional FTL (page)"));
+}

@@ -80,6 +80,12 @@ pub enum Error {
     Config(String),
     /// The region layout stored with the device cannot be read.
     CorruptLayout(String),
+    /// The device holds another kind of store than the one being opened (an FTL image
+    /// opened as NoFTL regions, say).
+    WrongStore {
+        holds: String,
+        wanted: &'static str,
+    },
     /// A device error left the region's state unknown; reopen it (rebuild by scan).
     NeedsReopen {
         region: String,
@@ -130,6 +136,7 @@ impl fmt::Display for Error {
             }
             Error::Config(m) => write!(f, "{m}"),
             Error::CorruptLayout(m) => write!(f, "corrupt region layout: {m}"),
+            Error::WrongStore { holds, wanted } => write!(f, "the device holds {holds}, not {wanted}"),
             Error::NeedsReopen { region } => {
                 write!(f, "region {region} hit a device error; reopen the device to rebuild it")
             }

@@ -11,7 +11,7 @@ use crate::spec::{IpaMode, RegionSpec};
 use nand::Geometry;
 use serde::{Deserialize, Serialize};
 
-const FORMAT: &str = "deltaflash-regions";
+use crate::stored::REGIONS_FORMAT as FORMAT;
 const VERSION: u32 = 1;
 
 #[derive(Serialize, Deserialize)]
@@ -111,12 +111,12 @@ pub fn decode(bytes: &[u8], geometry: &Geometry) -> Result<Vec<(RegionSpec, Vec<
     if bytes.is_empty() {
         return Err(Error::CorruptLayout("the device has no region layout (it was never formatted)".into()));
     }
+    if let Some(other) = crate::stored::other_than(bytes, crate::stored::REGIONS) {
+        return Err(other);
+    }
     let stored: Stored = serde_json::from_slice(bytes).map_err(|e| Error::CorruptLayout(e.to_string()))?;
-    if stored.format != FORMAT || stored.version != VERSION {
-        return Err(Error::CorruptLayout(format!(
-            "unknown layout format {} version {}",
-            stored.format, stored.version
-        )));
+    if stored.version != VERSION {
+        return Err(Error::CorruptLayout(format!("unknown layout version {}", stored.version)));
     }
     let mut taken = vec![false; geometry.chips() as usize];
     let mut out = Vec::with_capacity(stored.regions.len());
@@ -192,8 +192,10 @@ mod tests {
     #[test]
     fn corrupt_layouts_are_refused() {
         let g = Geometry::paper_emulator();
-        for bad in [&b""[..], b"{", b"{\"format\":\"x\",\"version\":1,\"regions\":[]}"] {
+        for bad in [&b""[..], b"{", b"{\"format\":\"deltaflash-regions\",\"version\":9,\"regions\":[]}"] {
             assert!(matches!(decode(bad, &g), Err(Error::CorruptLayout(_))));
         }
+        let other = decode(b"{\"format\":\"x\",\"version\":1,\"regions\":[]}", &g).err().unwrap();
+        assert_eq!(other.to_string(), "the device holds a layout of format `x`, not NoFTL regions");
     }
 }

@@ -23,6 +23,7 @@ pub mod page_device;
 pub mod policy;
 pub mod region;
 pub mod spec;
+mod stored;
 
 pub use error::{DeltaRefusal, Error};
 pub use ftl_volume::FtlVolume;

@@ -299,7 +299,8 @@ fn dispatch_and_config_area() {
         vec![RegionSpec { over_provisioning: 0.35, ..RegionSpec::new("r", IpaMode::None) }],
     )
     .unwrap();
-    assert!(matches!(ftl::open(noftl.into_device(), 0), Err(Error::CorruptLayout(_))));
+    let err = ftl::open(noftl.into_device(), 0).err().expect("not an FTL");
+    assert_eq!(err.to_string(), "the device holds NoFTL regions, not a conventional FTL");
     // DFTL needs translation page bytes; the page FTL runs metadata-only.
     let meta = || Device::new(Box::new(MemoryStorage::new(geometry(), false)));
     assert!(matches!(ftl::format(meta(), &config(FtlKind::Dftl, 8, VictimPolicy::Greedy)), Err(Error::Config(_))));

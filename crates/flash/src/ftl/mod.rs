@@ -319,6 +319,9 @@ fn boxed<F: Ftl + 'static>(opened: Result<(F, SimTime), Error>) -> Result<(Box<d
 /// The FTL configuration stored in a device's configuration area.
 pub fn stored_config(area: &[u8]) -> Result<FtlConfig, Error> {
     let Some(json) = area.strip_prefix(CONFIG_MAGIC) else {
+        if let Some(other) = crate::stored::other_than(area, crate::stored::FTL) {
+            return Err(other);
+        }
         return Err(Error::CorruptLayout(format!(
             "the device's configuration area does not start with {} (it holds no conventional FTL)",
             String::from_utf8_lossy(CONFIG_MAGIC)

@@ -317,7 +317,7 @@ pub struct IplStore {
     chips: Vec<u32>,
 }
 
-const FORMAT: &str = "deltaflash-ipl";
+use crate::stored::IPL_FORMAT as FORMAT;
 
 #[derive(Serialize, Deserialize)]
 struct Stored {

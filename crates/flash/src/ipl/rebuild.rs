@@ -14,7 +14,7 @@
 //! log) is rebuilt by its own scan first; the IPL scan skips its chips.
 
 use super::format::{PageKind, Record, Sector, Tag};
-use super::{IplShape, IplStore, LUnit, PhysUnit, SectorRef, Stored, UnitState, FORMAT};
+use super::{IplShape, IplStore, LUnit, PhysUnit, SectorRef, Stored, UnitState};
 use crate::error::Error;
 use crate::region::Region;
 use nand::{Device, SimTime};
@@ -65,16 +65,15 @@ impl IplStore {
     /// [`IplStore::open`] that hands the device back when the open fails (a power cut
     /// can land in the clean-up it writes).
     pub fn open_or_keep(device: Device, now: SimTime) -> Result<(IplStore, SimTime), Box<(Error, Device)>> {
+        if let Some(other) = crate::stored::other_than(device.storage().config_area(), crate::stored::IPL) {
+            return Err(Box::new((other, device)));
+        }
         let stored: Stored = match serde_json::from_slice(device.storage().config_area()) {
             Ok(s) => s,
             Err(e) => {
                 return Err(Box::new((Error::CorruptLayout(format!("the IPL layout does not parse: {e}")), device)))
             }
         };
-        if stored.format != FORMAT {
-            let e = Error::CorruptLayout(format!("the device holds `{}`, not an IPL store", stored.format));
-            return Err(Box::new((e, device)));
-        }
         let shape = match IplShape::new(device.geometry(), &stored.config) {
             Ok(s) => s,
             Err(e) => return Err(Box::new((e, device))),
