@@ -1,6 +1,7 @@
 //! `deltaflash inspect IMAGE`: geometry, regions, wear, page states of a device image:
 //! per region and per chip (free, valid, appended = valid with an in-place append,
-//! invalid, unused = retired or skipped by pSLC).
+//! invalid, unused = retired or skipped by pSLC). An image of an IPL store or a
+//! conventional FTL gets its geometry, what it holds and its device-wide wear.
 
 use crate::table::{print_table, Row};
 use flash::Flash;
