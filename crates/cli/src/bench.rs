@@ -706,7 +706,11 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
     table.extend(run.table_rows().into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
-    let memory = crate::memory::MemoryReport::now(run.memory_device_bytes, run.memory_buffer_pool_bytes);
+    let memory = crate::memory::MemoryReport::now(crate::memory::Kept {
+        device: run.memory_device_bytes,
+        mapping: run.memory_mapping_bytes,
+        buffer_pool: run.memory_buffer_pool_bytes,
+    });
     println!(
         "{} transactions in {:.1} simulated s; {:.1} wall s ({:.1} for the run, the rest loading); {}",
         run.metrics.transactions,

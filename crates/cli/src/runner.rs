@@ -8,7 +8,7 @@
 //! IPA page layout. An append the region refuses becomes an out-of-place write of the
 //! page with its area reset, as a DBMS would do.
 
-use crate::memory::MemoryReport;
+use crate::memory::{Kept, MemoryReport};
 use flash::ftl::{Ftl, FtlCounters};
 use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats};
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
@@ -68,6 +68,13 @@ impl Target {
         match self {
             Target::Region(f) => f.device(),
             Target::Ftl(f) => f.device(),
+        }
+    }
+    /// The heap bytes of the regions' or the FTL's maps and tables.
+    pub fn mapping_bytes(&self) -> u64 {
+        match self {
+            Target::Region(f) => f.mapping_bytes(),
+            Target::Ftl(f) => f.mapping_bytes(),
         }
     }
     fn logical_pages(&self) -> u32 {
@@ -366,7 +373,11 @@ impl Runner {
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
             flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
-            memory: MemoryReport::now(self.target.device().storage().memory_bytes(), 0),
+            memory: MemoryReport::now(Kept {
+                device: self.target.device().storage().memory_bytes(),
+                mapping: self.target.mapping_bytes(),
+                buffer_pool: 0,
+            }),
             ftl,
         }
     }
@@ -436,7 +447,12 @@ impl Measured {
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
             ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
             ("device memory (MiB)".into(), f(self.memory.memory_device_bytes as f64 / MIB, 1)),
+            ("mapping memory (MiB)".into(), f(self.memory.memory_mapping_bytes as f64 / MIB, 1)),
             ("peak RSS (MiB)".into(), self.memory.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),
+            (
+                "peak RSS per byte kept (device + mapping)".into(),
+                self.memory.memory_peak_rss_per_kept_byte.map_or("–".into(), |r| f(r, 2)),
+            ),
             (
                 "peak RSS per device byte".into(),
                 self.memory.memory_peak_rss_per_device_byte.map_or("–".into(), |r| f(r, 2)),

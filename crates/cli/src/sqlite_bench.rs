@@ -19,7 +19,7 @@
 //! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
 //! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
 
-use crate::memory::MemoryReport;
+use crate::memory::{Kept, MemoryReport};
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
@@ -376,7 +376,11 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
     bar.finish_and_clear();
     let r = result?;
     print_result(&r);
-    let memory = MemoryReport::now(host.device_memory_bytes().unwrap_or(0), 0);
+    let memory = MemoryReport::now(Kept {
+        device: host.device_memory_bytes().unwrap_or(0),
+        mapping: host.mapping_memory_bytes().unwrap_or(0),
+        buffer_pool: 0,
+    });
     println!(
         "{} transactions in {:.3} simulated s ({:.3} loading); {:.1} wall s for the run; {}",
         r.transactions,

@@ -14,6 +14,7 @@ fn json_without_wall_time(path: &Path) -> serde_json::Value {
             "flash_page_programs_per_wall_second",
             "memory_peak_rss_bytes",
             "memory_device_bytes",
+            "memory_mapping_bytes",
             "memory_peak_rss_per_device_byte",
             "memory_peak_rss_per_kept_byte",
         ],

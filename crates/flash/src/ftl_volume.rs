@@ -268,6 +268,10 @@ impl PageDevice for FtlVolume {
     fn region_count(&self) -> usize {
         self.parts.len()
     }
+    /// The FTL's; the partition table and the open transaction are a few bytes.
+    fn mapping_bytes(&self) -> u64 {
+        self.ftl.mapping_bytes()
+    }
     fn region_id(&self, name: &str) -> Option<RegionId> {
         self.parts.iter().position(|p| p.spec.name == name).map(RegionId)
     }

@@ -16,6 +16,7 @@
 pub mod error;
 pub mod ftl;
 pub mod ftl_volume;
+mod heap;
 pub mod ipl;
 pub mod layout;
 pub mod oob;
@@ -102,6 +103,11 @@ impl Flash {
     pub fn into_device(self) -> Device {
         self.device
     }
+    /// The heap bytes of every region's map and tables.
+    pub fn mapping_bytes(&self) -> u64 {
+        self.regions.iter().map(Region::mapping_bytes).sum()
+    }
+
     pub fn regions(&self) -> &[Region] {
         &self.regions
     }

@@ -48,6 +48,9 @@ pub trait PageDevice: Send {
     fn page_bytes(&self) -> usize;
     /// Whether reads return the bytes written (a metadata-only device does not).
     fn keeps_data(&self) -> bool;
+    /// The heap bytes of the store's maps and tables (what it keeps beside the
+    /// device's pages), for the bench commands' memory report.
+    fn mapping_bytes(&self) -> u64;
     /// Adds a region (`CREATE REGION`) and stores the new layout.
     fn add_region(&mut self, spec: RegionSpec, now: SimTime) -> Result<RegionId, Error>;
     /// The page with its appends applied, or `None` if it was never written or trimmed.
@@ -156,6 +159,9 @@ impl dyn PageDevice + '_ {
 impl PageDevice for Flash {
     fn region_count(&self) -> usize {
         self.regions().len()
+    }
+    fn mapping_bytes(&self) -> u64 {
+        Flash::mapping_bytes(self)
     }
     fn region_id(&self, name: &str) -> Option<RegionId> {
         Flash::region_id(self, name)

@@ -127,6 +127,10 @@ impl BitSets {
         }
     }
 
+    fn heap_bytes(&self) -> u64 {
+        crate::heap::vec(&self.words) + crate::heap::vec(&self.summary)
+    }
+
     fn insert(&mut self, set: usize, i: usize) {
         self.words[i / 64 * self.sets + set] |= 1 << (i % 64);
         self.summary[set * self.summary_words + i / 4096] |= 1 << ((i / 64) % 64);
@@ -248,6 +252,12 @@ impl BlockTable {
 
     pub fn iter(&self) -> std::slice::Iter<'_, BlockSnapshot> {
         self.blocks.iter()
+    }
+
+    /// The heap bytes of the snapshots and the victim index.
+    pub fn heap_bytes(&self) -> u64 {
+        let index = |c: &ChipIndex| c.buckets.heap_bytes() + crate::heap::vec(&c.sizes) + c.nonempty.heap_bytes();
+        crate::heap::vec(&self.blocks) + crate::heap::vec_with(&self.chips, index)
     }
 
     /// The snapshots of one chip's blocks (for the scanning policies).

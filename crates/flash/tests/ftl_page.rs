@@ -517,3 +517,29 @@ fn stale_copies_cost_no_payload_memory() {
         }
     }
 }
+
+/// Every FTL reports its maps: at least a 4-byte entry per logical page (each keeps an
+/// lpn → ppn map, or block map and page locations), and more once pages are written.
+#[test]
+fn every_ftl_reports_at_least_its_map_as_mapping_bytes() {
+    for kind in FtlKind::ALL {
+        let mut c = config(kind, 64, VictimPolicy::Greedy);
+        c.log_blocks = 4;
+        let mut f = fresh(&c, None, 1);
+        let logical = f.logical_pages();
+        let empty = f.mapping_bytes();
+        assert!(empty >= 4 * logical as u64, "{kind:?}: {empty} bytes for {logical} logical pages");
+        let page = vec![7u8; PAGE];
+        for lpn in 0..logical {
+            f.write(lpn, &page, 0).unwrap();
+        }
+        assert!(f.mapping_bytes() >= empty, "{kind:?}");
+    }
+    let regions = Flash::format(
+        Device::new(Box::new(MemoryStorage::new(geometry(), true))),
+        vec![RegionSpec { over_provisioning: 0.35, ..RegionSpec::new("r", IpaMode::None) }],
+    )
+    .unwrap();
+    let logical = regions.regions()[0].logical_pages() as u64;
+    assert!(regions.mapping_bytes() >= 4 * logical);
+}

@@ -101,7 +101,11 @@ pub fn snapshot(path: &Path) -> Result<DeviceSnapshot, String> {
     let flash = match Flash::open(device, 0) {
         Ok((flash, _)) => flash,
         Err(e) => {
-            snapshot.note = Some(format!("no NoFTL region layout (a conventional FTL or IPL store): {e}"));
+            snapshot.note = Some(match e {
+                // "the device holds a conventional FTL (page), not NoFTL regions"
+                flash::Error::WrongStore { .. } => e.to_string(),
+                e => format!("no NoFTL region layout: {e}"),
+            });
             return Ok(snapshot);
         }
     };

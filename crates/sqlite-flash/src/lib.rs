@@ -295,6 +295,12 @@ impl FlashSqlite {
         state.store.as_ref().map_or(0, |s| s.ftl().device().storage().memory_bytes())
     }
 
+    /// The heap bytes of the FTL's maps and tables.
+    pub fn mapping_memory_bytes(&self) -> u64 {
+        let state = self.registration.state();
+        state.store.as_ref().map_or(0, |s| s.ftl().mapping_bytes())
+    }
+
     /// Arms a power cut `after_ops` mutating flash operations from now (a device with
     /// fault injection; others ignore it): to cut SQLite's own recovery.
     pub fn arm_power_cut(&self, after_ops: u64) {

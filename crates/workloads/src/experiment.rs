@@ -104,6 +104,8 @@ pub struct ExperimentResult {
     /// What the emulated device keeps in memory at the end of the run (page images,
     /// OOB, metadata): the bench commands report the peak RSS against it.
     pub memory_device_bytes: u64,
+    /// The heap bytes of the page store's maps and tables (regions, FTL or IPL store).
+    pub memory_mapping_bytes: u64,
     /// The bytes of the pages the buffer pool holds at the end of the run: data the run
     /// keeps in memory beside the device's.
     pub memory_buffer_pool_bytes: u64,
@@ -371,6 +373,7 @@ impl Experiment {
             Err(e) => Consistency::Failed(e),
         });
         let memory_device_bytes = db.page_device().device().storage().memory_bytes();
+        let memory_mapping_bytes = db.page_device().mapping_bytes();
         let memory_buffer_pool_bytes = db.buffer_cached_bytes();
         if c.device.image.is_some() {
             db.close().map_err(setup)?;
@@ -385,6 +388,7 @@ impl Experiment {
             fill,
             simulated_seconds_per_wall_second: simulated / run_wall_seconds.max(1e-9),
             memory_device_bytes,
+            memory_mapping_bytes,
             memory_buffer_pool_bytes,
             consistency_check,
             config: c.clone(),

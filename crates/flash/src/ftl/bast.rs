@@ -100,6 +100,10 @@ impl Scheme for Bast {
     fn log_blocks(&self) -> Vec<u32> {
         self.logs.values().copied().collect()
     }
+
+    fn mapping_bytes(&self) -> u64 {
+        crate::heap::map(&self.logs)
+    }
 }
 
 /// A fresh BAST FTL over the whole device.

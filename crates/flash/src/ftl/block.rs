@@ -67,6 +67,11 @@ impl Scheme for BlockMapped {
     fn log_blocks(&self) -> Vec<u32> {
         Vec::new()
     }
+
+    /// Block mapping keeps no log blocks: its map is the core's.
+    fn mapping_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// A fresh block FTL over the whole device.

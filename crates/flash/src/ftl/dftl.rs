@@ -379,4 +379,17 @@ impl Ftl for Dftl {
     fn counters(&self) -> FtlCounters {
         self.log.counters
     }
+
+    fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let m = &self.map;
+        self.log.mapping_bytes()
+            + heap::map(&m.cmt)
+            + heap::btree_map(&m.lru)
+            + heap::btree_set(&m.dirty)
+            + heap::vec(&m.gtd)
+            + heap::btree_map_with(&m.pending, heap::vec)
+            + m.recovered.as_ref().map_or(0, heap::vec)
+            + heap::btree_set(&m.stale)
+    }
 }

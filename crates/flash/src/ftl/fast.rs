@@ -163,6 +163,10 @@ impl Scheme for Fast {
     fn log_blocks(&self) -> Vec<u32> {
         self.sw.iter().map(|&(_, b)| b).chain(self.rw.iter().copied()).collect()
     }
+
+    fn mapping_bytes(&self) -> u64 {
+        crate::heap::deque(&self.rw)
+    }
 }
 
 /// A fresh FAST FTL over the whole device.

@@ -589,6 +589,8 @@ pub(crate) trait Scheme: Send + Sized + 'static {
     fn adopt(&mut self, core: &mut Core, lbns: LbnBlocks, random_logs: Vec<u32>) -> Vec<(u32, Vec<u32>)>;
     /// The log blocks in use (for the invariant check after a rebuild).
     fn log_blocks(&self) -> Vec<u32>;
+    /// The heap bytes of the scheme's log-block maps.
+    fn mapping_bytes(&self) -> u64;
 }
 
 /// An FTL built from the shared core and a scheme.
@@ -808,5 +810,19 @@ impl<S: Scheme> Ftl for Hybrid<S> {
 
     fn counters(&self) -> FtlCounters {
         self.core.counters
+    }
+
+    fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let c = &self.core;
+        heap::vec(&c.data)
+            + heap::vec(&c.loc)
+            + heap::vec(&c.owner)
+            + heap::vec(&c.blocks)
+            + heap::heap(&c.free)
+            + heap::map(&c.tombs)
+            + heap::map(&c.shadows)
+            + heap::vec_with(&c.pending, |(_, blocks)| heap::vec(blocks))
+            + self.scheme.mapping_bytes()
     }
 }

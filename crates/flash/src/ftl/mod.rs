@@ -224,6 +224,9 @@ pub trait Ftl: Send {
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
     fn counters(&self) -> FtlCounters;
+    /// The heap bytes of the FTL's maps and tables (what it keeps beside the device's
+    /// pages), for the bench commands' memory report.
+    fn mapping_bytes(&self) -> u64;
 
     /// Writes a whole page as [`Ftl::write`] does, with the caller's `tag` stored in the
     /// flash page's OOB beside the FTL's own header (one program: data and tag are on

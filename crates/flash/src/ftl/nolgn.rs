@@ -445,6 +445,18 @@ impl Ftl for NolgnFtl {
         self.log.counters
     }
 
+    fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let s = &self.state;
+        self.log.mapping_bytes()
+            + heap::vec(&s.l2p)
+            + heap::btree_map_with(&s.open, |tx| heap::vec(&tx.entries))
+            + heap::map(&s.pending)
+            + heap::map(&s.tagged)
+            + heap::map(&s.committed)
+            + heap::vec(&s.locks)
+    }
+
     fn begin_tx(&mut self) -> Result<u32, Error> {
         self.log.check_usable()?;
         let tid = self.next_tid;

@@ -265,6 +265,16 @@ impl Ftl for PageFtl {
         self.log.counters
     }
 
+    fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let m = &self.map;
+        self.log.mapping_bytes()
+            + heap::vec(&m.l2p)
+            + heap::map_with(&m.sharers, heap::vec)
+            + heap::map(&m.via)
+            + heap::map_with(&m.record_users, heap::vec)
+    }
+
     fn write_tagged(&mut self, lpn: u32, data: &[u8], tag: &[u8; TAG_BYTES], now: SimTime) -> Result<OpTiming, Error> {
         self.check_extensions("a tagged write")?;
         self.write_page(lpn, data, Some(tag), now)

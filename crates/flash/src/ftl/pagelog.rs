@@ -373,6 +373,22 @@ pub(crate) struct PageLog {
 }
 
 impl PageLog {
+    /// The heap bytes of the store's owner map, block table and scratch.
+    pub fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        heap::vec(&self.owner)
+            + heap::vec(&self.live)
+            + self.blocks.heap_bytes()
+            + heap::vec_with(&self.chips, |c| heap::heap(&c.free))
+            + heap::vec(&self.copies)
+            + heap::map(&self.tombstones)
+            + heap::map_with(&self.records, heap::vec)
+            + heap::vec(&self.chip_live)
+            + heap::vec(&self.order)
+            + heap::boxed(&self.filler)
+            + heap::vec(&self.retired)
+    }
+
     /// Physical pages a store over `geometry` leaves for logical pages and translation
     /// pages, after over-provisioning; refuses settings GC cannot live with. `streams`
     /// is how many allocation streams the FTL writes (2, or 3 with translation pages):

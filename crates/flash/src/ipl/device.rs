@@ -62,6 +62,9 @@ impl PageDevice for IplStore {
     fn region_count(&self) -> usize {
         self.parts.len()
     }
+    fn mapping_bytes(&self) -> u64 {
+        IplStore::mapping_bytes(self)
+    }
     fn region_id(&self, name: &str) -> Option<RegionId> {
         IplStore::region_id(self, name)
     }

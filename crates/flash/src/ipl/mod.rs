@@ -327,6 +327,29 @@ struct Stored {
 }
 
 impl IplStore {
+    /// The heap bytes of the unit tables, the per-page sector lists and the log records
+    /// held in memory, and of any plain NoFTL region.
+    pub fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let record = |r: &Record| match r {
+            Record::Bytes { bytes, .. } => heap::vec(bytes),
+            Record::Trim { .. } => 0,
+        };
+        let lunit = |u: &LUnit| {
+            heap::vec(&u.map)
+                + heap::vec_with(&u.logs, heap::vec)
+                + heap::vec_with(&u.pending, |records| heap::vec_with(records, record))
+        };
+        heap::vec_with(&self.parts, |p| heap::vec(&p.noftl_chips))
+            + self.plain.iter().flatten().map(Region::mapping_bytes).sum::<u64>()
+            + heap::vec(&self.plain)
+            + heap::vec(&self.units)
+            + heap::vec_with(&self.lunits, lunit)
+            + heap::deque(&self.free)
+            + heap::vec(&self.scratch)
+            + heap::vec(&self.chips)
+    }
+
     /// Erases every unit (at simulated time 0, counted by the device but not as the
     /// regions' work), lays out `specs` and stores the layout in the configuration area.
     pub fn format(mut device: Device, config: IplConfig, specs: Vec<RegionSpec>) -> Result<IplStore, Error> {

@@ -364,6 +364,27 @@ impl Region {
     pub fn chips(&self) -> &[u32] {
         &self.chips
     }
+    /// The heap bytes of the region's map, page and block tables and scratch (what it
+    /// keeps beside the device's pages).
+    pub fn mapping_bytes(&self) -> u64 {
+        use crate::heap;
+        let chip = |c: &ChipState| heap::heap(&c.free);
+        let text = |s: &String| s.capacity() as u64;
+        heap::vec(&self.chips)
+            + heap::vec(&self.block_local)
+            + heap::vec(&self.lpns)
+            + heap::vec(&self.live)
+            + heap::vec(&self.pages)
+            + self.blocks.heap_bytes()
+            + heap::vec_with(&self.chip_state, chip)
+            + heap::map(&self.tombstones)
+            + heap::map_with(&self.corrupt, text)
+            + heap::vec(&self.pending)
+            + heap::vec(&self.group)
+            + heap::vec(&self.oob_scratch)
+            + heap::boxed(&self.filler)
+    }
+
     pub fn logical_pages(&self) -> u32 {
         self.logical_pages
     }

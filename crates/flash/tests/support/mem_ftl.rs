@@ -73,4 +73,10 @@ impl Ftl for MemFtl {
     fn counters(&self) -> FtlCounters {
         self.counters
     }
+
+    /// The map and the pages it holds itself (the device keeps none of them).
+    fn mapping_bytes(&self) -> u64 {
+        let buckets = self.pages.capacity() * (size_of::<(u32, Vec<u8>)>() + 1);
+        (buckets + self.pages.values().map(Vec::capacity).sum::<usize>()) as u64
+    }
 }

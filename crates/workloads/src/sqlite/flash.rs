@@ -48,4 +48,8 @@ impl SqliteHost for FlashSqlite {
     fn device_memory_bytes(&self) -> Option<u64> {
         Some(FlashSqlite::device_memory_bytes(self))
     }
+
+    fn mapping_memory_bytes(&self) -> Option<u64> {
+        Some(FlashSqlite::mapping_memory_bytes(self))
+    }
 }

@@ -107,6 +107,10 @@ pub trait SqliteHost {
     fn device_memory_bytes(&self) -> Option<u64> {
         None
     }
+    /// Heap bytes of the FTL's maps and tables; `None` when SQLite is not on flash.
+    fn mapping_memory_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A transaction's kind, as an index into [`SqliteWorkload::kinds`].
