@@ -37,15 +37,15 @@ pub fn run(path: &Path) -> Result<(), String> {
         print_histogram("device", &all_erases);
         return Ok(());
     }
-    let flash = match Flash::open_or_keep(device, 0) {
+    let flash = match Flash::open(device, 0) {
         Ok((flash, _)) => flash,
         // An IPL store or a conventional FTL: the device-wide wear is all it shows.
-        Err(failed) if matches!(failed.0, flash::Error::WrongStore { .. }) => {
-            println!("\n{} (region details are for NoFTL regions)", failed.0);
+        Err(e @ flash::Error::WrongStore { .. }) => {
+            println!("\n{e} (region details are for NoFTL regions)");
             print_histogram("device", &all_erases);
             return Ok(());
         }
-        Err(failed) => return Err(format!("{}: {}", path.display(), failed.0)),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     for region in flash.regions() {
         let id = flash.region_id(region.name()).expect("listed region");

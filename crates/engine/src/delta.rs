@@ -167,12 +167,8 @@ pub fn diff_in(
     out: &mut Changes,
 ) {
     out.clear();
-    let len = base.len().min(current.len());
-    for &(from, to) in ranges {
-        let to = to.min(len);
-        if from < to {
-            diff_range(&base[from..to], &current[from..to], from, header_end, slots_from, out);
-        }
+    for (from, to) in clipped(ranges, base, current) {
+        diff_range(&base[from..to], &current[from..to], from, header_end, slots_from, out);
     }
 }
 
@@ -180,10 +176,14 @@ pub fn diff_in(
 /// listing them: all a write of a page with no copy on flash needs, since it goes out
 /// of place whatever changed.
 pub fn count_in(base: &[u8], current: &[u8], ranges: &[(usize, usize)]) -> usize {
-    let len = base.len().min(current.len());
-    let differing =
-        |(from, to): (usize, usize)| base[from..to].iter().zip(&current[from..to]).filter(|(a, b)| a != b).count();
-    ranges.iter().map(|&(from, to)| (from, to.min(len))).filter(|(from, to)| from < to).map(differing).sum()
+    let differing = |(from, to): (usize, usize)| base[from..to].iter().zip(&current[from..to]).filter(|(a, b)| a != b);
+    clipped(ranges, base, current).map(|r| differing(r).count()).sum()
+}
+
+/// The non-empty parts of `ranges` within both pages.
+fn clipped<'a>(ranges: &'a [(usize, usize)], a: &[u8], b: &[u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let len = a.len().min(b.len());
+    ranges.iter().map(move |&(from, to)| (from, to.min(len))).filter(|(from, to)| from < to)
 }
 
 /// Appends the differing offsets of `base` against `current`, offset by `origin`.

@@ -17,19 +17,22 @@ pub(crate) const FTL: &str = "a conventional FTL";
 /// What `area` holds, for an error: `None` when it looks like `wanted` (the opener's
 /// own decoder then reports what is wrong with it), or when it is empty.
 pub(crate) fn other_than(area: &[u8], wanted: &'static str) -> Option<Error> {
-    let holds = holds(area)?;
-    (!holds.starts_with(wanted)).then_some(Error::WrongStore { holds, wanted })
+    let (kind, holds) = holds(area)?;
+    (kind != Some(wanted)).then_some(Error::WrongStore { holds, wanted })
 }
 
-fn holds(area: &[u8]) -> Option<String> {
+/// The kind `area` holds (one of [`REGIONS`], [`IPL`], [`FTL`]; `None` for an unknown
+/// format) and its description; `None` for an empty or unreadable area.
+fn holds(area: &[u8]) -> Option<(Option<&'static str>, String)> {
     if area.is_empty() {
         return None;
     }
     if area.starts_with(crate::ftl::CONFIG_MAGIC) {
-        return Some(match crate::ftl::stored_config(area) {
+        let described = match crate::ftl::stored_config(area) {
             Ok(config) => format!("{FTL} ({})", config.kind.name()),
             Err(_) => FTL.into(),
-        });
+        };
+        return Some((Some(FTL), described));
     }
     #[derive(serde::Deserialize)]
     struct Format {
@@ -37,9 +40,9 @@ fn holds(area: &[u8]) -> Option<String> {
     }
     let format = serde_json::from_slice::<Format>(area).ok()?.format;
     Some(match format.as_str() {
-        REGIONS_FORMAT => REGIONS.into(),
-        IPL_FORMAT => IPL.into(),
-        other => format!("a layout of format `{other}`"),
+        REGIONS_FORMAT => (Some(REGIONS), REGIONS.into()),
+        IPL_FORMAT => (Some(IPL), IPL.into()),
+        other => (None, format!("a layout of format `{other}`")),
     })
 }
 
