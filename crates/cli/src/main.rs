@@ -35,6 +35,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use runner::{Measured, Runner, Target};
 use serde_json::json;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use table::{print_table, Row};
@@ -322,6 +323,12 @@ fn fill(runner: &mut Runner) -> Result<(), String> {
     })
 }
 
+/// How many operations ahead `ftl-bench` hints the map entry of a page it will write,
+/// and its current copy: far enough for each load to arrive before the next stage
+/// needs it (a miss to memory takes about as long as a few host writes).
+const HINT_FAR: usize = 16;
+const HINT_NEAR: usize = 8;
+
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     let wants_deltas = args.delta_share > 0.0;
     let geometry = args.common.device.geometry()?;
@@ -350,14 +357,23 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
         "warming up: {warmup} operations ({:.1}× the logical capacity) so GC is in steady state",
         warmup as f64 / logical as f64
     );
-    let mut delta = vec![0u8; args.delta_bytes];
+    // Operations are drawn `HINT_FAR` ahead of their turn (the draws stay in the same
+    // order, so the run is the same), so the device can be told what comes next.
+    let mut ahead: VecDeque<(u32, Option<Vec<u8>>)> = VecDeque::with_capacity(HINT_FAR + 1);
     let mut step = |runner: &mut Runner| -> Result<(), String> {
-        let lpn = pattern.next(&mut rng);
-        if wants_deltas && rng.gen_bool(args.delta_share) {
-            rng.fill(&mut delta[..]);
-            runner.append(lpn, &delta).map_err(err)
-        } else {
-            runner.write(lpn).map_err(err)
+        while ahead.len() <= HINT_FAR {
+            let lpn = pattern.next(&mut rng);
+            let delta = (wants_deltas && rng.gen_bool(args.delta_share)).then(|| {
+                let mut delta = vec![0u8; args.delta_bytes];
+                rng.fill(&mut delta[..]);
+                delta
+            });
+            ahead.push_back((lpn, delta));
+        }
+        runner.prefetch(ahead[HINT_FAR].0, ahead[HINT_NEAR].0);
+        match ahead.pop_front().expect("drawn above") {
+            (lpn, Some(delta)) => runner.append(lpn, &delta).map_err(err),
+            (lpn, None) => runner.write(lpn).map_err(err),
         }
     };
     with_progress(warmup, "warm-up", || step(&mut runner))?;

@@ -102,6 +102,13 @@ impl Target {
             Target::Ftl(_) => Err(Error::DeltaRefused { lpn, reason: DeltaRefusal::NoInPlaceAppend }),
         }
     }
+    /// Write-ahead hints: `far` will be written some operations from now, `near` sooner.
+    fn prefetch(&self, far: u32, near: u32) {
+        if let Target::Region(f) = self {
+            f.prefetch_mapping(REGION, far);
+            f.prefetch_old_copy(REGION, near);
+        }
+    }
     fn mapped(&self, lpn: u32) -> bool {
         match self {
             Target::Region(f) => f.region(REGION).mapping(lpn).is_some(),
@@ -244,6 +251,12 @@ impl Runner {
         self.stats.write_latency_ns += timing.latency_from(now);
         self.issuer.complete(timing.end_ns);
         Ok(())
+    }
+
+    /// Hints the device that `far` will be written some operations from now and `near`
+    /// sooner (see [`Flash::prefetch_mapping`]); changes nothing.
+    pub fn prefetch(&self, far: u32, near: u32) {
+        self.target.prefetch(far, near);
     }
 
     /// Empties the page's delta area (a no-op before the first append).

@@ -121,6 +121,14 @@ impl Flash {
     pub fn read(&mut self, id: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
         self.regions[id.0].read(&mut self.device, lpn, now)
     }
+    /// Write-ahead hints for a host that knows its next writes: see
+    /// [`Region::prefetch_mapping`] and [`Region::prefetch_old_copy`].
+    pub fn prefetch_mapping(&self, id: RegionId, lpn: u32) {
+        self.regions[id.0].prefetch_mapping(lpn);
+    }
+    pub fn prefetch_old_copy(&self, id: RegionId, lpn: u32) {
+        self.regions[id.0].prefetch_old_copy(&self.device, lpn);
+    }
     pub fn write(&mut self, id: RegionId, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.regions[id.0].write(&mut self.device, lpn, data, now)
     }

@@ -12,6 +12,7 @@
 //! count, iff its state is [`BlockState::Full`]; every change goes through the table's
 //! setters, which keep that true.
 
+use prefetch_index::prefetch_index;
 use serde::{Deserialize, Serialize};
 
 /// Lifecycle of a block within a region.
@@ -292,6 +293,11 @@ impl BlockTable {
             let valid = b.valid;
             self.move_bucket(i, valid - 1, valid);
         }
+    }
+
+    /// Starts loading block `i`'s entry into the cache, ahead of a change to it.
+    pub fn prefetch(&self, i: usize) {
+        prefetch_index(&self.blocks, i);
     }
 
     /// One live page fewer in block `i`.

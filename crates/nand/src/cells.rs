@@ -16,6 +16,7 @@
 //! than half of it, so it stays within twice the bytes the pages hold.
 
 use crate::pool::NO_BUFFER;
+use prefetch_index::prefetch_index;
 
 /// No slot: the block holds no bytes in memory.
 const NO_SLOT: u32 = u32::MAX;
@@ -93,6 +94,13 @@ impl Cells {
     /// A page's cell, if its block is resident.
     pub(crate) fn cell(&self, block: usize, page: usize) -> Option<&Cell> {
         self.slot(block).map(|slot| &self.cells[slot * self.ppb + page])
+    }
+
+    /// Starts loading a page's cell into the cache, if its block is resident.
+    pub(crate) fn prefetch_cell(&self, block: usize, page: usize) {
+        if let Some(slot) = self.slot(block) {
+            prefetch_index(&self.cells, slot * self.ppb + page);
+        }
     }
 
     /// A resident block's cells.

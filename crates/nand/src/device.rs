@@ -229,6 +229,15 @@ impl Device {
         }
     }
 
+    /// Starts loading the emulator's memory of one page (its cell, its program count)
+    /// into the cache, for a caller that knows it will soon overwrite or discard it.
+    /// Not a NAND command: untimed, uncounted, changes nothing.
+    pub fn prefetch_page(&self, ppn: Ppn) {
+        if ppn.0 < self.total_pages {
+            self.storage.prefetch_page(ppn);
+        }
+    }
+
     /// Refuses `operation` on a page whose payload was discarded.
     fn check_not_discarded(&self, ppn: Ppn, operation: &'static str) -> Result<(), Error> {
         if self.storage.payload_discarded(ppn) {

@@ -111,6 +111,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn prefetch_block(&self, block: BlockId) {
         self.inner.prefetch_block(block)
     }
+    fn prefetch_page(&self, ppn: Ppn) {
+        self.inner.prefetch_page(ppn)
+    }
     fn program_count(&self, ppn: Ppn) -> u8 {
         self.inner.program_count(ppn)
     }

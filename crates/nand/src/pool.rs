@@ -10,6 +10,7 @@
 //! ballast) is kept once: the pool holds a reference to it for good, so every page
 //! programmed with it shares that buffer, and a later change copies it (copy on write).
 //! At most 256 such buffers exist.
+use prefetch_index::prefetch_index;
 
 const CHUNK_PAGES: usize = 256;
 
@@ -112,9 +113,10 @@ impl PagePool {
         &mut self.chunks[chunk][slot * self.page_bytes..(slot + 1) * self.page_bytes]
     }
 
-    /// How many hold `id`.
-    pub(crate) fn refs(&self, id: u32) -> u32 {
-        self.refs[id as usize]
+    /// Starts loading the reference count of `id` into the cache (see
+    /// [`crate::Device::prefetch_block`]).
+    pub(crate) fn prefetch_refs(&self, id: u32) {
+        prefetch_index(&self.refs, id as usize);
     }
 
     /// One more holder of `id`.

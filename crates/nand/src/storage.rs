@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::image::{ImageError, ImageFile};
 use crate::pool::{PagePool, NO_BUFFER};
+use prefetch_index::prefetch_index;
 
 /// Bytes to program at `offset` of the raw page (data area first, then OOB).
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +106,9 @@ pub trait Storage: Send {
     /// that copies them one by one (see [`crate::Device::prefetch_block`]). Changes
     /// nothing; a no-op for stores without such state.
     fn prefetch_block(&self, _block: BlockId) {}
+    /// Starts loading what the store keeps for one page (see
+    /// [`crate::Device::prefetch_page`]). Changes nothing.
+    fn prefetch_page(&self, _ppn: Ppn) {}
     /// Bytes the flash manager keeps in the controller's configuration area (its region
     /// layout). Persisted with the device, not timed.
     fn config_area(&self) -> &[u8];
@@ -480,17 +484,22 @@ impl Storage for MemoryStorage {
 
     fn prefetch_block(&self, block: BlockId) {
         let Some(cells) = self.blocks.block(block.0 as usize) else { return };
-        // Plain loads, independent of each other, so their misses overlap: the
-        // reference counts a copyback raises and the OOB bytes it reads, of the pages
-        // that still hold a payload (a discarded page is garbage: GC skips it).
-        let mut sum = 0u32;
+        // The reference counts a copyback raises and the OOB bytes it reads, of the
+        // pages that still hold a payload (a discarded page is garbage: GC skips it).
         for (page, cell) in cells.iter().enumerate() {
             if cell.data != NO_BUFFER {
-                let oob = self.blocks.oob(block.0 as usize, page).and_then(|o| o.first()).copied();
-                sum = sum.wrapping_add(self.pool.refs(cell.data)).wrapping_add(oob.unwrap_or(0) as u32);
+                self.pool.prefetch_refs(cell.data);
+                if let Some(oob) = self.blocks.oob(block.0 as usize, page) {
+                    prefetch_index(oob, 0);
+                }
             }
         }
-        std::hint::black_box(sum);
+    }
+
+    fn prefetch_page(&self, ppn: Ppn) {
+        let (block, page) = self.split(ppn);
+        self.blocks.prefetch_cell(block, page);
+        prefetch_index(&self.program_counts, ppn.0 as usize);
     }
 
     fn payload_discarded(&self, ppn: Ppn) -> bool {

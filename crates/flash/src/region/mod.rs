@@ -30,6 +30,7 @@ use crate::oob::{self, Header, PageCheck, PageKind};
 use crate::policy::{self, BlockSnapshot, BlockState, BlockTable};
 use crate::spec::RegionSpec;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use prefetch_index::prefetch_index;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -403,6 +404,26 @@ impl Region {
         self.lpns.get(lpn as usize).filter(|e| e.ppn != NONE).map(|e| Ppn(e.ppn))
     }
 
+    /// A hint that the host will soon write `lpn`: starts loading its map entry into
+    /// the cache. Call it some writes ahead, then [`Region::prefetch_old_copy`] nearer
+    /// the write, once the entry has arrived. Changes nothing.
+    pub fn prefetch_mapping(&self, lpn: u32) {
+        prefetch_index(&self.lpns, lpn as usize);
+    }
+
+    /// A hint that the host will soon overwrite `lpn`: starts loading what retiring its
+    /// current copy touches (its live bit, its block's entry and, with page bytes, the
+    /// device's cell of it). Changes nothing.
+    pub fn prefetch_old_copy(&self, dev: &Device, lpn: u32) {
+        let Some(ppn) = self.mapping(lpn) else { return };
+        let (block, local) = self.locate(ppn);
+        prefetch_index(&self.live, local / 64);
+        self.blocks.prefetch(block);
+        if self.keeps_data {
+            dev.prefetch_page(ppn);
+        }
+    }
+
     pub fn wear(&self) -> WearStats {
         WearStats::of(self.blocks.iter().map(|b| b.erase_count))
     }
@@ -579,9 +600,9 @@ impl Region {
             data.len().div_ceil(page_bytes).max(1)
         };
         self.check_lpn(first_lpn)?;
-        // Loaded now, its likely cache miss overlaps the allocation and the program
+        // Fetched now, its likely cache miss overlaps the allocation and the program
         // below instead of stalling the map update after them.
-        std::hint::black_box(self.lpns[first_lpn as usize].copies);
+        prefetch_index(&self.lpns, first_lpn as usize);
         let last = first_lpn as u64 + parts as u64 - 1;
         if last >= self.logical_pages as u64 {
             return Err(Error::LpnOutOfRange {
