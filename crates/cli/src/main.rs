@@ -323,11 +323,12 @@ fn fill(runner: &mut Runner) -> Result<(), String> {
     })
 }
 
-/// How many operations ahead `ftl-bench` hints the map entry of a page it will write,
-/// and its current copy: far enough for each load to arrive before the next stage
-/// needs it (a miss to memory takes about as long as a few host writes).
-const HINT_FAR: usize = 16;
-const HINT_NEAR: usize = 8;
+/// Operations between the stages of `ftl-bench`'s write-ahead hints
+/// ([`flash::WriteHint`]): long enough for one stage's load to arrive before the next
+/// stage reads it (a miss to memory takes about as long as a few host writes).
+const HINT_SPACING: usize = 6;
+/// How far ahead the first hint for a write is given.
+const HINT_FAR: usize = HINT_SPACING * flash::WriteHint::STAGES.len();
 
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     let wants_deltas = args.delta_share > 0.0;
@@ -370,7 +371,9 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             });
             ahead.push_back((lpn, delta));
         }
-        runner.prefetch(ahead[HINT_FAR].0, ahead[HINT_NEAR].0);
+        for (i, &stage) in flash::WriteHint::STAGES.iter().enumerate() {
+            runner.prefetch_write(ahead[HINT_FAR - i * HINT_SPACING].0, stage);
+        }
         match ahead.pop_front().expect("drawn above") {
             (lpn, Some(delta)) => runner.append(lpn, &delta).map_err(err),
             (lpn, None) => runner.write(lpn).map_err(err),

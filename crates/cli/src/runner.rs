@@ -10,7 +10,7 @@
 
 use crate::memory::{Kept, MemoryReport};
 use flash::ftl::{Ftl, FtlCounters};
-use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats};
+use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats, WriteHint};
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -102,11 +102,9 @@ impl Target {
             Target::Ftl(_) => Err(Error::DeltaRefused { lpn, reason: DeltaRefusal::NoInPlaceAppend }),
         }
     }
-    /// Write-ahead hints: `far` will be written some operations from now, `near` sooner.
-    fn prefetch(&self, far: u32, near: u32) {
+    fn prefetch_write(&self, lpn: u32, stage: WriteHint) {
         if let Target::Region(f) = self {
-            f.prefetch_mapping(REGION, far);
-            f.prefetch_old_copy(REGION, near);
+            f.prefetch_write(REGION, lpn, stage);
         }
     }
     fn mapped(&self, lpn: u32) -> bool {
@@ -253,10 +251,10 @@ impl Runner {
         Ok(())
     }
 
-    /// Hints the device that `far` will be written some operations from now and `near`
-    /// sooner (see [`Flash::prefetch_mapping`]); changes nothing.
-    pub fn prefetch(&self, far: u32, near: u32) {
-        self.target.prefetch(far, near);
+    /// Hints that `lpn` will be written soon (see [`flash::Region::prefetch_write`]);
+    /// changes nothing. Only regions take hints.
+    pub fn prefetch_write(&self, lpn: u32, stage: WriteHint) {
+        self.target.prefetch_write(lpn, stage);
     }
 
     /// Empties the page's delta area (a no-op before the first append).

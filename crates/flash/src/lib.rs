@@ -31,7 +31,7 @@ pub use ftl_volume::FtlVolume;
 pub use ipl::{IplConfig, IplCounters, IplStore};
 pub use page_device::PageDevice;
 pub use policy::VictimPolicy;
-pub use region::{ChipPages, Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats};
+pub use region::{ChipPages, Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats, WriteHint};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};
 
 use nand::{Device, OpTiming, SimTime};
@@ -121,13 +121,10 @@ impl Flash {
     pub fn read(&mut self, id: RegionId, lpn: u32, now: SimTime) -> Result<Option<RegionRead<'_>>, Error> {
         self.regions[id.0].read(&mut self.device, lpn, now)
     }
-    /// Write-ahead hints for a host that knows its next writes: see
-    /// [`Region::prefetch_mapping`] and [`Region::prefetch_old_copy`].
-    pub fn prefetch_mapping(&self, id: RegionId, lpn: u32) {
-        self.regions[id.0].prefetch_mapping(lpn);
-    }
-    pub fn prefetch_old_copy(&self, id: RegionId, lpn: u32) {
-        self.regions[id.0].prefetch_old_copy(&self.device, lpn);
+    /// A write-ahead hint for a host that knows its next writes: see
+    /// [`Region::prefetch_write`].
+    pub fn prefetch_write(&self, id: RegionId, lpn: u32, stage: WriteHint) {
+        self.regions[id.0].prefetch_write(&self.device, lpn, stage);
     }
     pub fn write(&mut self, id: RegionId, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.regions[id.0].write(&mut self.device, lpn, data, now)

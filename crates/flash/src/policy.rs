@@ -137,6 +137,11 @@ impl BitSets {
         self.summary[set * self.summary_words + i / 4096] |= 1 << ((i / 64) % 64);
     }
 
+    /// Starts loading the word that holds `i` in `set` (and its neighbouring sets).
+    fn prefetch(&self, set: usize, i: usize) {
+        prefetch_index(&self.words, i / 64 * self.sets + set);
+    }
+
     fn remove(&mut self, set: usize, i: usize) {
         let word = &mut self.words[i / 64 * self.sets + set];
         *word &= !(1 << (i % 64));
@@ -298,6 +303,16 @@ impl BlockTable {
     /// Starts loading block `i`'s entry into the cache, ahead of a change to it.
     pub fn prefetch(&self, i: usize) {
         prefetch_index(&self.blocks, i);
+    }
+
+    /// Starts loading the victim-index word a live page fewer in block `i` changes
+    /// (its entry should be in the cache: see [`BlockTable::prefetch`]).
+    pub fn prefetch_bucket(&self, i: usize) {
+        let b = &self.blocks[i];
+        if b.state == BlockState::Full {
+            let (chip, block) = self.split(i);
+            self.chips[chip].buckets.prefetch(b.valid as usize, block);
+        }
     }
 
     /// One live page fewer in block `i`.

@@ -103,6 +103,26 @@ pub struct RebuildReport {
     pub repaired_lpns: u64,
 }
 
+/// What a [`Region::prefetch_write`] hint loads, farthest from the write first: each
+/// stage reads what the one before fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteHint {
+    /// The lpn's map entry.
+    Map,
+    /// The local number of the block holding its current copy (and, with page bytes,
+    /// the device's cell of that copy).
+    Block,
+    /// The copy's live bit and its block's entry.
+    OldCopy,
+    /// The victim-index word the copy's retirement moves its block between.
+    Bucket,
+}
+
+impl WriteHint {
+    /// Every stage, farthest from the write first.
+    pub const STAGES: [WriteHint; 4] = [WriteHint::Map, WriteHint::Block, WriteHint::OldCopy, WriteHint::Bucket];
+}
+
 /// P/E cycles over a region's blocks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct WearStats {
@@ -404,23 +424,30 @@ impl Region {
         self.lpns.get(lpn as usize).filter(|e| e.ppn != NONE).map(|e| Ppn(e.ppn))
     }
 
-    /// A hint that the host will soon write `lpn`: starts loading its map entry into
-    /// the cache. Call it some writes ahead, then [`Region::prefetch_old_copy`] nearer
-    /// the write, once the entry has arrived. Changes nothing.
-    pub fn prefetch_mapping(&self, lpn: u32) {
-        prefetch_index(&self.lpns, lpn as usize);
-    }
-
-    /// A hint that the host will soon overwrite `lpn`: starts loading what retiring its
-    /// current copy touches (its live bit, its block's entry and, with page bytes, the
-    /// device's cell of it). Changes nothing.
-    pub fn prefetch_old_copy(&self, dev: &Device, lpn: u32) {
+    /// A hint that the host will soon write `lpn`: starts loading into the cache what
+    /// `stage` of [`WriteHint`] names. A host that knows its next writes gives every
+    /// stage, each nearer the write than the one before, so each finds in the cache
+    /// what the one before fetched. Changes nothing.
+    pub fn prefetch_write(&self, dev: &Device, lpn: u32, stage: WriteHint) {
+        if stage == WriteHint::Map {
+            prefetch_index(&self.lpns, lpn as usize);
+            return;
+        }
         let Some(ppn) = self.mapping(lpn) else { return };
-        let (block, local) = self.locate(ppn);
-        prefetch_index(&self.live, local / 64);
-        self.blocks.prefetch(block);
-        if self.keeps_data {
-            dev.prefetch_page(ppn);
+        match stage {
+            WriteHint::Map => {}
+            WriteHint::Block => {
+                prefetch_index(&self.block_local, self.device_block(ppn).0 as usize);
+                if self.keeps_data {
+                    dev.prefetch_page(ppn);
+                }
+            }
+            WriteHint::OldCopy => {
+                let (block, local) = self.locate(ppn);
+                prefetch_index(&self.live, local / 64);
+                self.blocks.prefetch(block);
+            }
+            WriteHint::Bucket => self.blocks.prefetch_bucket(self.locate(ppn).0),
         }
     }
 
@@ -496,13 +523,17 @@ impl Region {
     fn local_block(&self, slot: usize, b: u32) -> usize {
         slot * self.geometry.blocks_per_chip as usize + b as usize
     }
-    /// (local block, page in block) of a physical page; hot, hence no division when
+    /// (device block, page in block) of a physical page; hot, hence no division when
     /// the block size is a power of two.
-    fn split(&self, ppn: Ppn) -> (usize, usize) {
-        let (block, page) = match self.ppb_shift {
+    fn device_block(&self, ppn: Ppn) -> (u32, u32) {
+        match self.ppb_shift {
             Some(shift) => (ppn.0 >> shift, ppn.0 & ((1 << shift) - 1)),
             None => (ppn.0 / self.geometry.pages_per_block, ppn.0 % self.geometry.pages_per_block),
-        };
+        }
+    }
+    /// (local block, page in block) of a physical page.
+    fn split(&self, ppn: Ppn) -> (usize, usize) {
+        let (block, page) = self.device_block(ppn);
         (self.block_local[block as usize] as usize, page as usize)
     }
     fn local_page(&self, ppn: Ppn) -> usize {
