@@ -23,6 +23,7 @@ use super::pagelog::{self, Owner, PageLog, ProgramOptions, Remap, NONE};
 use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
+use prefetch_index::prefetch_index;
 use std::collections::{HashMap, HashSet};
 
 /// The map, as the store's GC sees it.
@@ -40,6 +41,8 @@ struct Map {
 impl Remap for Map {
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn) {
         match owner {
+            // Only remaps share pages: most runs have none, and skip the hashing.
+            Owner::Data(lpn) if self.sharers.is_empty() => self.l2p[lpn as usize] = dst.0,
             Owner::Data(lpn) => match self.sharers.remove(&src.0) {
                 Some(lpns) => {
                     for &l in &lpns {
@@ -63,6 +66,12 @@ impl Remap for Map {
 
     fn settle(&mut self, _: &mut PageLog, _: &mut Device, _: usize, now: SimTime) -> Result<SimTime, Error> {
         Ok(now)
+    }
+
+    fn prefetch_moved(&self, owner: Owner) {
+        if let Owner::Data(lpn) = owner {
+            prefetch_index(&self.l2p, lpn as usize);
+        }
     }
 }
 

@@ -70,6 +70,7 @@ use crate::error::Error;
 use crate::policy::{BlockSnapshot, BlockState, BlockTable};
 use crate::spec::GcConfig;
 use nand::{BlockId, Device, Geometry, OpTiming, Ppn, SimTime, Span};
+use prefetch_index::prefetch_index;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -282,6 +283,9 @@ pub(crate) trait Remap {
     fn migrating(&mut self, _log: &mut PageLog, _src: Ppn, _dst: Ppn) -> usize {
         0
     }
+    /// GC will soon move a page of `owner`: start loading into the cache what
+    /// [`Remap::moved`] will change. Changes nothing.
+    fn prefetch_moved(&self, _owner: Owner) {}
 }
 
 /// What an FTL adds to the rebuild scan: it sees every decoded header first, then may
@@ -1051,6 +1055,21 @@ impl PageLog {
         result.map(Some).map_err(|e| self.poison(e))
     }
 
+    /// Starts loading what moving and erasing a victim's pages updates, at random places
+    /// (its data pages' copy counts, the map entries the moves change), all at once, so
+    /// their misses overlap instead of stalling each move in turn.
+    fn prefetch_victim_owners<R: Remap>(&self, remap: &R, block: BlockId) {
+        let first = self.geometry.ppn(block, 0).0 as usize;
+        for &packed in &self.owner[first..first + self.geometry.pages_per_block as usize] {
+            if let Some(owner) = Owner::unpack(packed) {
+                if let Owner::Data(lpn) = owner {
+                    prefetch_index(&self.copies, lpn as usize);
+                }
+                remap.prefetch_moved(owner);
+            }
+        }
+    }
+
     /// Moves a block's live pages to the chip's GC block (each operation after the
     /// previous one ends), lets the map owner settle, then erases the block.
     fn collect_block<R: Remap>(
@@ -1065,6 +1084,7 @@ impl PageLog {
         let block = BlockId(b);
         let page_bytes = self.page_bytes();
         dev.prefetch_block(block);
+        self.prefetch_victim_owners(remap, block);
         for i in 0..self.geometry.pages_per_block {
             let src = self.geometry.ppn(block, i);
             if !self.is_live(src) {
