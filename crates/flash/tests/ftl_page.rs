@@ -415,6 +415,45 @@ fn dftl_small_cmt_on_a_small_device_runs_through_uniform_random_writes() {
     }
 }
 
+/// Regression: GC wrote a victim's batch of translation pages on the victim's chip, one
+/// per translation page its moved pages touch: nearly a block per victim under uniform
+/// writes, more than the chip had left, and the run stopped with "no chip can take
+/// another page even after GC" (as `ftl-bench --ftl dftl --device paper-emulator
+/// --over-provisioning 0.1 --blocks-per-chip 128 --page-bytes 2048 --seed 7` did). The
+/// batch now goes to the victim's chip while it has more than its last free block, and
+/// to the other chips after that.
+#[test]
+fn dftl_gc_batch_updates_spill_to_other_chips() {
+    let g = Geometry {
+        channels: 8,
+        chips_per_channel: 2,
+        blocks_per_chip: 128,
+        pages_per_block: 64,
+        page_bytes: 2048,
+        oob_bytes: 128,
+        cell: CellType::Slc,
+        nop: 1,
+        endurance: 1_000_000,
+        latencies: Latencies::mlc_typical(),
+    };
+    let mut c = FtlConfig::new(FtlKind::Dftl);
+    c.over_provisioning = 0.1;
+    let mut ftl = ftl::format(Device::new(Box::new(MemoryStorage::new(g, true))), &c).unwrap();
+    let lpns = ftl.logical_pages();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut now = 0;
+    for lpn in 0..lpns {
+        now += 1_000;
+        ftl.write(lpn, &[lpn as u8; 2048], now).unwrap();
+    }
+    for i in 0..lpns {
+        let lpn = rng.gen_range(0..lpns);
+        now += 1_000;
+        ftl.write(lpn, &[i as u8; 2048], now).unwrap_or_else(|e| panic!("write {i} of lpn {lpn}: {e}"));
+    }
+    assert!(ftl.counters().gc_erases > 0 && ftl.counters().translation_writes > 0, "{:?}", ftl.counters());
+}
+
 /// Format counts the translation stream's open block per chip in the GC reserve and
 /// says what it needs.
 #[test]

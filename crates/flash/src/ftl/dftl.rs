@@ -163,10 +163,15 @@ fn write_translation(
     dev: &mut Device,
     t: u32,
     updates: &[(u32, u32)],
-    chip: Option<usize>,
+    prefer: Option<usize>,
     now: SimTime,
 ) -> Result<SimTime, Error> {
-    let (ppn, mut ready) = log.allocate(dev, map, Stream::Translation, chip, now)?;
+    // A victim's moves can touch a block's worth of translation pages, more than its
+    // chip may have left: the rest go to the other chips.
+    let (ppn, mut ready) = match log.allocate(dev, map, Stream::Translation, prefer, now) {
+        Err(Error::RegionFull { .. }) if prefer.is_some() => log.allocate(dev, map, Stream::Translation, None, now)?,
+        page => page?,
+    };
     let entries = match map.recovered_entries(t) {
         Some(entries) => entries,
         None => {

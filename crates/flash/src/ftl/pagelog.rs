@@ -271,7 +271,8 @@ pub(crate) trait Remap {
     /// `dst`.
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
     /// Called after a victim's live pages moved and before it is erased: make the moves
-    /// durable where the map lives on flash. May write pages on `chip` (no GC runs).
+    /// durable where the map lives on flash. May write pages, on `chip` while it has
+    /// more than its last free block, else on any chip that has (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
     /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
     /// version a transaction may still roll back to).
@@ -361,7 +362,7 @@ pub(crate) struct PageLog {
     /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
     order: Vec<usize>,
     /// Set while a victim is being collected: allocation then runs no GC of its own.
-    collecting: bool,
+    collecting: Option<usize>,
     poisoned: bool,
     /// The FTL's counters: the store keeps the host, flash and GC counts, the FTL adds
     /// its own (remaps, translation pages, transaction copies). A GC copyback counts as
@@ -448,7 +449,7 @@ impl PageLog {
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
-            collecting: false,
+            collecting: None,
             poisoned: false,
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
@@ -821,7 +822,7 @@ impl PageLog {
     ) -> Result<Option<(Ppn, SimTime)>, Error> {
         let s = stream as usize;
         let mut ready = now;
-        if self.chips[chip].open[s].is_none() && !self.collecting {
+        if self.chips[chip].open[s].is_none() && self.collecting.is_none() {
             // Bounded: a collection that frees nothing net cannot loop forever.
             for _ in 0..self.geometry.blocks_per_chip {
                 if self.chips[chip].free.len() > self.gc.foreground_free_blocks as usize {
@@ -834,8 +835,8 @@ impl PageLog {
             }
         }
         if self.chips[chip].open[s].is_none() {
-            // Outside GC a chip's last free block is kept for GC to move pages into.
-            let reserve = if self.collecting { 0 } else { 1 };
+            // A chip's last free block is kept for its own GC to move pages into.
+            let reserve = if self.collecting == Some(chip) && stream == Stream::Gc { 0 } else { 1 };
             if self.chips[chip].free.len() <= reserve {
                 return Ok(None);
             }
@@ -1018,7 +1019,7 @@ impl PageLog {
         chip: usize,
         now: SimTime,
     ) -> Result<(), Error> {
-        if !self.collecting && self.chips[chip].free.len() < self.gc.background_free_blocks as usize {
+        if self.collecting.is_none() && self.chips[chip].free.len() < self.gc.background_free_blocks as usize {
             self.collect(dev, remap, chip, now)?;
         }
         Ok(())
@@ -1049,9 +1050,9 @@ impl PageLog {
             self.counters.gc_lock_migrations += blocks[second].valid.saturating_sub(blocks[victim].valid) as u64;
             victim = second;
         }
-        self.collecting = true;
+        self.collecting = Some(chip);
         let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
-        self.collecting = false;
+        self.collecting = None;
         result.map(Some).map_err(|e| self.poison(e))
     }
 
