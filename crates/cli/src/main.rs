@@ -361,11 +361,13 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     // Operations are drawn `HINT_FAR` ahead of their turn (the draws stay in the same
     // order, so the run is the same), so the device can be told what comes next.
     let mut ahead: VecDeque<(u32, Option<Vec<u8>>)> = VecDeque::with_capacity(HINT_FAR + 1);
+    // Delta buffers of operations done, for the next ones drawn.
+    let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut step = |runner: &mut Runner| -> Result<(), String> {
         while ahead.len() <= HINT_FAR {
             let lpn = pattern.next(&mut rng);
             let delta = (wants_deltas && rng.gen_bool(args.delta_share)).then(|| {
-                let mut delta = vec![0u8; args.delta_bytes];
+                let mut delta = spare.pop().unwrap_or_else(|| vec![0u8; args.delta_bytes]);
                 rng.fill(&mut delta[..]);
                 delta
             });
@@ -375,7 +377,11 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             runner.prefetch_write(ahead[HINT_FAR - i * HINT_SPACING].0, stage);
         }
         match ahead.pop_front().expect("drawn above") {
-            (lpn, Some(delta)) => runner.append(lpn, &delta).map_err(err),
+            (lpn, Some(delta)) => {
+                let done = runner.append(lpn, &delta).map_err(err);
+                spare.push(delta);
+                done
+            }
             (lpn, None) => runner.write(lpn).map_err(err),
         }
     };

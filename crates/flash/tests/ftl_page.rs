@@ -420,38 +420,49 @@ fn dftl_small_cmt_on_a_small_device_runs_through_uniform_random_writes() {
 /// writes, more than the chip had left, and the run stopped with "no chip can take
 /// another page even after GC" (as `ftl-bench --ftl dftl --device paper-emulator
 /// --over-provisioning 0.1 --blocks-per-chip 128 --page-bytes 2048 --seed 7` did). The
-/// batch now goes to the victim's chip while it has more than its last free block, and
-/// to the other chips after that.
+/// batch now goes to the victim's chip while it has more than its last free block, then
+/// to the other chips, and only then takes that last block (a single chip has no other).
 #[test]
 fn dftl_gc_batch_updates_spill_to_other_chips() {
-    let g = Geometry {
-        channels: 8,
-        chips_per_channel: 2,
-        blocks_per_chip: 128,
-        pages_per_block: 64,
-        page_bytes: 2048,
-        oob_bytes: 128,
-        cell: CellType::Slc,
-        nop: 1,
-        endurance: 1_000_000,
-        latencies: Latencies::mlc_typical(),
-    };
-    let mut c = FtlConfig::new(FtlKind::Dftl);
-    c.over_provisioning = 0.1;
-    let mut ftl = ftl::format(Device::new(Box::new(MemoryStorage::new(g, true))), &c).unwrap();
-    let lpns = ftl.logical_pages();
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let mut now = 0;
-    for lpn in 0..lpns {
-        now += 1_000;
-        ftl.write(lpn, &[lpn as u8; 2048], now).unwrap();
+    // (chips, blocks per chip, page bytes, CMT entries)
+    // The first case ran out of room before the spill; the single-chip ones ran out when
+    // the spill kept the chip's last block from the batch.
+    for (chips, blocks_per_chip, page_bytes, cmt) in
+        [(16, 128, 2048, 4096), (1, 64, 512, 64), (1, 64, 2048, 64), (1, 128, 2048, 1024)]
+    {
+        let g = Geometry {
+            channels: chips.min(8),
+            chips_per_channel: chips / chips.min(8),
+            blocks_per_chip,
+            pages_per_block: 64,
+            page_bytes,
+            oob_bytes: 128,
+            cell: CellType::Slc,
+            nop: 1,
+            endurance: 1_000_000,
+            latencies: Latencies::mlc_typical(),
+        };
+        let mut c = FtlConfig::new(FtlKind::Dftl);
+        c.over_provisioning = 0.1;
+        c.cmt_entries = cmt;
+        let mut ftl = ftl::format(Device::new(Box::new(MemoryStorage::new(g, true))), &c).unwrap();
+        let lpns = ftl.logical_pages();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut now = 0;
+        let case = format!("{chips} chips of {blocks_per_chip} blocks, CMT {cmt}");
+        for lpn in 0..lpns {
+            now += 1_000;
+            ftl.write(lpn, &vec![lpn as u8; page_bytes as usize], now).unwrap();
+        }
+        for i in 0..lpns.max(8_000) {
+            let lpn = rng.gen_range(0..lpns);
+            now += 1_000;
+            let page = vec![i as u8; page_bytes as usize];
+            ftl.write(lpn, &page, now).unwrap_or_else(|e| panic!("{case}: write {i} of lpn {lpn}: {e}"));
+        }
+        let k = ftl.counters();
+        assert!(k.gc_erases > 0 && k.translation_writes > 0, "{case}: {k:?}");
     }
-    for i in 0..lpns {
-        let lpn = rng.gen_range(0..lpns);
-        now += 1_000;
-        ftl.write(lpn, &[i as u8; 2048], now).unwrap_or_else(|e| panic!("write {i} of lpn {lpn}: {e}"));
-    }
-    assert!(ftl.counters().gc_erases > 0 && ftl.counters().translation_writes > 0, "{:?}", ftl.counters());
 }
 
 /// Format counts the translation stream's open block per chip in the GC reserve and

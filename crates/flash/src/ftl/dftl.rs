@@ -145,9 +145,9 @@ impl Remap for Map {
         }
     }
 
-    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, mut now: SimTime) -> Result<SimTime, Error> {
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, mut now: SimTime) -> Result<SimTime, Error> {
         for (t, updates) in std::mem::take(&mut self.pending) {
-            now = write_translation(self, log, dev, t, &updates, Some(chip), now)?;
+            now = write_translation(self, log, dev, t, &updates, true, now)?;
         }
         Ok(now)
     }
@@ -163,14 +163,13 @@ fn write_translation(
     dev: &mut Device,
     t: u32,
     updates: &[(u32, u32)],
-    prefer: Option<usize>,
+    in_gc: bool,
     now: SimTime,
 ) -> Result<SimTime, Error> {
-    // A victim's moves can touch a block's worth of translation pages, more than its
-    // chip may have left: the rest go to the other chips.
-    let (ppn, mut ready) = match log.allocate(dev, map, Stream::Translation, prefer, now) {
-        Err(Error::RegionFull { .. }) if prefer.is_some() => log.allocate(dev, map, Stream::Translation, None, now)?,
-        page => page?,
+    let (ppn, mut ready) = if in_gc {
+        log.allocate_in_gc(dev, map, Stream::Translation, now)?
+    } else {
+        log.allocate(dev, map, Stream::Translation, None, now)?
     };
     let entries = match map.recovered_entries(t) {
         Some(entries) => entries,
@@ -279,7 +278,7 @@ impl Dftl {
                 return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
             }
             budget -= 1;
-            done = write_translation(&mut map, &mut log, &mut dev, t, &[], None, done)?;
+            done = write_translation(&mut map, &mut log, &mut dev, t, &[], false, done)?;
         }
         map.recovered = None;
         log.counters = Default::default();
@@ -324,7 +323,7 @@ impl Dftl {
             let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
             if self.map.dirty.contains(&victim) {
                 let tvpn = self.map.tvpn(victim);
-                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], None, t)?;
+                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], false, t)?;
             }
             self.map.lru.remove(&stamp);
             self.map.cmt.remove(&victim);

@@ -56,6 +56,7 @@ use super::pagelog::{Header, Owner, PageLog, ProgramOptions, Remap, ScanHook, NO
 use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
+use prefetch_index::prefetch_index;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Bytes of transaction metadata after the page store's header.
@@ -201,8 +202,14 @@ impl Remap for State {
         }
     }
 
-    fn settle(&mut self, _: &mut PageLog, _: &mut Device, _: usize, now: SimTime) -> Result<SimTime, Error> {
+    fn settle(&mut self, _: &mut PageLog, _: &mut Device, now: SimTime) -> Result<SimTime, Error> {
         Ok(now)
+    }
+
+    fn prefetch_moved(&self, owner: Owner) {
+        if let Owner::Data(lpn) = owner {
+            prefetch_index(&self.l2p, lpn as usize);
+        }
     }
 
     fn locked(&self, block: u32) -> bool {

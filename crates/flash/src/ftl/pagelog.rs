@@ -271,9 +271,9 @@ pub(crate) trait Remap {
     /// `dst`.
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
     /// Called after a victim's live pages moved and before it is erased: make the moves
-    /// durable where the map lives on flash. May write pages, on `chip` while it has
-    /// more than its last free block, else on any chip that has (no GC runs).
-    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
+    /// durable where the map lives on flash. May write pages, taken with
+    /// [`PageLog::allocate_in_gc`] (no GC runs).
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, now: SimTime) -> Result<SimTime, Error>;
     /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
     /// version a transaction may still roll back to).
     fn locked(&self, _block: u32) -> bool {
@@ -361,8 +361,12 @@ pub(crate) struct PageLog {
     chip_live: Vec<u32>,
     /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
     order: Vec<usize>,
-    /// Set while a victim is being collected: allocation then runs no GC of its own.
+    /// The chip whose victim is being collected, if any: allocation then runs no GC of
+    /// its own, and only that chip's GC may take its last free block.
     collecting: Option<usize>,
+    /// Set by [`PageLog::allocate_in_gc`] for its last try: any stream may then take the
+    /// collecting chip's last free block.
+    last_block_for_any: bool,
     poisoned: bool,
     /// The FTL's counters: the store keeps the host, flash and GC counts, the FTL adds
     /// its own (remaps, translation pages, transaction copies). A GC copyback counts as
@@ -404,7 +408,7 @@ impl PageLog {
         }
         if gc.foreground_free_blocks < 2 || gc.background_free_blocks < gc.foreground_free_blocks {
             return Err(Error::Config(format!(
-                "{name} FTL: GC thresholds foreground {} / background {} free blocks: foreground must be at least 2 (a victim may need a GC block and a translation block) and background at least foreground",
+                "{name} FTL: GC thresholds foreground {} / background {} free blocks: foreground must be at least 2 (a victim may need a GC block and a block for the map's pages) and background at least foreground",
                 gc.foreground_free_blocks, gc.background_free_blocks
             )));
         }
@@ -450,6 +454,7 @@ impl PageLog {
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
             collecting: None,
+            last_block_for_any: false,
             poisoned: false,
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
@@ -791,6 +796,32 @@ impl PageLog {
         result.unwrap_or_else(|| Err(region_full()))
     }
 
+    /// Takes a page for a write GC makes on the map's behalf while it collects a victim
+    /// (DFTL's batch update of translation pages, up to a block's worth): on the
+    /// collecting chip while it has more than its last free block, else on any chip
+    /// that has, and only then that chip's last free block, which its own moves might
+    /// still need (on a single chip there is no other).
+    pub fn allocate_in_gc<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        stream: Stream,
+        now: SimTime,
+    ) -> Result<(Ppn, SimTime), Error> {
+        let chip = self.collecting;
+        debug_assert!(chip.is_some(), "allocate_in_gc outside a collection");
+        for (target, last_block) in [(chip, false), (None, false), (chip, true)] {
+            self.last_block_for_any = last_block;
+            let page = self.allocate(dev, remap, stream, target, now);
+            self.last_block_for_any = false;
+            match page {
+                Err(Error::RegionFull { .. }) => {}
+                page => return page,
+            }
+        }
+        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+    }
+
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
     /// but a chip whose live pages leave it less spare room than GC needs (its
     /// foreground free blocks, an open block per stream and one more) comes after the
@@ -836,7 +867,8 @@ impl PageLog {
         }
         if self.chips[chip].open[s].is_none() {
             // A chip's last free block is kept for its own GC to move pages into.
-            let reserve = if self.collecting == Some(chip) && stream == Stream::Gc { 0 } else { 1 };
+            let own_gc = stream == Stream::Gc || self.last_block_for_any;
+            let reserve = if self.collecting == Some(chip) && own_gc { 0 } else { 1 };
             if self.chips[chip].free.len() <= reserve {
                 return Ok(None);
             }
@@ -1137,7 +1169,7 @@ impl PageLog {
             let dst_block = self.geometry.block_of(dst).0 as usize;
             self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
-        t = remap.settle(self, dev, chip, t)?;
+        t = remap.settle(self, dev, t)?;
         self.discard_retired(dev)?;
         let timing = dev.erase(block, t)?;
         let ppb = self.geometry.pages_per_block as usize;

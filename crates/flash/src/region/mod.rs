@@ -429,25 +429,28 @@ impl Region {
     /// stage, each nearer the write than the one before, so each finds in the cache
     /// what the one before fetched. Changes nothing.
     pub fn prefetch_write(&self, dev: &Device, lpn: u32, stage: WriteHint) {
-        if stage == WriteHint::Map {
-            prefetch_index(&self.lpns, lpn as usize);
-            return;
-        }
-        let Some(ppn) = self.mapping(lpn) else { return };
+        // Every stage after the first reads the map entry the first fetched.
+        let current = || self.mapping(lpn);
         match stage {
-            WriteHint::Map => {}
+            WriteHint::Map => prefetch_index(&self.lpns, lpn as usize),
             WriteHint::Block => {
+                let Some(ppn) = current() else { return };
                 prefetch_index(&self.block_local, self.device_block(ppn).0 as usize);
                 if self.keeps_data {
                     dev.prefetch_page(ppn);
                 }
             }
             WriteHint::OldCopy => {
+                let Some(ppn) = current() else { return };
                 let (block, local) = self.locate(ppn);
                 prefetch_index(&self.live, local / 64);
                 self.blocks.prefetch(block);
             }
-            WriteHint::Bucket => self.blocks.prefetch_bucket(self.locate(ppn).0),
+            WriteHint::Bucket => {
+                if let Some(ppn) = current() {
+                    self.blocks.prefetch_bucket(self.locate(ppn).0);
+                }
+            }
         }
     }
 
