@@ -103,8 +103,9 @@ impl Target {
         }
     }
     fn prefetch_write(&self, lpn: u32, stage: WriteHint) {
-        if let Target::Region(f) = self {
-            f.prefetch_write(REGION, lpn, stage);
+        match self {
+            Target::Region(f) => f.prefetch_write(REGION, lpn, stage),
+            Target::Ftl(f) => f.prefetch_write(lpn, stage),
         }
     }
     fn mapped(&self, lpn: u32) -> bool {
@@ -252,7 +253,7 @@ impl Runner {
     }
 
     /// Hints that `lpn` will be written soon (see [`flash::Region::prefetch_write`]);
-    /// changes nothing. Only regions take hints.
+    /// changes nothing. Regions and the page FTL take hints.
     pub fn prefetch_write(&self, lpn: u32, stage: WriteHint) {
         self.target.prefetch_write(lpn, stage);
     }

@@ -1,8 +1,10 @@
-//! `Flash::prefetch_write` is a hint and nothing more: two regions driven by the same
-//! seeded writes, appends and trims, one of them hinted at every stage for lpns that
-//! are mapped, trimmed, never written or out of range, end up the same: same mapping,
-//! same counters, same device counters, same bytes.
+//! `Flash::prefetch_write` and `Ftl::prefetch_write` are hints and nothing more: two
+//! regions (or two page FTLs) driven by the same seeded writes, appends and trims, one
+//! of them hinted at every stage for lpns that are mapped, trimmed, never written or out
+//! of range, end up the same: same mapping, same counters, same device counters, same
+//! bytes.
 
+use flash::ftl::{self, Ftl, FtlConfig, FtlKind};
 use flash::{Flash, IpaMode, RegionId, RegionSpec, WriteHint};
 use nand::{CellType, Device, MemoryStorage};
 use rand::{Rng, SeedableRng};
@@ -79,4 +81,56 @@ fn hints_change_nothing_with_page_bytes() {
 #[test]
 fn hints_change_nothing_without_page_bytes() {
     run(false);
+}
+
+fn page_ftl(keeps_data: bool) -> Box<dyn Ftl> {
+    let geometry = append_geometry(CellType::Slc, PAGE as u32);
+    let config = FtlConfig { over_provisioning: 0.4, ..FtlConfig::new(FtlKind::Page) };
+    ftl::format(Device::new(Box::new(MemoryStorage::new(geometry, keeps_data))), &config).unwrap()
+}
+
+fn run_page_ftl(keeps_data: bool) {
+    let (mut plain, mut hinted) = (page_ftl(keeps_data), page_ftl(keeps_data));
+    let lpns = plain.logical_pages();
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let mut page = vec![0x5A; if keeps_data { PAGE } else { 0 }];
+    for step in 0..4_000u64 {
+        let now = step * 1_000;
+        for stage in WriteHint::STAGES {
+            for lpn in [rng.gen_range(0..lpns), lpns, lpns + 7, u32::MAX] {
+                hinted.prefetch_write(lpn, stage);
+            }
+        }
+        let lpn = rng.gen_range(0..lpns / 2);
+        let trim = rng.gen_range(0..10) == 0;
+        for ftl in [&mut plain, &mut hinted] {
+            if trim {
+                drop(ftl.trim(lpn, now).unwrap());
+            } else {
+                if keeps_data {
+                    page[..8].copy_from_slice(&step.to_le_bytes());
+                }
+                ftl.write(lpn, &page, now).unwrap();
+            }
+        }
+    }
+    assert!(plain.counters().gc_erases > 0, "the run should make GC move pages");
+    assert_eq!(plain.counters(), hinted.counters());
+    assert_eq!(plain.device().counters(), hinted.device().counters());
+    let end = 4_000 * 1_000;
+    for lpn in 0..lpns {
+        let a = plain.read(lpn, end).unwrap().map(|r| r.data.to_vec());
+        let b = hinted.read(lpn, end).unwrap().map(|r| r.data.to_vec());
+        assert_eq!(a, b, "lpn {lpn}");
+    }
+}
+
+#[test]
+fn page_ftl_hints_change_nothing_with_page_bytes() {
+    run_page_ftl(true);
+}
+
+#[test]
+fn page_ftl_hints_change_nothing_without_page_bytes() {
+    run_page_ftl(false);
 }

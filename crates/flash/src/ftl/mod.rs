@@ -32,6 +32,7 @@ pub use page::PageFtl;
 
 use crate::error::Error;
 use crate::spec::GcConfig;
+use crate::WriteHint;
 use nand::{Device, OpTiming, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -221,6 +222,10 @@ pub trait Ftl: Send {
     fn read(&mut self, lpn: u32, now: SimTime) -> Result<Option<FtlRead<'_>>, Error>;
     /// Writes a whole page (`data.len() == page_bytes()`).
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error>;
+    /// A hint that `lpn` will be written soon, one stage at a time as for a NoFTL
+    /// region ([`crate::Region::prefetch_write`]). Changes nothing; FTLs that do not use
+    /// it ignore it.
+    fn prefetch_write(&self, _lpn: u32, _stage: WriteHint) {}
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
     fn counters(&self) -> FtlCounters;

@@ -22,6 +22,7 @@
 use super::pagelog::{self, Owner, PageLog, ProgramOptions, Remap, NONE};
 use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead, TAG_BYTES};
 use crate::error::Error;
+use crate::WriteHint;
 use nand::{Device, OpTiming, Ppn, SimTime};
 use prefetch_index::prefetch_index;
 use std::collections::{HashMap, HashSet};
@@ -259,6 +260,25 @@ impl Ftl for PageFtl {
 
     fn write(&mut self, lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         self.write_page(lpn, data, None, now)
+    }
+
+    fn prefetch_write(&self, lpn: u32, stage: WriteHint) {
+        // The map names the page itself: no block-number stage.
+        let current = || self.map.l2p.get(lpn as usize).copied().filter(|&p| p != NONE).map(Ppn);
+        match stage {
+            WriteHint::Map => prefetch_index(&self.map.l2p, lpn as usize),
+            WriteHint::Block => {}
+            WriteHint::OldCopy => {
+                if let Some(ppn) = current() {
+                    self.log.prefetch_old_copy(&self.dev, ppn);
+                }
+            }
+            WriteHint::Bucket => {
+                if let Some(ppn) = current() {
+                    self.log.prefetch_bucket(ppn);
+                }
+            }
+        }
     }
 
     fn trim(&mut self, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error> {

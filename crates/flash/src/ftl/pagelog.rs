@@ -714,6 +714,22 @@ impl PageLog {
         self.chip_live[self.geometry.chip_of(ppn) as usize] -= 1;
     }
 
+    /// Starts loading what retiring `ppn` will touch: its live bit, its block's entry
+    /// and, with page bytes, the device's cell of it (a hint; changes nothing).
+    pub fn prefetch_old_copy(&self, dev: &Device, ppn: Ppn) {
+        prefetch_index(&self.live, ppn.0 as usize / 64);
+        self.blocks.prefetch(self.geometry.block_of(ppn).0 as usize);
+        if self.keeps_data {
+            dev.prefetch_page(ppn);
+        }
+    }
+
+    /// Starts loading the victim-index word retiring `ppn` moves its block between (its
+    /// block's entry should be in the cache: see [`PageLog::prefetch_old_copy`]).
+    pub fn prefetch_bucket(&self, ppn: Ppn) {
+        self.blocks.prefetch_bucket(self.geometry.block_of(ppn).0 as usize);
+    }
+
     /// Kills a page that is dead for good: no rebuild will read it (a newer whole copy
     /// of what it holds supersedes it), so its payload is discarded on the device at
     /// the end of the host operation (see the module invariants).
