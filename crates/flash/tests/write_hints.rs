@@ -105,7 +105,7 @@ fn run_page_ftl(keeps_data: bool) {
         let trim = rng.gen_range(0..10) == 0;
         for ftl in [&mut plain, &mut hinted] {
             if trim {
-                drop(ftl.trim(lpn, now).unwrap());
+                ftl.trim(lpn, now).unwrap();
             } else {
                 if keeps_data {
                     page[..8].copy_from_slice(&step.to_le_bytes());
