@@ -221,7 +221,7 @@ impl Device {
 
     /// Warms the emulator's memory of a block's pages (buffer reference counts, OOB
     /// bytes) before a GC copies them: each copyback touches them at random places,
-    /// and loaded together up front their cache misses overlap instead of stalling
+    /// and fetched together up front their cache misses overlap instead of stalling
     /// every copy in turn. Not a NAND command: untimed, uncounted, changes nothing.
     pub fn prefetch_block(&self, block: BlockId) {
         if block.0 < self.total_blocks {

@@ -147,7 +147,7 @@ impl Remap for Map {
 
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, mut now: SimTime) -> Result<SimTime, Error> {
         for (t, updates) in std::mem::take(&mut self.pending) {
-            now = write_translation(self, log, dev, t, &updates, true, now)?;
+            now = write_translation(self, log, dev, t, &updates, now)?;
         }
         Ok(now)
     }
@@ -163,14 +163,9 @@ fn write_translation(
     dev: &mut Device,
     t: u32,
     updates: &[(u32, u32)],
-    in_gc: bool,
     now: SimTime,
 ) -> Result<SimTime, Error> {
-    let (ppn, mut ready) = if in_gc {
-        log.allocate_in_gc(dev, map, Stream::Translation, now)?
-    } else {
-        log.allocate(dev, map, Stream::Translation, None, now)?
-    };
+    let (ppn, mut ready) = log.allocate(dev, map, Stream::Translation, None, now)?;
     let entries = match map.recovered_entries(t) {
         Some(entries) => entries,
         None => {
@@ -278,7 +273,7 @@ impl Dftl {
                 return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
             }
             budget -= 1;
-            done = write_translation(&mut map, &mut log, &mut dev, t, &[], false, done)?;
+            done = write_translation(&mut map, &mut log, &mut dev, t, &[], done)?;
         }
         map.recovered = None;
         log.counters = Default::default();
@@ -323,7 +318,7 @@ impl Dftl {
             let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
             if self.map.dirty.contains(&victim) {
                 let tvpn = self.map.tvpn(victim);
-                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], false, t)?;
+                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], t)?;
             }
             self.map.lru.remove(&stamp);
             self.map.cmt.remove(&victim);

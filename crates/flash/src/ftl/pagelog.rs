@@ -272,7 +272,7 @@ pub(crate) trait Remap {
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
     /// Called after a victim's live pages moved and before it is erased: make the moves
     /// durable where the map lives on flash. May write pages, taken with
-    /// [`PageLog::allocate_in_gc`] (no GC runs).
+    /// [`PageLog::allocate`] on no chip in particular (no GC runs).
     fn settle(&mut self, log: &mut PageLog, dev: &mut Device, now: SimTime) -> Result<SimTime, Error>;
     /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
     /// version a transaction may still roll back to).
@@ -364,9 +364,6 @@ pub(crate) struct PageLog {
     /// The chip whose victim is being collected, if any: allocation then runs no GC of
     /// its own, and only that chip's GC may take its last free block.
     collecting: Option<usize>,
-    /// Set by [`PageLog::allocate_in_gc`] for its last try: any stream may then take the
-    /// collecting chip's last free block.
-    last_block_for_any: bool,
     poisoned: bool,
     /// The FTL's counters: the store keeps the host, flash and GC counts, the FTL adds
     /// its own (remaps, translation pages, transaction copies). A GC copyback counts as
@@ -454,7 +451,6 @@ impl PageLog {
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
             collecting: None,
-            last_block_for_any: false,
             poisoned: false,
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
@@ -784,58 +780,49 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let name = self.name;
-        let region_full = move || Error::RegionFull { region: format!("{name} FTL") };
-        if let Some(c) = chip {
-            return self.page_on(dev, remap, c, stream, now)?.ok_or_else(region_full);
-        }
-        // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
-        let mut order = std::mem::take(&mut self.order);
-        order.clear();
-        self.striping_order(stream, &mut order);
-        let mut result = None;
-        for &c in &order {
-            match self.page_on(dev, remap, c, stream, now) {
-                Ok(Some(page)) => {
-                    self.round_robin[stream as usize] = (c + 1) % self.chips.len();
-                    result = Some(Ok(page));
-                    break;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    result = Some(Err(e));
-                    break;
-                }
-            }
-        }
-        self.order = order;
-        result.unwrap_or_else(|| Err(region_full()))
+        let page = match (chip, self.collecting) {
+            (Some(c), _) => self.page_on(dev, remap, c, stream, false, now)?,
+            (None, None) => self.striped(dev, remap, stream, now)?,
+            // A write GC makes on the map's behalf while it collects a victim (DFTL's
+            // batch update of translation pages, up to a block's worth): on the
+            // collecting chip while it has more than its last free block, else on any
+            // chip that has, and only then that last block, which the chip's own moves
+            // might still need (a single chip has no other).
+            (None, Some(c)) => match self.page_on(dev, remap, c, stream, false, now)? {
+                Some(page) => Some(page),
+                None => match self.striped(dev, remap, stream, now)? {
+                    Some(page) => Some(page),
+                    None => self.page_on(dev, remap, c, stream, true, now)?,
+                },
+            },
+        };
+        page.ok_or_else(|| Error::RegionFull { region: format!("{} FTL", self.name) })
     }
 
-    /// Takes a page for a write GC makes on the map's behalf while it collects a victim
-    /// (DFTL's batch update of translation pages, up to a block's worth): on the
-    /// collecting chip while it has more than its last free block, else on any chip
-    /// that has, and only then that chip's last free block, which its own moves might
-    /// still need (on a single chip there is no other).
-    pub fn allocate_in_gc<R: Remap>(
+    /// A page of `stream` on the first chip of the striping order that has one.
+    fn striped<R: Remap>(
         &mut self,
         dev: &mut Device,
         remap: &mut R,
         stream: Stream,
         now: SimTime,
-    ) -> Result<(Ppn, SimTime), Error> {
-        let chip = self.collecting;
-        debug_assert!(chip.is_some(), "allocate_in_gc outside a collection");
-        for (target, last_block) in [(chip, false), (None, false), (chip, true)] {
-            self.last_block_for_any = last_block;
-            let page = self.allocate(dev, remap, stream, target, now);
-            self.last_block_for_any = false;
-            match page {
-                Err(Error::RegionFull { .. }) => {}
-                page => return page,
+    ) -> Result<Option<(Ppn, SimTime)>, Error> {
+        // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        self.striping_order(stream, &mut order);
+        let mut result = Ok(None);
+        for &c in &order {
+            result = self.page_on(dev, remap, c, stream, false, now);
+            if let Ok(Some(_)) = result {
+                self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+            }
+            if !matches!(result, Ok(None)) {
+                break;
             }
         }
-        Err(Error::RegionFull { region: format!("{} FTL", self.name) })
+        self.order = order;
+        result
     }
 
     /// The chips a striped write tries, in order: round-robin from the stream's cursor,
@@ -859,12 +846,15 @@ impl PageLog {
         order.extend(round.filter(near_full));
     }
 
+    /// `last_block`: any stream may take the last free block of the chip being
+    /// collected (see [`PageLog::allocate`]); otherwise only its GC moves may.
     fn page_on<R: Remap>(
         &mut self,
         dev: &mut Device,
         remap: &mut R,
         chip: usize,
         stream: Stream,
+        last_block: bool,
         now: SimTime,
     ) -> Result<Option<(Ppn, SimTime)>, Error> {
         let s = stream as usize;
@@ -883,8 +873,8 @@ impl PageLog {
         }
         if self.chips[chip].open[s].is_none() {
             // A chip's last free block is kept for its own GC to move pages into.
-            let own_gc = stream == Stream::Gc || self.last_block_for_any;
-            let reserve = if self.collecting == Some(chip) && own_gc { 0 } else { 1 };
+            let may_take_last = stream == Stream::Gc || last_block;
+            let reserve = if self.collecting == Some(chip) && may_take_last { 0 } else { 1 };
             if self.chips[chip].free.len() <= reserve {
                 return Ok(None);
             }

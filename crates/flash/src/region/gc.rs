@@ -122,8 +122,8 @@ impl Region {
     /// Prefetches the map entries of the lpns whose pages a victim holds, before GC
     /// needs them: the moves rewrite the live pages' mappings and the erase the dead
     /// pages' copy counts, one page at a time, each a likely cache miss. Prefetches
-    /// retire at once, so all of them are in flight together and none stalls the loop
-    /// (plain loads filled the reorder buffer after a dozen misses).
+    /// retire at once, so the loop goes on issuing them while earlier ones are in
+    /// flight (plain loads filled the reorder buffer after a dozen misses).
     fn prefetch_victim_owners(&self, slot: usize, b: u32) {
         let ppb = self.geometry.pages_per_block as usize;
         let first_page = self.local_block(slot, b) * ppb;
