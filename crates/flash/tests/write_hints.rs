@@ -19,16 +19,106 @@ mod support {
 const PAGE: usize = 512;
 const REGION: RegionId = RegionId(0);
 
-fn flash(keeps_data: bool) -> Flash {
-    let spec = RegionSpec { over_provisioning: 0.3, ..RegionSpec::new("r", IpaMode::Slc) };
-    let geometry = append_geometry(CellType::Slc, PAGE as u32);
-    Flash::format(Device::new(Box::new(MemoryStorage::new(geometry, keeps_data))), vec![spec]).unwrap()
+/// What a run drives: a NoFTL region or a page FTL, one plain and one hinted.
+trait Target {
+    fn logical_pages(&self) -> u32;
+    fn hint(&self, lpn: u32, stage: WriteHint);
+    /// Step `op` of 0..10 on `lpn`: 0 trims, 1 appends where the target takes appends,
+    /// the rest write `page`.
+    fn apply(&mut self, op: u32, lpn: u32, page: &[u8], now: u64);
+    /// Checks the run did what the comparison needs (GC, appends).
+    fn check_run(&self);
+    /// What the hints must leave as they are: counters, device counters, then per lpn
+    /// its mapping and bytes.
+    fn state(&mut self, end: u64) -> Vec<String>;
 }
 
-fn run(keeps_data: bool) {
-    let (mut plain, mut hinted) = (flash(keeps_data), flash(keeps_data));
-    let lpns = plain.region(REGION).logical_pages();
-    let mut rng = ChaCha8Rng::seed_from_u64(23);
+struct RegionTarget {
+    flash: Flash,
+    keeps_data: bool,
+}
+
+impl Target for RegionTarget {
+    fn logical_pages(&self) -> u32 {
+        self.flash.region(REGION).logical_pages()
+    }
+    fn hint(&self, lpn: u32, stage: WriteHint) {
+        self.flash.prefetch_write(REGION, lpn, stage);
+    }
+    fn apply(&mut self, op: u32, lpn: u32, page: &[u8], now: u64) {
+        match op {
+            0 => drop(self.flash.trim(REGION, lpn, now).unwrap()),
+            1 if self.keeps_data => drop(self.flash.write_delta(REGION, lpn, PAGE - 64, &[0x0F], now)),
+            _ => drop(self.flash.write(REGION, lpn, page, now).unwrap()),
+        }
+    }
+    fn check_run(&self) {
+        let counters = self.flash.region(REGION).counters();
+        assert!(counters.gc_erases > 0, "the run should make GC move pages");
+        if self.keeps_data {
+            assert!(counters.host_write_deltas > 0, "the run should append");
+        }
+    }
+    fn state(&mut self, end: u64) -> Vec<String> {
+        let mut state = vec![
+            format!("{:?}", self.flash.region(REGION).counters()),
+            format!("{:?}", self.flash.device().counters()),
+        ];
+        for lpn in 0..self.logical_pages() {
+            state.push(format!("lpn {lpn} at {:?}", self.flash.region(REGION).mapping(lpn)));
+            if self.keeps_data {
+                let bytes = self.flash.read(REGION, lpn, end).unwrap().map(|r| r.data.to_vec());
+                state.push(format!("lpn {lpn} holds {bytes:?}"));
+            }
+        }
+        state
+    }
+}
+
+impl Target for Box<dyn Ftl> {
+    fn logical_pages(&self) -> u32 {
+        Ftl::logical_pages(self.as_ref())
+    }
+    fn hint(&self, lpn: u32, stage: WriteHint) {
+        self.prefetch_write(lpn, stage);
+    }
+    fn apply(&mut self, op: u32, lpn: u32, page: &[u8], now: u64) {
+        match op {
+            0 => drop(self.trim(lpn, now).unwrap()),
+            _ => drop(self.write(lpn, page, now).unwrap()),
+        }
+    }
+    fn check_run(&self) {
+        assert!(self.counters().gc_erases > 0, "the run should make GC move pages");
+    }
+    fn state(&mut self, end: u64) -> Vec<String> {
+        let mut state = vec![format!("{:?}", self.counters()), format!("{:?}", self.device().counters())];
+        for lpn in 0..Target::logical_pages(self) {
+            let bytes = self.read(lpn, end).unwrap().map(|r| r.data.to_vec());
+            state.push(format!("lpn {lpn} holds {bytes:?}"));
+        }
+        state
+    }
+}
+
+fn region(keeps_data: bool) -> RegionTarget {
+    let spec = RegionSpec { over_provisioning: 0.3, ..RegionSpec::new("r", IpaMode::Slc) };
+    let geometry = append_geometry(CellType::Slc, PAGE as u32);
+    let device = Device::new(Box::new(MemoryStorage::new(geometry, keeps_data)));
+    RegionTarget { flash: Flash::format(device, vec![spec]).unwrap(), keeps_data }
+}
+
+fn page_ftl(keeps_data: bool) -> Box<dyn Ftl> {
+    let geometry = append_geometry(CellType::Slc, PAGE as u32);
+    let config = FtlConfig { over_provisioning: 0.4, ..FtlConfig::new(FtlKind::Page) };
+    ftl::format(Device::new(Box::new(MemoryStorage::new(geometry, keeps_data))), &config).unwrap()
+}
+
+/// Drives `plain` and `hinted` through the same seeded steps, hinting `hinted` at every
+/// stage, and compares what they end with.
+fn run(mut plain: impl Target, mut hinted: impl Target, keeps_data: bool, seed: u64) {
+    let lpns = plain.logical_pages();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut page = vec![0x5A; if keeps_data { PAGE } else { 0 }];
     if keeps_data {
         page[PAGE - 64..].fill(0xFF);
@@ -38,99 +128,38 @@ fn run(keeps_data: bool) {
         // Hints for lpns near the next one, a never-written one and one past the end.
         for stage in WriteHint::STAGES {
             for lpn in [rng.gen_range(0..lpns), lpns, lpns + 7, u32::MAX] {
-                hinted.prefetch_write(REGION, lpn, stage);
+                hinted.hint(lpn, stage);
             }
         }
         let lpn = rng.gen_range(0..lpns / 2);
         let op = rng.gen_range(0..10);
-        for flash in [&mut plain, &mut hinted] {
-            match op {
-                0 => drop(flash.trim(REGION, lpn, now).unwrap()),
-                1 if keeps_data => drop(flash.write_delta(REGION, lpn, PAGE - 64, &[0x0F], now)),
-                _ => {
-                    if keeps_data {
-                        page[..8].copy_from_slice(&step.to_le_bytes());
-                    }
-                    flash.write(REGION, lpn, &page, now).unwrap();
-                }
-            }
-        }
-    }
-    assert!(plain.region(REGION).counters().gc_erases > 0, "the run should make GC move pages");
-    if keeps_data {
-        assert!(plain.region(REGION).counters().host_write_deltas > 0, "the run should append");
-    }
-    assert_eq!(plain.region(REGION).counters(), hinted.region(REGION).counters());
-    assert_eq!(plain.device().counters(), hinted.device().counters());
-    let end = 4_000 * 1_000;
-    for lpn in 0..lpns {
-        assert_eq!(plain.region(REGION).mapping(lpn), hinted.region(REGION).mapping(lpn), "lpn {lpn}");
         if keeps_data {
-            let a = plain.read(REGION, lpn, end).unwrap().map(|r| r.data.to_vec());
-            let b = hinted.read(REGION, lpn, end).unwrap().map(|r| r.data.to_vec());
-            assert_eq!(a, b, "lpn {lpn}");
+            page[..8].copy_from_slice(&step.to_le_bytes());
         }
+        plain.apply(op, lpn, &page, now);
+        hinted.apply(op, lpn, &page, now);
     }
+    plain.check_run();
+    let end = 4_000 * 1_000;
+    assert_eq!(plain.state(end), hinted.state(end));
 }
 
 #[test]
 fn hints_change_nothing_with_page_bytes() {
-    run(true);
+    run(region(true), region(true), true, 23);
 }
 
 #[test]
 fn hints_change_nothing_without_page_bytes() {
-    run(false);
-}
-
-fn page_ftl(keeps_data: bool) -> Box<dyn Ftl> {
-    let geometry = append_geometry(CellType::Slc, PAGE as u32);
-    let config = FtlConfig { over_provisioning: 0.4, ..FtlConfig::new(FtlKind::Page) };
-    ftl::format(Device::new(Box::new(MemoryStorage::new(geometry, keeps_data))), &config).unwrap()
-}
-
-fn run_page_ftl(keeps_data: bool) {
-    let (mut plain, mut hinted) = (page_ftl(keeps_data), page_ftl(keeps_data));
-    let lpns = plain.logical_pages();
-    let mut rng = ChaCha8Rng::seed_from_u64(29);
-    let mut page = vec![0x5A; if keeps_data { PAGE } else { 0 }];
-    for step in 0..4_000u64 {
-        let now = step * 1_000;
-        for stage in WriteHint::STAGES {
-            for lpn in [rng.gen_range(0..lpns), lpns, lpns + 7, u32::MAX] {
-                hinted.prefetch_write(lpn, stage);
-            }
-        }
-        let lpn = rng.gen_range(0..lpns / 2);
-        let trim = rng.gen_range(0..10) == 0;
-        for ftl in [&mut plain, &mut hinted] {
-            if trim {
-                ftl.trim(lpn, now).unwrap();
-            } else {
-                if keeps_data {
-                    page[..8].copy_from_slice(&step.to_le_bytes());
-                }
-                ftl.write(lpn, &page, now).unwrap();
-            }
-        }
-    }
-    assert!(plain.counters().gc_erases > 0, "the run should make GC move pages");
-    assert_eq!(plain.counters(), hinted.counters());
-    assert_eq!(plain.device().counters(), hinted.device().counters());
-    let end = 4_000 * 1_000;
-    for lpn in 0..lpns {
-        let a = plain.read(lpn, end).unwrap().map(|r| r.data.to_vec());
-        let b = hinted.read(lpn, end).unwrap().map(|r| r.data.to_vec());
-        assert_eq!(a, b, "lpn {lpn}");
-    }
+    run(region(false), region(false), false, 23);
 }
 
 #[test]
 fn page_ftl_hints_change_nothing_with_page_bytes() {
-    run_page_ftl(true);
+    run(page_ftl(true), page_ftl(true), true, 29);
 }
 
 #[test]
 fn page_ftl_hints_change_nothing_without_page_bytes() {
-    run_page_ftl(false);
+    run(page_ftl(false), page_ftl(false), false, 29);
 }
