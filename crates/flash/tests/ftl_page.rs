@@ -415,20 +415,22 @@ fn dftl_small_cmt_on_a_small_device_runs_through_uniform_random_writes() {
     }
 }
 
-/// Regression: GC wrote a victim's batch of translation pages on the victim's chip, one
-/// per translation page its moved pages touch: nearly a block per victim under uniform
-/// writes, more than the chip had left, and the run stopped with "no chip can take
-/// another page even after GC" (as `ftl-bench --ftl dftl --device paper-emulator
-/// --over-provisioning 0.1 --blocks-per-chip 128 --page-bytes 2048 --seed 7` did). The
-/// batch now goes to the victim's chip while it has more than its last free block, then
-/// to the other chips, and only then takes that last block (a single chip has no other).
+/// Regression: GC wrote a victim's batch of translation pages (one per translation page
+/// its moved pages touch: nearly a block per victim under uniform writes) before erasing
+/// it, when no GC could make room, and the run stopped with "no chip can take another
+/// page even after GC" once every chip was down to its last free block (as
+/// `ftl-bench --ftl dftl --device paper-emulator --over-provisioning 0.1 --seed 7` did).
+/// The batch is now written when GC is over, and those writes may collect in turn. What
+/// every lpn reads must match a model throughout, since until then a moved lpn's mapping
+/// is in neither the CMT nor its translation page.
 #[test]
-fn dftl_gc_batch_updates_spill_to_other_chips() {
+fn dftl_gc_batch_updates_never_run_out_of_room() {
     // (chips, blocks per chip, page bytes, CMT entries)
-    // The first case ran out of room before the spill; the single-chip ones ran out when
-    // the spill kept the chip's last block from the batch.
+    // The first case failed with the batch on the victim's chip only, the next three
+    // with it spilling to other chips but never taking the last block, the last one
+    // with every placement during the collection.
     for (chips, blocks_per_chip, page_bytes, cmt) in
-        [(16, 128, 2048, 4096), (1, 64, 512, 64), (1, 64, 2048, 64), (1, 128, 2048, 1024)]
+        [(16, 128, 2048, 4096), (1, 64, 512, 64), (1, 64, 2048, 64), (1, 128, 2048, 1024), (1, 512, 512, 4096)]
     {
         let g = Geometry {
             channels: chips.min(8),
@@ -449,19 +451,31 @@ fn dftl_gc_batch_updates_spill_to_other_chips() {
         let lpns = ftl.logical_pages();
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut now = 0;
-        let case = format!("{chips} chips of {blocks_per_chip} blocks, CMT {cmt}");
+        let case = format!("{chips} chips of {blocks_per_chip} blocks of {page_bytes} B, CMT {cmt}");
+        let mut model: Vec<u8> = (0..lpns).map(|lpn| lpn as u8).collect();
         for lpn in 0..lpns {
             now += 1_000;
-            ftl.write(lpn, &vec![lpn as u8; page_bytes as usize], now).unwrap();
+            ftl.write(lpn, &vec![model[lpn as usize]; page_bytes as usize], now).unwrap();
         }
+        let expect = |model: &[u8], lpn: u32| Some(vec![model[lpn as usize]; page_bytes as usize]);
         for i in 0..lpns.max(8_000) {
             let lpn = rng.gen_range(0..lpns);
             now += 1_000;
+            if i % 4 == 3 {
+                let got = ftl.read(lpn, now).unwrap_or_else(|e| panic!("{case}: read {i} of lpn {lpn}: {e}"));
+                assert_eq!(got.map(|r| r.data.to_vec()), expect(&model, lpn), "{case}: read {i} of lpn {lpn}");
+                continue;
+            }
+            model[lpn as usize] = i as u8;
             let page = vec![i as u8; page_bytes as usize];
             ftl.write(lpn, &page, now).unwrap_or_else(|e| panic!("{case}: write {i} of lpn {lpn}: {e}"));
         }
         let k = ftl.counters();
         assert!(k.gc_erases > 0 && k.translation_writes > 0, "{case}: {k:?}");
+        for lpn in 0..lpns {
+            let got = ftl.read(lpn, now).unwrap().map(|r| r.data.to_vec());
+            assert_eq!(got, expect(&model, lpn), "{case}: lpn {lpn} at the end");
+        }
     }
 }
 

@@ -14,14 +14,17 @@
 //!   `translation_reads` + `translation_writes`), folding in every dirty cached entry
 //!   of that page, which become clean.
 //! - GC of a data block: moved lpns that are cached are updated in the CMT (dirty);
-//!   the rest are grouped per translation page and each page is rewritten once before
-//!   the victim is erased (DFTL's batch update). GC of a translation page moves it
-//!   and updates the GTD.
+//!   the rest are grouped per translation page (`pending`) and each page is rewritten
+//!   once when GC is over (DFTL's batch update, [`Remap::settle`]), on the chip GC ran
+//!   on, before the host operation that ran GC goes on. Not before the victim's erase:
+//!   the batch is up to a block's worth of pages, and during a collection no GC may
+//!   make room for it (on a full device every chip would be down to the free block its
+//!   own GC needs). GC of a translation page moves it and updates the GTD.
 //!
-//! Invariant: the mapping of `lpn` is its CMT entry if cached, else the entry in the
-//! GTD's translation page (unmapped if the GTD has none); and it is always the lpn's
-//! newest whole data page on flash by (seq, gen) (NONE if that is a tombstone or there
-//! is none) — the same invariant as the page FTL.
+//! Invariant: the mapping of `lpn` is its CMT entry if cached, else its newest pending
+//! GC move if any, else the entry in the GTD's translation page (unmapped if the GTD
+//! has none); and it is always the lpn's newest whole data page on flash by (seq, gen)
+//! (NONE if that is a tombstone or there is none) — the same invariant as the page FTL.
 //!
 //! Rebuild after a power cut ([`Dftl::open`]): the OOB scan of the page store is
 //! authoritative for data (newest whole data page or tombstone per lpn, exactly as for
@@ -60,7 +63,8 @@ struct Map {
     dirty: BTreeSet<u32>,
     clock: u64,
     gtd: Vec<u32>,
-    /// GC moves of uncached lpns, per translation page, written by `settle`.
+    /// GC moves of uncached lpns (lpn, ppn), oldest first, per translation page, not
+    /// yet in it: written by `settle` or the page's next write, whichever is first.
     pending: BTreeMap<u32, Vec<(u32, u32)>>,
     /// During `open` only: the scanned map, and the translation pages that disagree.
     recovered: Option<Vec<u32>>,
@@ -96,6 +100,12 @@ impl Map {
             ))),
             None => Ok(entries),
         }
+    }
+
+    /// The newest GC move of `lpn` not yet written to its translation page `t`.
+    fn pending_move(&self, t: u32, lpn: u32) -> Option<u32> {
+        let moves = self.pending.get(&t)?;
+        moves.iter().rev().find(|m| m.0 == lpn).map(|m| m.1)
     }
 
     /// Points the cached entry of `lpn` at `ppn` (dirty) and kills the page it named.
@@ -145,27 +155,36 @@ impl Remap for Map {
         }
     }
 
-    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, mut now: SimTime) -> Result<SimTime, Error> {
-        for (t, updates) in std::mem::take(&mut self.pending) {
-            now = write_translation(self, log, dev, t, &updates, now)?;
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, mut now: SimTime) -> Result<SimTime, Error> {
+        // One pass in page order. GC that these writes start adds moves; those to pages
+        // behind the pass wait for the next settle. Draining them here instead need not
+        // end: under uniform writes a collection's batch is nearly what it reclaims.
+        let mut next = 0;
+        while let Some(&t) = self.pending.range(next..).next().map(|(t, _)| t) {
+            now = write_translation(self, log, dev, t, Some(chip), now)?;
+            next = t + 1;
         }
         Ok(now)
     }
 }
 
 /// Writes a new copy of translation page `t`: the current copy (read from flash) with
-/// `updates` and every dirty cached entry of the page applied; those entries become
-/// clean. The page is allocated first, so GC that allocation runs is reflected in what
-/// is written. Returns when the program ends.
+/// its pending GC moves and then every dirty cached entry of the page applied; those
+/// become written and clean. The page is allocated first, so GC that allocation runs
+/// is reflected in what is written; on chip `near` if it has room, else striped.
+/// Returns when the program ends.
 fn write_translation(
     map: &mut Map,
     log: &mut PageLog,
     dev: &mut Device,
     t: u32,
-    updates: &[(u32, u32)],
+    near: Option<usize>,
     now: SimTime,
 ) -> Result<SimTime, Error> {
-    let (ppn, mut ready) = log.allocate(dev, map, Stream::Translation, None, now)?;
+    let (ppn, mut ready) = match near {
+        Some(chip) => log.allocate_near(dev, map, Stream::Translation, chip, now)?,
+        None => log.allocate(dev, map, Stream::Translation, None, now)?,
+    };
     let entries = match map.recovered_entries(t) {
         Some(entries) => entries,
         None => {
@@ -180,7 +199,7 @@ fn write_translation(
                 entries.map_err(|e| log.poison(e))?
             };
             let base = t * map.per_page;
-            for &(lpn, p) in updates {
+            for (lpn, p) in map.pending.remove(&t).unwrap_or_default() {
                 entries[(lpn - base) as usize] = p;
             }
             let end = base + map.per_page;
@@ -273,7 +292,7 @@ impl Dftl {
                 return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
             }
             budget -= 1;
-            done = write_translation(&mut map, &mut log, &mut dev, t, &[], done)?;
+            done = write_translation(&mut map, &mut log, &mut dev, t, None, done)?;
         }
         map.recovered = None;
         log.counters = Default::default();
@@ -318,13 +337,14 @@ impl Dftl {
             let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
             if self.map.dirty.contains(&victim) {
                 let tvpn = self.map.tvpn(victim);
-                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, &[], t)?;
+                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, None, t)?;
             }
             self.map.lru.remove(&stamp);
             self.map.cmt.remove(&victim);
         }
         let tvpn = self.map.tvpn(lpn);
         let ppn = match self.map.gtd[tvpn as usize] {
+            _ if let Some(moved) = self.map.pending_move(tvpn, lpn) => moved,
             NONE => NONE,
             tp => {
                 let read = self.log.read(&mut self.dev, Ppn(tp), t)?;

@@ -202,7 +202,7 @@ impl Remap for State {
         }
     }
 
-    fn settle(&mut self, _: &mut PageLog, _: &mut Device, now: SimTime) -> Result<SimTime, Error> {
+    fn settle(&mut self, _: &mut PageLog, _: &mut Device, _: usize, now: SimTime) -> Result<SimTime, Error> {
         Ok(now)
     }
 

@@ -54,9 +54,11 @@
 //!   the host operation, and always before any erase, so a queued page is never a later
 //!   incarnation of itself. Tombstones, remap records and NoLgn end pages are killed
 //!   but keep their bytes: rebuilds read them whole even when dead;
-//! - GC copies a victim's live pages (copyback, same seq, gen + 1), lets the map owner
-//!   make the moves durable ([`Remap::settle`]), and only then erases the victim.
-//!   Programs are durable when they return (no volatile cache).
+//! - GC copies a victim's live pages (copyback, same seq, gen + 1), erases the victim,
+//!   and once the collection (or the run of collections a foreground GC makes) is over,
+//!   lets the map owner write what the moves changed where its map lives on flash
+//!   ([`Remap::settle`]). A power cut in between loses nothing: the rebuild takes data
+//!   from the pages' OOB. Programs are durable when they return (no volatile cache).
 //!
 //! Fault model: power may fail at any program, copyback or erase (`nand::FaultyStorage`).
 //! A torn program fails a CRC and is ignored by the scan, so the lpn falls back to its
@@ -270,10 +272,14 @@ pub(crate) trait Remap {
     /// GC moved the live data, translation or remap-record page `owner` from `src` to
     /// `dst`.
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
-    /// Called after a victim's live pages moved and before it is erased: make the moves
-    /// durable where the map lives on flash. May write pages, taken with
-    /// [`PageLog::allocate`] on no chip in particular (no GC runs).
-    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, now: SimTime) -> Result<SimTime, Error>;
+    /// Called once GC on `chip` is over (its victims erased, no collection running):
+    /// write what the moves changed where the map lives on flash (DFTL's batch update),
+    /// best on that chip ([`PageLog::allocate_near`]). Those writes may start GC again;
+    /// the store does not call `settle` within `settle`, so that GC's moves are this
+    /// call's to write or to leave for the next. Writing them during a collection
+    /// instead would let a batch outgrow the victim's free blocks with no GC allowed to
+    /// make more.
+    fn settle(&mut self, log: &mut PageLog, dev: &mut Device, chip: usize, now: SimTime) -> Result<SimTime, Error>;
     /// Whether GC must pass over `block` (NoLgn-FTL's lock bit: the block holds an old
     /// version a transaction may still roll back to).
     fn locked(&self, _block: u32) -> bool {
@@ -361,9 +367,11 @@ pub(crate) struct PageLog {
     chip_live: Vec<u32>,
     /// Scratch list of the chips an allocation tries, kept so allocating needs no heap.
     order: Vec<usize>,
-    /// The chip whose victim is being collected, if any: allocation then runs no GC of
-    /// its own, and only that chip's GC may take its last free block.
-    collecting: Option<usize>,
+    /// A victim is being collected: the only allocations are its moves, which run no
+    /// GC of their own and may take the chip's last free block.
+    collecting: bool,
+    /// [`Remap::settle`] is running: GC its writes start leaves its moves to it.
+    settling: bool,
     poisoned: bool,
     /// The FTL's counters: the store keeps the host, flash and GC counts, the FTL adds
     /// its own (remaps, translation pages, transaction copies). A GC copyback counts as
@@ -450,7 +458,8 @@ impl PageLog {
             next_seq: 1,
             round_robin: [0; 3],
             chip_live: vec![0; geometry.chips() as usize],
-            collecting: None,
+            collecting: false,
+            settling: false,
             poisoned: false,
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
@@ -780,21 +789,30 @@ impl PageLog {
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let page = match (chip, self.collecting) {
-            (Some(c), _) => self.page_on(dev, remap, c, stream, false, now)?,
-            (None, None) => self.striped(dev, remap, stream, now)?,
-            // A write GC makes on the map's behalf while it collects a victim (DFTL's
-            // batch update of translation pages, up to a block's worth): on the
-            // collecting chip while it has more than its last free block, else on any
-            // chip that has, and only then that last block, which the chip's own moves
-            // might still need (a single chip has no other).
-            (None, Some(c)) => match self.page_on(dev, remap, c, stream, false, now)? {
-                Some(page) => Some(page),
-                None => match self.striped(dev, remap, stream, now)? {
-                    Some(page) => Some(page),
-                    None => self.page_on(dev, remap, c, stream, true, now)?,
-                },
-            },
+        let page = match chip {
+            Some(c) => self.page_on(dev, remap, c, stream, now)?,
+            None => self.striped(dev, remap, stream, now)?,
+        };
+        page.ok_or_else(|| Error::RegionFull { region: format!("{} FTL", self.name) })
+    }
+
+    /// [`PageLog::allocate`] on `chip` if it has room (after foreground GC), else on the
+    /// first chip of the striping order that has. DFTL's batch update goes to the chip
+    /// GC ran on: its translation pages go stale fast, so that chip's next victims come
+    /// cheap, where the same pages striped over every chip cost three times the GC
+    /// (`ftl-bench --ftl dftl --blocks-per-chip 1024 --over-provisioning 0.2`).
+    pub fn allocate_near<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        stream: Stream,
+        chip: usize,
+        now: SimTime,
+    ) -> Result<(Ppn, SimTime), Error> {
+        self.check_usable()?;
+        let page = match self.page_on(dev, remap, chip, stream, now)? {
+            Some(page) => Some(page),
+            None => self.striped(dev, remap, stream, now)?,
         };
         page.ok_or_else(|| Error::RegionFull { region: format!("{} FTL", self.name) })
     }
@@ -813,7 +831,7 @@ impl PageLog {
         self.striping_order(stream, &mut order);
         let mut result = Ok(None);
         for &c in &order {
-            result = self.page_on(dev, remap, c, stream, false, now);
+            result = self.page_on(dev, remap, c, stream, now);
             if let Ok(Some(_)) = result {
                 self.round_robin[stream as usize] = (c + 1) % self.chips.len();
             }
@@ -846,35 +864,37 @@ impl PageLog {
         order.extend(round.filter(near_full));
     }
 
-    /// `last_block`: any stream may take the last free block of the chip being
-    /// collected (see [`PageLog::allocate`]); otherwise only its GC moves may.
+    /// The next page of `stream` on `chip`, after foreground GC if the stream needs a
+    /// new block and the chip is low on free ones.
     fn page_on<R: Remap>(
         &mut self,
         dev: &mut Device,
         remap: &mut R,
         chip: usize,
         stream: Stream,
-        last_block: bool,
         now: SimTime,
     ) -> Result<Option<(Ppn, SimTime)>, Error> {
         let s = stream as usize;
         let mut ready = now;
-        if self.chips[chip].open[s].is_none() && self.collecting.is_none() {
+        if self.chips[chip].open[s].is_none() && !self.collecting {
+            let mut collected = false;
             // Bounded: a collection that frees nothing net cannot loop forever.
             for _ in 0..self.geometry.blocks_per_chip {
                 if self.chips[chip].free.len() > self.gc.foreground_free_blocks as usize {
                     break;
                 }
                 match self.collect(dev, remap, chip, ready)? {
-                    Some(end) => ready = end,
+                    Some(end) => (ready, collected) = (end, true),
                     None => break,
                 }
+            }
+            if collected {
+                ready = self.settle(dev, remap, chip, ready)?;
             }
         }
         if self.chips[chip].open[s].is_none() {
             // A chip's last free block is kept for its own GC to move pages into.
-            let may_take_last = stream == Stream::Gc || last_block;
-            let reserve = if self.collecting == Some(chip) && may_take_last { 0 } else { 1 };
+            let reserve = if self.collecting && stream == Stream::Gc { 0 } else { 1 };
             if self.chips[chip].free.len() <= reserve {
                 return Ok(None);
             }
@@ -1057,10 +1077,30 @@ impl PageLog {
         chip: usize,
         now: SimTime,
     ) -> Result<(), Error> {
-        if self.collecting.is_none() && self.chips[chip].free.len() < self.gc.background_free_blocks as usize {
-            self.collect(dev, remap, chip, now)?;
+        if !self.collecting && self.chips[chip].free.len() < self.gc.background_free_blocks as usize {
+            if let Some(end) = self.collect(dev, remap, chip, now)? {
+                self.settle(dev, remap, chip, end)?;
+            }
         }
         Ok(())
+    }
+
+    /// Lets the map owner write what GC moved ([`Remap::settle`]), unless it is doing
+    /// so already (this GC ran for one of its writes).
+    fn settle<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        chip: usize,
+        now: SimTime,
+    ) -> Result<SimTime, Error> {
+        if self.settling {
+            return Ok(now);
+        }
+        self.settling = true;
+        let result = remap.settle(self, dev, chip, now);
+        self.settling = false;
+        result.map_err(|e| self.poison(e))
     }
 
     /// Collects one victim on `chip` chosen by the configured policy; returns when its
@@ -1088,9 +1128,9 @@ impl PageLog {
             self.counters.gc_lock_migrations += blocks[second].valid.saturating_sub(blocks[victim].valid) as u64;
             victim = second;
         }
-        self.collecting = Some(chip);
+        self.collecting = true;
         let result = self.collect_block(dev, remap, chip, (chip * bpc + victim) as u32, now);
-        self.collecting = None;
+        self.collecting = false;
         result.map(Some).map_err(|e| self.poison(e))
     }
 
@@ -1110,7 +1150,7 @@ impl PageLog {
     }
 
     /// Moves a block's live pages to the chip's GC block (each operation after the
-    /// previous one ends), lets the map owner settle, then erases the block.
+    /// previous one ends), then erases the block.
     fn collect_block<R: Remap>(
         &mut self,
         dev: &mut Device,
@@ -1175,7 +1215,6 @@ impl PageLog {
             let dst_block = self.geometry.block_of(dst).0 as usize;
             self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));
         }
-        t = remap.settle(self, dev, t)?;
         self.discard_retired(dev)?;
         let timing = dev.erase(block, t)?;
         let ppb = self.geometry.pages_per_block as usize;
