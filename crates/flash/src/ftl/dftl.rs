@@ -15,11 +15,14 @@
 //!   of that page, which become clean.
 //! - GC of a data block: moved lpns that are cached are updated in the CMT (dirty);
 //!   the rest are grouped per translation page (`pending`) and each page is rewritten
-//!   once when GC is over (DFTL's batch update, [`Remap::settle`]), on the chip GC ran
-//!   on, before the host operation that ran GC goes on. Not before the victim's erase:
-//!   the batch is up to a block's worth of pages, and during a collection no GC may
-//!   make room for it (on a full device every chip would be down to the free block its
-//!   own GC needs). GC of a translation page moves it and updates the GTD.
+//!   once when GC is over (DFTL's batch update, [`Remap::settle`]: after a foreground
+//!   GC before the host write goes on, after a background one at the end of the host
+//!   operation), on the chip GC ran on while it has room, else striped. Moves made by
+//!   GC that the batch's own writes start, to pages the batch has passed, wait for the
+//!   next one. Not before the victim's erase: the batch is up to a block's worth of
+//!   pages, and during a collection no GC may make room for it (on a full device every
+//!   chip would be down to the free block its own GC needs). GC of a translation page
+//!   moves it and updates the GTD.
 //!
 //! Invariant: the mapping of `lpn` is its CMT entry if cached, else its newest pending
 //! GC move if any, else the entry in the GTD's translation page (unmapped if the GTD
@@ -324,8 +327,8 @@ impl Dftl {
     }
 
     /// The lpn's mapping, cached in the CMT (most recently used) when this returns;
-    /// a miss may evict (writing a translation page) and read one. Returns the
-    /// mapping and when it is known.
+    /// a miss may evict (writing a translation page) and read one, unless a pending GC
+    /// move answers it. Returns the mapping and when it is known.
     fn lookup(&mut self, lpn: u32, now: SimTime) -> Result<(u32, SimTime), Error> {
         if let Some(c) = self.map.cmt.get(&lpn) {
             let ppn = c.ppn;
@@ -343,10 +346,11 @@ impl Dftl {
             self.map.cmt.remove(&victim);
         }
         let tvpn = self.map.tvpn(lpn);
-        let ppn = match self.map.gtd[tvpn as usize] {
-            _ if let Some(moved) = self.map.pending_move(tvpn, lpn) => moved,
-            NONE => NONE,
-            tp => {
+        let pending = self.map.pending_move(tvpn, lpn);
+        let ppn = match (pending, self.map.gtd[tvpn as usize]) {
+            (Some(moved), _) => moved,
+            (None, NONE) => NONE,
+            (None, tp) => {
                 let read = self.log.read(&mut self.dev, Ppn(tp), t)?;
                 t = read.timing.end_ns;
                 let decoded = self.map.decode(tvpn, read.data);

@@ -82,7 +82,8 @@ pub struct FtlConfig {
     /// random log blocks).
     pub log_blocks: u32,
     /// Page and DFTL: GC victim policy and free-block thresholds per chip (foreground
-    /// at least 2: a victim may need a GC block and a translation block).
+    /// at least 2: a victim's moves may need a new GC block, and the writes after the
+    /// collection another).
     #[serde(default)]
     pub gc: GcConfig,
     /// NoLgn-FTL: entries of the P2P table (pages of open transactions) in controller

@@ -51,7 +51,8 @@
 //! - a page [`PageLog::retire`]d (dead for good: a newer whole copy of its lpn or
 //!   translation page, or a durable trim, supersedes it, so no rebuild reads it) has its
 //!   payload discarded on the device ([`nand::Device::discard_payload`]) at the end of
-//!   the host operation, and always before any erase, so a queued page is never a later
+//!   the host operation (of the next one, for pages retired by background GC's
+//!   [`Remap::settle`]), and always before any erase, so a queued page is never a later
 //!   incarnation of itself. Tombstones, remap records and NoLgn end pages are killed
 //!   but keep their bytes: rebuilds read them whole even when dead;
 //! - GC copies a victim's live pages (copyback, same seq, gen + 1), erases the victim,
@@ -413,7 +414,7 @@ impl PageLog {
         }
         if gc.foreground_free_blocks < 2 || gc.background_free_blocks < gc.foreground_free_blocks {
             return Err(Error::Config(format!(
-                "{name} FTL: GC thresholds foreground {} / background {} free blocks: foreground must be at least 2 (a victim may need a GC block and a block for the map's pages) and background at least foreground",
+                "{name} FTL: GC thresholds foreground {} / background {} free blocks: foreground must be at least 2 (a victim's moves may need a new GC block, and the writes after the collection another) and background at least foreground",
                 gc.foreground_free_blocks, gc.background_free_blocks
             )));
         }
@@ -778,8 +779,9 @@ impl PageLog {
     // ---- writes -----------------------------------------------------------------------
 
     /// Takes the next page of `stream`, on `chip` or round-robin over the chips.
-    /// Outside GC this may first collect on the chip (foreground GC); the page is ready
-    /// when that GC has finished, the returned time.
+    /// Outside GC this may first collect on the chip (foreground GC), then let the map
+    /// owner write what GC moved ([`Remap::settle`]); the page is ready when both have
+    /// finished, the returned time.
     pub fn allocate<R: Remap>(
         &mut self,
         dev: &mut Device,
@@ -864,8 +866,9 @@ impl PageLog {
         order.extend(round.filter(near_full));
     }
 
-    /// The next page of `stream` on `chip`, after foreground GC if the stream needs a
-    /// new block and the chip is low on free ones.
+    /// The next page of `stream` on `chip`, after foreground GC (and the map owner's
+    /// [`Remap::settle`]) if the stream needs a new block and the chip is low on free
+    /// ones.
     fn page_on<R: Remap>(
         &mut self,
         dev: &mut Device,
@@ -1069,7 +1072,8 @@ impl PageLog {
     // ---- garbage collection -----------------------------------------------------------
 
     /// After a host operation on `chip` (at `now`, its completion): one background
-    /// collection if the chip runs low on free blocks.
+    /// collection if the chip runs low on free blocks, then the map owner's
+    /// [`Remap::settle`].
     pub fn background_gc<R: Remap>(
         &mut self,
         dev: &mut Device,
@@ -1097,10 +1101,12 @@ impl PageLog {
         if self.settling {
             return Ok(now);
         }
+        // Not poisoned on error: device errors poisoned the store where they happened,
+        // and a write that found no room leaves its moves pending, the map whole.
         self.settling = true;
         let result = remap.settle(self, dev, chip, now);
         self.settling = false;
-        result.map_err(|e| self.poison(e))
+        result
     }
 
     /// Collects one victim on `chip` chosen by the configured policy; returns when its
