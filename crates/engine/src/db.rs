@@ -696,6 +696,29 @@ impl Database {
         self.scan_rows(t.0, index, lo, hi, usize::MAX)
     }
 
+    /// Visits every row of table `t`, in storage order, decoding one at a time: a check
+    /// or an export over a large table need not hold it in memory as [`Database::scan`]
+    /// does.
+    pub fn for_each_row(&mut self, tx: &Transaction, t: TableId, mut visit: impl FnMut(&[Value])) -> Result<()> {
+        self.enter(tx)?;
+        let table = &self.catalog.tables[t.0];
+        let mut bad = None;
+        heap::scan(&mut pages!(self), &table.space, |_, bytes| match types::decode_row(&table.columns, bytes) {
+            Ok(row) => {
+                visit(&row);
+                true
+            }
+            Err(m) => {
+                bad = Some(m);
+                false
+            }
+        })?;
+        match bad {
+            Some(m) => Err(Error::Corrupt(format!("table {}: {m}", table.name))),
+            None => Ok(()),
+        }
+    }
+
     /// Rows of table `t` whose key in its index `index` lies in [`lo`, `hi`] (bounds are
     /// prefixes of the index columns, as in [`Database::scan`]), in key order, at most
     /// `limit` of them.

@@ -335,3 +335,30 @@ fn update_columns_gives_the_rows_of_update_with() {
     assert!(err.contains("cannot add 5 to NULL"), "{err}");
     db.abort(tx).unwrap();
 }
+
+/// `for_each_row` visits each live row once, decoded as `scan` returns it (storage
+/// order, not key order).
+#[test]
+fn for_each_row_visits_the_rows_a_scan_returns() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(SCHEMA).unwrap();
+    for i in 0..300 {
+        one(&mut db, &format!("INSERT INTO account VALUES ({i}, {}, {i}.25, 'name {i}')", i % 5));
+    }
+    one(&mut db, "DELETE FROM account WHERE id BETWEEN 100 AND 149");
+    one(&mut db, "UPDATE account SET name = 'a longer name than before' WHERE id = 7");
+    let t = db.table_id("account").unwrap();
+    let tx = db.begin();
+    let mut visited = Vec::new();
+    db.for_each_row(&tx, t, |row| visited.push(row.to_vec())).unwrap();
+    let mut scanned = db.scan(&tx, t, &[], &[]).unwrap();
+    db.commit(tx).unwrap();
+    let id = |r: &Vec<Value>| match r[0] {
+        Value::Int(id) => id,
+        _ => panic!("id not an INT: {r:?}"),
+    };
+    visited.sort_by_key(id);
+    scanned.sort_by_key(id);
+    assert_eq!(visited.len(), 250);
+    assert_eq!(visited, scanned);
+}

@@ -309,26 +309,32 @@ impl Workload for Tatp {
     fn check(&mut self, db: &mut Database) -> Result<(), String> {
         let t = self.ids(db)?;
         let tx = db.begin();
-        let subscribers = db.scan(&tx, t[SUBSCRIBER], &[], &[]).map_err(e)?.len() as i64;
+        // One row at a time: only what the checks keep (a set and a count per
+        // subscriber) is in memory, not the tables.
+        let mut subscribers = 0;
+        db.for_each_row(&tx, t[SUBSCRIBER], |_| subscribers += 1).map_err(e)?;
         if subscribers != self.subscribers {
             return Err(format!("{subscribers} subscribers, loaded {}", self.subscribers));
         }
-        let facilities: std::collections::HashSet<(i64, i64)> =
-            db.scan(&tx, t[SPECIAL_FACILITY], &[], &[]).map_err(e)?.iter().map(|r| (int(&r[0]), int(&r[1]))).collect();
-        for c in db.scan(&tx, t[CALL_FORWARDING], &[], &[]).map_err(e)? {
-            if !facilities.contains(&(int(&c[0]), int(&c[1]))) {
-                return Err(format!(
-                    "call_forwarding ({}, {}, {}) has no special_facility",
-                    int(&c[0]),
-                    int(&c[1]),
-                    int(&c[2])
-                ));
+        let mut facilities = std::collections::HashSet::new();
+        db.for_each_row(&tx, t[SPECIAL_FACILITY], |r| {
+            facilities.insert((int(&r[0]), int(&r[1])));
+        })
+        .map_err(e)?;
+        // The first orphan in key order, as a scan would meet it.
+        let mut orphan: Option<(i64, i64, i64)> = None;
+        db.for_each_row(&tx, t[CALL_FORWARDING], |c| {
+            let key = (int(&c[0]), int(&c[1]), int(&c[2]));
+            if !facilities.contains(&(key.0, key.1)) && orphan.is_none_or(|o| key < o) {
+                orphan = Some(key);
             }
+        })
+        .map_err(e)?;
+        if let Some((s, f, start)) = orphan {
+            return Err(format!("call_forwarding ({s}, {f}, {start}) has no special_facility"));
         }
         let mut per: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
-        for a in db.scan(&tx, t[ACCESS_INFO], &[], &[]).map_err(e)? {
-            *per.entry(int(&a[0])).or_default() += 1;
-        }
+        db.for_each_row(&tx, t[ACCESS_INFO], |a| *per.entry(int(&a[0])).or_default() += 1).map_err(e)?;
         if per.len() as i64 != self.subscribers || per.values().any(|&n| !(1..=4).contains(&n)) {
             return Err("access_info: a subscriber without 1 to 4 rows".into());
         }

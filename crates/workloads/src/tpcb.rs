@@ -183,22 +183,20 @@ impl Workload for Tpcb {
     }
 
     fn check(&mut self, db: &mut Database) -> Result<(), String> {
-        let sum = |db: &mut Database, q: &str, col: usize| -> Result<i64, String> {
-            let r = db.execute(q).map_err(e)?;
-            let Some(engine::QueryResult::Rows { rows, .. }) = r.into_iter().next() else {
-                return Err("no rows".into());
-            };
-            Ok(rows.iter().map(|r| int(&r[col])).sum())
+        let [branch, teller, account, history] = self.tables(db)?;
+        // One row at a time: the account and history tables need not fit in memory.
+        let sum = |db: &mut Database, t: TableId, col: usize| -> Result<i64, String> {
+            let tx = db.begin();
+            let mut sum = 0;
+            db.for_each_row(&tx, t, |r| sum += int(&r[col])).map_err(e)?;
+            db.commit(tx).map_err(e)?;
+            Ok(sum)
         };
-        let history = sum(db, "SELECT h_delta FROM history", 0)?;
-        for (table, q) in [
-            ("account", "SELECT a_balance FROM account"),
-            ("teller", "SELECT t_balance FROM teller"),
-            ("branch", "SELECT b_balance FROM branch"),
-        ] {
-            let s = sum(db, q, 0)?;
-            if s != history {
-                return Err(format!("TPC-B consistency: {table} balances sum to {s}, history deltas to {history}"));
+        let deltas = sum(db, history, 3)?;
+        for (name, t, col) in [("account", account, 2), ("teller", teller, 2), ("branch", branch, 1)] {
+            let s = sum(db, t, col)?;
+            if s != deltas {
+                return Err(format!("TPC-B consistency: {name} balances sum to {s}, history deltas to {deltas}"));
             }
         }
         Ok(())

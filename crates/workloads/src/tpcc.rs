@@ -17,6 +17,7 @@ use engine::Database;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 pub const DISTRICTS: i64 = 10;
 pub const CUSTOMERS: i64 = 3000;
@@ -696,9 +697,26 @@ impl Workload for Tpcc {
         let t = self.tables(db)?;
         let warehouses = Tpcc::all(db, t.warehouse)?;
         let districts = Tpcc::all(db, t.district)?;
-        let orders = Tpcc::all(db, t.orders)?;
-        let new_orders = Tpcc::all(db, t.new_order)?;
-        let lines = Tpcc::all(db, t.order_line)?;
+        // Orders, new orders and order lines are the bulk of the database: one pass each,
+        // folded into per-district sums, so the check holds no table in memory.
+        let mut per: HashMap<(i64, i64), DistrictSums> = HashMap::new();
+        let tx = db.begin();
+        let key = |r: &[Value], dc: usize, wc: usize| (int(&r[wc]), int(&r[dc]));
+        db.for_each_row(&tx, t.orders, |o| {
+            let s = per.entry(key(o, 1, 2)).or_default();
+            s.max_o = s.max_o.max(int(&o[0]));
+            s.ol_cnt += int(&o[6]);
+        })
+        .map_err(e)?;
+        db.for_each_row(&tx, t.new_order, |n| {
+            let s = per.entry(key(n, 1, 2)).or_default();
+            let no = int(&n[0]);
+            s.new_orders = Some(s.new_orders.map_or((no, no), |(lo, hi)| (lo.min(no), hi.max(no))));
+            s.new_order_rows += 1;
+        })
+        .map_err(e)?;
+        db.for_each_row(&tx, t.order_line, |l| per.entry(key(l, 1, 2)).or_default().lines += 1).map_err(e)?;
+        db.commit(tx).map_err(e)?;
         for wh in &warehouses {
             let w = int(&wh[0]);
             let d_ytd: i64 = districts.iter().filter(|d| int(&d[1]) == w).map(|d| int(&d[9])).sum();
@@ -708,33 +726,44 @@ impl Workload for Tpcc {
         }
         for di in &districts {
             let (d, w) = (int(&di[0]), int(&di[1]));
-            let in_district = |r: &&Vec<Value>, dc: usize, wc: usize| int(&r[dc]) == d && int(&r[wc]) == w;
-            let max_o = orders.iter().filter(|o| in_district(o, 1, 2)).map(|o| int(&o[0])).max().unwrap_or(0);
-            let nos: Vec<i64> = new_orders.iter().filter(|n| in_district(n, 1, 2)).map(|n| int(&n[0])).collect();
+            let s = per.get(&(w, d)).copied().unwrap_or_default();
             let next = int(&di[10]);
-            if next - 1 != max_o || nos.iter().max().is_some_and(|&m| m != max_o) {
+            let max_no = s.new_orders.map(|(_, hi)| hi);
+            if next - 1 != s.max_o || max_no.is_some_and(|m| m != s.max_o) {
                 return Err(format!(
-                    "condition 2: district ({w}, {d}) d_next_o_id - 1 = {}, max(o_id) = {max_o}, max(no_o_id) = {:?}",
+                    "condition 2: district ({w}, {d}) d_next_o_id - 1 = {}, max(o_id) = {}, max(no_o_id) = {max_no:?}",
                     next - 1,
-                    nos.iter().max()
+                    s.max_o
                 ));
             }
-            if let (Some(lo), Some(hi)) = (nos.iter().min(), nos.iter().max()) {
-                if hi - lo + 1 != nos.len() as i64 {
+            if let Some((lo, hi)) = s.new_orders {
+                if hi - lo + 1 != s.new_order_rows {
                     return Err(format!(
                         "condition 3: district ({w}, {d}) new orders {lo}..={hi} but {} rows",
-                        nos.len()
+                        s.new_order_rows
                     ));
                 }
             }
-            let ol_cnt: i64 = orders.iter().filter(|o| in_district(o, 1, 2)).map(|o| int(&o[6])).sum();
-            let ol_rows = lines.iter().filter(|l| in_district(l, 1, 2)).count() as i64;
-            if ol_cnt != ol_rows {
+            if s.ol_cnt != s.lines {
                 return Err(format!(
-                    "condition 4: district ({w}, {d}) sum(o_ol_cnt) {ol_cnt} != order lines {ol_rows}"
+                    "condition 4: district ({w}, {d}) sum(o_ol_cnt) {} != order lines {}",
+                    s.ol_cnt, s.lines
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// What the consistency check adds up per district over orders, new orders and lines.
+#[derive(Clone, Copy, Debug, Default)]
+struct DistrictSums {
+    /// The largest o_id (0 without orders).
+    max_o: i64,
+    /// Sum of o_ol_cnt.
+    ol_cnt: i64,
+    /// Smallest and largest no_o_id.
+    new_orders: Option<(i64, i64)>,
+    new_order_rows: i64,
+    lines: i64,
 }

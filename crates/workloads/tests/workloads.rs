@@ -25,6 +25,13 @@ fn run_with_group_commit(
     seconds: f64,
     group_commit_ns: u64,
 ) -> (driver::Metrics, Result<(), String>) {
+    let (mut db, metrics) = run_db(workload, ipa, seconds, group_commit_ns);
+    let check = workload.check(&mut db);
+    (metrics, check)
+}
+
+/// Loads `workload` on a fresh database and runs it; returns the database and metrics.
+fn run_db(workload: &mut dyn Workload, ipa: &str, seconds: f64, group_commit_ns: u64) -> (Database, driver::Metrics) {
     let mut db =
         Database::create(device(), DbOptions { buffer: BufferSize::Pages(2048), ..DbOptions::default() }).unwrap();
     let region = if ipa == "0x0" { "IPA_MODE=none".to_string() } else { format!("IPA_MODE=slc, IPA={ipa}") };
@@ -43,8 +50,58 @@ fn run_with_group_commit(
         max_transactions: None,
     };
     let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| Control::Continue).unwrap();
-    let check = workload.check(&mut db);
-    (metrics, check)
+    (db, metrics)
+}
+
+/// Each consistency check can fail: after a run it passes, and after each change that
+/// breaks one of its conditions it names that condition (the changes are ordered so the
+/// newest breakage is the first the check meets: warehouses, then districts in key
+/// order, each through conditions 2, 3 and 4).
+#[test]
+fn consistency_checks_catch_each_broken_condition() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let tpcc = workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng);
+    type Breakages = &'static [(&'static str, &'static str)];
+    let cases: [(Box<dyn Workload>, Breakages); 3] = [
+        (
+            Box::new(workloads::tpcb::Tpcb::new(1)),
+            &[("UPDATE account SET a_balance = a_balance + 1 WHERE a_id = 7", "account balances sum to")],
+        ),
+        (
+            Box::new(tpcc),
+            &[
+                (
+                    "DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 3 AND ol_o_id = 1 AND ol_number = 1",
+                    "condition 4: district (1, 3)",
+                ),
+                (
+                    "DELETE FROM new_order WHERE no_w_id = 1 AND no_d_id = 2 AND no_o_id = 2500",
+                    "condition 3: district (1, 2)",
+                ),
+                (
+                    "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = 1",
+                    "condition 2: district (1, 1)",
+                ),
+                ("UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1", "condition 1: warehouse 1"),
+            ],
+        ),
+        (
+            Box::new(workloads::tatp::Tatp::new(2_000)),
+            &[
+                ("DELETE FROM access_info WHERE s_id = 5", "access_info: a subscriber without 1 to 4 rows"),
+                ("DELETE FROM subscriber WHERE s_id = 5", "subscribers, loaded"),
+            ],
+        ),
+    ];
+    for (mut workload, breakages) in cases {
+        let (mut db, _) = run_db(workload.as_mut(), "0x0", 0.3, 0);
+        assert_eq!(workload.check(&mut db), Ok(()), "{}: before", workload.name());
+        for (breakage, message) in breakages {
+            db.execute(breakage).unwrap();
+            let err = workload.check(&mut db).unwrap_err();
+            assert!(err.contains(message), "{breakage}: {err}");
+        }
+    }
 }
 
 #[test]
