@@ -687,38 +687,62 @@ impl Workload for Linkbench {
     fn check(&mut self, db: &mut Database) -> Result<(), String> {
         let t = self.ids(db)?;
         let tx = db.begin();
-        let nodes: HashSet<i64> = db.scan(&tx, t[NODE], &[], &[]).map_err(e)?.iter().map(|r| int(&r[0])).collect();
+        // One row at a time (only the node ids and the visible counts are kept); rows
+        // come in storage order, so of several problems the one first in key order is
+        // named, as a scan in key order would.
+        let mut nodes = HashSet::new();
+        db.for_each_row(&tx, t[NODE], |r| {
+            nodes.insert(int(&r[0]));
+        })
+        .map_err(e)?;
         let mut visible: HashMap<(i64, i64), i64> = HashMap::new();
-        for l in db.scan(&tx, t[LINK], &[], &[]).map_err(e)? {
+        let mut first = FirstProblem::default();
+        db.for_each_row(&tx, t[LINK], |l| {
             let (id1, ty, id2, v) = (int(&l[0]), int(&l[1]), int(&l[2]), int(&l[L_VISIBILITY]));
             if !nodes.contains(&id1) {
-                return Err(format!("link ({id1}, {ty}, {id2}) dangles: node {id1} is gone"));
+                first.note((id1, ty, id2), || format!("link ({id1}, {ty}, {id2}) dangles: node {id1} is gone"));
             }
             match v {
                 VISIBLE => *visible.entry((id1, ty)).or_default() += 1,
                 HIDDEN => {}
-                _ => return Err(format!("link ({id1}, {ty}, {id2}) has visibility {v}")),
+                _ => first.note((id1, ty, id2), || format!("link ({id1}, {ty}, {id2}) has visibility {v}")),
             }
-        }
+        })
+        .map_err(e)?;
+        first.result()?;
         let mut counted = HashSet::new();
-        for c in db.scan(&tx, t[COUNT], &[], &[]).map_err(e)? {
-            let key = (int(&c[0]), int(&c[1]));
-            let links = visible.get(&key).copied().unwrap_or(0);
-            if int(&c[2]) != links {
-                return Err(format!(
-                    "counttable ({}, {}) says {} links, {links} are visible",
-                    key.0,
-                    key.1,
-                    int(&c[2])
-                ));
+        db.for_each_row(&tx, t[COUNT], |c| {
+            let (id1, ty, count) = (int(&c[0]), int(&c[1]), int(&c[2]));
+            let links = visible.get(&(id1, ty)).copied().unwrap_or(0);
+            if count != links {
+                first
+                    .note((id1, ty, 0), || format!("counttable ({id1}, {ty}) says {count} links, {links} are visible"));
             }
-            counted.insert(key);
-        }
-        if let Some((id1, ty)) = visible.keys().find(|k| !counted.contains(k)) {
+            counted.insert((id1, ty));
+        })
+        .map_err(e)?;
+        first.result()?;
+        if let Some((id1, ty)) = visible.keys().filter(|k| !counted.contains(k)).min() {
             return Err(format!("({id1}, {ty}) has {} visible links and no counttable row", visible[&(*id1, *ty)]));
         }
         db.commit(tx).map_err(e)?;
         Ok(())
+    }
+}
+
+/// The problem with the smallest key a check has met so far.
+#[derive(Default)]
+struct FirstProblem(Option<((i64, i64, i64), String)>);
+
+impl FirstProblem {
+    fn note(&mut self, key: (i64, i64, i64), describe: impl FnOnce() -> String) {
+        if self.0.as_ref().is_none_or(|(first, _)| key < *first) {
+            self.0 = Some((key, describe()));
+        }
+    }
+
+    fn result(&mut self) -> Result<(), String> {
+        self.0.take().map_or(Ok(()), |(_, problem)| Err(problem))
     }
 }
 
