@@ -703,20 +703,17 @@ impl Database {
         self.enter(tx)?;
         let table = &self.catalog.tables[t.0];
         let mut bad = None;
-        heap::scan(&mut pages!(self), &table.space, |_, bytes| match types::decode_row(&table.columns, bytes) {
+        heap::scan(&mut pages!(self), &table.space, |rid, bytes| match types::decode_row(&table.columns, bytes) {
             Ok(row) => {
                 visit(&row);
                 true
             }
             Err(m) => {
-                bad = Some(m);
+                bad = Some(corrupt_row(table, rid, m));
                 false
             }
         })?;
-        match bad {
-            Some(m) => Err(Error::Corrupt(format!("table {}: {m}", table.name))),
-            None => Ok(()),
-        }
+        bad.map_or(Ok(()), Err)
     }
 
     /// Rows of table `t` whose key in its index `index` lies in [`lo`, `hi`] (bounds are

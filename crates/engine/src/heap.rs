@@ -169,14 +169,17 @@ pub fn delete(a: &mut ObjectAccess, rid: Rid) -> Result<bool> {
     Ok(present)
 }
 
-/// Visits every tuple in page order until `visit` returns `false`.
+/// Visits every tuple in page order until `visit` returns `false`. A page of the space
+/// that is not a heap page holds no tuples (as for [`get`]): a crash between a page's
+/// allocation and its formatting leaves one.
 pub fn scan(pool: &mut Pages<'_>, space: &ObjectSpace, mut visit: impl FnMut(Rid, &[u8]) -> bool) -> Result<()> {
     for no in space.pages() {
         let f = pool.fetch(PageId { region: space.region, page: no })?;
         let p = pool.page(f);
         let body_end = page::body_end(p);
         let mut go_on = true;
-        for slot in 0..page::slot_count(p) {
+        let slots = if page::kind(p) == Kind::Heap as u8 { page::slot_count(p) } else { 0 };
+        for slot in 0..slots {
             if let Some(t) = page::get(p, body_end, slot) {
                 if !visit(Rid { page: no, slot: slot as u16 }, t) {
                     go_on = false;

@@ -888,6 +888,35 @@ mod tests {
         assert!(err.contains(&format!("node {id1} is gone")), "{err}");
     }
 
+    /// A bad visibility and a missing count row are named too, and of two problems of
+    /// a kind the one first in key order (rows reach the check in storage order).
+    #[test]
+    fn check_names_a_bad_visibility_and_a_missing_count_first_in_key_order() {
+        let (mut db, mut lb, _) = loaded(300, "0x0", 6);
+        let t = lb.ids(&mut db).unwrap();
+        let tx = db.begin();
+        let links = db.scan(&tx, t[LINK], &[], &[]).unwrap();
+        let visible: Vec<&Vec<Value>> = links.iter().filter(|l| int(&l[L_VISIBILITY]) == VISIBLE).collect();
+        let (first, last) = (visible[0], visible[visible.len() - 1]);
+        assert!(int(&first[0]) < int(&last[0]), "two links of different nodes");
+        let key = |l: &Vec<Value>| l[..3].to_vec();
+        for l in [last, first] {
+            db.update(&tx, t[LINK], &key(l), &[(L_VISIBILITY, Value::Int(7))]).unwrap();
+        }
+        db.commit(tx).unwrap();
+        let err = lb.check(&mut db).unwrap_err();
+        let (id1, ty, id2) = (int(&first[0]), int(&first[1]), int(&first[2]));
+        assert_eq!(err, format!("link ({id1}, {ty}, {id2}) has visibility 7"));
+        let tx = db.begin();
+        for l in [last, first] {
+            db.update(&tx, t[LINK], &key(l), &[(L_VISIBILITY, Value::Int(VISIBLE))]).unwrap();
+            db.delete(&tx, t[COUNT], &l[..2]).unwrap();
+        }
+        db.commit(tx).unwrap();
+        let err = lb.check(&mut db).unwrap_err();
+        assert!(err.starts_with(&format!("({id1}, {ty}) has ")) && err.ends_with("no counttable row"), "{err}");
+    }
+
     fn driven(ipa: &str) -> (driver::Metrics, Vec<(Op, u64)>) {
         let (mut db, mut lb, mut rng) = loaded(2000, ipa, 7);
         db.set_buffer(BufferSize::Share(0.2)).unwrap();

@@ -65,11 +65,25 @@ fn consistency_checks_catch_each_broken_condition() {
     let cases: [(Box<dyn Workload>, Breakages); 3] = [
         (
             Box::new(workloads::tpcb::Tpcb::new(1)),
-            &[("UPDATE account SET a_balance = a_balance + 1 WHERE a_id = 7", "account balances sum to")],
+            &[
+                ("UPDATE account SET a_balance = a_balance + 1 WHERE a_id = 7", "account balances sum to"),
+                (
+                    "UPDATE account SET a_balance = a_balance - 1 WHERE a_id = 7;
+                     UPDATE teller SET t_balance = t_balance + 1 WHERE t_id = 3",
+                    "teller balances sum to",
+                ),
+                (
+                    "UPDATE teller SET t_balance = t_balance - 1 WHERE t_id = 3;
+                     UPDATE branch SET b_balance = b_balance + 1 WHERE b_id = 0",
+                    "branch balances sum to",
+                ),
+            ],
         ),
         (
             Box::new(tpcc),
             &[
+                // A new order beyond the district's last order.
+                ("INSERT INTO new_order VALUES (99999, 4, 1)", "max(no_o_id) = Some(99999)"),
                 (
                     "DELETE FROM order_line WHERE ol_w_id = 1 AND ol_d_id = 3 AND ol_o_id = 1 AND ol_number = 1",
                     "condition 4: district (1, 3)",
@@ -88,7 +102,26 @@ fn consistency_checks_catch_each_broken_condition() {
         (
             Box::new(workloads::tatp::Tatp::new(2_000)),
             &[
-                ("DELETE FROM access_info WHERE s_id = 5", "access_info: a subscriber without 1 to 4 rows"),
+                // Two orphans: the one first in key order is named.
+                (
+                    "INSERT INTO call_forwarding VALUES (50, 9, 0, 8, '1');
+                     INSERT INTO call_forwarding VALUES (40, 9, 16, 24, '2')",
+                    "call_forwarding (40, 9, 16) has no special_facility",
+                ),
+                (
+                    "DELETE FROM call_forwarding WHERE s_id = 50 AND sf_type = 9 AND start_time = 0;
+                     DELETE FROM call_forwarding WHERE s_id = 40 AND sf_type = 9 AND start_time = 16;
+                     INSERT INTO access_info VALUES (6, 5, 0, 0, 'abc', 'abcde');
+                     INSERT INTO access_info VALUES (6, 6, 0, 0, 'abc', 'abcde');
+                     INSERT INTO access_info VALUES (6, 7, 0, 0, 'abc', 'abcde');
+                     INSERT INTO access_info VALUES (6, 8, 0, 0, 'abc', 'abcde')",
+                    "access_info: a subscriber without 1 to 4 rows",
+                ),
+                (
+                    "DELETE FROM access_info WHERE s_id = 6 AND ai_type BETWEEN 5 AND 8;
+                     DELETE FROM access_info WHERE s_id = 5",
+                    "access_info: a subscriber without 1 to 4 rows",
+                ),
                 ("DELETE FROM subscriber WHERE s_id = 5", "subscribers, loaded"),
             ],
         ),
