@@ -39,7 +39,7 @@
 //! mount time does the FTL hold the whole map in RAM. Counters start at zero after
 //! `open`; the scan and rewrites show in the returned time.
 
-use super::pagelog::{Owner, PageLog, ProgramOptions, Remap, Stream, NONE};
+use super::pagelog::{Owner, PageLog, Place, ProgramOptions, Remap, Stream, NONE};
 use super::{device_accessors, Ftl, FtlConfig, FtlCounters, FtlKind, FtlRead};
 use crate::error::Error;
 use nand::{Device, OpTiming, Ppn, SimTime};
@@ -164,7 +164,7 @@ impl Remap for Map {
         // end: under uniform writes a collection's batch is nearly what it reclaims.
         let mut next = 0;
         while let Some(&t) = self.pending.range(next..).next().map(|(t, _)| t) {
-            now = write_translation(self, log, dev, t, Some(chip), now)?;
+            now = write_translation(self, log, dev, t, Place::Near(chip), now)?;
             next = t + 1;
         }
         Ok(now)
@@ -174,20 +174,16 @@ impl Remap for Map {
 /// Writes a new copy of translation page `t`: the current copy (read from flash) with
 /// its pending GC moves and then every dirty cached entry of the page applied; those
 /// become written and clean. The page is allocated first, so GC that allocation runs
-/// is reflected in what is written; on chip `near` if it has room, else striped.
-/// Returns when the program ends.
+/// is reflected in what is written. Returns when the program ends.
 fn write_translation(
     map: &mut Map,
     log: &mut PageLog,
     dev: &mut Device,
     t: u32,
-    near: Option<usize>,
+    place: Place,
     now: SimTime,
 ) -> Result<SimTime, Error> {
-    let (ppn, mut ready) = match near {
-        Some(chip) => log.allocate_near(dev, map, Stream::Translation, chip, now)?,
-        None => log.allocate(dev, map, Stream::Translation, None, now)?,
-    };
+    let (ppn, mut ready) = log.allocate(dev, map, Stream::Translation, place, now)?;
     let entries = match map.recovered_entries(t) {
         Some(entries) => entries,
         None => {
@@ -295,7 +291,7 @@ impl Dftl {
                 return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
             }
             budget -= 1;
-            done = write_translation(&mut map, &mut log, &mut dev, t, None, done)?;
+            done = write_translation(&mut map, &mut log, &mut dev, t, Place::Striped, done)?;
         }
         map.recovered = None;
         log.counters = Default::default();
@@ -340,7 +336,7 @@ impl Dftl {
             let Some((&stamp, &victim)) = self.map.lru.first_key_value() else { break };
             if self.map.dirty.contains(&victim) {
                 let tvpn = self.map.tvpn(victim);
-                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, None, t)?;
+                t = write_translation(&mut self.map, &mut self.log, &mut self.dev, tvpn, Place::Striped, t)?;
             }
             self.map.lru.remove(&stamp);
             self.map.cmt.remove(&victim);

@@ -275,7 +275,7 @@ pub(crate) trait Remap {
     fn moved(&mut self, owner: Owner, src: Ppn, dst: Ppn);
     /// Called once GC on `chip` is over (its victims erased, no collection running):
     /// write what the moves changed where the map lives on flash (DFTL's batch update),
-    /// best on that chip ([`PageLog::allocate_near`]). Those writes may start GC again;
+    /// best on that chip ([`Place::Near`]). Those writes may start GC again;
     /// the store does not call `settle` within `settle`, so that GC's moves are this
     /// call's to write or to leave for the next. Writing them during a collection
     /// instead would let a batch outgrow the victim's free blocks with no GC allowed to
@@ -318,6 +318,21 @@ pub(crate) enum Stream {
     Host = 0,
     Gc = 1,
     Translation = 2,
+}
+
+/// Which chip [`PageLog::allocate`] takes a page on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Place {
+    /// This chip or none (GC's moves stay on the victim's chip).
+    Chip(usize),
+    /// This chip if it has room, else as [`Place::Striped`]. DFTL's batch update goes to
+    /// the chip GC ran on: its translation pages go stale fast, so that chip's next
+    /// victims come cheap, where the same pages striped over every chip cost three
+    /// times the GC (`ftl-bench --ftl dftl --blocks-per-chip 1024 --over-provisioning
+    /// 0.2`).
+    Near(usize),
+    /// The first chip of the striping order that has room.
+    Striped,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -778,43 +793,26 @@ impl PageLog {
 
     // ---- writes -----------------------------------------------------------------------
 
-    /// Takes the next page of `stream`, on `chip` or round-robin over the chips.
-    /// Outside GC this may first collect on the chip (foreground GC), then let the map
-    /// owner write what GC moved ([`Remap::settle`]); the page is ready when both have
-    /// finished, the returned time.
+    /// Takes the next page of `stream`, placed as `place` says. Outside GC this may
+    /// first collect on the chip (foreground GC), then let the map owner write what GC
+    /// moved ([`Remap::settle`]); the page is ready when both have finished, the
+    /// returned time.
     pub fn allocate<R: Remap>(
         &mut self,
         dev: &mut Device,
         remap: &mut R,
         stream: Stream,
-        chip: Option<usize>,
+        place: Place,
         now: SimTime,
     ) -> Result<(Ppn, SimTime), Error> {
         self.check_usable()?;
-        let page = match chip {
-            Some(c) => self.page_on(dev, remap, c, stream, now)?,
-            None => self.striped(dev, remap, stream, now)?,
-        };
-        page.ok_or_else(|| Error::RegionFull { region: format!("{} FTL", self.name) })
-    }
-
-    /// [`PageLog::allocate`] on `chip` if it has room (after foreground GC), else on the
-    /// first chip of the striping order that has. DFTL's batch update goes to the chip
-    /// GC ran on: its translation pages go stale fast, so that chip's next victims come
-    /// cheap, where the same pages striped over every chip cost three times the GC
-    /// (`ftl-bench --ftl dftl --blocks-per-chip 1024 --over-provisioning 0.2`).
-    pub fn allocate_near<R: Remap>(
-        &mut self,
-        dev: &mut Device,
-        remap: &mut R,
-        stream: Stream,
-        chip: usize,
-        now: SimTime,
-    ) -> Result<(Ppn, SimTime), Error> {
-        self.check_usable()?;
-        let page = match self.page_on(dev, remap, chip, stream, now)? {
-            Some(page) => Some(page),
-            None => self.striped(dev, remap, stream, now)?,
+        let page = match place {
+            Place::Chip(c) => self.page_on(dev, remap, c, stream, now)?,
+            Place::Near(c) => match self.page_on(dev, remap, c, stream, now)? {
+                Some(page) => Some(page),
+                None => self.striped(dev, remap, stream, now)?,
+            },
+            Place::Striped => self.striped(dev, remap, stream, now)?,
         };
         page.ok_or_else(|| Error::RegionFull { region: format!("{} FTL", self.name) })
     }
@@ -1029,7 +1027,7 @@ impl PageLog {
         options: ProgramOptions<'_>,
         now: SimTime,
     ) -> Result<(Ppn, OpTiming), Error> {
-        let (ppn, ready) = self.allocate(dev, map, Stream::Host, None, now)?;
+        let (ppn, ready) = self.allocate(dev, map, Stream::Host, Place::Striped, now)?;
         let timing = self.program_with(dev, ppn, owner, data, options, ready)?;
         Ok((ppn, timing))
     }
@@ -1178,7 +1176,7 @@ impl PageLog {
             let Some(owner) = Owner::unpack(self.owner[src.0 as usize]) else {
                 return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
             };
-            let (dst, _) = self.allocate(dev, remap, Stream::Gc, Some(chip), t)?;
+            let (dst, _) = self.allocate(dev, remap, Stream::Gc, Place::Chip(chip), t)?;
             let clear = remap.migrating(self, src, dst);
             let oob = if self.keeps_data {
                 let Some(h) = Header::decode(dev.peek(src).1) else {
