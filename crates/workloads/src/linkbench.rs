@@ -40,7 +40,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{TxOutcome, Workload};
+use crate::workload::{FirstProblem, TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::{TableId, Transaction};
 use engine::types::Value;
@@ -727,22 +727,6 @@ impl Workload for Linkbench {
         }
         db.commit(tx).map_err(e)?;
         Ok(())
-    }
-}
-
-/// The problem with the smallest key a check has met so far.
-#[derive(Default)]
-struct FirstProblem(Option<((i64, i64, i64), String)>);
-
-impl FirstProblem {
-    fn note(&mut self, key: (i64, i64, i64), describe: impl FnOnce() -> String) {
-        if self.0.as_ref().is_none_or(|(first, _)| key < *first) {
-            self.0 = Some((key, describe()));
-        }
-    }
-
-    fn result(&mut self) -> Result<(), String> {
-        self.0.take().map_or(Ok(()), |(_, problem)| Err(problem))
     }
 }
 

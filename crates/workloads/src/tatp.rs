@@ -8,7 +8,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{TxOutcome, Workload};
+use crate::workload::{FirstProblem, TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -321,18 +321,15 @@ impl Workload for Tatp {
             facilities.insert((int(&r[0]), int(&r[1])));
         })
         .map_err(e)?;
-        // The first orphan in key order, as a scan would meet it.
-        let mut orphan: Option<(i64, i64, i64)> = None;
+        let mut orphan = FirstProblem::default();
         db.for_each_row(&tx, t[CALL_FORWARDING], |c| {
-            let key = (int(&c[0]), int(&c[1]), int(&c[2]));
-            if !facilities.contains(&(key.0, key.1)) && orphan.is_none_or(|o| key < o) {
-                orphan = Some(key);
+            let (s, f, start) = (int(&c[0]), int(&c[1]), int(&c[2]));
+            if !facilities.contains(&(s, f)) {
+                orphan.note((s, f, start), || format!("call_forwarding ({s}, {f}, {start}) has no special_facility"));
             }
         })
         .map_err(e)?;
-        if let Some((s, f, start)) = orphan {
-            return Err(format!("call_forwarding ({s}, {f}, {start}) has no special_facility"));
-        }
+        orphan.result()?;
         let mut per: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
         db.for_each_row(&tx, t[ACCESS_INFO], |a| *per.entry(int(&a[0])).or_default() += 1).map_err(e)?;
         if per.len() as i64 != self.subscribers || per.values().any(|&n| !(1..=4).contains(&n)) {

@@ -701,21 +701,22 @@ impl Workload for Tpcc {
         // folded into per-district sums, so the check holds no table in memory.
         let mut per: HashMap<(i64, i64), DistrictSums> = HashMap::new();
         let tx = db.begin();
-        let key = |r: &[Value], dc: usize, wc: usize| (int(&r[wc]), int(&r[dc]));
+        // (warehouse, district) of an orders, new_order or order_line row: columns 2 and 1.
+        let district = |r: &[Value]| (int(&r[2]), int(&r[1]));
         db.for_each_row(&tx, t.orders, |o| {
-            let s = per.entry(key(o, 1, 2)).or_default();
+            let s = per.entry(district(o)).or_default();
             s.max_o = s.max_o.max(int(&o[0]));
             s.ol_cnt += int(&o[6]);
         })
         .map_err(e)?;
         db.for_each_row(&tx, t.new_order, |n| {
-            let s = per.entry(key(n, 1, 2)).or_default();
+            let s = per.entry(district(n)).or_default();
             let no = int(&n[0]);
             s.new_orders = Some(s.new_orders.map_or((no, no), |(lo, hi)| (lo.min(no), hi.max(no))));
             s.new_order_rows += 1;
         })
         .map_err(e)?;
-        db.for_each_row(&tx, t.order_line, |l| per.entry(key(l, 1, 2)).or_default().lines += 1).map_err(e)?;
+        db.for_each_row(&tx, t.order_line, |l| per.entry(district(l)).or_default().lines += 1).map_err(e)?;
         db.commit(tx).map_err(e)?;
         for wh in &warehouses {
             let w = int(&wh[0]);

@@ -30,3 +30,22 @@ pub trait Workload {
     /// Table names (for `ipa_objects`).
     fn tables(&self) -> Vec<&'static str>;
 }
+
+/// The problem with the smallest key a consistency check has met so far: rows reach a
+/// check in storage order ([`engine::Database::for_each_row`]), and it names the one a
+/// scan in key order would meet first.
+#[derive(Default)]
+pub(crate) struct FirstProblem(Option<((i64, i64, i64), String)>);
+
+impl FirstProblem {
+    pub(crate) fn note(&mut self, key: (i64, i64, i64), describe: impl FnOnce() -> String) {
+        if self.0.as_ref().is_none_or(|(first, _)| key < *first) {
+            self.0 = Some((key, describe()));
+        }
+    }
+
+    /// The first problem as an error, if any; starts over.
+    pub(crate) fn result(&mut self) -> Result<(), String> {
+        self.0.take().map_or(Ok(()), |(_, problem)| Err(problem))
+    }
+}
