@@ -175,6 +175,10 @@ pub struct Metrics {
     pub gc_erases: u64,
     pub gc_migrations_per_host_write: f64,
     pub gc_erases_per_host_write: f64,
+    /// Pages the engine pinned in its buffer pool (B+-tree nodes, heap pages), found
+    /// there or read from flash: the engine's work per transaction apart from I/O.
+    pub buffer_hits: u64,
+    pub buffer_misses: u64,
     /// Page I/O latency over the measurement: the means, medians and 99th percentiles.
     pub read_latency_ms: f64,
     pub read_latency_p50_ms: f64,
@@ -353,6 +357,8 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
         gc_erases,
         gc_migrations_per_host_write: ratio(gc_page_migrations, host_writes),
         gc_erases_per_host_write: ratio(gc_erases, host_writes),
+        buffer_hits: b.pool.hits - a.pool.hits,
+        buffer_misses: b.pool.misses - a.pool.misses,
         read_latency_ms: ratio(b.pool.read_latency_ns - a.pool.read_latency_ns, b.pool.page_reads - a.pool.page_reads)
             / 1e6,
         read_latency_p50_ms: p.read_p50,

@@ -142,6 +142,7 @@ impl ExperimentResult {
             ("READ I/O latency [ms]", m.read_latency_ms),
             ("WRITE I/O latency [ms]", m.write_latency_ms),
             ("Throughput [tps]", m.throughput_tps),
+            ("Buffer hit ratio [%]", 100.0 * m.buffer_hits as f64 / (m.buffer_hits + m.buffer_misses).max(1) as f64),
             ("DBMS write amplification", m.dbms_write_amplification),
             ("Space overhead [%]", self.space_overhead_pct),
             ("Flash programs (device)", m.flash_programs as f64),

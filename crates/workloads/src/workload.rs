@@ -8,6 +8,7 @@ use engine::Database;
 use rand_chacha::ChaCha8Rng;
 
 /// What one transaction did.
+#[derive(Clone, Copy, Debug)]
 pub struct TxOutcome {
     pub committed: bool,
     /// Record operations (reads, updates, inserts, deletes), for the CPU cost.

@@ -184,6 +184,25 @@ fn tpcc_stays_consistent_with_ipa_on_and_off() {
     }
 }
 
+/// A Delivery that finds no new order in any district still takes simulated time (one
+/// probe per district): a run of Deliveries alone must not stop the clock once it has
+/// delivered every order.
+#[test]
+fn tpcc_delivery_with_nothing_to_deliver_still_costs_its_probes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut tpcc = workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix([0, 0, 0, 100, 0]), &mut rng);
+    let mut db =
+        Database::create(device(), DbOptions { buffer: BufferSize::Pages(2048), ..DbOptions::default() }).unwrap();
+    db.execute("CREATE REGION data (IPA_MODE=none); CREATE TABLESPACE ts (REGION=data);").unwrap();
+    tpcc.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
+    let full = tpcc.transaction(&mut db, 0, &mut rng).unwrap();
+    assert!(full.committed && full.operations > 10 * 6, "{full:?}");
+    db.execute("DELETE FROM new_order").unwrap();
+    let empty = tpcc.transaction(&mut db, 0, &mut rng).unwrap();
+    assert!(empty.committed, "{empty:?}");
+    assert_eq!(empty.operations, 10, "one probe per district");
+}
+
 #[test]
 fn tatp_stays_consistent_with_ipa_on_and_off() {
     for ipa in ["0x0", "2x4"] {
