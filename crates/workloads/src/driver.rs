@@ -427,6 +427,10 @@ impl Terminals {
 
 /// Runs the workload's terminals for the warm-up and the measured time; `on_event`
 /// sees the ticks and interval lines and may stop the run.
+/// Transactions in a row that take no simulated time after which a run stops with an
+/// error: the clock would never reach the end.
+const STALL_LIMIT: u64 = 100_000;
+
 pub fn run(
     db: &mut Database,
     workload: &mut dyn Workload,
@@ -444,6 +448,8 @@ pub fn run(
     let mut terms = Terminals { clocks: vec![start; n], waiting: vec![None; n], started: vec![None; n] };
     let mut lat = Latencies::new();
     let (mut transactions, mut committed) = (0u64, 0u64);
+    // Transactions in a row that left their terminal's clock where it was.
+    let mut stalled = 0u64;
     let mut warm: Option<Snapshot> = None;
     let mut last_interval: Option<Snapshot> = None;
     let mut next_interval = warm_end + step;
@@ -516,6 +522,13 @@ pub fn run(
         committed += u64::from(outcome.committed);
         let done = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
         terms.clocks[terminal] = done;
+        stalled = if done == now { stalled + 1 } else { 0 };
+        if stalled == STALL_LIMIT {
+            return Err(RunError::Failed(format!(
+                "{STALL_LIMIT} transactions in a row took no simulated time (no operation, no I/O), \
+                 so the run would never reach its end; the workload or its mix does no work"
+            )));
+        }
         let measured = warm.is_some().then_some(now);
         let end = db.log_end_lsn();
         if outcome.committed && db.group_deadline().is_some() && end > logged_from && db.durable_lsn() < end {

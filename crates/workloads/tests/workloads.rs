@@ -9,6 +9,7 @@ use nand::{Device, MemoryStorage};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use workloads::driver::{self, Control, DriverConfig};
+use workloads::workload::TxOutcome;
 use workloads::Workload;
 
 fn device() -> Device {
@@ -201,6 +202,43 @@ fn tpcc_delivery_with_nothing_to_deliver_still_costs_its_probes() {
     let empty = tpcc.transaction(&mut db, 0, &mut rng).unwrap();
     assert!(empty.committed, "{empty:?}");
     assert_eq!(empty.operations, 10, "one probe per district");
+}
+
+/// A workload whose transactions take no simulated time would keep the driver looping
+/// at one instant forever; the run stops with an error that says so.
+#[test]
+fn a_workload_that_does_no_work_stops_with_an_error_not_a_hang() {
+    struct Idle;
+    impl Workload for Idle {
+        fn name(&self) -> &'static str {
+            "idle"
+        }
+        fn load(&mut self, _: &mut Database, _: &dyn Fn(&str) -> String, _: &mut ChaCha8Rng) -> Result<(), String> {
+            Ok(())
+        }
+        fn transaction(&mut self, _: &mut Database, _: usize, _: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+            Ok(TxOutcome { committed: true, operations: 0 })
+        }
+        fn check(&mut self, _: &mut Database) -> Result<(), String> {
+            Ok(())
+        }
+        fn tables(&self) -> Vec<&'static str> {
+            Vec::new()
+        }
+    }
+    let mut db = Database::create(device(), DbOptions::default()).unwrap();
+    let config = DriverConfig {
+        switch: None,
+        terminals: 2,
+        warmup_s: 0.0,
+        duration_s: 1.0,
+        cpu_ns_per_operation: 10_000,
+        progress_s: 0.0,
+        max_transactions: None,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let err = driver::run(&mut db, &mut Idle, &config, &mut rng, &mut |_| Control::Continue).unwrap_err();
+    assert!(err.to_string().contains("took no simulated time"), "{err}");
 }
 
 #[test]
