@@ -771,29 +771,27 @@ impl Database {
     }
 
     fn index_key(&self, index: usize, t: usize, rid: Rid, row: &[Value]) -> Vec<u8> {
-        let def = &self.catalog.indexes[index];
-        let table = &self.catalog.tables[t];
         let mut key = Vec::with_capacity(16);
-        for &c in &def.columns {
-            types::encode_key_part(table.columns[c].ty, &row[c], &mut key);
-        }
-        if !def.unique {
-            key.extend_from_slice(&rid.encode());
-        }
+        push_index_key(&self.catalog.indexes[index], &self.catalog.tables[t], rid, row, &mut key);
         key
     }
 
     pub(crate) fn index_insert(&mut self, tx: u64, index: usize, t: usize, rid: Rid, row: &[Value]) -> Result<()> {
         let key = self.index_key(index, t, rid, row);
-        let root = self.catalog.indexes[index].root;
-        if !self.with_object(tx, Object::Index(index), |a| btree::insert(a, root, &key, &rid.encode()))? {
+        if !self.index_insert_key(tx, index, rid, &key)? {
             return Err(self.duplicate(index, row));
         }
         Ok(())
     }
 
+    /// Inserts `key` → `rid` into index `index`; `false` if a unique index holds the key.
+    pub(crate) fn index_insert_key(&mut self, tx: u64, index: usize, rid: Rid, key: &[u8]) -> Result<bool> {
+        let root = self.catalog.indexes[index].root;
+        self.with_object(tx, Object::Index(index), |a| btree::insert(a, root, key, &rid.encode()))
+    }
+
     /// The error for a row whose key a unique index already holds.
-    fn duplicate(&self, index: usize, row: &[Value]) -> Error {
+    pub(crate) fn duplicate(&self, index: usize, row: &[Value]) -> Error {
         let def = &self.catalog.indexes[index];
         let shown: Vec<String> = def.columns.iter().map(|&c| row[c].to_string()).collect();
         Error::Duplicate { object: def.name.clone(), key: format!("({})", shown.join(", ")) }
@@ -982,6 +980,23 @@ impl Database {
     }
 }
 
+/// Appends the key of `row` (at `rid`) in index `def` of `table` to `key`: the indexed
+/// columns in key encoding, then, for a non-unique index, the RID.
+pub(crate) fn push_index_key(
+    def: &crate::catalog::IndexDef,
+    table: &crate::catalog::TableDef,
+    rid: Rid,
+    row: &[Value],
+    key: &mut Vec<u8>,
+) {
+    for &c in &def.columns {
+        types::encode_key_part(table.columns[c].ty, &row[c], key);
+    }
+    if !def.unique {
+        key.extend_from_slice(&rid.encode());
+    }
+}
+
 #[derive(Clone, Copy)]
 pub(crate) enum Object {
     Table(usize),
@@ -1016,7 +1031,7 @@ fn key_changed(db: &Database, i: usize, replaced: &[(usize, Value)], new: &[Valu
     replaced.iter().any(|(c, v)| index_columns.contains(c) && *v != new[*c])
 }
 
-fn corrupt_row(def: &crate::catalog::TableDef, rid: Rid, m: String) -> Error {
+pub(crate) fn corrupt_row(def: &crate::catalog::TableDef, rid: Rid, m: String) -> Error {
     Error::Corrupt(format!("table {} row {rid}: {m}", def.name))
 }
 

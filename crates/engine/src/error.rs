@@ -49,7 +49,11 @@ impl fmt::Display for Error {
             Error::Corrupt(m) => write!(f, "corrupt database: {m}"),
             Error::Full(m) => f.write_str(m),
             Error::NoFreeExtent { region, extent_pages } => {
-                write!(f, "region {region} has no free extent of {extent_pages} pages")
+                write!(
+                    f,
+                    "region {region} has no free extent of {extent_pages} pages: the objects in it have \
+                     outgrown it (a larger device, e.g. more blocks per chip, or more chips for the region)"
+                )
             }
             Error::UnknownTransaction { id } => {
                 write!(f, "transaction {id} is not open in this database (another database's, or rolled back)")

@@ -185,7 +185,9 @@ impl Log {
         if new_end / self.payload - self.start / self.payload + 1 >= self.capacity_pages {
             self.tail.truncate(at);
             return Err(Error::Full(format!(
-                "the log region is full ({} pages) back to LSN {}; checkpoint more often",
+                "the log region is full: its {} pages hold the log from LSN {} on, which a restart \
+                 still needs (an active transaction or a page not yet written reaches back there); \
+                 give the log region more chips or make the transaction smaller",
                 self.capacity_pages, self.start
             )));
         }
