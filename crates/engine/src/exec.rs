@@ -360,7 +360,9 @@ impl Database {
         entries.sort_by(|(a, _), (b, _)| keys[a.clone()].cmp(&keys[b.clone()]));
         for (key, rid) in entries {
             if !self.index_insert_key(tx, index, rid, &keys[key])? {
-                let row = self.read_row(t, rid)?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished")))?;
+                let row = self.read_row(t, rid)?.ok_or_else(|| {
+                    crate::db::corrupt_row(&self.catalog.tables[t], rid, "vanished while it was indexed".into())
+                })?;
                 return Err(self.duplicate(index, &row));
             }
         }

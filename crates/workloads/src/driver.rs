@@ -425,12 +425,12 @@ impl Terminals {
     }
 }
 
-/// Runs the workload's terminals for the warm-up and the measured time; `on_event`
-/// sees the ticks and interval lines and may stop the run.
-/// Transactions in a row that take no simulated time after which a run stops with an
-/// error: the clock would never reach the end.
+/// Transactions in a row that start at one simulated instant, after which a run with
+/// no transaction cap stops with an error: its clock would never reach the end.
 const STALL_LIMIT: u64 = 100_000;
 
+/// Runs the workload's terminals for the warm-up and the measured time; `on_event`
+/// sees the ticks and interval lines and may stop the run.
 pub fn run(
     db: &mut Database,
     workload: &mut dyn Workload,
@@ -448,8 +448,9 @@ pub fn run(
     let mut terms = Terminals { clocks: vec![start; n], waiting: vec![None; n], started: vec![None; n] };
     let mut lat = Latencies::new();
     let (mut transactions, mut committed) = (0u64, 0u64);
-    // Transactions in a row that left their terminal's clock where it was.
-    let mut stalled = 0u64;
+    // Transactions in a row that started at the same instant (the time of the terminal
+    // scheduled next: it moves with transactions and with log flushes alike).
+    let (mut stalled, mut last_start) = (0u64, None);
     let mut warm: Option<Snapshot> = None;
     let mut last_interval: Option<Snapshot> = None;
     let mut next_interval = warm_end + step;
@@ -522,11 +523,13 @@ pub fn run(
         committed += u64::from(outcome.committed);
         let done = db.now().max(now) + outcome.operations as SimTime * config.cpu_ns_per_operation;
         terms.clocks[terminal] = done;
-        stalled = if done == now { stalled + 1 } else { 0 };
-        if stalled == STALL_LIMIT {
+        stalled = if last_start == Some(now) { stalled + 1 } else { 0 };
+        last_start = Some(now);
+        if stalled == STALL_LIMIT && (config.max_transactions.is_none() || warm.is_none()) {
             return Err(RunError::Failed(format!(
-                "{STALL_LIMIT} transactions in a row took no simulated time (no operation, no I/O), \
-                 so the run would never reach its end; the workload or its mix does no work"
+                "{STALL_LIMIT} transactions in a row started at the same simulated instant, so the \
+                 run would never reach its end; its transactions take no time (no operation costs \
+                 CPU time and none does I/O)"
             )));
         }
         let measured = warm.is_some().then_some(now);
