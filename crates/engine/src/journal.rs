@@ -23,6 +23,7 @@ use crate::log::{Log, LogCounters, LoggedRecord};
 use flash::{PageDevice, RegionId};
 use nand::SimTime;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Which journal a new database keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,10 +73,14 @@ pub trait Journal: Send {
     /// Stamps a page change: its LSN. With a log, the change's record, appended next,
     /// gets this LSN.
     fn take_page_lsn(&mut self) -> u64;
-    /// Appends the record `encode` writes; returns its LSN (0 when nothing is logged).
-    fn append(&mut self, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
+    /// Appends the record `encode` writes, using the log's room as `room` says; returns
+    /// its LSN (0 when nothing is logged).
+    fn append(&mut self, _room: Room, _encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
         Ok(0)
     }
+    /// Transaction `tx` has ended (committed, or rolled back to its start): the room
+    /// set aside for its rollback is free again.
+    fn release_rollback_room(&mut self, _tx: u64) {}
     /// The write-ahead rule and the commit point: makes the log durable up to `lsn`
     /// (pages are on `device` unless the log has a device of its own); returns when
     /// that is done.
@@ -121,12 +126,45 @@ pub trait Journal: Send {
     }
 }
 
+/// Which of the log's room a record may use. Every logged update of an open transaction
+/// sets room aside for the compensation record that would undo it, so a rollback always
+/// fits: once the log is full, new updates are refused, not the rollback that must
+/// follow them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// Leaves the room set aside for rollbacks free (and a few pages more).
+    Ordinary,
+    /// An update transaction `tx` may roll back, with `before_bytes` of before images:
+    /// as `Ordinary`, and sets room aside for its compensation.
+    Update { tx: u64, before_bytes: u64 },
+    /// A checkpoint (what lets the log be cut back): may use the spare pages, not the
+    /// room set aside for rollbacks.
+    Checkpoint,
+    /// A compensation record or the end of a rollback: may use the room set aside.
+    Rollback,
+}
+
+/// Room set aside for the compensation of an update record of `len` bytes with
+/// `before_bytes` of before images: the CLR carries those as its after images and no
+/// before images of its own, so it is the update without them plus its `undo_next`
+/// (and a margin).
+fn compensation_room(len: u64, before_bytes: u64) -> u64 {
+    len.saturating_sub(before_bytes) + 16
+}
+
+/// Log pages ordinary records leave free beyond the room set aside for rollbacks: for
+/// the end records of rollbacks and for checkpoints, which cut the log back.
+const SPARE_PAGES: u64 = 16;
+
 /// The ARIES write-ahead log as a journal.
 pub struct AriesJournal {
     log: Log,
     region: RegionId,
     /// The log's own device; `None`: a region of the database device.
     external: Option<Box<dyn PageDevice>>,
+    /// Per open transaction, the log bytes set aside for its rollback, and their sum.
+    rollback_room: BTreeMap<u64, u64>,
+    rollback_total: u64,
 }
 
 impl AriesJournal {
@@ -137,7 +175,7 @@ impl AriesJournal {
             Some(d) => Log::create(d.as_ref(), region),
             None => Log::create(device, region),
         };
-        AriesJournal { log, region, external }
+        AriesJournal { log, region, external, rollback_room: BTreeMap::new(), rollback_total: 0 }
     }
 }
 
@@ -154,8 +192,25 @@ impl Journal for AriesJournal {
     fn take_page_lsn(&mut self) -> u64 {
         self.log.next_lsn()
     }
-    fn append(&mut self, encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
-        self.log.append_encoded(encode)
+    fn append(&mut self, room: Room, encode: &mut dyn FnMut(&mut Vec<u8>)) -> Result<u64> {
+        let kept = self.rollback_total + SPARE_PAGES * self.log.page_payload();
+        match room {
+            Room::Ordinary => self.log.append_encoded(encode, |_| kept),
+            Room::Checkpoint => self.log.append_encoded(encode, |_| self.rollback_total),
+            Room::Rollback => self.log.append_encoded(encode, |_| 0),
+            Room::Update { tx, before_bytes } => {
+                let lsn = self.log.append_encoded(encode, |len| kept + compensation_room(len, before_bytes))?;
+                let room = compensation_room(self.log.next_lsn() - lsn, before_bytes);
+                *self.rollback_room.entry(tx).or_default() += room;
+                self.rollback_total += room;
+                Ok(lsn)
+            }
+        }
+    }
+    fn release_rollback_room(&mut self, tx: u64) {
+        if let Some(room) = self.rollback_room.remove(&tx) {
+            self.rollback_total -= room;
+        }
     }
     fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         let device: &mut dyn PageDevice = match &mut self.external {
@@ -239,8 +294,13 @@ impl Journal for NoJournal {
 }
 
 impl dyn Journal + '_ {
-    /// Appends `record`; returns its LSN (0 when nothing is logged).
+    /// Appends `record` (ordinary room); returns its LSN (0 when nothing is logged).
     pub fn record(&mut self, record: &crate::logrec::Record) -> Result<u64> {
-        self.append(&mut |out| record.encode(out))
+        self.record_in(Room::Ordinary, record)
+    }
+
+    /// Appends `record` using the log's room as `room` says.
+    pub fn record_in(&mut self, room: Room, record: &crate::logrec::Record) -> Result<u64> {
+        self.append(room, &mut |out| record.encode(out))
     }
 }

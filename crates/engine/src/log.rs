@@ -172,17 +172,29 @@ impl Log {
 
     /// Appends a record; returns its LSN.
     pub fn append(&mut self, record: &Record) -> Result<u64> {
-        self.append_encoded(|out| record.encode(out))
+        self.append_encoded(|out| record.encode(out), |_| 0)
+    }
+
+    /// Bytes of one log page's payload.
+    pub fn page_payload(&self) -> u64 {
+        self.payload
     }
 
     /// Appends the record `encode` writes to the end of the stream; returns its LSN.
-    pub fn append_encoded(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
+    /// `keep_free` says, from the record's length, how many bytes must stay free after
+    /// it (the room set aside for rolling back open transactions); the record is
+    /// refused if they would not.
+    pub fn append_encoded(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>),
+        keep_free: impl FnOnce(u64) -> u64,
+    ) -> Result<u64> {
         let lsn = self.end;
         let at = self.tail.len();
         encode(&mut self.tail);
         let len = (self.tail.len() - at) as u64;
         let new_end = self.end + len;
-        if new_end / self.payload - self.start / self.payload + 1 >= self.capacity_pages {
+        if (new_end + keep_free(len)) / self.payload - self.start / self.payload + 1 >= self.capacity_pages {
             self.tail.truncate(at);
             return Err(Error::Full(format!(
                 "the log region is full: its {} pages hold the log from LSN {} on, which a restart \

@@ -25,7 +25,7 @@
 
 use crate::buffer::{never_written, BufferPool, FrameId};
 use crate::error::{Error, Result};
-use crate::journal::Journal;
+use crate::journal::{Journal, Room};
 use crate::logrec::{self, Change, ChangeKind, Range};
 use crate::page;
 use crate::store::PageId;
@@ -125,11 +125,12 @@ impl BufferPool {
         kind: ChangeKind,
         tx: u64,
         prev: u64,
+        room: Room,
     ) -> Result<u64> {
         let pid = self.frames[f].page.expect("a changed frame holds a page");
         let change =
             Change { kind, page: pid, before: &self.before, after: &self.data[self.span(f)], spans: &self.spans };
-        journal.append(&mut |out| change.encode(tx, prev, out))
+        journal.append(room, &mut |out| change.encode(tx, prev, out))
     }
 
     /// Makes the log durable up to `lsn`; returns when that is done.
@@ -153,7 +154,7 @@ impl BufferPool {
             self.before.clear();
             self.before.resize(span.len(), 0);
             logrec::diff_spans(&self.before, &self.data[span], &mut self.spans);
-            let logged = self.log_change(journal, f, ChangeKind::Format, tx, prev);
+            let logged = self.log_change(journal, f, ChangeKind::Format, tx, prev, Room::Ordinary);
             debug_assert_eq!(logged.as_ref().ok(), Some(&lsn));
             logged?;
             self.note_logged(f, lsn);
@@ -209,6 +210,11 @@ impl BufferPool {
             if result.is_ok() {
                 result = self.log_page(journal, f, tx, &mut prev, kind, undo.as_deref_mut());
             }
+            if result.is_err() {
+                // Not logged, so neither undo nor restart could take it back: the page
+                // returns to how it was before the operation (its LSN included).
+                self.restore_before(f);
+            }
             self.frames[f].in_op = false;
             self.unpin(f);
         }
@@ -259,6 +265,16 @@ impl BufferPool {
         }
     }
 
+    /// Puts back frame `f`'s bytes from `self.before` over `self.op_ranges` (which
+    /// [`Self::rebuild_before`] filled for it); a refused `log_page` put back its LSN.
+    fn restore_before(&mut self, f: FrameId) {
+        let span = self.span(f);
+        let page = &mut self.data[span];
+        for &(from, to) in &self.op_ranges {
+            page[from..to].copy_from_slice(&self.before[from..to]);
+        }
+    }
+
     /// Logs frame `f`'s change against `self.before` over `self.op_ranges`, if any.
     fn log_page(
         &mut self,
@@ -280,22 +296,35 @@ impl BufferPool {
             return Ok(());
         }
         let lsn = journal.take_page_lsn();
+        let old_lsn = page::lsn(&self.data[span.clone()]);
         page::set_lsn(&mut self.data[span.clone()], lsn);
-        logrec::diff_spans_in(&self.before, &self.data[span], &self.op_ranges, &mut self.spans);
+        logrec::diff_spans_in(&self.before, &self.data[span.clone()], &self.op_ranges, &mut self.spans);
+        if journal.logs_changes() {
+            let (change_kind, room) = match (kind, &undo) {
+                (OpKind::Update, Some(_)) => {
+                    let before_bytes = self.spans.iter().map(|&(_, len)| u64::from(len)).sum();
+                    (ChangeKind::Update, Room::Update { tx, before_bytes })
+                }
+                (OpKind::Update, None) => (ChangeKind::Update, Room::Ordinary),
+                (OpKind::Compensation { undo_next }, _) => (ChangeKind::Clr { undo_next }, Room::Rollback),
+            };
+            match self.log_change(journal, f, change_kind, tx, *prev, room) {
+                Ok(got) => debug_assert_eq!(got, lsn),
+                Err(e) => {
+                    page::set_lsn(&mut self.data[span], old_lsn);
+                    return Err(e);
+                }
+            }
+        }
+        // Only a change that was logged gets an undo entry: one the log refused is
+        // taken back by `end_op`.
         if let (OpKind::Update, Some(undo)) = (kind, undo) {
             undo.push(*prev, pid, &self.before, &self.spans);
         }
-        if !journal.logs_changes() {
-            return Ok(());
+        if journal.logs_changes() {
+            *prev = lsn;
+            self.note_logged(f, lsn);
         }
-        let change_kind = match kind {
-            OpKind::Update => ChangeKind::Update,
-            OpKind::Compensation { undo_next } => ChangeKind::Clr { undo_next },
-        };
-        let got = self.log_change(journal, f, change_kind, tx, *prev)?;
-        debug_assert_eq!(got, lsn);
-        *prev = lsn;
-        self.note_logged(f, lsn);
         Ok(())
     }
 

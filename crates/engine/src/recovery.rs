@@ -7,6 +7,7 @@
 
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::journal::Room;
 use crate::logrec::{Body, Record};
 use crate::oplog::OpKind;
 use crate::page::PageWrite;
@@ -101,7 +102,7 @@ impl Database {
         let by_lsn: HashMap<u64, &Record> = records.iter().map(|(lsn, r)| (*lsn, r)).collect();
         for tx in committed {
             let last = open.remove(&tx).unwrap_or(0);
-            self.journal.record(&Record { tx, prev: last, body: Body::End })?;
+            self.journal.record_in(Room::Rollback, &Record { tx, prev: last, body: Body::End })?;
         }
         let mut todo: BTreeMap<u64, (u64, u64)> = open.iter().map(|(&tx, &last)| (last, (tx, last))).collect();
         while let Some((lsn, (tx, last))) = todo.pop_last() {
@@ -124,7 +125,7 @@ impl Database {
                 _ => (record.prev, last),
             };
             if next == 0 {
-                self.journal.record(&Record { tx, prev: logged, body: Body::End })?;
+                self.journal.record_in(Room::Rollback, &Record { tx, prev: logged, body: Body::End })?;
             } else {
                 todo.insert(next, (tx, logged));
             }

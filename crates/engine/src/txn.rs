@@ -17,11 +17,15 @@
 
 use crate::db::{pages, Database, Object};
 use crate::error::{Error, Result};
-use crate::journal::JournalKind;
+use crate::journal::{JournalKind, Room};
 use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
 use crate::page::PageWrite;
 use crate::space::ObjectAccess;
+
+/// Share of the log in use past which an operation of an open transaction first takes
+/// a checkpoint ([`Database::checkpoint_inside_a_transaction`]).
+const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 use nand::SyncPoint;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,6 +140,8 @@ impl Database {
     /// once `durable_lsn` is above it.
     pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
         let (id, mut state) = self.finish(&mut tx)?;
+        // Committing, it will not roll back: its room in the log is free for the rest.
+        self.journal.release_rollback_room(id);
         let changed = !state.undo.is_empty() || !state.frees.is_empty();
         self.keep_undo(std::mem::take(&mut state.undo));
         let mut prev = state.last;
@@ -260,8 +266,9 @@ impl Database {
         let last = self.undo(id, state.last, &state.undo)?;
         self.keep_undo(state.undo);
         if self.journal.logs_changes() && last > 0 {
-            self.journal.record(&Record { tx: id, prev: last, body: Body::End })?;
+            self.journal.record_in(Room::Rollback, &Record { tx: id, prev: last, body: Body::End })?;
         }
+        self.journal.release_rollback_room(id);
         self.pool.clean(&mut *self.journal)
     }
 
@@ -295,6 +302,7 @@ impl Database {
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
         self.nolgn_join(tx);
+        self.checkpoint_inside_a_transaction()?;
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {
@@ -327,6 +335,17 @@ impl Database {
         self.roll_back_dropped()?;
         self.pool.flush_all(&mut *self.journal)?;
         self.take_checkpoint()
+    }
+
+    /// A checkpoint inside a long transaction, once half the log is in use: it cuts the
+    /// log back to what the open transactions and the dirty pages still need, so that a
+    /// transaction can use the room before its start (commits checkpoint sooner, at
+    /// `checkpoint_log_share`).
+    fn checkpoint_inside_a_transaction(&mut self) -> Result<()> {
+        if self.journal.logs_changes() && self.journal.used_share() > MID_TRANSACTION_CHECKPOINT_SHARE {
+            return self.take_checkpoint();
+        }
+        Ok(())
     }
 
     fn checkpoint_if_log_fills(&mut self) -> Result<()> {
@@ -369,11 +388,10 @@ impl Database {
         let active: Vec<(u64, u64, u64)> =
             self.active.iter().filter(|(_, s)| s.last > 0).map(|(&tx, s)| (tx, s.last, s.first)).collect();
         let dirty = self.pool.dirty_pages();
-        let lsn = self.journal.record(&Record {
-            tx: 0,
-            prev: 0,
-            body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() },
-        })?;
+        let lsn = self.journal.record_in(
+            Room::Checkpoint,
+            &Record { tx: 0, prev: 0, body: Body::Checkpoint { active: active.clone(), dirty: dirty.clone() } },
+        )?;
         let done = self.pool.force_log(&mut *self.journal, lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
         let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);

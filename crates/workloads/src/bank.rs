@@ -147,16 +147,23 @@ fn open_or_keep(device: Device, config: &BankConfig) -> Result<Database, Box<(en
 }
 
 /// Creates the database and loads the accounts (durable before any cut can matter).
+/// Accounts loaded per transaction.
+const LOAD_BATCH: usize = 500;
+
 fn load(device: Device, config: &BankConfig) -> Result<Database, String> {
     let mut db = create(device, config).map_err(err)?;
     db.execute(&schema(config)).map_err(err)?;
     let t = db.table_id("account").map_err(err)?;
-    let tx = db.begin();
-    for id in 0..config.accounts {
-        let row = [Value::Int(id as i64), Value::Int(INITIAL_BALANCE), Value::Text(format!("account {id}"))];
-        db.insert(&tx, t, &row).map_err(err)?;
+    // In transactions of LOAD_BATCH accounts: one for all would need more of the small
+    // test logs than a transaction may take (half, the rest kept for its rollback).
+    for first in (0..config.accounts).step_by(LOAD_BATCH) {
+        let tx = db.begin();
+        for id in first..(first + LOAD_BATCH as u32).min(config.accounts) {
+            let row = [Value::Int(id as i64), Value::Int(INITIAL_BALANCE), Value::Text(format!("account {id}"))];
+            db.insert(&tx, t, &row).map_err(err)?;
+        }
+        db.commit(tx).map_err(err)?;
     }
-    db.commit(tx).map_err(err)?;
     db.checkpoint().map_err(err)?;
     Ok(db)
 }
