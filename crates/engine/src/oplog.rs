@@ -212,7 +212,8 @@ impl BufferPool {
             }
             if result.is_err() {
                 // Not logged, so neither undo nor restart could take it back: the page
-                // returns to how it was before the operation (its LSN included).
+                // returns to how it was before the operation (`log_page` put back the
+                // LSN it stamped).
                 self.restore_before(f);
             }
             self.frames[f].in_op = false;

@@ -22,13 +22,15 @@ use crate::logrec::{Body, Record};
 use crate::oplog::{OpKind, UndoLog};
 use crate::page::PageWrite;
 use crate::space::ObjectAccess;
-
-/// Share of the log in use past which an operation of an open transaction first takes
-/// a checkpoint ([`Database::checkpoint_inside_a_transaction`]).
-const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 use nand::SyncPoint;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Share of the log in use past which an operation of an open transaction first takes
+/// a checkpoint: it cuts the log back to what the open transactions and the dirty pages
+/// still need, so a long transaction can use the room before its start (commits
+/// checkpoint sooner, at `checkpoint_log_share`).
+const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 use std::sync::{Arc, Mutex};
 
 /// What the engine keeps for a transaction in progress.
@@ -164,7 +166,7 @@ impl Database {
             self.commit_without_log()?;
         }
         self.pool.clean(&mut *self.journal)?;
-        self.checkpoint_if_log_fills()?;
+        self.checkpoint_if_log_past(self.options.checkpoint_log_share)?;
         Ok(commit)
     }
 
@@ -302,7 +304,7 @@ impl Database {
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
         self.nolgn_join(tx);
-        self.checkpoint_inside_a_transaction()?;
+        self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE)?;
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {
@@ -337,19 +339,9 @@ impl Database {
         self.take_checkpoint()
     }
 
-    /// A checkpoint inside a long transaction, once half the log is in use: it cuts the
-    /// log back to what the open transactions and the dirty pages still need, so that a
-    /// transaction can use the room before its start (commits checkpoint sooner, at
-    /// `checkpoint_log_share`).
-    fn checkpoint_inside_a_transaction(&mut self) -> Result<()> {
-        if self.journal.logs_changes() && self.journal.used_share() > MID_TRANSACTION_CHECKPOINT_SHARE {
-            return self.take_checkpoint();
-        }
-        Ok(())
-    }
-
-    fn checkpoint_if_log_fills(&mut self) -> Result<()> {
-        if self.journal.logs_changes() && self.journal.used_share() > self.options.checkpoint_log_share {
+    /// Takes a checkpoint if more than `share` of the log is in use.
+    fn checkpoint_if_log_past(&mut self, share: f64) -> Result<()> {
+        if self.journal.logs_changes() && self.journal.used_share() > share {
             return self.take_checkpoint();
         }
         Ok(())

@@ -146,10 +146,10 @@ fn open_or_keep(device: Device, config: &BankConfig) -> Result<Database, Box<(en
     Database::open_on_or_keep(Box::new(store), done, options)
 }
 
-/// Creates the database and loads the accounts (durable before any cut can matter).
 /// Accounts loaded per transaction.
 const LOAD_BATCH: usize = 500;
 
+/// Creates the database and loads the accounts (durable before any cut can matter).
 fn load(device: Device, config: &BankConfig) -> Result<Database, String> {
     let mut db = create(device, config).map_err(err)?;
     db.execute(&schema(config)).map_err(err)?;
