@@ -79,6 +79,8 @@ pub struct PoolStats {
     pub eviction_wait_ns: u64,
     pub commit_wait_ns: u64,
     pub checkpoint_wait_ns: u64,
+    /// Checkpoints taken.
+    pub checkpoints: u64,
 }
 
 pub type FrameId = usize;

@@ -142,6 +142,9 @@ pub struct Database {
     /// no dirty page has nothing to write, so a session that only read leaves the device
     /// (and its image file) untouched.
     pub(crate) clean_at_lsn: Option<u64>,
+    /// Share of the log in use right after the last checkpoint (spaces out the
+    /// checkpoints a long transaction takes).
+    pub(crate) log_share_at_checkpoint: f64,
     /// Scratch for a row's bytes and for a key's (no allocation per operation).
     row: Vec<u8>,
     key: Vec<u8>,
@@ -369,6 +372,7 @@ impl Database {
             sql_tx: None,
             group_deadline: None,
             clean_at_lsn: None,
+            log_share_at_checkpoint: 0.0,
             row: Vec::new(),
             key: Vec::new(),
             spare_undo: Default::default(),

@@ -26,12 +26,19 @@ use nand::SyncPoint;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::{Arc, Mutex};
+
 /// Share of the log in use past which an operation of an open transaction first takes
 /// a checkpoint: it cuts the log back to what the open transactions and the dirty pages
 /// still need, so a long transaction can use the room before its start (commits
 /// checkpoint sooner, at `checkpoint_log_share`).
 const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
-use std::sync::{Arc, Mutex};
+
+/// Share of the log a transaction must add after a checkpoint before its operations
+/// take the next one. A checkpoint cannot cut the log below an open transaction's first
+/// record, so a long transaction keeps the log past half full; without this step it
+/// would checkpoint before every operation. At most 1/step checkpoints per log's worth.
+const MID_TRANSACTION_CHECKPOINT_STEP: f64 = 0.05;
 
 /// What the engine keeps for a transaction in progress.
 #[derive(Debug, Default)]
@@ -304,7 +311,9 @@ impl Database {
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
         self.nolgn_join(tx);
-        self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE)?;
+        if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= self.journal.used_share() {
+            self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE)?;
+        }
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {
@@ -364,6 +373,8 @@ impl Database {
         self.pool.stats.checkpoint_wait_ns += waited;
         if result.is_ok() {
             self.clean_at_lsn = Some(self.journal.next_lsn());
+            self.log_share_at_checkpoint = self.journal.used_share();
+            self.pool.stats.checkpoints += 1;
         }
         result
     }

@@ -443,3 +443,36 @@ fn a_statement_too_large_for_the_log_rolls_back_and_the_database_goes_on() {
     let mut db = Database::open(device, DbOptions::default()).unwrap();
     check(&mut db);
 }
+
+/// A transaction that keeps the log past half full checkpoints now and then, not
+/// before each of its operations (a checkpoint cannot cut the log below the open
+/// transaction, so each one after the first frees little and writes the dirty pages).
+#[test]
+fn a_long_transaction_checkpoints_a_bounded_number_of_times() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(
+        "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
+         CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
+    )
+    .unwrap();
+    one(&mut db, "BEGIN");
+    let before = db.pool_stats().checkpoints;
+    let mut statements = 0;
+    let err = loop {
+        let values: Vec<String> =
+            (0..20).map(|i| format!("({}, '{}')", statements * 20 + i, "k".repeat(180))).collect();
+        match db.execute(&format!("INSERT INTO t VALUES {}", values.join(", "))) {
+            Ok(_) => statements += 1,
+            Err(e) => break e.to_string(),
+        }
+    };
+    assert!(err.contains("the log region is full"), "{err}");
+    let checkpoints = db.pool_stats().checkpoints - before;
+    assert!(statements > 100, "only {statements} statements filled the log");
+    assert!((1..=12).contains(&checkpoints), "{checkpoints} checkpoints in one transaction");
+    // The failed statement rolled the whole transaction back.
+    one(&mut db, "INSERT INTO t VALUES (1, 'after')");
+    let device = db.close().unwrap();
+    let mut db = Database::open(device, DbOptions::default()).unwrap();
+    assert_eq!(rows(&one(&mut db, "SELECT id FROM t WHERE id BETWEEN 0 AND 100000")).len(), 1);
+}
