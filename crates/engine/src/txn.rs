@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex};
 /// Share of the log in use past which an operation of an open transaction first takes
 /// a checkpoint: it cuts the log back to what the open transactions and the dirty pages
 /// still need, so a long transaction can use the room before its start (commits
-/// checkpoint sooner, at `checkpoint_log_share`).
+/// checkpoint sooner, at `checkpoint_log_share`; where that is set above this share,
+/// it holds here too, so a run that asks for late checkpoints gets them).
 const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 
 /// Share of the log a transaction must add after a checkpoint before its operations
@@ -312,7 +313,7 @@ impl Database {
     ) -> Result<T> {
         self.nolgn_join(tx);
         if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= self.journal.used_share() {
-            self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE)?;
+            self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE.max(self.options.checkpoint_log_share))?;
         }
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();

@@ -476,3 +476,29 @@ fn a_long_transaction_checkpoints_a_bounded_number_of_times() {
     let mut db = Database::open(device, DbOptions::default()).unwrap();
     assert_eq!(rows(&one(&mut db, "SELECT id FROM t WHERE id BETWEEN 0 AND 100000")).len(), 1);
 }
+
+/// A run that asks for late checkpoints (`checkpoint_log_share` above one half) gets
+/// them: the checkpoint an operation takes once half the log is in use waits for that
+/// share too.
+#[test]
+fn a_late_checkpoint_share_holds_inside_transactions() {
+    let checkpoints_with = |share: f64| {
+        let options = DbOptions { checkpoint_log_share: share, ..DbOptions::default() };
+        let mut db = Database::create(common::device(), options).unwrap();
+        db.execute(
+            "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
+             CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
+        )
+        .unwrap();
+        let before = db.pool_stats().checkpoints;
+        for s in 0..200 {
+            let values: Vec<String> = (0..20).map(|i| format!("({}, '{}')", s * 20 + i, "k".repeat(180))).collect();
+            one(&mut db, &format!("INSERT INTO t VALUES {}", values.join(", ")));
+        }
+        db.pool_stats().checkpoints - before
+    };
+    // The statements take the log past 55% of its capacity...
+    assert!(checkpoints_with(0.55) > 0);
+    // ...and with checkpoints asked for at 90%, none runs before.
+    assert_eq!(checkpoints_with(0.9), 0);
+}
