@@ -73,6 +73,9 @@ pub struct DbOptions {
     /// Group commit: commits within this many simulated nanoseconds share one log
     /// flush (0: every commit forces the log).
     pub group_commit_ns: SimTime,
+    /// Log bytes a transaction may leave unforced before their full pages are written
+    /// ahead of its commit (the log buffer: bounds a long transaction's log in memory).
+    pub log_buffer_bytes: u64,
 }
 
 impl Default for DbOptions {
@@ -87,6 +90,7 @@ impl Default for DbOptions {
             log_chips: 1,
             checkpoint_log_share: 0.3,
             group_commit_ns: 0,
+            log_buffer_bytes: 4 << 20,
         }
     }
 }

@@ -87,6 +87,12 @@ pub trait Journal: Send {
     fn force(&mut self, _lsn: u64, _device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         Ok(now)
     }
+    /// Writes log pages ahead of the next force when more than `buffer_bytes` wait for
+    /// it, so a long transaction's log does not pile up in memory; nobody waits for
+    /// them until then.
+    fn write_ahead(&mut self, _buffer_bytes: u64, _device: &mut dyn PageDevice, _now: SimTime) -> Result<()> {
+        Ok(())
+    }
     /// The LSN the next log record gets (0 without a log).
     fn next_lsn(&self) -> u64;
     /// Everything below this LSN is durable (0 without a log).
@@ -218,6 +224,13 @@ impl Journal for AriesJournal {
             None => device,
         };
         self.log.force(lsn, device, now)
+    }
+    fn write_ahead(&mut self, buffer_bytes: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<()> {
+        let device: &mut dyn PageDevice = match &mut self.external {
+            Some(d) => d.as_mut(),
+            None => device,
+        };
+        self.log.write_ahead(buffer_bytes, device, now)
     }
     fn next_lsn(&self) -> u64 {
         self.log.next_lsn()

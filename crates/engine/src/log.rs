@@ -6,13 +6,20 @@
 //!
 //! ```text
 //! offset size field
-//!  0      4   magic "DFLG"
+//!  0      4   magic "DFL2"
 //!  4      8   n, the page's number in the stream
 //! 12      4   bytes of payload in use (P for a full page)
-//! 16      4   crc32 of bytes [0, 16) and the payload in use
-//! 20      4   zero
+//! 16      4   crc32 of bytes [0, 16), bytes [20, 24) and the payload in use
+//! 20      4   link: the crc32 (bytes 16..20) of page n − 1 as the log holds it
 //! 24      …   payload
 //! ```
+//!
+//! The link ties each page to its predecessor's exact contents. Pages of an earlier
+//! pass over the same stream positions (written before a crash, beyond where the
+//! restart found the log's end) carry valid numbers and checksums, but link to a
+//! predecessor that has since been rewritten: the link ends the log there. Pages of
+//! earlier builds ("DFLG", no link, crc32 of bytes [0, 16) and the payload) are read
+//! as before, until the first linked page.
 //!
 //! A force writes every page holding bytes not yet durable; the last one may be partial
 //! and is written again, whole or further filled, by a later force (an out-of-place
@@ -20,6 +27,12 @@
 //! from the restart point while their number and checksum hold: the torn or stale page
 //! ends the log. Bytes before the truncation point may be overwritten as the stream
 //! wraps around the region.
+//!
+//! Between forces the unwritten bytes wait in memory, as in a log buffer: once more
+//! than `DbOptions::log_buffer_bytes` wait, their full pages are written ahead (`write_ahead`),
+//! so a long transaction's log lives on flash, not in memory. That does not make them
+//! durable in the write-ahead sense (`durable` stays at the last force, since the last
+//! full page may end inside a record); the next force only waits for their writes.
 
 use crate::error::{Error, Result};
 use crate::logrec::Record;
@@ -27,7 +40,9 @@ use flash::{PageDevice, RegionId};
 use nand::SimTime;
 use serde::Serialize;
 
-const MAGIC: &[u8; 4] = b"DFLG";
+const MAGIC: &[u8; 4] = b"DFL2";
+/// Log pages of earlier builds, without the link.
+const MAGIC_UNLINKED: &[u8; 4] = b"DFLG";
 /// A record and its LSN.
 pub type LoggedRecord = (u64, Record);
 const PAGE_HEADER: usize = 24;
@@ -53,11 +68,16 @@ pub struct Log {
     region: RegionId,
     payload: u64,
     capacity_pages: u64,
-    /// Stream bytes from `tail_base` (a page start) to `end`, not all durable.
+    /// Stream bytes from `tail_base` (a page start) to `end`: the pages not yet
+    /// written in full.
     tail: Vec<u8>,
     tail_base: u64,
     end: u64,
     durable: u64,
+    /// When the pages written ahead of a force are done (the next force waits for them).
+    ahead_done: SimTime,
+    /// The crc32 of the page before `tail_base`'s page: the next page written links to it.
+    link: u32,
     /// The truncation point: older bytes may be overwritten.
     start: u64,
     /// When the last force's page writes ended.
@@ -80,6 +100,8 @@ impl Log {
             tail_base: 0,
             end: FIRST_LSN,
             durable: 0,
+            ahead_done: 0,
+            link: 0,
             start: FIRST_LSN,
             durable_at: 0,
             counters: LogCounters::default(),
@@ -99,6 +121,10 @@ impl Log {
         let mut log = Log::create(device, region);
         let first_page = start / log.payload;
         let mut stream = Vec::new();
+        // The stored crc32 of each page read, and the first page's link.
+        let mut crcs: Vec<u32> = Vec::new();
+        let mut first_link = 0;
+        let mut linked_seen = false;
         let mut n = first_page;
         let mut done = now;
         loop {
@@ -106,20 +132,20 @@ impl Log {
             let Some(read) = device.read(region, lpn, now)? else { break };
             done = done.max(read.timing.end_ns);
             let p = read.data;
-            let seq = crate::page::le_u64(&p[4..12]);
-            let used = crate::page::le_u32(&p[12..16]) as u64;
-            let crc = crate::page::le_u32(&p[16..20]);
-            if &p[0..4] != MAGIC || seq != n || used > log.payload {
-                break;
+            let Some(used) = log.check_page(p, n) else { break };
+            let linked = &p[0..4] == MAGIC;
+            let link = crate::page::le_u32(&p[20..24]);
+            match crcs.last() {
+                None => first_link = link,
+                // A page linked to another predecessor, or an unlinked page after a
+                // linked one, is left from an earlier pass: the log ends before it.
+                Some(&prev) if linked && link != prev => break,
+                Some(_) if !linked && linked_seen => break,
+                Some(_) => {}
             }
-            let payload = &p[PAGE_HEADER..PAGE_HEADER + used as usize];
-            let mut h = crc32fast::Hasher::new();
-            h.update(&p[..16]);
-            h.update(payload);
-            if h.finalize() != crc {
-                break;
-            }
-            stream.extend_from_slice(payload);
+            linked_seen |= linked;
+            crcs.push(crate::page::le_u32(&p[16..20]));
+            stream.extend_from_slice(&p[PAGE_HEADER..PAGE_HEADER + used as usize]);
             n += 1;
             if used < log.payload {
                 break;
@@ -139,8 +165,22 @@ impl Log {
         log.durable = end;
         log.start = start;
         log.tail_base = end - end % log.payload;
+        let tail_page = (log.tail_base / log.payload - first_page) as usize;
+        log.link = if tail_page == 0 { first_link } else { crcs[tail_page - 1] };
         log.tail = stream[(log.tail_base - base) as usize..(end - base) as usize].to_vec();
         Ok((log, found, done))
+    }
+
+    /// Whether `p` is log page `n` with its checksum holding; returns its payload bytes
+    /// in use.
+    fn check_page(&self, p: &[u8], n: u64) -> Option<u64> {
+        let linked = &p[0..4] == MAGIC;
+        let used = crate::page::le_u32(&p[12..16]) as u64;
+        let ok = (linked || &p[0..4] == MAGIC_UNLINKED)
+            && crate::page::le_u64(&p[4..12]) == n
+            && used <= self.payload
+            && page_crc(p, used as usize, linked) == crate::page::le_u32(&p[16..20]);
+        ok.then_some(used)
     }
 
     /// The LSN the next record gets.
@@ -216,31 +256,50 @@ impl Log {
             return Ok(now);
         }
         self.counters.forces += 1;
+        let done = self.write_tail(self.end, device, now)?.max(self.ahead_done);
+        self.durable = self.end;
+        self.durable_at = done;
+        Ok(done)
+    }
+
+    /// Writes the full pages of the tail once more than `buffer_bytes` wait there (what
+    /// a full log buffer does), without waiting for them.
+    pub fn write_ahead(&mut self, buffer_bytes: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<()> {
+        let full_pages_end = self.end - self.end % self.payload;
+        if self.end - self.tail_base <= buffer_bytes || full_pages_end <= self.tail_base {
+            return Ok(());
+        }
+        let done = self.write_tail(full_pages_end, device, now)?;
+        self.ahead_done = self.ahead_done.max(done);
+        Ok(())
+    }
+
+    /// Writes the tail's pages up to stream byte `to` (the last one partial if `to`
+    /// ends inside it), then keeps in the tail only the page that is not yet full.
+    fn write_tail(&mut self, to: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         let mut done = now;
-        let first = self.durable / self.payload;
-        let last = (self.end - 1) / self.payload;
-        for n in first..=last {
+        for n in self.tail_base / self.payload..to.div_ceil(self.payload) {
             let from = n * self.payload;
-            let to = ((n + 1) * self.payload).min(self.end);
-            let bytes = &self.tail[(from - self.tail_base) as usize..(to - self.tail_base) as usize];
+            let until = ((n + 1) * self.payload).min(to);
+            let bytes = &self.tail[(from - self.tail_base) as usize..(until - self.tail_base) as usize];
             self.page.fill(0xFF);
             self.page[0..4].copy_from_slice(MAGIC);
             self.page[4..12].copy_from_slice(&n.to_le_bytes());
             self.page[12..16].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
-            self.page[20..24].fill(0);
+            self.page[20..24].copy_from_slice(&self.link.to_le_bytes());
             self.page[PAGE_HEADER..PAGE_HEADER + bytes.len()].copy_from_slice(bytes);
-            let mut h = crc32fast::Hasher::new();
-            h.update(&self.page[..16]);
-            h.update(bytes);
-            self.page[16..20].copy_from_slice(&h.finalize().to_le_bytes());
+            let crc = page_crc(&self.page, bytes.len(), true);
+            self.page[16..20].copy_from_slice(&crc.to_le_bytes());
             let lpn = (n % self.capacity_pages) as u32;
             let timing = device.write_pages(self.region, lpn, &self.page, now)?;
             done = done.max(timing.end_ns);
             self.counters.page_writes += 1;
+            if until == (n + 1) * self.payload {
+                // Full: the next page links to it (a partial one is written again).
+                self.link = crc;
+            }
         }
-        self.durable = self.end;
-        self.durable_at = done;
-        let keep_from = self.end - self.end % self.payload;
+        let keep_from = to - to % self.payload;
         self.tail.drain(..(keep_from - self.tail_base) as usize);
         self.tail_base = keep_from;
         Ok(done)
@@ -265,16 +324,11 @@ pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> R
         let Some(read) = device.read(region, lpn as u32, now)? else { continue };
         let p = read.data;
         let seq = crate::page::le_u64(&p[4..12]);
-        let used = crate::page::le_u32(&p[12..16]) as u64;
-        if &p[0..4] != MAGIC || used > log.payload || seq % log.capacity_pages != lpn {
+        if seq % log.capacity_pages != lpn {
             continue;
         }
-        let payload = &p[PAGE_HEADER..PAGE_HEADER + used as usize];
-        let mut h = crc32fast::Hasher::new();
-        h.update(&p[..16]);
-        h.update(payload);
-        if h.finalize() == crate::page::le_u32(&p[16..20]) {
-            pages.insert(seq, payload.to_vec());
+        if let Some(used) = log.check_page(p, seq) {
+            pages.insert(seq, p[PAGE_HEADER..PAGE_HEADER + used as usize].to_vec());
         }
     }
     let Some(&newest) = pages.keys().next_back() else { return Ok(Vec::new()) };
@@ -297,6 +351,18 @@ pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> R
     Ok(Vec::new())
 }
 
+/// A log page's checksum: its header (with the link, on linked pages) and the payload
+/// bytes in use.
+fn page_crc(page: &[u8], used: usize, linked: bool) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&page[..16]);
+    if linked {
+        h.update(&page[20..24]);
+    }
+    h.update(&page[PAGE_HEADER..PAGE_HEADER + used]);
+    h.finalize()
+}
+
 /// Decodes the records of `stream` (starting at stream offset `base`) from `from` on,
 /// stopping at the first torn or missing one; also returns where that one starts.
 fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<LoggedRecord>, u64)> {
@@ -315,4 +381,123 @@ fn records(stream: &[u8], base: u64, from: u64) -> Result<(Vec<LoggedRecord>, u6
         }
     }
     Ok((out, base + at as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logrec::{Body, Range};
+    use crate::store::PageId;
+    use flash::{Flash, IpaMode, RegionSpec};
+    use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
+
+    fn device() -> Flash {
+        let geometry = Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            blocks_per_chip: 64,
+            pages_per_block: 32,
+            page_bytes: 4096,
+            oob_bytes: 128,
+            cell: CellType::Slc,
+            nop: 4,
+            endurance: 1_000_000,
+            latencies: Latencies::mlc_typical(),
+        };
+        let device = Device::new(Box::new(MemoryStorage::new(geometry, true)));
+        Flash::format(device, vec![RegionSpec::new("log", IpaMode::None)]).unwrap()
+    }
+
+    fn update(tx: u64, len: usize) -> Record {
+        let range = Range { offset: 0, before: vec![1; len], after: vec![2; len] };
+        Record { tx, prev: 0, body: Body::Update { page: PageId { region: 0, page: 1 }, ranges: vec![range] } }
+    }
+
+    fn encoded_len(r: &Record) -> u64 {
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        out.len() as u64
+    }
+
+    /// Appends records of transaction `tx` until the stream ends exactly at `to`.
+    fn fill_to(log: &mut Log, tx: u64, to: u64) {
+        let base = encoded_len(&update(tx, 0));
+        let commit = Record { tx, prev: 0, body: Body::Commit };
+        while to - log.next_lsn() > 300 {
+            log.append(&update(tx, 50)).unwrap();
+        }
+        if (to - log.next_lsn() - base) % 2 == 1 {
+            log.append(&commit).unwrap();
+        }
+        let len = (to - log.next_lsn() - base) / 2;
+        log.append(&update(tx, len as usize)).unwrap();
+        assert_eq!(log.next_lsn(), to);
+    }
+
+    /// Rewrites the log's pages as earlier builds wrote them: magic "DFLG", no link.
+    fn unlink_pages(flash: &mut Flash, pages: std::ops::Range<u32>) {
+        for lpn in pages {
+            let mut p = flash.read(RegionId(0), lpn, 0).unwrap().unwrap().data.to_vec();
+            let used = crate::page::le_u32(&p[12..16]) as usize;
+            p[0..4].copy_from_slice(MAGIC_UNLINKED);
+            p[20..24].fill(0);
+            let crc = page_crc(&p, used, false);
+            p[16..20].copy_from_slice(&crc.to_le_bytes());
+            flash.write_pages(RegionId(0), lpn, &p, 0).unwrap();
+        }
+    }
+
+    /// A log of an earlier build (pages without links) opens whole, and the pages
+    /// written after it link on.
+    #[test]
+    fn a_log_of_unlinked_pages_opens_and_goes_on_linked() {
+        let mut flash = device();
+        let mut log = Log::create(&flash, RegionId(0));
+        let p = log.page_payload();
+        fill_to(&mut log, 1, 2 * p + 100);
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        unlink_pages(&mut flash, 0..3);
+        let (mut log, records, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
+        assert_eq!(log.next_lsn(), 2 * p + 100);
+        let old = records.len();
+        fill_to(&mut log, 2, 4 * p + 10);
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        let (log, records, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
+        assert_eq!(log.next_lsn(), 4 * p + 10);
+        assert!(records.len() > old && records[old..].iter().all(|(_, r)| r.tx == 2));
+        // An unlinked page after a linked one is from an earlier build's pass: stale.
+        unlink_pages(&mut flash, 4..5);
+        let (log, _, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
+        assert!(log.next_lsn() <= 4 * p);
+    }
+
+    /// A crash leaves pages written ahead beyond where the restart finds the log's end
+    /// (here: the page before them was torn). The restarted log fills its last page to
+    /// the end of a record, exactly where an old page begins with one. Its numbers and
+    /// checksum hold; only the link shows that it continues another past.
+    #[test]
+    fn a_page_left_from_before_a_crash_does_not_continue_the_log() {
+        let mut flash = device();
+        let region = RegionId(0);
+        let mut log = Log::create(&flash, region);
+        let p = log.page_payload();
+        // Before the crash: transaction 1's records, pages 0 to 5 written ahead, with a
+        // record boundary where page 3 begins.
+        fill_to(&mut log, 1, 3 * p);
+        fill_to(&mut log, 1, 6 * p);
+        log.write_ahead(0, &mut flash, 0).unwrap();
+        assert_eq!(log.counters().page_writes, 6);
+        // Page 2 was torn: the restart ends the log in page 1.
+        let mut torn = vec![0u8; 4096];
+        torn[..4].copy_from_slice(MAGIC);
+        flash.write_pages(region, 2, &torn, 0).unwrap();
+        let (mut log, records, _) = Log::open(&mut flash, region, FIRST_LSN, 0).unwrap();
+        assert!(log.next_lsn() < 2 * p && !records.is_empty());
+        // After the restart: transaction 2 fills pages 1 and 2 exactly, and forces.
+        fill_to(&mut log, 2, 3 * p);
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        let (log, records, _) = Log::open(&mut flash, region, FIRST_LSN, 0).unwrap();
+        assert_eq!(log.next_lsn(), 3 * p, "the log ends where the restarted one did");
+        assert!(records.iter().filter(|(lsn, _)| *lsn >= 2 * p).all(|(_, r)| r.tx == 2));
+    }
 }

@@ -139,6 +139,12 @@ impl BufferPool {
         journal.force(lsn, self.store.device_mut(), now)
     }
 
+    /// Writes log pages ahead of the next force if more than `buffer_bytes` wait for it.
+    pub fn write_log_ahead(&mut self, journal: &mut dyn Journal, buffer_bytes: u64) -> Result<()> {
+        let now = self.now();
+        journal.write_ahead(buffer_bytes, self.store.device_mut(), now)
+    }
+
     /// Logs the freshly formatted page in frame `f` (changed in this operation from all
     /// zeros) as a redo-only format record; later changes in the operation are logged
     /// against the formatted page.

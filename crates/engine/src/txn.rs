@@ -315,6 +315,7 @@ impl Database {
         if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= self.journal.used_share() {
             self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE.max(self.options.checkpoint_log_share))?;
         }
+        self.pool.write_log_ahead(&mut *self.journal, self.options.log_buffer_bytes)?;
         let prev = self.active.entry(tx).or_default().last;
         let first_candidate = self.journal.next_lsn();
         let (space, id) = match object {

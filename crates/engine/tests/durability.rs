@@ -8,6 +8,7 @@ use engine::db::BufferSize;
 use engine::types::Value;
 use engine::{Database, DbOptions, Error};
 use flash::RegionId;
+use nand::{Device, MemoryStorage};
 
 const SCHEMA: &str = "
 CREATE REGION r (IPA_MODE=SLC, IPA=2x4, V=6, MAX_CHIPS=2);
@@ -128,6 +129,107 @@ fn a_corrupt_page_is_reported_never_returned() {
         Err(Error::Corrupt(m)) => assert!(m.contains("page kind"), "{m}"),
         other => panic!("a corrupt page was not reported: {other:?}"),
     }
+}
+
+/// A transaction whose log outgrows the log buffer has its full log pages written
+/// before it commits (memory stays bounded); that makes nothing durable before the
+/// commit: a crash undoes the transaction, and once committed it survives one.
+#[test]
+fn a_long_transaction_writes_its_log_ahead_and_commits_only_at_its_commit() {
+    let options = DbOptions { buffer: BufferSize::Pages(4096), log_buffer_bytes: 64 << 10, ..options() };
+    let run = |commit: bool| {
+        let mut db = Database::create(common::device(), options.clone()).unwrap();
+        db.execute(SCHEMA).unwrap();
+        for k in 0..200 {
+            let tx = put(&mut db, k, k * 10);
+            db.commit(tx).unwrap();
+        }
+        let t = db.table_id("kv").unwrap();
+        let before = db.log_counters().unwrap();
+        let tx = db.begin();
+        for k in 0..4000 {
+            if !db.update(&tx, t, &[Value::Int(k)], &[(1, Value::Int(-k))]).unwrap() {
+                db.insert(&tx, t, &[Value::Int(k), Value::Int(-k)]).unwrap();
+            }
+        }
+        let during = db.log_counters().unwrap();
+        assert_eq!(during.forces, before.forces, "nothing forced the log during the transaction");
+        let ahead = during.page_writes - before.page_writes;
+        let buffer_pages = (64 << 10) / 4096;
+        assert!(ahead * 4096 > during.bytes - before.bytes - (64 << 10), "{ahead} pages written ahead");
+        assert!(ahead > 2 * buffer_pages, "{ahead} pages written ahead");
+        if commit {
+            db.commit(tx).unwrap();
+        }
+        let mut device = db.crash();
+        device.power_on();
+        Database::open(device, options.clone()).unwrap()
+    };
+    let mut db = run(false);
+    assert_eq!((value(&mut db, 7), value(&mut db, 300)), (Some(70), None), "undone");
+    let mut db = run(true);
+    assert_eq!((value(&mut db, 7), value(&mut db, 3999)), (Some(-7), Some(-3999)), "committed");
+}
+
+/// Power cuts at flash operations spread over a long transaction that writes its log
+/// ahead, its commit included: after the restart the transaction is there whole or
+/// not at all, and the commits before it are intact.
+#[test]
+fn power_cuts_while_the_log_is_written_ahead_keep_transactions_whole() {
+    const ROWS: i64 = 1500;
+    let options = DbOptions { buffer: BufferSize::Pages(4096), log_buffer_bytes: 16 << 10, ..options() };
+    let setup = |storage: Box<dyn nand::Storage>| {
+        let mut db = Database::create(Device::new(storage), options.clone()).unwrap();
+        db.execute(SCHEMA).unwrap();
+        for k in 0..200 {
+            let tx = put(&mut db, k, k * 10);
+            db.commit(tx).unwrap();
+        }
+        db
+    };
+    let long_transaction = |db: &mut Database| -> Result<u64, Error> {
+        let t = db.table_id("kv")?;
+        let tx = db.begin();
+        for k in 0..ROWS {
+            if !db.update(&tx, t, &[Value::Int(k)], &[(1, Value::Int(-k))])? {
+                db.insert(&tx, t, &[Value::Int(k), Value::Int(-k)])?;
+            }
+        }
+        db.commit(tx)
+    };
+    let operations = |db: &Database| {
+        let c = db.page_device().device().counters();
+        c.page_programs + c.reprograms + c.copybacks + c.erases
+    };
+    let geometry = common::geometry(nand::CellType::Slc);
+    let mut db = setup(Box::new(MemoryStorage::new(geometry.clone(), true)));
+    let (start, before) = (operations(&db), db.log_counters().unwrap().page_writes);
+    long_transaction(&mut db).unwrap();
+    let end = operations(&db);
+    assert!(db.log_counters().unwrap().page_writes - before > 20, "the log was written ahead");
+    let (mut kept, mut lost) = (0, 0);
+    // Sixteen cuts spread over the transaction, and one at its last operation: the
+    // commit's log page.
+    for k in 0..17 {
+        let cut = if k < 16 { start + 1 + k * (end - start) / 16 } else { end };
+        let storage = nand::FaultyStorage::new(MemoryStorage::new(geometry.clone(), true), Some(cut), k);
+        let mut db = setup(Box::new(storage));
+        assert!(long_transaction(&mut db).is_err(), "cut at operation {cut} of {start}..{end}");
+        let mut device = db.crash();
+        device.power_on();
+        let mut db = Database::open(device, options.clone()).unwrap();
+        let whole = value(&mut db, 1) == Some(-1);
+        for key in (0..ROWS).step_by(37) {
+            let expected = if whole { Some(-key) } else { (key < 200).then_some(key * 10) };
+            assert_eq!(value(&mut db, key), expected, "cut {cut}: key {key} (transaction kept: {whole})");
+        }
+        if whole {
+            kept += 1
+        } else {
+            lost += 1
+        }
+    }
+    assert!(lost >= 16, "cuts before the commit lose the transaction ({kept} kept, {lost} lost)");
 }
 
 #[test]
