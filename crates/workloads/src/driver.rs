@@ -118,6 +118,9 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
 /// `response` is the whole (closed loop: terminals × time / transactions); `other` is
 /// what the named waits leave: mostly the simulated CPU cost per record operation.
+/// A transaction started in the window counts whole, waits that end after the window
+/// included; when a switch DDL books the chips for seconds, the transactions queued
+/// behind it outweigh the window and `other` goes negative.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct TimeBreakdown {
     pub response: f64,
@@ -218,6 +221,11 @@ pub struct Metrics {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub ipl_regions: BTreeMap<String, IplCounters>,
     pub time_per_transaction_ms: TimeBreakdown,
+    /// Simulated seconds the switch DDL took, when it ran in the measured window. Its
+    /// I/O counts with the run's; its waits are left out of `time_per_transaction_ms`
+    /// (they belong to no transaction of the workload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch_ddl_seconds: Option<f64>,
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
     pub update_size_writes: [u64; engine::store::UPDATE_SIZE_BUCKETS],
@@ -302,23 +310,41 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-fn breakdown(a: &Snapshot, b: &Snapshot, terminals: usize) -> TimeBreakdown {
+/// What the switch DDL cost, when it ran in the measured window: its simulated time
+/// and the pool's counters before and after it.
+struct SwitchCost {
+    nanos: SimTime,
+    before: engine::buffer::PoolStats,
+    after: engine::buffer::PoolStats,
+}
+
+fn breakdown(a: &Snapshot, b: &Snapshot, terminals: usize, switch: Option<&SwitchCost>) -> TimeBreakdown {
     let n = (b.transactions - a.transactions).max(1) as f64;
     let per_txn = |x: u64, y: u64| (y - x) as f64 / 1e6 / n;
     let (pa, pb) = (&a.pool, &b.pool);
+    // The waits of the switch DDL, left out.
+    let ddl = |wait: fn(&engine::buffer::PoolStats) -> u64| switch.map_or(0, |s| wait(&s.after) - wait(&s.before));
+    let waits = |wait: fn(&engine::buffer::PoolStats) -> u64| per_txn(wait(pa) + ddl(wait), wait(pb));
     let mut t = TimeBreakdown {
         response: per_txn(a.time, b.time) * terminals as f64,
-        reads: per_txn(pa.read_latency_ns, pb.read_latency_ns),
-        evictions: per_txn(pa.eviction_wait_ns, pb.eviction_wait_ns),
-        commits: per_txn(pa.commit_wait_ns, pb.commit_wait_ns),
-        checkpoints: per_txn(pa.checkpoint_wait_ns, pb.checkpoint_wait_ns),
+        reads: waits(|p| p.read_latency_ns),
+        evictions: waits(|p| p.eviction_wait_ns),
+        commits: waits(|p| p.commit_wait_ns),
+        checkpoints: waits(|p| p.checkpoint_wait_ns),
         other: 0.0,
     };
     t.other = t.response - t.reads - t.evictions - t.commits - t.checkpoints;
     t
 }
 
-fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval>, p: Percentiles) -> Metrics {
+fn metrics(
+    a: &Snapshot,
+    b: &Snapshot,
+    terminals: usize,
+    intervals: Vec<Interval>,
+    p: Percentiles,
+    switch: Option<&SwitchCost>,
+) -> Metrics {
     let mut objects = Vec::new();
     let mut total = ObjectCounters::default();
     for (name, end) in &b.objects {
@@ -392,7 +418,8 @@ fn metrics(a: &Snapshot, b: &Snapshot, terminals: usize, intervals: Vec<Interval
             .iter()
             .map(|(n, c)| (n.clone(), c.since(&a.ipl_regions.get(n).copied().unwrap_or_default())))
             .collect(),
-        time_per_transaction_ms: breakdown(a, b, terminals),
+        time_per_transaction_ms: breakdown(a, b, terminals, switch),
+        switch_ddl_seconds: switch.map(|s| s.nanos as f64 / 1e9),
         update_size_writes: total.update_size_writes,
         objects,
         intervals,
@@ -456,6 +483,7 @@ pub fn run(
     let mut next_interval = warm_end + step;
     let mut intervals = Vec::new();
     let mut switch = config.switch.as_ref().map(|(at, ddl)| (warm_end + (at * 1e9) as SimTime, ddl));
+    let mut switch_cost = None;
     let finish = loop {
         let next =
             terms.clocks.iter().enumerate().filter(|&(t, _)| terms.waiting[t].is_none()).min_by_key(|&(_, &c)| c);
@@ -480,7 +508,7 @@ pub fn run(
             let s = snapshot(db, now, transactions, committed);
             if let Some(prev) = &last_interval {
                 let p = lat.close_window(db)?;
-                let m = metrics(prev, &s, config.terminals, Vec::new(), p);
+                let m = metrics(prev, &s, config.terminals, Vec::new(), p, None);
                 let line = Interval {
                     sim_seconds: (now - warm_end) as f64 / 1e9,
                     throughput_tps: m.throughput_tps,
@@ -515,7 +543,11 @@ pub fn run(
         }
         db.set_now(now);
         if let Some((_, ddl)) = switch.take_if(|(at, _)| now >= *at) {
+            let before = db.pool_stats();
             db.execute(ddl).map_err(|e| RunError::Failed(format!("the switch DDL: {e}")))?;
+            if warm.is_some() {
+                switch_cost = Some(SwitchCost { nanos: db.now() - now, before, after: db.pool_stats() });
+            }
         }
         let logged_from = db.log_end_lsn();
         let outcome = workload.transaction(db, terminal, rng).map_err(RunError::Failed)?;
@@ -555,5 +587,5 @@ pub fn run(
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
     let last = snapshot(db, finish.max(warm.time + 1), transactions, committed);
     lat.close_window(db)?;
-    Ok(metrics(&warm, &last, config.terminals, intervals, lat.measured()))
+    Ok(metrics(&warm, &last, config.terminals, intervals, lat.measured(), switch_cost.as_ref()))
 }
