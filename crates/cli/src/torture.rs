@@ -47,6 +47,11 @@ pub struct TortureArgs {
     /// log at every commit. At most 10 s.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     group_commit_us: u64,
+    /// Unforced log bytes past which full log pages are written ahead of the commit
+    /// (default: the engine's 4 MiB; 0 writes every full page as soon as it fills, so
+    /// the cuts land among pages written ahead too). At most 1 GiB.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1 << 30))]
+    log_buffer_bytes: Option<u64>,
     /// DB page size: 4096, 8192 or 16384, a multiple of the flash page (default: 4096,
     /// or the flash page where that is larger). A DB page of several flash pages is
     /// written as one atomic group, and the cuts land between its parts too.
@@ -109,6 +114,7 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         ipa_mode,
         buffer_pages: args.buffer_pages,
         group_commit_ns: args.group_commit_us * 1000,
+        log_buffer_bytes: args.log_buffer_bytes,
         db_page_bytes: args.db_page_bytes,
         ipl,
         ftl,

@@ -275,9 +275,12 @@ impl Log {
     }
 
     /// Writes the tail's pages up to stream byte `to` (the last one partial if `to`
-    /// ends inside it), then keeps in the tail only the page that is not yet full.
+    /// ends inside it), then keeps in the tail only the page that is not yet full. A
+    /// write that fails leaves the tail and the link as they were, so a retry writes
+    /// the same pages again.
     fn write_tail(&mut self, to: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         let mut done = now;
+        let mut link = self.link;
         for n in self.tail_base / self.payload..to.div_ceil(self.payload) {
             let from = n * self.payload;
             let until = ((n + 1) * self.payload).min(to);
@@ -286,7 +289,7 @@ impl Log {
             self.page[0..4].copy_from_slice(MAGIC);
             self.page[4..12].copy_from_slice(&n.to_le_bytes());
             self.page[12..16].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
-            self.page[20..24].copy_from_slice(&self.link.to_le_bytes());
+            self.page[20..24].copy_from_slice(&link.to_le_bytes());
             self.page[PAGE_HEADER..PAGE_HEADER + bytes.len()].copy_from_slice(bytes);
             let crc = page_crc(&self.page, bytes.len(), true);
             self.page[16..20].copy_from_slice(&crc.to_le_bytes());
@@ -296,12 +299,13 @@ impl Log {
             self.counters.page_writes += 1;
             if until == (n + 1) * self.payload {
                 // Full: the next page links to it (a partial one is written again).
-                self.link = crc;
+                link = crc;
             }
         }
         let keep_from = to - to % self.payload;
         self.tail.drain(..(keep_from - self.tail_base) as usize);
         self.tail_base = keep_from;
+        self.link = link;
         Ok(done)
     }
 
@@ -392,7 +396,15 @@ mod tests {
     use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
 
     fn device() -> Flash {
-        let geometry = Geometry {
+        on(Box::new(MemoryStorage::new(geometry(), true)))
+    }
+
+    fn on(storage: Box<dyn nand::Storage>) -> Flash {
+        Flash::format(Device::new(storage), vec![RegionSpec::new("log", IpaMode::None)]).unwrap()
+    }
+
+    fn geometry() -> Geometry {
+        Geometry {
             channels: 1,
             chips_per_channel: 1,
             blocks_per_chip: 64,
@@ -403,9 +415,7 @@ mod tests {
             nop: 4,
             endurance: 1_000_000,
             latencies: Latencies::mlc_typical(),
-        };
-        let device = Device::new(Box::new(MemoryStorage::new(geometry, true)));
-        Flash::format(device, vec![RegionSpec::new("log", IpaMode::None)]).unwrap()
+        }
     }
 
     fn update(tx: u64, len: usize) -> Record {
@@ -432,6 +442,38 @@ mod tests {
         let len = (to - log.next_lsn() - base) / 2;
         log.append(&update(tx, len as usize)).unwrap();
         assert_eq!(log.next_lsn(), to);
+    }
+
+    /// A page write that fails (here a power cut the device comes back from) leaves the
+    /// log to write the same pages again: the next force makes everything durable and
+    /// the log reads back whole.
+    #[test]
+    fn a_failed_page_write_leaves_the_log_to_write_the_same_pages_again() {
+        let programs = |flash: &Flash| flash.device().counters().page_programs;
+        let mut dry = device();
+        let mut log = Log::create(&dry, RegionId(0));
+        let p = log.page_payload();
+        fill_to(&mut log, 1, p + 100);
+        log.force(log.next_lsn() - 1, &mut dry, 0).unwrap();
+        // The second page write_ahead writes (log page 2) fails.
+        let cut = programs(&dry) + 2;
+        for cut_at in [None, Some(cut)] {
+            let storage = nand::FaultyStorage::new(MemoryStorage::new(geometry(), true), cut_at, 7);
+            let mut flash = on(Box::new(storage));
+            let mut log = Log::create(&flash, RegionId(0));
+            fill_to(&mut log, 1, p + 100);
+            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+            fill_to(&mut log, 1, 4 * p + 10);
+            assert_eq!(log.write_ahead(0, &mut flash, 0).is_err(), cut_at.is_some());
+            if cut_at.is_some() {
+                let mut device = flash.into_device();
+                device.power_on();
+                flash = Flash::open(device, 0).unwrap().0;
+            }
+            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+            let (reopened, _, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
+            assert_eq!(reopened.next_lsn(), 4 * p + 10, "cut at {cut_at:?}");
+        }
     }
 
     /// Rewrites the log's pages as earlier builds wrote them: magic "DFLG", no link.

@@ -39,6 +39,8 @@ const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 /// take the next one. A checkpoint cannot cut the log below an open transaction's first
 /// record, so a long transaction keeps the log past half full; without this step it
 /// would checkpoint before every operation. At most 1/step checkpoints per log's worth.
+/// (Commits do not wait for it: a fuzzy checkpoint cuts the log only back to the
+/// previous one, so a commit often takes a second checkpoint right after the first.)
 const MID_TRANSACTION_CHECKPOINT_STEP: f64 = 0.05;
 
 /// What the engine keeps for a transaction in progress.
@@ -299,6 +301,7 @@ impl Database {
             }
             self.pool.unpin(f);
             last = self.pool.end_op(&mut *self.journal, tx, last, OpKind::Compensation { undo_next: e.prev }, None)?;
+            self.pool.write_log_ahead(&mut *self.journal, self.options.log_buffer_bytes)?;
         }
         Ok(last)
     }

@@ -146,6 +146,7 @@ fn a_long_transaction_writes_its_log_ahead_and_commits_only_at_its_commit() {
         }
         let t = db.table_id("kv").unwrap();
         let before = db.log_counters().unwrap();
+        let durable = db.durable_lsn();
         let tx = db.begin();
         for k in 0..4000 {
             if !db.update(&tx, t, &[Value::Int(k)], &[(1, Value::Int(-k))]).unwrap() {
@@ -154,6 +155,7 @@ fn a_long_transaction_writes_its_log_ahead_and_commits_only_at_its_commit() {
         }
         let during = db.log_counters().unwrap();
         assert_eq!(during.forces, before.forces, "nothing forced the log during the transaction");
+        assert_eq!(db.durable_lsn(), durable, "pages written ahead are not durable yet");
         let ahead = during.page_writes - before.page_writes;
         let buffer_pages = (64 << 10) / 4096;
         assert!(ahead * 4096 > during.bytes - before.bytes - (64 << 10), "{ahead} pages written ahead");
@@ -187,7 +189,7 @@ fn power_cuts_while_the_log_is_written_ahead_keep_transactions_whole() {
         }
         db
     };
-    let long_transaction = |db: &mut Database| -> Result<u64, Error> {
+    let changes = |db: &mut Database| -> Result<engine::db::Transaction, Error> {
         let t = db.table_id("kv")?;
         let tx = db.begin();
         for k in 0..ROWS {
@@ -195,7 +197,7 @@ fn power_cuts_while_the_log_is_written_ahead_keep_transactions_whole() {
                 db.insert(&tx, t, &[Value::Int(k), Value::Int(-k)])?;
             }
         }
-        db.commit(tx)
+        Ok(tx)
     };
     let operations = |db: &Database| {
         let c = db.page_device().device().counters();
@@ -203,10 +205,13 @@ fn power_cuts_while_the_log_is_written_ahead_keep_transactions_whole() {
     };
     let geometry = common::geometry(nand::CellType::Slc);
     let mut db = setup(Box::new(MemoryStorage::new(geometry.clone(), true)));
-    let (start, before) = (operations(&db), db.log_counters().unwrap().page_writes);
-    long_transaction(&mut db).unwrap();
+    let (start, before, durable) = (operations(&db), db.log_counters().unwrap(), db.durable_lsn());
+    let tx = changes(&mut db).unwrap();
+    let during = db.log_counters().unwrap();
+    assert!(during.forces == before.forces && during.page_writes - before.page_writes > 20, "written ahead");
+    assert_eq!(db.durable_lsn(), durable);
+    db.commit(tx).unwrap();
     let end = operations(&db);
-    assert!(db.log_counters().unwrap().page_writes - before > 20, "the log was written ahead");
     let (mut kept, mut lost) = (0, 0);
     // Sixteen cuts spread over the transaction, and one at its last operation: the
     // commit's log page.
@@ -214,7 +219,8 @@ fn power_cuts_while_the_log_is_written_ahead_keep_transactions_whole() {
         let cut = if k < 16 { start + 1 + k * (end - start) / 16 } else { end };
         let storage = nand::FaultyStorage::new(MemoryStorage::new(geometry.clone(), true), Some(cut), k);
         let mut db = setup(Box::new(storage));
-        assert!(long_transaction(&mut db).is_err(), "cut at operation {cut} of {start}..{end}");
+        let committed = changes(&mut db).and_then(|tx| db.commit(tx));
+        assert!(committed.is_err(), "cut at operation {cut} of {start}..{end}");
         let mut device = db.crash();
         device.power_on();
         let mut db = Database::open(device, options.clone()).unwrap();

@@ -44,6 +44,8 @@ pub struct BankConfig {
     pub buffer_pages: usize,
     /// Group-commit window in simulated nanoseconds (0: force at every commit).
     pub group_commit_ns: u64,
+    /// `DbOptions::log_buffer_bytes`; `None`: the engine's default.
+    pub log_buffer_bytes: Option<u64>,
     /// DB page size; `None`: 4 KiB, or one flash page where those are larger. A DB
     /// page of several flash pages is written as one atomic group of them.
     pub db_page_bytes: Option<usize>,
@@ -105,6 +107,7 @@ fn options(config: &BankConfig) -> DbOptions {
         page_bytes,
         buffer: BufferSize::Pages(config.buffer_pages),
         group_commit_ns: config.group_commit_ns,
+        log_buffer_bytes: config.log_buffer_bytes.unwrap_or(DbOptions::default().log_buffer_bytes),
         journal: if nolgn { JournalKind::Nolgn } else { JournalKind::Aries },
         ..DbOptions::default()
     }

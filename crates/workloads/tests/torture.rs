@@ -14,6 +14,7 @@ fn config(ipa: &str) -> BankConfig {
         ipa_mode: "slc".into(),
         buffer_pages: 16,
         group_commit_ns: 0,
+        log_buffer_bytes: None,
         db_page_bytes: None,
         ipl: None,
         ftl: None,
@@ -22,8 +23,11 @@ fn config(ipa: &str) -> BankConfig {
 
 #[test]
 fn power_cuts_lose_no_committed_transfer() {
-    for (ipa, group_commit_ns) in [("0x0", 0), ("2x4", 0), ("2x4", 60_000)] {
-        let config = BankConfig { group_commit_ns, ..config(ipa) };
+    // The last: group commit, and every full log page written as soon as it fills.
+    for (ipa, group_commit_ns, log_buffer_bytes) in
+        [("0x0", 0, None), ("2x4", 0, None), ("2x4", 60_000, None), ("2x4", 60_000, Some(0))]
+    {
+        let config = BankConfig { group_commit_ns, log_buffer_bytes, ..config(ipa) };
         let (load_ops, run_ops) = count_operations(&config, 1).unwrap();
         assert!(run_ops > 100, "{ipa}: the run makes {run_ops} flash operations");
         let mut kinds = CutKinds::default();
