@@ -393,7 +393,7 @@ mod tests {
     use crate::logrec::{Body, Range};
     use crate::store::PageId;
     use flash::{Flash, IpaMode, RegionSpec};
-    use nand::{CellType, Device, Geometry, Latencies, MemoryStorage};
+    use nand::{Device, Geometry, MemoryStorage};
 
     fn device() -> Flash {
         on(Box::new(MemoryStorage::new(geometry(), true)))
@@ -403,18 +403,14 @@ mod tests {
         Flash::format(Device::new(storage), vec![RegionSpec::new("log", IpaMode::None)]).unwrap()
     }
 
+    /// One SLC chip of 64 blocks.
     fn geometry() -> Geometry {
         Geometry {
             channels: 1,
             chips_per_channel: 1,
             blocks_per_chip: 64,
             pages_per_block: 32,
-            page_bytes: 4096,
-            oob_bytes: 128,
-            cell: CellType::Slc,
-            nop: 4,
-            endurance: 1_000_000,
-            latencies: Latencies::mlc_typical(),
+            ..Geometry::paper_emulator()
         }
     }
 

@@ -20,6 +20,18 @@ fn rows(r: &QueryResult) -> &Vec<Vec<Value>> {
     }
 }
 
+/// A database with one table, `t (id INT PRIMARY KEY, k VARCHAR(200))`, in a region
+/// without IPA.
+fn text_table(options: DbOptions) -> Database {
+    let mut db = Database::create(common::device(), options).unwrap();
+    db.execute(
+        "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
+         CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
+    )
+    .unwrap();
+    db
+}
+
 fn one(db: &mut Database, q: &str) -> QueryResult {
     db.execute(q).unwrap_or_else(|e| panic!("{q}: {e}")).pop().unwrap()
 }
@@ -408,12 +420,7 @@ fn create_index_on_existing_rows_indexes_every_row_with_a_small_log() {
 /// corrupt page).
 #[test]
 fn a_statement_too_large_for_the_log_rolls_back_and_the_database_goes_on() {
-    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
-    db.execute(
-        "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
-         CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
-    )
-    .unwrap();
+    let mut db = text_table(DbOptions::default());
     let n = 20_000u64;
     let key = |i: u64| format!("{:08}{}", i * 7919 % n, "p".repeat(150));
     for chunk in (0..n).collect::<Vec<u64>>().chunks(100) {
@@ -449,12 +456,7 @@ fn a_statement_too_large_for_the_log_rolls_back_and_the_database_goes_on() {
 /// transaction, so each one after the first frees little and writes the dirty pages).
 #[test]
 fn a_long_transaction_checkpoints_a_bounded_number_of_times() {
-    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
-    db.execute(
-        "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
-         CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
-    )
-    .unwrap();
+    let mut db = text_table(DbOptions::default());
     one(&mut db, "BEGIN");
     let before = db.pool_stats().checkpoints;
     let mut statements = 0;
@@ -484,12 +486,7 @@ fn a_long_transaction_checkpoints_a_bounded_number_of_times() {
 fn a_late_checkpoint_share_holds_inside_transactions() {
     let checkpoints_with = |share: f64| {
         let options = DbOptions { checkpoint_log_share: share, ..DbOptions::default() };
-        let mut db = Database::create(common::device(), options).unwrap();
-        db.execute(
-            "CREATE REGION r (IPA_MODE=none); CREATE TABLESPACE ts (REGION=r);
-             CREATE TABLE t (id INT PRIMARY KEY, k VARCHAR(200)) TABLESPACE ts;",
-        )
-        .unwrap();
+        let mut db = text_table(options);
         let before = db.pool_stats().checkpoints;
         for s in 0..200 {
             let values: Vec<String> = (0..20).map(|i| format!("({}, '{}')", s * 20 + i, "k".repeat(180))).collect();
