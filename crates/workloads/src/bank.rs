@@ -133,10 +133,12 @@ fn create(device: Device, config: &BankConfig) -> Result<Database, engine::Error
 fn open_or_keep(device: Device, config: &BankConfig) -> Result<Database, Box<(engine::Error, Option<Device>)>> {
     let options = options(config);
     if config.ftl.is_some() {
-        // The FTL's rebuild scan only reads: nothing to hand back from it.
-        let failed = |e: flash::Error| Box::new((engine::Error::from(e), None));
-        let (ftl, done) = flash::ftl::open(device, 0).map_err(failed)?;
-        let (volume, done) = FtlVolume::open(ftl, done).map_err(failed)?;
+        let (ftl, done) = flash::ftl::open_or_keep(device, 0).map_err(|failed| {
+            let (e, device) = *failed;
+            Box::new((engine::Error::from(e), device))
+        })?;
+        // Reading the partition table only reads: nothing to hand back from it.
+        let (volume, done) = FtlVolume::open(ftl, done).map_err(|e| Box::new((engine::Error::from(e), None)))?;
         return Database::open_on_or_keep(Box::new(volume), done, options);
     }
     if config.ipl.is_none() {

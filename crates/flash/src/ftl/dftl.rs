@@ -269,10 +269,28 @@ impl Dftl {
 
     /// Rebuilds from flash from `now` (see the module comment); returns the FTL and
     /// when the scan and the translation page rewrites finished.
-    pub fn open(mut dev: Device, config: &FtlConfig, now: SimTime) -> Result<(Dftl, SimTime), Error> {
-        let (logical, tpages, per_page) = layout(&dev, config)?;
-        let (mut log, scan) = PageLog::rebuild("DFTL", &mut dev, config.gc.clone(), logical, tpages, now)?;
-        let mut map = Dftl::map(&dev, config, logical, per_page, scan.translation, Some(scan.data));
+    pub fn open(dev: Device, config: &FtlConfig, now: SimTime) -> Result<(Dftl, SimTime), Error> {
+        Dftl::open_or_keep(dev, config, now).map_err(|failed| failed.0)
+    }
+
+    /// As [`Dftl::open`], but a failure hands the device back: the mount rewrites
+    /// translation pages, so a power cut can land in it, and the caller powers on and
+    /// opens again.
+    pub fn open_or_keep(
+        mut dev: Device,
+        config: &FtlConfig,
+        now: SimTime,
+    ) -> Result<(Dftl, SimTime), Box<(Error, Device)>> {
+        match Dftl::mount(&mut dev, config, now) {
+            Ok((log, map, done)) => Ok((Dftl { dev, log, map }, done)),
+            Err(e) => Err(Box::new((e, dev))),
+        }
+    }
+
+    fn mount(dev: &mut Device, config: &FtlConfig, now: SimTime) -> Result<(PageLog, Map, SimTime), Error> {
+        let (logical, tpages, per_page) = layout(dev, config)?;
+        let (mut log, scan) = PageLog::rebuild("DFTL", dev, config.gc.clone(), logical, tpages, now)?;
+        let mut map = Dftl::map(dev, config, logical, per_page, scan.translation, Some(scan.data));
         for t in 0..tpages {
             let on_flash = match map.gtd[t as usize] {
                 NONE => Ok(vec![NONE; per_page as usize]),
@@ -291,11 +309,11 @@ impl Dftl {
                 return Err(Error::Config("DFTL: translation page rewrites at mount did not converge".into()));
             }
             budget -= 1;
-            done = write_translation(&mut map, &mut log, &mut dev, t, Place::Striped, done)?;
+            done = write_translation(&mut map, &mut log, dev, t, Place::Striped, done)?;
         }
         map.recovered = None;
         log.counters = Default::default();
-        Ok((Dftl { dev, log, map }, done))
+        Ok((log, map, done))
     }
 
     fn map(

@@ -320,6 +320,22 @@ pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Err
     }
 }
 
+/// A failed [`open_or_keep`]: the error, and the device where the open hands it back.
+pub type OpenFailure = Box<(Error, Option<Device>)>;
+
+/// As [`open`], but where the mount writes (DFTL rewrites translation pages) a failure
+/// hands the device back, so that a power cut in the mount can be followed by another
+/// open. The other kinds' mounts only read: their failures keep nothing.
+pub fn open_or_keep(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), OpenFailure> {
+    let config = stored_config(device.storage().config_area()).map_err(|e| Box::new((e, None)))?;
+    if config.kind == FtlKind::Dftl {
+        return Dftl::open_or_keep(device, &config, now)
+            .map(|(ftl, done)| (Box::new(ftl) as Box<dyn Ftl>, done))
+            .map_err(|failed| Box::new((failed.0, Some(failed.1))));
+    }
+    open(device, now).map_err(|e| Box::new((e, None)))
+}
+
 /// An opened FTL of a concrete kind as a trait object.
 fn boxed<F: Ftl + 'static>(opened: Result<(F, SimTime), Error>) -> Result<(Box<dyn Ftl>, SimTime), Error> {
     opened.map(|(ftl, done)| (Box::new(ftl) as Box<dyn Ftl>, done))

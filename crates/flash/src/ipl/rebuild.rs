@@ -340,10 +340,11 @@ impl IplStore {
                 }
             }
         }
-        // A sector slot after a torn one is never used: the newest log page is sealed.
-        if dirty {
-            unit.open_log = unit.open_log.map(|(p, _)| (p, shape.sectors_per_log_page));
-        }
+        // The newest log page takes no more sectors after a restart. A program a power
+        // cut tore before any bit changed leaves its slot erased-looking, yet the chip
+        // counted it against the page's NOP limit; the scan cannot tell, so a sector
+        // written there could be one program too many. (A visibly torn sector: the same.)
+        unit.open_log = unit.open_log.map(|(p, _)| (p, shape.sectors_per_log_page));
         self.units[phys as usize] = unit;
         Ok(dirty)
     }
