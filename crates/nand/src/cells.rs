@@ -256,7 +256,9 @@ impl BlockCells<'_> {
         for page in 0..self.cells.len() {
             let to = scratch.len() as u32;
             scratch.extend_from_slice(self.oob(page));
-            self.cells[page].oob_at = to;
+            // An empty range stays at 0: anywhere else a later truncation of the
+            // arena could leave it pointing past the end.
+            self.cells[page].oob_at = if self.cells[page].oob_len == 0 { 0 } else { to };
         }
         std::mem::swap(&mut self.arena.bytes, scratch);
         self.arena.dead = 0;

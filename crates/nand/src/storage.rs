@@ -663,6 +663,24 @@ mod tests {
         }
     }
 
+    /// The case the property below found (session 34): a compaction placed the empty
+    /// OOB range of an unwritten page at the arena's end; a torn erase then truncated
+    /// the arena below it, and reading that page's OOB panicked.
+    #[test]
+    fn an_empty_oob_range_survives_a_compaction_and_a_torn_erase() {
+        let mut s = MemoryStorage::new(tiny(), true);
+        s.program(Ppn(12), &[Span::new(512 + 12, &[0; 20])]).unwrap();
+        s.program(Ppn(13), &[Span::new(512, &[0])]).unwrap();
+        s.program(Ppn(14), &[Span::new(512 + 63, &[0xFF])]).unwrap();
+        // Grows page 12's OOB while it is not the arena's last range: compaction.
+        s.program(Ppn(12), &[Span::new(512 + 31, &[0, 0])]).unwrap();
+        s.tear_erase(BlockId(3), 2).unwrap();
+        // Pages 12 and 13 erased, 14 programmed with no change, 15 never programmed.
+        for p in 12..16 {
+            assert_eq!(oob_area(&s, Ppn(p)), vec![0xFF; 64], "page {p}");
+        }
+    }
+
     proptest::proptest! {
         /// Against a model that keeps every page's whole OOB area: programs (AND),
         /// copybacks with data input, whole and torn erases give the same OOB bytes.
