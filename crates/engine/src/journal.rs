@@ -162,6 +162,17 @@ fn compensation_room(len: u64, before_bytes: u64) -> u64 {
 /// the end records of rollbacks and for checkpoints, which cut the log back.
 const SPARE_PAGES: u64 = 16;
 
+/// The device the log's pages are on: its own, or the database's.
+fn log_device<'a>(
+    external: &'a mut Option<Box<dyn PageDevice>>,
+    device: &'a mut dyn PageDevice,
+) -> &'a mut dyn PageDevice {
+    match external {
+        Some(d) => d.as_mut(),
+        None => device,
+    }
+}
+
 /// The ARIES write-ahead log as a journal.
 pub struct AriesJournal {
     log: Log,
@@ -219,18 +230,10 @@ impl Journal for AriesJournal {
         }
     }
     fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
-        let device: &mut dyn PageDevice = match &mut self.external {
-            Some(d) => d.as_mut(),
-            None => device,
-        };
-        self.log.force(lsn, device, now)
+        self.log.force(lsn, log_device(&mut self.external, device), now)
     }
     fn write_ahead(&mut self, buffer_bytes: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<()> {
-        let device: &mut dyn PageDevice = match &mut self.external {
-            Some(d) => d.as_mut(),
-            None => device,
-        };
-        self.log.write_ahead(buffer_bytes, device, now)
+        self.log.write_ahead(buffer_bytes, log_device(&mut self.external, device), now)
     }
     fn next_lsn(&self) -> u64 {
         self.log.next_lsn()
@@ -259,11 +262,7 @@ impl Journal for AriesJournal {
         start: u64,
         now: SimTime,
     ) -> Result<(Vec<LoggedRecord>, SimTime)> {
-        let device: &mut dyn PageDevice = match &mut self.external {
-            Some(d) => d.as_mut(),
-            None => device,
-        };
-        let (log, records, done) = Log::open(device, self.region, start, now)?;
+        let (log, records, done) = Log::open(log_device(&mut self.external, device), self.region, start, now)?;
         self.log = log;
         Ok((records, done))
     }

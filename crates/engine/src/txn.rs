@@ -25,7 +25,6 @@ use crate::space::ObjectAccess;
 use nand::SyncPoint;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::sync::{Arc, Mutex};
 
 /// Share of the log in use past which an operation of an open transaction first takes

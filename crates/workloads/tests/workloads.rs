@@ -12,6 +12,20 @@ use workloads::driver::{self, Control, DriverConfig};
 use workloads::workload::TxOutcome;
 use workloads::Workload;
 
+/// A run of `terminals` terminals, 10 µs of CPU per operation, no progress lines and
+/// no switch; tests override what they need.
+fn driver_config(terminals: usize, warmup_s: f64, duration_s: f64) -> DriverConfig {
+    DriverConfig {
+        switch: None,
+        terminals,
+        warmup_s,
+        duration_s,
+        cpu_ns_per_operation: 10_000,
+        progress_s: 0.0,
+        max_transactions: None,
+    }
+}
+
 fn device() -> Device {
     Device::new(Box::new(MemoryStorage::new(common::geometry(512, 64), true)))
 }
@@ -31,25 +45,26 @@ fn run_with_group_commit(
     (metrics, check)
 }
 
-/// Loads `workload` on a fresh database and runs it; returns the database and metrics.
-fn run_db(workload: &mut dyn Workload, ipa: &str, seconds: f64, group_commit_ns: u64) -> (Database, driver::Metrics) {
+/// A fresh database with `buffer_pages` frames and a data region of IPA scheme `ipa`
+/// (SLC mode; `0x0`: none), `workload` loaded into it, and the generator (seed 3) that
+/// loaded it, for the run.
+fn loaded(workload: &mut dyn Workload, ipa: &str, buffer_pages: usize) -> (Database, ChaCha8Rng) {
     let mut db =
-        Database::create(device(), DbOptions { buffer: BufferSize::Pages(2048), ..DbOptions::default() }).unwrap();
+        Database::create(device(), DbOptions { buffer: BufferSize::Pages(buffer_pages), ..DbOptions::default() })
+            .unwrap();
     let region = if ipa == "0x0" { "IPA_MODE=none".to_string() } else { format!("IPA_MODE=slc, IPA={ipa}") };
     db.execute(&format!("CREATE REGION data ({region}); CREATE TABLESPACE ts (REGION=data);")).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     workload.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
+    (db, rng)
+}
+
+/// Loads `workload` on a fresh database and runs it; returns the database and metrics.
+fn run_db(workload: &mut dyn Workload, ipa: &str, seconds: f64, group_commit_ns: u64) -> (Database, driver::Metrics) {
+    let (mut db, mut rng) = loaded(workload, ipa, 2048);
     db.set_buffer(BufferSize::Share(0.1)).unwrap();
     db.set_group_commit(group_commit_ns);
-    let config = DriverConfig {
-        switch: None,
-        terminals: 4,
-        warmup_s: 0.2,
-        duration_s: seconds,
-        cpu_ns_per_operation: 10_000,
-        progress_s: 0.5,
-        max_transactions: None,
-    };
+    let config = DriverConfig { progress_s: 0.5, ..driver_config(4, 0.2, seconds) };
     let metrics = driver::run(&mut db, workload, &config, &mut rng, &mut |_| Control::Continue).unwrap();
     (db, metrics)
 }
@@ -227,15 +242,7 @@ fn a_workload_that_does_no_work_stops_with_an_error_not_a_hang() {
         }
     }
     let mut db = Database::create(device(), DbOptions::default()).unwrap();
-    let config = DriverConfig {
-        switch: None,
-        terminals: 2,
-        warmup_s: 0.0,
-        duration_s: 1.0,
-        cpu_ns_per_operation: 10_000,
-        progress_s: 0.0,
-        max_transactions: None,
-    };
+    let config = driver_config(2, 0.0, 1.0);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let err = driver::run(&mut db, &mut Idle, &config, &mut rng, &mut |_| Control::Continue).unwrap_err();
     assert!(err.to_string().contains("started at the same simulated instant"), "{err}");
@@ -246,22 +253,10 @@ fn a_workload_that_does_no_work_stops_with_an_error_not_a_hang() {
 /// and the clock moves with the log flushes they wait for.
 #[test]
 fn zero_cost_transactions_under_group_commit_still_run_to_the_end() {
-    let mut db =
-        Database::create(device(), DbOptions { buffer: BufferSize::Pages(4096), ..DbOptions::default() }).unwrap();
-    db.execute("CREATE REGION data (IPA_MODE=none); CREATE TABLESPACE ts (REGION=data);").unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut tatp = workloads::tatp::Tatp::new(1000);
-    tatp.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
+    let (mut db, mut rng) = loaded(&mut tatp, "0x0", 4096);
     db.set_group_commit(1_000_000);
-    let config = DriverConfig {
-        switch: None,
-        terminals: 8,
-        warmup_s: 0.0,
-        duration_s: 5.0,
-        cpu_ns_per_operation: 0,
-        progress_s: 0.0,
-        max_transactions: None,
-    };
+    let config = DriverConfig { cpu_ns_per_operation: 0, ..driver_config(8, 0.0, 5.0) };
     let m = driver::run(&mut db, &mut tatp, &config, &mut rng, &mut |_| Control::Continue).unwrap();
     assert!(
         m.sim_seconds >= 5.0 && m.committed_transactions > 100_000,
@@ -315,21 +310,9 @@ fn latency_percentiles_agree_with_the_means() {
 #[test]
 fn the_switch_ddl_stays_out_of_the_time_per_transaction() {
     let run = |switch: Option<(f64, String)>| {
-        let mut db =
-            Database::create(device(), DbOptions { buffer: BufferSize::Pages(512), ..DbOptions::default() }).unwrap();
-        db.execute("CREATE REGION data (IPA_MODE=none); CREATE TABLESPACE ts (REGION=data);").unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut tpcb = workloads::tpcb::Tpcb::new(1);
-        tpcb.load(&mut db, &|_| "ts".to_string(), &mut rng).unwrap();
-        let config = DriverConfig {
-            switch,
-            terminals: 4,
-            warmup_s: 0.1,
-            duration_s: 0.5,
-            cpu_ns_per_operation: 10_000,
-            progress_s: 0.0,
-            max_transactions: None,
-        };
+        let (mut db, mut rng) = loaded(&mut tpcb, "0x0", 512);
+        let config = DriverConfig { switch, ..driver_config(4, 0.1, 0.5) };
         driver::run(&mut db, &mut tpcb, &config, &mut rng, &mut |_| Control::Continue).unwrap()
     };
     let plain = run(None);
