@@ -122,12 +122,12 @@ impl OpTiming {
 /// Only the newest [`CALENDAR_INTERVALS`] intervals are kept; the time before them
 /// counts as busy (`floor`), which bounds the cost of a lookup.
 ///
-/// Cost: nearly every operation lands at or near the end of the calendar (a channel's
-/// calendar merges its chips' transfers, so there about half land a few intervals
-/// before the end), so the lookup searches from the back (galloping: O(log k) for an
-/// answer k intervals from the end) and an operation after all booked work costs O(1).
-/// The lookup hands back where the interval goes ([`Slot`]), so booking it searches
-/// nothing again. The intervals sit contiguously in a buffer twice the kept size:
+/// Cost: an operation after all booked work costs O(1). Any other lookup gallops out
+/// from where the last interval was booked (O(log k) for an answer k intervals away):
+/// a GC burst books its copies' small transfers one after another into a channel's
+/// future, interleaved with the other chips' work, so each lands a little after the
+/// one before but often dozens of intervals from the end. The lookup hands back where
+/// the interval goes ([`Slot`]), so booking it searches nothing again. The intervals sit contiguously in a buffer twice the kept size:
 /// dropping the oldest moves the window's start, an insertion k intervals from the end
 /// moves k intervals, and the window slides back to the buffer's front once per
 /// [`CALENDAR_INTERVALS`] appends. Allocated once: no heap work per operation.
@@ -138,6 +138,8 @@ struct Calendar {
     slots: Box<[(SimTime, SimTime)]>,
     head: usize,
     len: usize,
+    /// Index just after the interval booked last: where the next lookup starts.
+    near: usize,
 }
 
 /// Busy intervals kept per chip or channel: enough to cover the spread of the
@@ -158,7 +160,7 @@ struct Slot {
 
 impl Default for Calendar {
     fn default() -> Self {
-        Calendar { floor: 0, slots: vec![(0, 0); CALENDAR_SLOTS].into_boxed_slice(), head: 0, len: 0 }
+        Calendar { floor: 0, slots: vec![(0, 0); CALENDAR_SLOTS].into_boxed_slice(), head: 0, len: 0, near: 0 }
     }
 }
 
@@ -169,21 +171,38 @@ impl Calendar {
     }
 
     /// The number of leading intervals for which `before` holds, where `before` is true
-    /// for a prefix of the calendar (a partition point), found from the back.
-    fn partition_from_back(busy: &[(SimTime, SimTime)], before: impl Fn(&(SimTime, SimTime)) -> bool) -> usize {
-        // `hi`: an index known not to be `before` (or the length); gallop down until one is.
-        let mut hi = busy.len();
-        let mut step = 1;
-        let lo = loop {
-            if hi == 0 {
-                break 0;
+    /// for a prefix of the calendar (a partition point), found by galloping out from
+    /// index `near` (either way) and then a binary search.
+    fn partition_near(busy: &[(SimTime, SimTime)], near: usize, before: impl Fn(&(SimTime, SimTime)) -> bool) -> usize {
+        let near = near.min(busy.len());
+        let (lo, hi) = if near < busy.len() && before(&busy[near]) {
+            // `lo`: every interval below it is `before`; gallop up until one is not.
+            let (mut lo, mut step) = (near + 1, 1);
+            loop {
+                let probe = lo + step - 1;
+                if probe >= busy.len() {
+                    break (lo, busy.len());
+                }
+                if !before(&busy[probe]) {
+                    break (lo, probe);
+                }
+                lo = probe + 1;
+                step *= 2;
             }
-            let probe = hi.saturating_sub(step);
-            if before(&busy[probe]) {
-                break probe + 1;
+        } else {
+            // `hi`: an index known not to be `before` (or the length); gallop down.
+            let (mut hi, mut step) = (near, 1);
+            loop {
+                if hi == 0 {
+                    break (0, 0);
+                }
+                let probe = hi.saturating_sub(step);
+                if before(&busy[probe]) {
+                    break (probe + 1, hi);
+                }
+                hi = probe;
+                step *= 2;
             }
-            hi = probe;
-            step *= 2;
         };
         // The answer is in [lo, hi]: binary search there.
         lo + busy[lo..hi].partition_point(before)
@@ -202,7 +221,7 @@ impl Calendar {
         }
         // Intervals do not overlap, so their ends are in order too; the last one ends
         // after `t` (checked above), so the search starts below it.
-        let first = Self::partition_from_back(&busy[..busy.len() - 1], |&(_, end)| end <= t);
+        let first = Self::partition_near(&busy[..busy.len() - 1], self.near, |&(_, end)| end <= t);
         let mut slot = Slot { start: t, index: busy.len() };
         for (i, &(start, end)) in busy.iter().enumerate().skip(first) {
             if slot.start + len <= start {
@@ -224,6 +243,8 @@ impl Calendar {
         }
         let at = self.head + i;
         debug_assert_eq!(i, self.busy().partition_point(|&(s, _)| s < start), "stale slot {slot:?}");
+        // Just after the booked interval, wherever it merges (the window may slide below).
+        self.near = i + 1;
         let joins_prev = i > 0 && self.slots[at - 1].1 == start;
         let joins_next = i < self.len && self.slots[at].0 == end;
         match (joins_prev, joins_next) {
@@ -240,6 +261,7 @@ impl Calendar {
             self.floor = self.floor.max(self.slots[self.head].1);
             self.head += 1;
             self.len -= 1;
+            self.near = self.near.saturating_sub(1);
         }
     }
 
