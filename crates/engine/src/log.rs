@@ -86,6 +86,17 @@ pub struct Log {
     page: Vec<u8>,
 }
 
+/// A log page as read, its number and checksum holding.
+struct LogPage<'a> {
+    /// Whether it is linked ("DFL2"); an unlinked one's `link` is not checked.
+    linked: bool,
+    link: u32,
+    /// Its crc32 as stored: the next page's link.
+    crc: u32,
+    /// The payload bytes in use.
+    payload: &'a [u8],
+}
+
 impl Log {
     /// A new, empty log on `region`.
     pub fn create(device: &dyn PageDevice, region: RegionId) -> Log {
@@ -124,33 +135,13 @@ impl Log {
         // The stored crc32 of each page read, and the first page's link.
         let mut crcs: Vec<u32> = Vec::new();
         let mut first_link = 0;
-        let mut linked_seen = false;
-        let mut n = first_page;
-        let mut done = now;
-        loop {
-            let lpn = (n % log.capacity_pages) as u32;
-            let Some(read) = device.read(region, lpn, now)? else { break };
-            done = done.max(read.timing.end_ns);
-            let p = read.data;
-            let Some(used) = log.check_page(p, n) else { break };
-            let linked = &p[0..4] == MAGIC;
-            let link = crate::page::le_u32(&p[20..24]);
-            match crcs.last() {
-                None => first_link = link,
-                // A page linked to another predecessor, or an unlinked page after a
-                // linked one, is left from an earlier pass: the log ends before it.
-                Some(&prev) if linked && link != prev => break,
-                Some(_) if !linked && linked_seen => break,
-                Some(_) => {}
+        let done = log.read_pages(device, first_page, now, |page| {
+            if crcs.is_empty() {
+                first_link = page.link;
             }
-            linked_seen |= linked;
-            crcs.push(crate::page::le_u32(&p[16..20]));
-            stream.extend_from_slice(&p[PAGE_HEADER..PAGE_HEADER + used as usize]);
-            n += 1;
-            if used < log.payload {
-                break;
-            }
-        }
+            crcs.push(page.crc);
+            stream.extend_from_slice(page.payload);
+        })?;
         let base = first_page * log.payload;
         if base + (stream.len() as u64) < start {
             return Err(Error::Corrupt(format!(
@@ -171,16 +162,56 @@ impl Log {
         Ok((log, found, done))
     }
 
-    /// Whether `p` is log page `n` with its checksum holding; returns its payload bytes
-    /// in use.
-    fn check_page(&self, p: &[u8], n: u64) -> Option<u64> {
+    /// Reads the log's pages in order from page `first`, handing each to `each`, up to
+    /// where the log ends: before a page that is missing, torn or of another number,
+    /// before a page left from an earlier pass (linked to another predecessor, or
+    /// unlinked after a linked one), and after a partial page. Returns when the last
+    /// read ended.
+    fn read_pages(
+        &self,
+        device: &mut dyn PageDevice,
+        first: u64,
+        now: SimTime,
+        mut each: impl FnMut(LogPage),
+    ) -> Result<SimTime> {
+        let mut done = now;
+        let mut prev_crc = None;
+        let mut linked_seen = false;
+        for n in first.. {
+            let lpn = (n % self.capacity_pages) as u32;
+            let Some(read) = device.read(self.region, lpn, now)? else { break };
+            done = done.max(read.timing.end_ns);
+            let Some(page) = self.check_page(read.data, n) else { break };
+            let stale = if page.linked { prev_crc.is_some_and(|crc| crc != page.link) } else { linked_seen };
+            if stale {
+                break;
+            }
+            linked_seen |= page.linked;
+            prev_crc = Some(page.crc);
+            let full = page.payload.len() as u64 == self.payload;
+            each(page);
+            if !full {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// `p` as log page `n`, if it is one and its checksum holds.
+    fn check_page<'a>(&self, p: &'a [u8], n: u64) -> Option<LogPage<'a>> {
         let linked = &p[0..4] == MAGIC;
         let used = crate::page::le_u32(&p[12..16]) as u64;
+        let crc = crate::page::le_u32(&p[16..20]);
         let ok = (linked || &p[0..4] == MAGIC_UNLINKED)
             && crate::page::le_u64(&p[4..12]) == n
             && used <= self.payload
-            && page_crc(p, used as usize, linked) == crate::page::le_u32(&p[16..20]);
-        ok.then_some(used)
+            && page_crc(p, used as usize, linked) == crc;
+        ok.then(|| LogPage {
+            linked,
+            link: crate::page::le_u32(&p[20..24]),
+            crc,
+            payload: &p[PAGE_HEADER..PAGE_HEADER + used as usize],
+        })
     }
 
     /// The LSN the next record gets.
@@ -317,30 +348,24 @@ impl Log {
 
 /// Every record still readable in the log region, oldest first, for analysis (the IPA
 /// advisor reads a finished run's updates; restart reads from the truncation point with
-/// [`Log::open`]). The ring's pages are taken back from the newest while their numbers
-/// run consecutively; decoding starts at the first offset of that stream from which
-/// records (length and checksum holding) chain to its end, since the oldest page may
-/// begin inside a record. An empty or unreadable ring gives no records.
+/// [`Log::open`]). The log begins at the oldest page in the ring (number and checksum
+/// holding; the newest may be one left from before a crash) and is read from there as
+/// [`Log::open`] reads it, so it ends where a restart would end it; decoding starts at the first offset from which records
+/// (length and checksum holding) chain to its end, since the oldest page may begin
+/// inside a record. An empty or unreadable ring gives no records.
 pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> Result<Vec<LoggedRecord>> {
     let log = Log::create(device, region);
-    let mut pages: std::collections::BTreeMap<u64, Vec<u8>> = std::collections::BTreeMap::new();
+    let mut oldest: Option<u64> = None;
     for lpn in 0..log.capacity_pages {
         let Some(read) = device.read(region, lpn as u32, now)? else { continue };
-        let p = read.data;
-        let seq = crate::page::le_u64(&p[4..12]);
-        if seq % log.capacity_pages != lpn {
-            continue;
-        }
-        if let Some(used) = log.check_page(p, seq) {
-            pages.insert(seq, p[PAGE_HEADER..PAGE_HEADER + used as usize].to_vec());
+        let n = crate::page::le_u64(&read.data[4..12]);
+        if n % log.capacity_pages == lpn && log.check_page(read.data, n).is_some() {
+            oldest = Some(oldest.map_or(n, |o| o.min(n)));
         }
     }
-    let Some(&newest) = pages.keys().next_back() else { return Ok(Vec::new()) };
-    let mut first = newest;
-    while first > 0 && pages.get(&(first - 1)).is_some_and(|p| p.len() as u64 == log.payload) {
-        first -= 1;
-    }
-    let stream: Vec<u8> = (first..=newest).flat_map(|n| pages.remove(&n).unwrap_or_default()).collect();
+    let Some(first) = oldest else { return Ok(Vec::new()) };
+    let mut stream = Vec::new();
+    log.read_pages(device, first, now, |page| stream.extend_from_slice(page.payload))?;
     let base = first * log.payload;
     let end = base + stream.len() as u64;
     // Records are at most a few pages long: a boundary lies within the first ones.
@@ -512,9 +537,9 @@ mod tests {
     /// A crash leaves pages written ahead beyond where the restart finds the log's end
     /// (here: the page before them was torn). The restarted log fills its last page to
     /// the end of a record, exactly where an old page begins with one. Its numbers and
-    /// checksum hold; only the link shows that it continues another past.
-    #[test]
-    fn a_page_left_from_before_a_crash_does_not_continue_the_log() {
+    /// checksum hold; only the link shows that it continues another past. Returns the
+    /// device and the page payload; the log ends at 3 pages' payload.
+    fn a_log_with_a_page_left_from_before_a_crash() -> (Flash, u64) {
         let mut flash = device();
         let region = RegionId(0);
         let mut log = Log::create(&flash, region);
@@ -534,8 +559,25 @@ mod tests {
         // After the restart: transaction 2 fills pages 1 and 2 exactly, and forces.
         fill_to(&mut log, 2, 3 * p);
         log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
-        let (log, records, _) = Log::open(&mut flash, region, FIRST_LSN, 0).unwrap();
+        (flash, p)
+    }
+
+    #[test]
+    fn a_page_left_from_before_a_crash_does_not_continue_the_log() {
+        let (mut flash, p) = a_log_with_a_page_left_from_before_a_crash();
+        let (log, records, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
         assert_eq!(log.next_lsn(), 3 * p, "the log ends where the restarted one did");
         assert!(records.iter().filter(|(lsn, _)| *lsn >= 2 * p).all(|(_, r)| r.tx == 2));
+    }
+
+    /// `history` reads the ring to the same end as a restart: not on into the pages
+    /// left from before the crash (which hold transaction 1's records from a record
+    /// boundary on, so they would decode).
+    #[test]
+    fn history_ends_where_a_page_left_from_before_a_crash_begins() {
+        let (mut flash, _) = a_log_with_a_page_left_from_before_a_crash();
+        let (_, records, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
+        let lsn_and_tx = |records: &[LoggedRecord]| records.iter().map(|(lsn, r)| (*lsn, r.tx)).collect::<Vec<_>>();
+        assert_eq!(lsn_and_tx(&history(&mut flash, RegionId(0), 0).unwrap()), lsn_and_tx(&records));
     }
 }
