@@ -175,7 +175,7 @@ impl Database {
             self.commit_without_log()?;
         }
         self.pool.clean(&mut *self.journal)?;
-        self.checkpoint_if_log_past(self.options.checkpoint_log_share)?;
+        self.checkpoint_if_log_past(self.journal.used_share(), self.options.checkpoint_log_share)?;
         Ok(commit)
     }
 
@@ -314,8 +314,9 @@ impl Database {
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
         self.nolgn_join(tx);
-        if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= self.journal.used_share() {
-            self.checkpoint_if_log_past(MID_TRANSACTION_CHECKPOINT_SHARE.max(self.options.checkpoint_log_share))?;
+        let used = self.journal.used_share();
+        if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= used {
+            self.checkpoint_if_log_past(used, MID_TRANSACTION_CHECKPOINT_SHARE.max(self.options.checkpoint_log_share))?;
         }
         self.pool.write_log_ahead(&mut *self.journal, self.options.log_buffer_bytes)?;
         let prev = self.active.entry(tx).or_default().last;
@@ -352,9 +353,10 @@ impl Database {
         self.take_checkpoint()
     }
 
-    /// Takes a checkpoint if more than `share` of the log is in use.
-    fn checkpoint_if_log_past(&mut self, share: f64) -> Result<()> {
-        if self.journal.logs_changes() && self.journal.used_share() > share {
+    /// Takes a checkpoint if the log's `used` share (its `used_share`, which the caller
+    /// has at hand) is past `share`.
+    fn checkpoint_if_log_past(&mut self, used: f64, share: f64) -> Result<()> {
+        if self.journal.logs_changes() && used > share {
             return self.take_checkpoint();
         }
         Ok(())
