@@ -44,6 +44,7 @@ FIELDS: Dict[str, str] = {
     "log_chips": "engine.log_chips",
     "checkpoint_log_share": "engine.checkpoint_log_share",
     "group_commit_us": "engine.group_commit_us",
+    "log_buffer_bytes": "engine.log_buffer_bytes",
     "db_page_bytes": "engine.db_page_bytes",
     "sim_time": "driver.sim_time_s",
     "warmup": "driver.warmup_s",

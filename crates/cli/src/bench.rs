@@ -253,6 +253,11 @@ pub struct BenchArgs {
                                (0: every commit forces the log), in [0, 1e6]",
                               defaults().engine.group_commit_us))]
     group_commit_us: Option<f64>,
+    #[arg(long, value_parser = count::<u64>(limits::LOG_BUFFER_BYTES), allow_negative_numbers = true,
+          help = with_default("Log buffer: once more unforced log bytes than this wait, their full pages are \
+                               written ahead of the commit (0: each full page at once), 0 to 1 GiB",
+                              DbOptions::default().log_buffer_bytes))]
+    log_buffer_bytes: Option<u64>,
     #[arg(long, value_parser = float(limits::PROGRESS_INTERVAL_S), allow_negative_numbers = true,
           help = with_default("Print an interval line every this many simulated seconds (0: none)",
                               defaults().driver.progress_interval_s))]
@@ -321,6 +326,7 @@ impl Spelling {
             "engine.log_chips" => "--log-chips",
             "engine.checkpoint_log_share" => "--checkpoint-log-share",
             "engine.group_commit_us" => "--group-commit-us",
+            "engine.log_buffer_bytes" => "--log-buffer-bytes",
             "engine.schema" => return format!("--schema {}", self.schema.as_deref().unwrap_or("")),
             "driver.terminals" => "--terminals",
             "driver.warmup_s" => "--warmup",
@@ -433,6 +439,9 @@ impl BenchArgs {
         }
         if self.log_chips.is_some() {
             e.log_chips = self.log_chips;
+        }
+        if self.log_buffer_bytes.is_some() {
+            e.log_buffer_bytes = self.log_buffer_bytes;
         }
         if !self.ipa_objects.is_empty() {
             e.ipa_objects = self.ipa_objects.clone();
@@ -645,6 +654,7 @@ fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
         ("--warmup", c.warmup.is_some()),
         ("--terminals", c.terminals.is_some()),
         ("--group-commit-us", c.group_commit_us.is_some()),
+        ("--log-buffer-bytes", c.log_buffer_bytes.is_some()),
         ("--progress", c.progress.is_some()),
         ("--cmt-entries", c.cmt_entries.is_some()),
         ("--log-blocks", c.log_blocks.is_some()),

@@ -50,7 +50,7 @@ pub struct TortureArgs {
     /// Unforced log bytes past which full log pages are written ahead of the commit
     /// (default: the engine's 4 MiB; 0 writes every full page as soon as it fills, so
     /// the cuts land among pages written ahead too). At most 1 GiB.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1 << 30))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=workloads::limits::LOG_BUFFER_BYTES.max))]
     log_buffer_bytes: Option<u64>,
     /// DB page size: 4096, 8192 or 16384, a multiple of the flash page (default: 4096,
     /// or the flash page where that is larger). A DB page of several flash pages is

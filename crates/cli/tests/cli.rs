@@ -1,7 +1,7 @@
 //! The `deltaflash` binary end to end, on small devices.
 
 mod common;
-use common::{checked_bench_json, deltaflash, json_without, stderr, SMALL};
+use common::{checked_bench_json, deltaflash, json_without, ok, stderr, BENCH_WALL_FIELDS, SMALL};
 use std::path::Path;
 
 /// An `ftl-bench` JSON without its wall-time fields.
@@ -288,6 +288,32 @@ fn bench_schema_places_tables_and_reports_where_time_goes() {
     let bad = deltaflash(&args);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("schema.sql: line 1"), "{}", stderr(&bad));
+}
+
+/// `--log-buffer-bytes` reaches the engine: with 0, TPC-C's transactions, whose log
+/// spans pages, write their full pages ahead of the commit, which moves the log's page
+/// programs in time and so changes the run. The JSON's config carries the value (and
+/// leaves it out when not given), and a config file with it runs as the flag ran.
+#[test]
+fn bench_log_buffer_bytes_reaches_the_engine_and_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let tpcc = ["bench", "--workload", "tpcc", "--warehouses", "1", "--blocks-per-chip", "64", "--seed", "5"];
+        ok(&[&tpcc[..], &["--sim-time", "0.5", "--warmup", "0.2", "--json", path.to_str().unwrap()], extra].concat());
+        let mut v = json_without(&path, &BENCH_WALL_FIELDS);
+        let config = v.as_object_mut().unwrap().remove("config").unwrap();
+        (config, v)
+    };
+    let (config, default) = run("default.json", &[]);
+    assert!(config["engine"].get("log_buffer_bytes").is_none(), "{config}");
+    let (config, ahead) = run("ahead.json", &["--log-buffer-bytes", "0"]);
+    assert_eq!(config["engine"]["log_buffer_bytes"], 0, "{config}");
+    assert_ne!(ahead, default, "writing the log ahead changes the run");
+    let file = dir.path().join("ahead-config.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let again = run("again.json", &["--config", file.to_str().unwrap()]);
+    assert_eq!(again, (config, ahead), "the config file runs as the flag did");
 }
 
 /// A device too small for the database stops the bench with what ran out and what to

@@ -284,6 +284,11 @@ pub struct EngineConfig {
     pub checkpoint_log_share: f64,
     /// Commits within this many simulated µs share one log flush (0: none).
     pub group_commit_us: f64,
+    /// Unforced log bytes past which full log pages are written ahead of the commit
+    /// [default: the engine's, 4 MiB]. Not set, it stays out of a result's config, so
+    /// the config of a run that does not use it reads as before the option existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_buffer_bytes: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -300,6 +305,7 @@ impl Default for EngineConfig {
             log_chips: None,
             checkpoint_log_share: engine::DbOptions::default().checkpoint_log_share,
             group_commit_us: 0.0,
+            log_buffer_bytes: None,
         }
     }
 }
@@ -425,6 +431,9 @@ impl ExperimentConfig {
         range("engine.buffer_share", limits::BUFFER_SHARE, e.buffer_share)?;
         range("engine.checkpoint_log_share", limits::CHECKPOINT_LOG_SHARE, e.checkpoint_log_share)?;
         range("engine.group_commit_us", limits::GROUP_COMMIT_US, e.group_commit_us)?;
+        if let Some(bytes) = e.log_buffer_bytes {
+            count("engine.log_buffer_bytes", limits::LOG_BUFFER_BYTES, bytes)?;
+        }
         count("engine.v", limits::V, e.v.into())?;
         let base: IpaScheme = e.ipa.parse().map_err(|p| ConfigError::field("engine.ipa", p))?;
         let scheme = IpaScheme::new(base.n, base.m, e.v).map_err(|p| ConfigError::field("engine.ipa", p))?;
@@ -533,6 +542,7 @@ mod tests {
             (|c| c.engine.buffer_share = 0.0, "engine.buffer_share: must be in (0, 1]"),
             (|c| c.engine.checkpoint_log_share = 1.0, "engine.checkpoint_log_share: must be in (0, 1)"),
             (|c| c.engine.group_commit_us = -5.0, "engine.group_commit_us"),
+            (|c| c.engine.log_buffer_bytes = Some(2 << 30), "engine.log_buffer_bytes: must be in 0..=1073741824"),
             (|c| c.engine.v = 0, "engine.v: must be in 1..=125"),
             (|c| c.engine.ipa = "2y4".into(), "engine.ipa: `2y4` is not an IPA scheme"),
             (|c| c.engine.ipa_mode = "qlc".into(), "engine.ipa_mode: unknown IPA mode"),

@@ -289,6 +289,7 @@ impl Experiment {
             buffer: BufferSize::Pages(4096),
             cleaner: c.engine.eviction.policy(),
             checkpoint_log_share: c.engine.checkpoint_log_share,
+            log_buffer_bytes: c.engine.log_buffer_bytes.unwrap_or(DbOptions::default().log_buffer_bytes),
             log_chips: c.engine.log_chips.unwrap_or(1),
             // NoLgn-FTL's transactions make a log unnecessary: the engine keeps none.
             journal: match &c.storage {

@@ -128,6 +128,9 @@ pub const TRANSACTIONS: CountRange = CountRange::at_least(1, 1 << 40);
 pub const V: CountRange = CountRange::at_least(1, engine::delta::MAX_PAIRS as u64);
 /// Chips of the log region (the device's chip count bounds it further).
 pub const LOG_CHIPS: CountRange = CountRange::at_least(1, u32::MAX as u64);
+/// Unforced log bytes past which full log pages are written ahead (0: every full page
+/// at once); `bench` and `torture` both take up to 1 GiB.
+pub const LOG_BUFFER_BYTES: CountRange = CountRange::at_least(0, 1 << 30);
 
 #[cfg(test)]
 mod tests {
