@@ -149,9 +149,6 @@ pub struct Database {
     /// Share of the log in use right after the last checkpoint (spaces out the
     /// checkpoints a long transaction takes).
     pub(crate) log_share_at_checkpoint: f64,
-    /// The open transaction whose first record set where the last checkpoint cut the
-    /// log, if one did: until it ends, checkpoints cannot cut further.
-    pub(crate) log_held_by: Option<u64>,
     /// Scratch for a row's bytes and for a key's (no allocation per operation).
     row: Vec<u8>,
     key: Vec<u8>,
@@ -380,7 +377,6 @@ impl Database {
             group_deadline: None,
             clean_at_lsn: None,
             log_share_at_checkpoint: 0.0,
-            log_held_by: None,
             row: Vec::new(),
             key: Vec::new(),
             spare_undo: Default::default(),

@@ -38,9 +38,8 @@ const MID_TRANSACTION_CHECKPOINT_SHARE: f64 = 0.5;
 /// take the next one. A checkpoint cannot cut the log below an open transaction's first
 /// record, so a long transaction keeps the log past half full; without this step it
 /// would checkpoint before every operation. At most 1/step checkpoints per log's worth.
-/// Commits wait for it only while an open transaction holds the log's start (a fuzzy
-/// checkpoint otherwise cuts the log only back to the previous one, so a commit often
-/// takes a second checkpoint right after the first).
+/// (Commits do not wait for it: a fuzzy checkpoint cuts the log only back to the
+/// previous one, so a commit often takes a second checkpoint right after the first.)
 const MID_TRANSACTION_CHECKPOINT_STEP: f64 = 0.05;
 
 /// What the engine keeps for a transaction in progress.
@@ -176,13 +175,7 @@ impl Database {
             self.commit_without_log()?;
         }
         self.pool.clean(&mut *self.journal)?;
-        let used = self.journal.used_share();
-        // While the transaction that held the last checkpoint's cut is open, another
-        // checkpoint cuts no further: wait, as inside a transaction, for the log to grow.
-        let held = self.log_held_by.is_some_and(|tx| self.active.contains_key(&tx));
-        if !held || self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= used {
-            self.checkpoint_if_log_past(used, self.options.checkpoint_log_share)?;
-        }
+        self.checkpoint_if_log_past(self.journal.used_share(), self.options.checkpoint_log_share)?;
         Ok(commit)
     }
 
@@ -411,7 +404,6 @@ impl Database {
         let done = self.pool.force_log(&mut *self.journal, lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
         let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
-        self.log_held_by = active.iter().find(|a| a.2 == start).map(|a| a.0);
         self.catalog.checkpoint_lsn = lsn;
         self.catalog.log_start = start;
         self.save_catalog()?;

@@ -479,42 +479,6 @@ fn a_long_transaction_checkpoints_a_bounded_number_of_times() {
     assert_eq!(rows(&one(&mut db, "SELECT id FROM t WHERE id BETWEEN 0 AND 100000")).len(), 1);
 }
 
-/// While one transaction stays open with much of the log behind it, the commits of
-/// others checkpoint now and then, not each one: a checkpoint cannot cut the log below
-/// the open transaction, so the log stays past `checkpoint_log_share` and every commit
-/// would take one (each writing the dirty pages and forcing the log).
-#[test]
-fn commits_beside_a_long_open_transaction_checkpoint_a_bounded_number_of_times() {
-    let mut db = text_table(DbOptions::default());
-    let t = db.table_id("t").unwrap();
-    let row = |id: i64| [Value::Int(id), Value::Text("k".repeat(180))];
-    let long = db.begin();
-    let mut id = 0;
-    // The long transaction alone takes the log past half full (its first checkpoint).
-    let before = db.pool_stats().checkpoints;
-    while db.pool_stats().checkpoints == before {
-        db.insert(&long, t, &row(id)).unwrap();
-        id += 1;
-    }
-    let before = db.pool_stats().checkpoints;
-    let commits = 400;
-    for _ in 0..commits {
-        let short = db.begin();
-        db.insert(&short, t, &row(id)).unwrap();
-        db.commit(short).unwrap();
-        id += 1;
-    }
-    let checkpoints = db.pool_stats().checkpoints - before;
-    assert!(checkpoints <= 12, "{checkpoints} checkpoints in {commits} commits beside an open transaction");
-    // Its own commit no longer waits: the log can be cut back now.
-    let before = db.pool_stats().checkpoints;
-    db.commit(long).unwrap();
-    assert_eq!(db.pool_stats().checkpoints, before + 1);
-    let device = db.close().unwrap();
-    let mut db = Database::open(device, DbOptions::default()).unwrap();
-    assert_eq!(rows(&one(&mut db, "SELECT id FROM t WHERE id BETWEEN 0 AND 1000000")).len() as i64, id);
-}
-
 /// A run that asks for late checkpoints (`checkpoint_log_share` above one half) gets
 /// them: the checkpoint an operation takes once half the log is in use waits for that
 /// share too.
