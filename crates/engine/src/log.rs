@@ -164,8 +164,8 @@ impl Log {
 
     /// Reads the log's pages in order from page `first`, handing each to `each`, up to
     /// where the log ends: before a page that is missing, torn or of another number,
-    /// before a page left from an earlier pass (linked to another predecessor, or
-    /// unlinked after a linked one), and after a partial page. Returns when the last
+    /// before a page left from an earlier pass (linked to another linked predecessor,
+    /// or unlinked after a linked one), and after a partial page. Returns when the last
     /// read ended.
     fn read_pages(
         &self,
@@ -175,19 +175,22 @@ impl Log {
         mut each: impl FnMut(LogPage),
     ) -> Result<SimTime> {
         let mut done = now;
-        let mut prev_crc = None;
+        // The crc of the page before, if it was linked: the first linked page after
+        // unlinked ones links to what its writer found in a legacy page's link bytes
+        // (a restart in an unlinked tail page), so its link cannot be checked.
+        let mut prev_linked_crc = None;
         let mut linked_seen = false;
         for n in first.. {
             let lpn = (n % self.capacity_pages) as u32;
             let Some(read) = device.read(self.region, lpn, now)? else { break };
             done = done.max(read.timing.end_ns);
             let Some(page) = self.check_page(read.data, n) else { break };
-            let stale = if page.linked { prev_crc.is_some_and(|crc| crc != page.link) } else { linked_seen };
+            let stale = if page.linked { prev_linked_crc.is_some_and(|crc| crc != page.link) } else { linked_seen };
             if stale {
                 break;
             }
             linked_seen |= page.linked;
-            prev_crc = Some(page.crc);
+            prev_linked_crc = page.linked.then_some(page.crc);
             let full = page.payload.len() as u64 == self.payload;
             each(page);
             if !full {
@@ -348,22 +351,32 @@ impl Log {
 
 /// Every record still readable in the log region, oldest first, for analysis (the IPA
 /// advisor reads a finished run's updates; restart reads from the truncation point with
-/// [`Log::open`]). The log begins at the oldest page in the ring (number and checksum
-/// holding; the newest may be one left from before a crash) and is read from there as
-/// [`Log::open`] reads it, so it ends where a restart would end it; decoding starts at the first offset from which records
-/// (length and checksum holding) chain to its end, since the oldest page may begin
-/// inside a record. An empty or unreadable ring gives no records.
+/// [`Log::open`]). The ring's valid pages (number and checksum holding) are read as
+/// [`Log::open`] reads them, from each page whose predecessor is not in the ring, and
+/// the longest such run is the log: pages left from before a crash (written ahead past
+/// a torn page, or an earlier lap's copy where a later program was torn) form short
+/// runs of their own, ended by a missing page or a link to another predecessor.
+/// Decoding starts at the first offset from which records (length and checksum
+/// holding) chain to the run's end, since its first page may begin inside a record. An
+/// empty or unreadable ring gives no records.
 pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> Result<Vec<LoggedRecord>> {
     let log = Log::create(device, region);
-    let mut oldest: Option<u64> = None;
+    let mut valid = std::collections::BTreeSet::new();
     for lpn in 0..log.capacity_pages {
         let Some(read) = device.read(region, lpn as u32, now)? else { continue };
         let n = crate::page::le_u64(&read.data[4..12]);
         if n % log.capacity_pages == lpn && log.check_page(read.data, n).is_some() {
-            oldest = Some(oldest.map_or(n, |o| o.min(n)));
+            valid.insert(n);
         }
     }
-    let Some(first) = oldest else { return Ok(Vec::new()) };
+    // (pages, first page) of the longest run; on a tie, the newer.
+    let mut longest: Option<(u64, u64)> = None;
+    for &n in valid.iter().filter(|&&n| n == 0 || !valid.contains(&(n - 1))) {
+        let mut pages = 0;
+        log.read_pages(device, n, now, |_| pages += 1)?;
+        longest = longest.max(Some((pages, n)));
+    }
+    let Some((_, first)) = longest else { return Ok(Vec::new()) };
     let mut stream = Vec::new();
     log.read_pages(device, first, now, |page| stream.extend_from_slice(page.payload))?;
     let base = first * log.payload;
@@ -568,6 +581,100 @@ mod tests {
         let (log, records, _) = Log::open(&mut flash, RegionId(0), FIRST_LSN, 0).unwrap();
         assert_eq!(log.next_lsn(), 3 * p, "the log ends where the restarted one did");
         assert!(records.iter().filter(|(lsn, _)| *lsn >= 2 * p).all(|(_, r)| r.tx == 2));
+    }
+
+    /// An earlier build's log (unlinked pages), closed cleanly so the restart point lies
+    /// in its tail page: the restart rewrites that page linked, with the legacy page's
+    /// link bytes (zero) as its link. Neither a later restart from before it nor
+    /// `history` may take it for a page left from an earlier pass.
+    #[test]
+    fn a_log_reopened_in_an_unlinked_tail_page_reads_on_past_it() {
+        let mut flash = device();
+        let region = RegionId(0);
+        let mut log = Log::create(&flash, region);
+        let p = log.page_payload();
+        fill_to(&mut log, 1, 2 * p + 100);
+        // The restart point (a checkpoint, say): a record in the tail page.
+        let restart = log.append(&update(1, 10)).unwrap();
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        unlink_pages(&mut flash, 0..3);
+        let (mut log, _, _) = Log::open(&mut flash, region, restart, 0).unwrap();
+        fill_to(&mut log, 2, 4 * p + 10);
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        let (log, _, _) = Log::open(&mut flash, region, FIRST_LSN, 0).unwrap();
+        assert_eq!(log.next_lsn(), 4 * p + 10, "a restart from the first page reads to the end");
+        let h = history(&mut flash, region, 0).unwrap();
+        assert_eq!(h.iter().filter(|(_, r)| r.tx == 2).count(), h.iter().filter(|(lsn, _)| *lsn > restart).count());
+        let (last_lsn, last) = h.last().unwrap();
+        let mut bytes = Vec::new();
+        last.encode(&mut bytes);
+        assert_eq!(last_lsn + bytes.len() as u64, 4 * p + 10, "history reads to the end");
+    }
+
+    /// On a wrapped ring, a page torn before a crash leaves its slot holding the copy of
+    /// one lap earlier, and the pages written ahead past it are left too. That old copy
+    /// is the ring's oldest valid page, but neither it nor the pages ahead are the log:
+    /// `history` gives the records a restart reads.
+    #[test]
+    fn history_on_a_wrapped_ring_skips_an_old_copy_left_by_a_torn_page() {
+        let mut flash = device();
+        let region = RegionId(0);
+        let mut log = Log::create(&flash, region);
+        let p = log.page_payload();
+        let c = log.capacity_pages;
+        let k = c + 20;
+        // More than a lap, forced and cut back as checkpoints would.
+        let mut to = 0;
+        while to + 8 * p < k * p {
+            to += 8 * p;
+            fill_to(&mut log, 1, to);
+            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+            log.truncate(log.durable_lsn());
+        }
+        fill_to(&mut log, 1, k * p);
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        log.truncate(log.durable_lsn());
+        let start = log.start_lsn();
+        let slot = ((k + 1) % c) as u32;
+        let previous_lap = flash.read(region, slot, 0).unwrap().unwrap().data.to_vec();
+        assert_eq!(crate::page::le_u64(&previous_lap[4..12]), k + 1 - c);
+        // Before the crash: pages k .. k+3 written ahead, then page k+1 torn (its slot
+        // reads as the copy before it).
+        fill_to(&mut log, 1, (k + 4) * p);
+        log.write_ahead(0, &mut flash, 0).unwrap();
+        flash.write_pages(region, slot, &previous_lap, 0).unwrap();
+        let (mut log, _, _) = Log::open(&mut flash, region, start, 0).unwrap();
+        log.append(&update(2, 20)).unwrap();
+        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+        assert!(log.next_lsn() < (k + 1) * p, "the restarted log stays in page k");
+        let (_, from_restart, _) = Log::open(&mut flash, region, start, 0).unwrap();
+        let h = history(&mut flash, region, 0).unwrap();
+        assert!(h.len() > from_restart.len(), "history also gives the ring's older records");
+        assert_eq!(h.last().map(|(lsn, r)| (*lsn, r.tx)), from_restart.last().map(|(lsn, r)| (*lsn, r.tx)));
+    }
+
+    /// A wrapped log without a crash: `history` gives about a ring's worth of records,
+    /// to the log's end.
+    #[test]
+    fn history_on_a_wrapped_ring_reads_to_the_end() {
+        let mut flash = device();
+        let region = RegionId(0);
+        let mut log = Log::create(&flash, region);
+        let p = log.page_payload();
+        let c = log.capacity_pages;
+        let mut to = 0;
+        while to < (2 * c + 7) * p + 100 {
+            to += 5 * p + 77;
+            fill_to(&mut log, 1, to);
+            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
+            log.truncate(log.durable_lsn());
+        }
+        let h = history(&mut flash, region, 0).unwrap();
+        let (last_lsn, last) = h.last().unwrap();
+        let mut bytes = Vec::new();
+        last.encode(&mut bytes);
+        assert_eq!(last_lsn + bytes.len() as u64, to, "history ends where the log does");
+        assert!(h.first().unwrap().0 < (to / p - c + 2) * p, "history starts at {}", h.first().unwrap().0);
     }
 
     /// `history` reads the ring to the same end as a restart: not on into the pages
