@@ -35,6 +35,13 @@ pub enum Error {
     UnknownTransaction {
         id: u64,
     },
+    /// A transaction tried to change data while another open one has uncommitted
+    /// changes: one transaction writes at a time (undo writes byte ranges back, which
+    /// would undo the other's changes to the same page too).
+    AnotherWriter {
+        id: u64,
+        writer: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -58,6 +65,11 @@ impl fmt::Display for Error {
             Error::UnknownTransaction { id } => {
                 write!(f, "transaction {id} is not open in this database (another database's, or rolled back)")
             }
+            Error::AnotherWriter { id, writer } => write!(
+                f,
+                "transaction {id} cannot change data while transaction {writer} has uncommitted changes: \
+                 one transaction writes at a time (commit or abort {writer} first)"
+            ),
         }
     }
 }

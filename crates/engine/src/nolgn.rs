@@ -11,23 +11,25 @@
 //! recovery is the FTL's OOB scan, after which the device holds exactly the state of
 //! the last group commit (catalog included).
 //!
-//! Grouping (the paper's NORMAL mode): the engine may have several transactions open
-//! (the Rust API and SQL sessions allow it; the workload driver runs one at a time). A
-//! page may hold changes of several of them, so they share one FTL transaction: the
-//! *group* is every transaction that changed a page since the last group commit
-//! (statements outside transactions, DDL, count as transaction 0). A commit leaves the
-//! group open while another member is still open (its commit is then durable only
-//! with the group's: [`Journal::durable_lsn`] counts commits, and stays below it), and
-//! commits the group when it ends the last open member. A checkpoint (DDL, close)
-//! commits the group when no member is open and otherwise only writes the pages.
+//! Grouping (the paper's NORMAL mode): the *group* is every transaction that changed a
+//! page since the last group commit (statements outside transactions, DDL, count as
+//! transaction 0). Several transactions may be open (the Rust API allows it), but
+//! only one writes at a time ([`crate::Error::AnotherWriter`], `txn.rs`): undo writes
+//! byte ranges back, so a second writer's changes to the same pages could not survive
+//! the first one's abort. A commit therefore normally ends the group's last open
+//! member and commits the group; the code still leaves a group open while a member is
+//! open (its commit is then durable only with the group's: [`Journal::durable_lsn`]
+//! counts commits, and stays below it). A checkpoint (DDL, close) commits the group
+//! when no member is open and otherwise only writes the pages.
 //!
 //! Abort: when the aborting transaction is the group's only member, the FTL's
 //! `abort(tid)` drops every write of the group, and the engine drops the buffered
 //! changes (frames whose page LSN is at or above the group's first, written or not)
 //! and puts back the catalog as at the group's first change (the committed one),
-//! so nothing is undone page by page and nothing is written. With other members the
-//! pages are shared: the abort undoes its changes in memory from before images (as
-//! without a log), the group goes on, and it commits at once if no member is left open.
+//! so nothing is undone page by page and nothing is written. Otherwise (the group
+//! also holds statements outside transactions) the abort undoes its changes in memory
+//! from before images (as without a log), and the group commits at once if no member
+//! is left open.
 //!
 //! Back-pressure: the FTL's P2P table bounds the pages of an open FTL transaction. A
 //! write that finds it full fails with the FTL's `P2pFull` error (the operation fails;

@@ -2,9 +2,11 @@
 //! compensation records), the operation wrapper that logs each access-method call, and
 //! checkpoints with log-space reclamation.
 //!
-//! Transactions run one at a time inside the engine (the driver interleaves terminals
-//! in simulated time, not inside the engine), so a physical undo of byte ranges is
-//! always correct: nothing else changed those bytes since.
+//! One transaction writes at a time (the driver interleaves terminals in simulated
+//! time, not inside the engine), so a physical undo of byte ranges is always correct:
+//! nothing else changed those bytes since. The engine enforces it: while one open
+//! transaction has uncommitted changes, another one's change is refused
+//! ([`Error::AnotherWriter`]); transactions that only read may be open beside it.
 //!
 //! The [`Transaction`] type enforces the rules: only [`Database::begin`] makes one,
 //! `commit` and `abort` take it by value (a finished transaction cannot be presented
@@ -305,6 +307,14 @@ impl Database {
         Ok(last)
     }
 
+    /// Another open transaction than `tx` that has changed data, if any. Undo writes a
+    /// transaction's byte ranges back as they were, which is right only if no other
+    /// transaction changed those pages since: so a transaction may not change data
+    /// while another one's changes are uncommitted (readers may stay open beside it).
+    fn other_writer(&self, tx: u64) -> Option<u64> {
+        self.active.iter().find(|&(&id, s)| id != tx && (s.last > 0 || !s.undo.is_empty())).map(|(&id, _)| id)
+    }
+
     /// Runs one access-method call for `tx` on `object`, then logs the pages it changed
     /// (also when it failed, so an abort can undo the part that happened).
     pub(crate) fn with_object<T>(
@@ -313,6 +323,9 @@ impl Database {
         object: Object,
         call: impl FnOnce(&mut ObjectAccess) -> Result<T>,
     ) -> Result<T> {
+        if let Some(writer) = self.other_writer(tx) {
+            return Err(Error::AnotherWriter { id: tx, writer });
+        }
         self.nolgn_join(tx);
         let used = self.journal.used_share();
         if self.log_share_at_checkpoint + MID_TRANSACTION_CHECKPOINT_STEP <= used {

@@ -51,8 +51,10 @@ fn commits_survive_a_crash_and_the_rest_does_not() {
     }
     let tx = put(&mut db, 5, -1);
     db.abort(tx).unwrap();
-    let _unfinished = put(&mut db, 6, -1);
-    let _never_committed = put(&mut db, 1000, 1);
+    // One transaction writes at a time: the unfinished one also inserts a row.
+    let unfinished = put(&mut db, 6, -1);
+    let t = db.table_id("kv").unwrap();
+    db.insert(&unfinished, t, &[Value::Int(1000), Value::Int(1)]).unwrap();
     let mut device = db.crash();
     device.power_on();
     let mut db = Database::open(device, options()).unwrap();
