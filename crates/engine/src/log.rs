@@ -605,10 +605,23 @@ mod tests {
         assert_eq!(log.next_lsn(), 4 * p + 10, "a restart from the first page reads to the end");
         let h = history(&mut flash, region, 0).unwrap();
         assert_eq!(h.iter().filter(|(_, r)| r.tx == 2).count(), h.iter().filter(|(lsn, _)| *lsn > restart).count());
-        let (last_lsn, last) = h.last().unwrap();
+        assert_eq!(end_of(&h), 4 * p + 10, "history reads to the end");
+    }
+
+    /// Fills the log to `to` with transaction 1's updates, forces it and cuts it back to
+    /// what is durable, as a commit and a checkpoint would.
+    fn commit_and_cut(log: &mut Log, flash: &mut Flash, to: u64) {
+        fill_to(log, 1, to);
+        log.force(log.next_lsn() - 1, flash, 0).unwrap();
+        log.truncate(log.durable_lsn());
+    }
+
+    /// Where the last of `records` ends.
+    fn end_of(records: &[LoggedRecord]) -> u64 {
+        let (lsn, last) = records.last().expect("records");
         let mut bytes = Vec::new();
         last.encode(&mut bytes);
-        assert_eq!(last_lsn + bytes.len() as u64, 4 * p + 10, "history reads to the end");
+        lsn + bytes.len() as u64
     }
 
     /// On a wrapped ring, a page torn before a crash leaves its slot holding the copy of
@@ -627,13 +640,9 @@ mod tests {
         let mut to = 0;
         while to + 8 * p < k * p {
             to += 8 * p;
-            fill_to(&mut log, 1, to);
-            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
-            log.truncate(log.durable_lsn());
+            commit_and_cut(&mut log, &mut flash, to);
         }
-        fill_to(&mut log, 1, k * p);
-        log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
-        log.truncate(log.durable_lsn());
+        commit_and_cut(&mut log, &mut flash, k * p);
         let start = log.start_lsn();
         let slot = ((k + 1) % c) as u32;
         let previous_lap = flash.read(region, slot, 0).unwrap().unwrap().data.to_vec();
@@ -665,15 +674,10 @@ mod tests {
         let mut to = 0;
         while to < (2 * c + 7) * p + 100 {
             to += 5 * p + 77;
-            fill_to(&mut log, 1, to);
-            log.force(log.next_lsn() - 1, &mut flash, 0).unwrap();
-            log.truncate(log.durable_lsn());
+            commit_and_cut(&mut log, &mut flash, to);
         }
         let h = history(&mut flash, region, 0).unwrap();
-        let (last_lsn, last) = h.last().unwrap();
-        let mut bytes = Vec::new();
-        last.encode(&mut bytes);
-        assert_eq!(last_lsn + bytes.len() as u64, to, "history ends where the log does");
+        assert_eq!(end_of(&h), to, "history ends where the log does");
         assert!(h.first().unwrap().0 < (to / p - c + 2) * p, "history starts at {}", h.first().unwrap().0);
     }
 
