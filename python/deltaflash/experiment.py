@@ -90,7 +90,8 @@ def build_config(config: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Dict
 
 
 def resolve(config: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Dict[str, Any]:
-    """The checked config with every default filled in (raises ``ConfigError``)."""
+    """The checked config with every default filled in (raises ``ConfigError``); optional
+    keys left unset, such as ``engine.log_buffer_bytes``, stay absent."""
     return json.loads(_deltaflash.resolve_config(json.dumps(build_config(config, **kwargs))))
 
 
