@@ -30,6 +30,14 @@ const REFUSED: &[(&[&str], &[&str])] = &[
     (&["bench", "--log-buffer-bytes", "-1"], &["--log-buffer-bytes", "0..=1073741824", "got -1"]),
     (&["bench", "--log-buffer-bytes", "2GiB"], &["--log-buffer-bytes", "not a whole number"]),
     (&["bench", "--log-buffer-bytes", "2147483648"], &["--log-buffer-bytes", "0..=1073741824"]),
+    (
+        &["bench", "--storage", "ftl:nolgn", "--group-commit-us", "100"],
+        &["--group-commit-us", "does not keep on NoLgn-FTL"],
+    ),
+    (
+        &["bench", "--storage", "ftl:nolgn", "--log-buffer-bytes", "0"],
+        &["--log-buffer-bytes", "does not keep on NoLgn-FTL"],
+    ),
     (&["bench", "--cpu-us", "-1"], &["--cpu-us", "[0, 1000000]"]),
     (&["bench", "--cpu-us", "nan"], &["--cpu-us", "[0, 1000000]"]),
     (&["bench", "--progress", "-1"], &["--progress", "[0, 1000000000]"]),

@@ -434,6 +434,19 @@ impl ExperimentConfig {
         if let Some(bytes) = e.log_buffer_bytes {
             count("engine.log_buffer_bytes", limits::LOG_BUFFER_BYTES, bytes)?;
         }
+        if matches!(&self.storage, StorageConfig::Ftl(f) if f.kind == flash::ftl::FtlKind::Nolgn) {
+            // The engine keeps no log there: these would be accepted and do nothing.
+            let log_only = [
+                ("engine.group_commit_us", e.group_commit_us > 0.0),
+                ("engine.log_buffer_bytes", e.log_buffer_bytes.is_some()),
+            ];
+            if let Some((field, _)) = log_only.into_iter().find(|&(_, set)| set) {
+                return Err(ConfigError::field(
+                    field,
+                    "acts on the write-ahead log, which the engine does not keep on NoLgn-FTL (its transactions make commits atomic)",
+                ));
+            }
+        }
         count("engine.v", limits::V, e.v.into())?;
         let base: IpaScheme = e.ipa.parse().map_err(|p| ConfigError::field("engine.ipa", p))?;
         let scheme = IpaScheme::new(base.n, base.m, e.v).map_err(|p| ConfigError::field("engine.ipa", p))?;
