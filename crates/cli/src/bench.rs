@@ -437,12 +437,8 @@ impl BenchArgs {
         if let Some(eviction) = &self.eviction {
             e.eviction = if eviction == "eager" { Eviction::Eager } else { Eviction::NonEager };
         }
-        if self.log_chips.is_some() {
-            e.log_chips = self.log_chips;
-        }
-        if self.log_buffer_bytes.is_some() {
-            e.log_buffer_bytes = self.log_buffer_bytes;
-        }
+        set(&mut e.log_chips, self.log_chips.map(Some));
+        set(&mut e.log_buffer_bytes, self.log_buffer_bytes.map(Some));
         if !self.ipa_objects.is_empty() {
             e.ipa_objects = self.ipa_objects.clone();
         }

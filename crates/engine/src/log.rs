@@ -369,16 +369,19 @@ pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> R
             valid.insert(n);
         }
     }
-    // (pages, first page) of the longest run; on a tie, the newer.
-    let mut longest: Option<(u64, u64)> = None;
+    // (pages, first page, payload bytes) of the longest run; on a tie, the newer.
+    let mut longest: Option<(u64, u64, Vec<u8>)> = None;
     for &n in valid.iter().filter(|&&n| n == 0 || !valid.contains(&(n - 1))) {
-        let mut pages = 0;
-        log.read_pages(device, n, now, |_| pages += 1)?;
-        longest = longest.max(Some((pages, n)));
+        let (mut pages, mut stream) = (0, Vec::new());
+        log.read_pages(device, n, now, |page| {
+            pages += 1;
+            stream.extend_from_slice(page.payload);
+        })?;
+        if longest.as_ref().is_none_or(|&(most, first, _)| (pages, n) > (most, first)) {
+            longest = Some((pages, n, stream));
+        }
     }
-    let Some((_, first)) = longest else { return Ok(Vec::new()) };
-    let mut stream = Vec::new();
-    log.read_pages(device, first, now, |page| stream.extend_from_slice(page.payload))?;
+    let Some((_, first, stream)) = longest else { return Ok(Vec::new()) };
     let base = first * log.payload;
     let end = base + stream.len() as u64;
     // Records are at most a few pages long: a boundary lies within the first ones.

@@ -127,10 +127,11 @@ impl OpTiming {
 /// a GC burst books its copies' small transfers one after another into a channel's
 /// future, interleaved with the other chips' work, so each lands a little after the
 /// one before but often dozens of intervals from the end. The lookup hands back where
-/// the interval goes ([`Slot`]), so booking it searches nothing again. The intervals sit contiguously in a buffer twice the kept size:
-/// dropping the oldest moves the window's start, an insertion k intervals from the end
-/// moves k intervals, and the window slides back to the buffer's front once per
-/// [`CALENDAR_INTERVALS`] appends. Allocated once: no heap work per operation.
+/// the interval goes ([`Slot`]), so booking it searches nothing again. The intervals
+/// sit contiguously in a buffer twice the kept size: dropping the oldest moves the
+/// window's start, an insertion k intervals from the end moves k intervals, and the
+/// window slides back to the buffer's front once per [`CALENDAR_INTERVALS`] appends.
+/// Allocated once: no heap work per operation.
 #[derive(Clone, Debug)]
 struct Calendar {
     floor: SimTime,
