@@ -34,16 +34,20 @@ unit:
 # Stable-Rust stand-in for cargo-fuzz (which needs nightly): the property tests named
 # fuzz_* throw arbitrary bytes at every decoder (device images, OOB pages, region
 # layouts, traces), and the model tests drive random operation sequences with power cuts.
+# Every cargo call here and in browser-test selects the whole workspace, as `unit` does:
+# selecting one package (`-p flash`) unifies dependency features differently and
+# recompiles about 30 crates.
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --workspace --locked fuzz_
-	PROPTEST_CASES=1024 $(CARGO) test -p flash --locked --test model
+	PROPTEST_CASES=1024 $(CARGO) test --workspace --locked --test model
 
 # The dashboard (`deltaflash serve`) in a real browser: Debian's chromium driven by
-# playwright-core (scripts/setup-browser.sh installs both); screenshots go to
+# playwright-core (scripts/setup-browser.sh installs both), on the debug binary that
+# the workspace test build links for the CLI's tests; screenshots go to
 # target/screenshots/, or with `make screenshots` to the README's in docs/figures/.
 browser-test:
 	scripts/setup-browser.sh
-	$(CARGO) build --locked --bin deltaflash
+	$(CARGO) test --workspace --locked --no-run
 	cd web/tests && DELTAFLASH_BIN=$(CURDIR)/target/debug/deltaflash node --test dashboard.test.mjs
 
 screenshots:
@@ -72,7 +76,7 @@ build:
 run: build
 	@mkdir -p out
 	$(BIN) compare --workload tpcc --warehouses 1 --schemes 0x0,2x3 --sim-time 60 --warmup 10 \
-		--blocks-per-chip 96 --check | tee out/compare.md
+		--blocks-per-chip 96 --check --progress 10 | tee out/compare.md
 
 # Whole runs (the tables in docs/benchmarks.md), then the criterion micro-benchmarks of
 # the device model and the page-FTL write path (reports in target/criterion/).
