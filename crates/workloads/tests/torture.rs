@@ -47,12 +47,13 @@ impl Acknowledged {
 
 #[test]
 fn power_cuts_lose_no_committed_transfer() {
-    // Group commit with a 256-frame pool: the cleaner seldom writes a page, so commits
-    // wait for their group's flush (with 16 frames a page write at nearly every commit
-    // forces the log first). The last: every full log page written as soon as it fills.
+    // With 16 frames the cleaner writes a page at nearly every commit, forcing the log
+    // before `commit` returns; with 256 it seldom does, so only the commit's own force,
+    // or its group's flush, makes it durable. The last: every full log page written as
+    // soon as it fills.
     for (ipa, group_commit_ns, buffer_pages, log_buffer_bytes) in [
         ("0x0", 0, 16, None),
-        ("2x4", 0, 16, None),
+        ("2x4", 0, 256, None),
         ("2x4", 60_000, 16, None),
         ("2x4", 60_000, 256, None),
         ("2x4", 60_000, 16, Some(0)),
