@@ -3,13 +3,17 @@
 //! random flash operations.
 //!
 //! After each cut the device powers on, the FTL rebuilds, SQLite reopens and recovers
-//! its WAL or rollback journal, and the check demands: `PRAGMA integrity_check` = ok;
-//! every transfer whose COMMIT returned is present; no transfer is present that never
-//! started committing; every balance equals its opening balance plus the transfers in
-//! the table; and the recovered database takes a new transfer. Every fourth cut also
+//! its WAL or rollback journal, and the check judges by what the workload was told (at
+//! `synchronous=FULL` a transfer is acknowledged durable when its COMMIT returns):
+//! `PRAGMA integrity_check` = ok; every acknowledged transfer is present; no transfer
+//! is present that never started committing; each transfer row equals the transfer
+//! made, field by field; every balance equals its opening balance plus the transfers
+//! present; and the recovered database takes a new transfer. Every fourth cut also
 //! cuts SQLite's recovery (1–7 flash operations into the reopened database's first
-//! work), then reopens and checks again. Everything is seeded, so a failing cut replays
-//! with the same `--seed` and operation number.
+//! work), then reopens and checks again: a probe transfer whose COMMIT returned
+//! before that cut must survive it too. A cut in the second half of the run that finds
+//! no acknowledged transfer fails: it would check nothing. Everything is seeded, so a
+//! failing cut replays with the same `--seed` and operation number.
 //!
 //! `--journal` is `bench`'s [`SqliteJournal`] (and `delete`): `sw-wal` runs SW-WAL on the
 //! page FTL; `nolgn` runs SQLite with no log on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`,
@@ -23,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{params, Connection};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Opening balance of every account.
 const OPENING_BALANCE: i64 = 1_000;
@@ -118,7 +122,13 @@ pub fn run(
     for i in 0..cuts {
         let cut_after = rng.gen_range(1..=run_ops.max(1));
         let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
-        match run_cut(&config, seed, load_ops + cut_after, recovery_cut, &mut kinds) {
+        let outcome = run_cut(&config, seed, load_ops + cut_after, recovery_cut, &mut kinds).and_then(|acknowledged| {
+            if acknowledged == 0 && cut_after > run_ops / 2 {
+                return Err(format!("no transfer was acknowledged before this cut, {run_ops} operations into the run"));
+            }
+            Ok(())
+        });
+        match outcome {
             Ok(()) => passed += 1,
             Err(e) => {
                 failed += 1;
@@ -149,7 +159,9 @@ fn count_operations(config: &Config, seed: u64) -> Result<(u64, u64), String> {
     let load_ops = operations(db.device_counters());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for i in 0..config.transfers {
-        transfer(db.connection(), &next_transfer(&mut rng, config, i)).map_err(|e| format!("transfer {i}: {e}"))?;
+        transfer(db.connection(), &next_transfer(&mut rng, config, i))
+            .result()
+            .map_err(|e| format!("transfer {i}: {e}"))?;
     }
     Ok((load_ops, operations(db.device_counters()) - load_ops))
 }
@@ -179,6 +191,7 @@ fn load(device: Device, config: &Config) -> Result<FlashSqlite, String> {
     Ok(db)
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Transfer {
     id: i64,
     src: i64,
@@ -195,48 +208,87 @@ fn next_transfer(rng: &mut ChaCha8Rng, config: &Config, i: u32) -> Transfer {
     Transfer { id: i as i64 + 1, src, dst, amount: rng.gen_range(1..50) }
 }
 
-/// One transfer as one transaction; `Ok` once COMMIT returned.
-fn transfer(c: &Connection, t: &Transfer) -> rusqlite::Result<()> {
-    c.execute_batch("BEGIN IMMEDIATE")?;
+/// How a transfer ended.
+enum Outcome {
+    /// COMMIT returned: acknowledged durable.
+    Committed,
+    /// Failed inside COMMIT: it may have committed.
+    FailedCommitting(rusqlite::Error),
+    /// Failed before COMMIT: it must not survive.
+    Failed(rusqlite::Error),
+}
+
+impl Outcome {
+    fn result(self) -> rusqlite::Result<()> {
+        match self {
+            Outcome::Committed => Ok(()),
+            Outcome::FailedCommitting(e) | Outcome::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// One transfer as one transaction.
+fn transfer(c: &Connection, t: &Transfer) -> Outcome {
     let body = || -> rusqlite::Result<()> {
+        c.execute_batch("BEGIN IMMEDIATE")?;
         c.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", params![t.amount, t.src])?;
         c.execute("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2", params![t.amount, t.dst])?;
         c.execute("INSERT INTO transfers VALUES (?1, ?2, ?3, ?4)", params![t.id, t.src, t.dst, t.amount])?;
-        c.execute_batch("COMMIT")
+        Ok(())
     };
-    body().inspect_err(|_| {
+    let outcome = match body() {
+        Ok(()) => c.execute_batch("COMMIT").map_or_else(Outcome::FailedCommitting, |()| Outcome::Committed),
+        Err(e) => Outcome::Failed(e),
+    };
+    if !matches!(outcome, Outcome::Committed) {
         // After a power cut the rollback fails too; the reopen recovers.
         let _ = c.execute_batch("ROLLBACK");
-    })
+    }
+    outcome
+}
+
+/// What the workload was told: transfers whose COMMIT returned (acknowledged
+/// durable), and those a cut interrupted inside COMMIT, which may have committed.
+#[derive(Default)]
+struct Told {
+    acknowledged: BTreeMap<i64, Transfer>,
+    maybe: BTreeMap<i64, Transfer>,
+}
+
+impl Told {
+    /// Records `t`'s outcome; `true` if its COMMIT returned.
+    fn record(&mut self, t: Transfer, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::Committed => self.acknowledged.insert(t.id, t),
+            Outcome::FailedCommitting(_) => self.maybe.insert(t.id, t),
+            Outcome::Failed(_) => return false,
+        };
+        self.acknowledged.contains_key(&t.id)
+    }
 }
 
 /// Loads, runs transfers until the cut at device operation `cut_at`, reopens and
 /// checks; with `recovery_cut`, the first check is cut that many operations in and
-/// the device reopened and checked once more.
+/// the device reopened and checked once more. Returns how many transfers were
+/// acknowledged before the cut.
 fn run_cut(
     config: &Config,
     seed: u64,
     cut_at: u64,
     recovery_cut: Option<u64>,
     kinds: &mut CutKinds,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
     let db = load(Device::new(Box::new(storage)), config)?;
-    let mut committed = BTreeSet::new();
-    let mut in_flight = None;
+    let mut told = Told::default();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for i in 0..config.transfers {
         let t = next_transfer(&mut rng, config, i);
-        match transfer(db.connection(), &t) {
-            Ok(()) => {
-                committed.insert(t.id);
-            }
-            Err(_) => {
-                in_flight = Some(t.id);
-                break;
-            }
+        if !told.record(t, transfer(db.connection(), &t)) {
+            break;
         }
     }
+    let acknowledged = told.acknowledged.len();
     let mut device = db.into_device();
     match device.storage().last_torn() {
         Some(TornOp::Program { .. }) => kinds.programs += 1,
@@ -245,69 +297,73 @@ fn run_cut(
         None => kinds.missed += 1,
     }
     device.power_on();
-    let mut may_be_present: Vec<i64> = in_flight.into_iter().collect();
     let mut db = FlashSqlite::open_with(device, 0, config.reopen()).map_err(|e| format!("reopening: {e}"))?;
     if let Some(after) = recovery_cut {
         db.arm_power_cut(after);
-        // Cut or not, this first check is not judged: the second one is.
-        let _ = check(&db, config, &committed, &may_be_present, PROBES[0]);
+        // Cut or not, this first check is not judged (the second one is); its probe
+        // transfer counts as acknowledged if its COMMIT returned.
+        if check(&db, config, &told).is_ok() {
+            told.record(probe(PROBES[0]), transfer(db.connection(), &probe(PROBES[0])));
+        }
         let mut device = db.into_device();
         if !device.storage().powered() {
             kinds.restarts_cut += 1;
         }
         device.power_on();
-        may_be_present.push(PROBES[0]);
         db = FlashSqlite::open_with(device, 0, config.reopen())
             .map_err(|e| format!("reopening after the recovery cut: {e}"))?;
     }
-    check(&db, config, &committed, &may_be_present, PROBES[1]).map_err(|e| match db.last_io_error() {
+    let checked = check(&db, config, &told).and_then(|()| {
+        transfer(db.connection(), &probe(PROBES[1])).result().map_err(|e| format!("a transfer after recovery: {e}"))
+    });
+    checked.map(|()| acknowledged).map_err(|e| match db.last_io_error() {
         Some(io) => format!("{e} (last flash error: {io})"),
         None => e,
     })
 }
 
-/// Checks the recovered database (see the module comment); transfers in
-/// `may_be_present` were cut while committing. Ends with transfer `probe`.
-fn check(
-    db: &FlashSqlite,
-    config: &Config,
-    committed: &BTreeSet<i64>,
-    may_be_present: &[i64],
-    probe: i64,
-) -> Result<(), String> {
+/// The transfer a check makes after recovery.
+fn probe(id: i64) -> Transfer {
+    Transfer { id, src: 0, dst: 1, amount: 1 }
+}
+
+/// Checks the recovered database against what the workload was told (see the module
+/// comment).
+fn check(db: &FlashSqlite, config: &Config, told: &Told) -> Result<(), String> {
     let c = db.connection();
     let sql = |e: rusqlite::Error| format!("after recovery: {e}");
     let integrity: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(sql)?;
     if integrity != "ok" {
         return Err(format!("integrity_check: {integrity}"));
     }
-    let mut present = BTreeSet::new();
-    let mut balances = vec![OPENING_BALANCE; config.accounts as usize];
+    let mut present = BTreeMap::new();
     let mut stmt = c.prepare("SELECT id, src, dst, amount FROM transfers").map_err(sql)?;
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)))
         .map_err(sql)?;
     for row in rows {
         let (id, src, dst, amount) = row.map_err(sql)?;
-        let (Some(s), Some(d)) = (usize::try_from(src).ok(), usize::try_from(dst).ok()) else {
-            return Err(format!("transfer {id} names account {src} or {dst}, which does not exist"));
+        let found = Transfer { id, src, dst, amount };
+        let Some(made) = told.acknowledged.get(&id).or_else(|| told.maybe.get(&id)) else {
+            return Err(format!("transfer {id} is present but never committed"));
         };
-        if s >= balances.len() || d >= balances.len() {
-            return Err(format!("transfer {id} names account {src} or {dst}, which does not exist"));
+        if found != *made {
+            return Err(format!("transfer {id} reads back as {found:?}, made as {made:?}"));
         }
-        balances[s] -= amount;
-        balances[d] += amount;
-        present.insert(id);
+        present.insert(id, found);
     }
-    if let Some(lost) = committed.difference(&present).next() {
+    if let Some(lost) = told.acknowledged.keys().find(|id| !present.contains_key(id)) {
         return Err(format!(
-            "transfer {lost} committed but is missing ({} of {} present)",
-            present.len(),
-            committed.len()
+            "transfer {lost} committed but is missing ({} of {} acknowledged present)",
+            told.acknowledged.keys().filter(|id| present.contains_key(id)).count(),
+            told.acknowledged.len()
         ));
     }
-    if let Some(extra) = present.iter().find(|id| !committed.contains(id) && !may_be_present.contains(id)) {
-        return Err(format!("transfer {extra} is present but never committed"));
+    // Every transfer present names existing accounts: it equals one the workload made.
+    let mut balances = vec![OPENING_BALANCE; config.accounts as usize];
+    for t in present.values() {
+        balances[t.src as usize] -= t.amount;
+        balances[t.dst as usize] += t.amount;
     }
     let mut stmt = c.prepare("SELECT id, balance FROM accounts ORDER BY id").map_err(sql)?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).map_err(sql)?;
@@ -323,6 +379,5 @@ fn check(
     if seen != config.accounts {
         return Err(format!("{seen} accounts, expected {}", config.accounts));
     }
-    let next = Transfer { id: probe, src: 0, dst: 1, amount: 1 };
-    transfer(c, &next).map_err(|e| format!("a transfer after recovery: {e}"))
+    Ok(())
 }

@@ -132,7 +132,14 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         let cut_after = rng.gen_range(1..=run_ops.max(1));
         let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
         let result = run_cut(&config, args.seed, load_ops, cut_after, recovery_cut, &mut kinds);
-        match result.outcome {
+        // A cut late in the run with nothing acknowledged would check nothing.
+        let outcome = result.outcome.and_then(|()| match result.acknowledged {
+            0 if cut_after > run_ops / 2 => {
+                Err(format!("no transfer was acknowledged in {cut_after} of {run_ops} operations"))
+            }
+            _ => Ok(()),
+        });
+        match outcome {
             Ok(()) => passed += 1,
             Err(e) => {
                 failed += 1;

@@ -39,10 +39,27 @@ fn crash_and_reopen(db: FlashSqlite, group_pages: u32) -> FlashSqlite {
     FlashSqlite::open_with(device, 0, options(group_pages)).expect("reopen")
 }
 
+/// Row `k`'s value: 500 bytes that differ from every other row's.
+fn value(k: i64) -> Vec<u8> {
+    (0..500).map(|j| (j * 7 + k * 13 + k / 256) as u8).collect()
+}
+
 fn insert(db: &FlashSqlite, from: i64, rows: i64) {
     for i in from..from + rows {
-        db.connection().execute("INSERT INTO t VALUES (?1, zeroblob(500))", params![i]).unwrap();
+        db.connection().execute("INSERT INTO t VALUES (?1, ?2)", params![i, value(i)]).unwrap();
     }
+}
+
+/// The table row for row.
+fn rows(db: &FlashSqlite) -> Vec<(i64, Vec<u8>)> {
+    let c = db.connection();
+    let mut s = c.prepare("SELECT k, v FROM t ORDER BY k").unwrap();
+    s.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+}
+
+/// The model: rows `0..n`, each inserted with its value.
+fn model(n: i64) -> Vec<(i64, Vec<u8>)> {
+    (0..n).map(|k| (k, value(k))).collect()
 }
 
 #[test]
@@ -57,10 +74,13 @@ fn the_journal_stays_off_and_commits_survive_a_crash() {
     let k = db.counters();
     assert!(k.ftl.host_writes > 300 && k.ftl.gc_lock_migrations == 0, "{k:?}");
     let db = crash_and_reopen(db, 1_000);
-    assert_eq!(count(&db), 300);
+    assert!(rows(&db) == model(300), "every commit returned at FULL survives, row for row");
     assert_eq!(integrity(&db), "ok");
 }
 
+/// NORMAL: a commit point writes the held pages as one FTL transaction once 50 page
+/// writes are held. The caller sees a group commit as the FTL writes an insert makes;
+/// after a crash the table is exactly the rows up to the last of them, row for row.
 #[test]
 fn normal_groups_commits_into_one_ftl_transaction() {
     let db = create(50);
@@ -69,16 +89,28 @@ fn normal_groups_commits_into_one_ftl_transaction() {
     // An FTL commit waits for 50 held page writes: ten small inserts stay in RAM.
     insert(&db, 0, 10);
     assert_eq!(db.counters().ftl.host_writes, before, "held until the group fills");
-    insert(&db, 10, 200);
-    assert!(db.counters().ftl.host_writes > before);
-    let durable = {
-        let db = crash_and_reopen(db, 50);
-        assert_eq!(integrity(&db), "ok");
-        count(&db)
-    };
-    // A group is all or nothing: whole transactions survive, the tail since the last
-    // group commit is lost (NORMAL promises no more).
-    assert!((10..210).contains(&durable), "{durable} rows survived");
+    // Rows committed at each group commit: the inserts after which the FTL was written.
+    let mut boundaries = Vec::new();
+    for k in 10..210 {
+        let writes = db.counters().ftl.host_writes;
+        insert(&db, k, 1);
+        if db.counters().ftl.host_writes > writes {
+            boundaries.push(k + 1);
+        }
+    }
+    let last = *boundaries.last().expect("200 inserts fill a group");
+    assert!(boundaries.len() >= 2 && last < 210, "groups end after rows {boundaries:?} of 210");
+    let db = crash_and_reopen(db, 50);
+    assert_eq!(integrity(&db), "ok");
+    // A group is all or nothing: the survivors are the rows of every committed group
+    // and none of the open one (NORMAL promises no more).
+    let survivors = rows(&db);
+    assert!(
+        survivors == model(last),
+        "{} rows survived ({:?}..), expected rows 0..{last}: the groups end after rows {boundaries:?}",
+        survivors.len(),
+        survivors.first().map(|r| r.0)
+    );
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! SQLite on SW-WAL: frame-aligned WAL on flash, checkpoints by remapping. Many
 //! checkpoints, large blobs, a reader across a partial checkpoint, reopen after a clean
-//! close and after dropping the device mid-run, power cuts during checkpoints, and
-//! fewer flash programs than the plain WAL for the same work.
+//! close and after dropping the device mid-run, power cuts during checkpoints (the
+//! table checked row for row against the rounds whose COMMIT returned), and fewer
+//! flash programs than the plain WAL for the same work.
 
 use flash::ftl::{FtlConfig, FtlKind};
 use nand::{Device, FaultyStorage, Geometry, MemoryStorage};
 use rusqlite::params;
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
+use std::collections::BTreeMap;
 
 fn geometry() -> Geometry {
     let mut g = Geometry::paper_emulator();
@@ -137,6 +139,23 @@ fn large_blobs_and_a_reader_across_a_partial_checkpoint() {
     check(&db);
 }
 
+/// The table after the first `rounds` rounds of the cut test: `workload`'s rows and
+/// the round marker (key 1000).
+fn model(rounds: i64) -> BTreeMap<i64, Vec<u8>> {
+    let mut rows = BTreeMap::new();
+    for round in 0..rounds {
+        for i in 0..40 {
+            let k = (round * 17 + i * 5) % 150;
+            rows.insert(k, value(k, round));
+        }
+        rows.insert(1000, value(1000, round));
+    }
+    rows
+}
+
+/// Power cuts spread over the run; after each, the table is, row for row, the model
+/// after every round whose COMMIT returned (or after one more, when the cut came
+/// inside that round's COMMIT). Cuts late in the run must have rounds to check.
 #[test]
 fn power_cuts_during_checkpoints_lose_no_commit() {
     // Cut points spread over the run, so some land in checkpoints and remap records.
@@ -146,40 +165,62 @@ fn power_cuts_during_checkpoints_lose_no_commit() {
         let d = db.device_counters();
         d.page_programs + d.copybacks + d.erases
     };
+    let mut last_acknowledged = 0;
     for cut in (40..total).step_by((total / 25).max(1) as usize) {
         let storage = FaultyStorage::new(MemoryStorage::new(geometry(), true), Some(cut), cut);
         let db = create(Device::new(Box::new(storage)), true);
         let c = db.connection();
-        let mut acknowledged = 0;
-        let _ = c.execute_batch("CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v BLOB)");
+        let created = c.execute_batch("CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v BLOB)").is_ok();
+        // Rounds whose COMMIT returned; whether the cut came inside the next one's COMMIT.
+        let (mut acknowledged, mut in_commit) = (0, false);
         for round in 0..30i64 {
-            let txn = || -> rusqlite::Result<()> {
+            let changes = || -> rusqlite::Result<()> {
                 c.execute_batch("BEGIN")?;
                 for i in 0..40 {
                     let k = (round * 17 + i * 5) % 150;
                     c.execute("REPLACE INTO t VALUES (?1, ?2)", params![k, value(k, round)])?;
                 }
-                c.execute("REPLACE INTO t VALUES (1000, ?1)", [round])?;
-                c.execute_batch("COMMIT")
+                c.execute("REPLACE INTO t VALUES (1000, ?1)", [value(1000, round)]).map(drop)
             };
-            if txn().is_err() {
+            if !created || changes().is_err() {
+                break;
+            }
+            if c.execute_batch("COMMIT").is_err() {
+                in_commit = true;
                 break;
             }
             acknowledged = round + 1;
         }
+        assert!(
+            acknowledged >= last_acknowledged,
+            "cut {cut}: {acknowledged} rounds acknowledged, an earlier cut had more"
+        );
+        assert!(cut < total / 2 || acknowledged > 0, "cut {cut} of {total}: no round acknowledged");
+        last_acknowledged = acknowledged;
         let mut device = db.into_device();
         device.power_on();
         let db = FlashSqlite::open(device, 0).unwrap_or_else(|e| panic!("cut {cut}: reopen: {e}"));
         check(&db);
-        if acknowledged > 0 {
-            let last: i64 = db.connection().query_row("SELECT v FROM t WHERE k = 1000", [], |r| r.get(0)).unwrap_or(-1);
-            assert!(
-                last + 1 >= acknowledged,
-                "cut {cut}: round {} acknowledged, database has {last}",
-                acknowledged - 1
+        let exists: bool = db
+            .connection()
+            .query_row("SELECT count(*) FROM sqlite_master WHERE name = 't'", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+            > 0;
+        assert!(exists || !created, "cut {cut}: the table whose CREATE returned is gone");
+        let found: BTreeMap<i64, Vec<u8>> = if exists { table(&db).into_iter().collect() } else { BTreeMap::new() };
+        let expected = model(acknowledged);
+        if found != expected && !(in_commit && found == model(acknowledged + 1)) {
+            let differs = expected.iter().find(|(k, v)| found.get(k) != Some(v)).map(|(k, _)| *k);
+            panic!(
+                "cut {cut}: {} rounds acknowledged{}, the table holds {} rows, not the model's {} (first differing key {differs:?})",
+                acknowledged,
+                if in_commit { ", the next cut in its COMMIT" } else { "" },
+                found.len(),
+                expected.len()
             );
         }
     }
+    assert!(last_acknowledged > 0, "no cut left a round to check");
 }
 
 /// The journal is chosen at create and kept by the device: reopening an SW-WAL device

@@ -1,17 +1,25 @@
 //! The bank torture test: transfers between accounts, each logging a history row with
 //! a secondary index, run against a device that loses power at a chosen flash
 //! operation; the database is then reopened (restart recovery) and checked against a
-//! model of what was acknowledged.
+//! model of what the workload was told.
 //!
-//! Checks after each cut: every transfer whose commit was durable is there, none that
-//! was never committed is (one cut while committing, or committed in a group whose
-//! log flush had not happened, may be either), the sum of balances is
-//! unchanged, each balance is the initial one plus the transfers present, and the
-//! history index holds exactly the history table's rows.
+//! The oracle is the caller's view, never the engine's own bookkeeping: a transfer
+//! must survive once the workload was told it is durable. Without a group-commit
+//! window (and on NoLgn-FTL, where the commit is the FTL transaction's) that is when
+//! `commit` returns; with a window, `commit` returns before its log flush, and the
+//! workload, as the benchmark driver does, flushes the open group itself at its
+//! deadline (`Database::flush_group`, and `flush_log` at the end of the run): a
+//! flush that returns acknowledges every commit that returned before it.
+//!
+//! Checks after each cut: the transfers present are, in commit order, a prefix of the
+//! committed ones (a transfer cut while committing may end it) that holds every
+//! acknowledged one; each history row matches its transfer field by field; the sum of
+//! balances is unchanged, each balance is the initial one plus the transfers
+//! present, and the history index holds exactly the history table's rows.
 //!
 //! Storage: NoFTL regions (the default), In-Page Logging, or a conventional FTL; on
 //! NoLgn-FTL the database keeps no log (`nolgn` journal) and each commit is durable
-//! when it returns (its group commit), so the durable check covers every one of them.
+//! when it returns (its group commit).
 
 use crate::config::IplStorageConfig;
 use crate::err;
@@ -70,7 +78,7 @@ pub struct CutKinds {
     pub restarts_cut: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Transfer {
     id: i64,
     from: i64,
@@ -81,8 +89,22 @@ struct Transfer {
 /// The outcome of one cut: `Err` names what the check found wrong.
 pub struct CutResult {
     pub cut_at: u64,
-    pub committed: usize,
+    /// Transfers the workload was told were durable before the cut; when `outcome` is
+    /// `Ok`, recovery kept every one of them.
+    pub acknowledged: usize,
     pub outcome: Result<(), String>,
+}
+
+/// What the workload was told during a run (the module comment says when a commit is
+/// acknowledged).
+#[derive(Default)]
+struct Told {
+    /// Transfers whose `commit` returned, in commit order.
+    committed: Vec<Transfer>,
+    /// The first `acknowledged` of `committed` were acknowledged durable.
+    acknowledged: usize,
+    /// A transfer the cut interrupted inside `commit`: it may or may not survive.
+    in_flight: Option<Transfer>,
 }
 
 fn schema(config: &BankConfig) -> String {
@@ -183,10 +205,8 @@ enum Stage {
     Aborting,
 }
 
-/// One transfer; `Ok(Some(commit LSN))` when it committed. On an error, says how far
-/// it got. Each transfer starts 20 µs of simulated time after the previous one.
-fn transfer(db: &mut Database, t: &Transfer, commit: bool, stage: &mut Stage) -> Result<Option<u64>, engine::Error> {
-    db.set_now(db.now() + 20_000);
+/// One transfer; `Ok(true)` when its commit returned. On an error, says how far it got.
+fn transfer(db: &mut Database, t: &Transfer, commit: bool, stage: &mut Stage) -> Result<bool, engine::Error> {
     *stage = Stage::Changing;
     let (account, history) = (db.table_id("account")?, db.table_id("history")?);
     let tx = db.begin();
@@ -196,11 +216,50 @@ fn transfer(db: &mut Database, t: &Transfer, commit: bool, stage: &mut Stage) ->
     db.insert(&tx, history, &row)?;
     if commit {
         *stage = Stage::Committing;
-        return Ok(Some(db.commit(tx)?));
+        db.commit(tx)?;
+        return Ok(true);
     }
     *stage = Stage::Aborting;
     db.abort(tx)?;
-    Ok(None)
+    Ok(false)
+}
+
+/// Runs the transfers of `seed`, recording in `told` what the workload was told, until
+/// the first error (a power cut). Each transfer starts 20 µs of simulated time after
+/// the previous one; with a group-commit window the open group is flushed once its
+/// deadline has passed, before the next transfer starts, and at the end.
+fn run_transfers(db: &mut Database, config: &BankConfig, seed: u64, told: &mut Told) -> Result<(), engine::Error> {
+    // Only the ARIES log defers a commit's durability past its return.
+    let deferred = config.group_commit_ns > 0 && options(config).journal == JournalKind::Aries;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for i in 0..config.transfers {
+        let t = next_transfer(&mut rng, config, i);
+        let commit = !rng.gen_bool(config.abort_share);
+        db.set_now(db.now() + 20_000);
+        if db.group_deadline().is_some_and(|deadline| deadline <= db.now()) {
+            db.flush_group()?;
+            told.acknowledged = told.committed.len();
+        }
+        let mut stage = Stage::Changing;
+        match transfer(db, &t, commit, &mut stage) {
+            Ok(true) => {
+                told.committed.push(t);
+                if !deferred {
+                    told.acknowledged = told.committed.len();
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                told.in_flight = (stage == Stage::Committing).then_some(t);
+                return Err(e);
+            }
+        }
+    }
+    if deferred {
+        db.flush_log()?;
+        told.acknowledged = told.committed.len();
+    }
+    Ok(())
 }
 
 /// Mutating flash operations of the load and of a run without a cut (the load is the
@@ -209,11 +268,7 @@ pub fn count_operations(config: &BankConfig, seed: u64) -> Result<(u64, u64), St
     let device = Device::new(Box::new(MemoryStorage::new(config.geometry.clone(), true)));
     let mut db = load(device, config)?;
     let load_ops = operations(db.page_device().device());
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for i in 0..config.transfers {
-        let t = next_transfer(&mut rng, config, i);
-        transfer(&mut db, &t, !rng.gen_bool(config.abort_share), &mut Stage::Changing).map_err(err)?;
-    }
+    run_transfers(&mut db, config, seed, &mut Told::default()).map_err(err)?;
     Ok((load_ops, operations(db.page_device().device()) - load_ops))
 }
 
@@ -243,34 +298,16 @@ pub fn run_cut(
     recovery_cut: Option<u64>,
     kinds: &mut CutKinds,
 ) -> CutResult {
-    let mut committed: BTreeMap<i64, (Transfer, u64)> = BTreeMap::new();
-    let mut in_flight = None;
-    let mut durable = 0;
+    let mut told = Told::default();
     let outcome = (|| {
         let cut_at = load_ops + cut_after;
         let storage = FaultyStorage::new(MemoryStorage::new(config.geometry.clone(), true), Some(cut_at), seed);
         let mut db = load(Device::new(Box::new(storage)), config)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for i in 0..config.transfers {
-            let t = next_transfer(&mut rng, config, i);
-            let commit = !rng.gen_bool(config.abort_share);
-            let mut stage = Stage::Changing;
-            match transfer(&mut db, &t, commit, &mut stage) {
-                Ok(Some(lsn)) => {
-                    committed.insert(t.id, (t, lsn));
-                }
-                Ok(None) => {}
-                Err(_) => {
-                    // Only a transfer cut while committing may have become durable.
-                    in_flight = (stage == Stage::Committing).then_some(t);
-                    break;
-                }
-            }
-        }
+        // The cut ends the run with an error; what the workload was told is in `told`.
+        let _ = run_transfers(&mut db, config, seed, &mut told);
         let dev = db.page_device();
         // An IPL store spreads every region over all chips: no chip is the log's alone.
         let log_chips = dev.region_id(engine::db::LOG).filter(|_| !dev.logs_changes()).map(|r| dev.chips(r).to_vec());
-        durable = db.durable_lsn();
         let mut device = db.crash();
         classify(&device, &log_chips.unwrap_or_default(), kinds);
         device.power_on();
@@ -290,18 +327,9 @@ pub fn run_cut(
             device.power_on();
         }
         let mut db = open_or_keep(device, config).map_err(|failed| format!("recovery failed: {}", failed.0))?;
-        // Commits whose record was not durable at the cut may or may not survive.
-        let sure: BTreeMap<i64, Transfer> =
-            committed.iter().filter(|(_, (_, lsn))| *lsn < durable).map(|(&id, &(t, _))| (id, t)).collect();
-        let maybe: Vec<i64> = committed
-            .iter()
-            .filter(|(_, (_, lsn))| *lsn >= durable)
-            .map(|(&id, _)| id)
-            .chain(in_flight.map(|t: Transfer| t.id))
-            .collect();
-        check(&mut db, config, &sure, &maybe)
+        check(&mut db, config, &told)
     })();
-    CutResult { cut_at: cut_after, committed: committed.values().filter(|(_, lsn)| *lsn < durable).count(), outcome }
+    CutResult { cut_at: cut_after, acknowledged: told.acknowledged, outcome }
 }
 
 fn classify(device: &Device, log_chips: &[u32], kinds: &mut CutKinds) {
@@ -317,13 +345,8 @@ fn classify(device: &Device, log_chips: &[u32], kinds: &mut CutKinds) {
     }
 }
 
-/// Checks the recovered database against the acknowledged transfers.
-fn check(
-    db: &mut Database,
-    config: &BankConfig,
-    committed: &BTreeMap<i64, Transfer>,
-    maybe: &[i64],
-) -> Result<(), String> {
+/// Checks the recovered database against what the workload was told.
+fn check(db: &mut Database, config: &BankConfig, told: &Told) -> Result<(), String> {
     let (account, history) = (db.table_id("account").map_err(err)?, db.table_id("history").map_err(err)?);
     let tx = db.begin();
     let rows = db.scan(&tx, history, &[], &[]).map_err(err)?;
@@ -333,15 +356,32 @@ fn check(
         let t = Transfer { id: int(&r[0]), from: int(&r[1]), to: int(&r[2]), amount: int(&r[3]) };
         present.insert(t.id, t);
     }
-    for id in committed.keys() {
-        if !present.contains_key(id) {
-            return Err(format!("committed transfer {id} is missing"));
+    if present.len() != rows.len() {
+        return Err(format!("history holds {} rows for {} transfer ids", rows.len(), present.len()));
+    }
+    // Transfer ids grow with commit order: the survivors must be the first of the
+    // committed transfers (then perhaps the one cut while committing), row for row.
+    let candidates: Vec<&Transfer> = told.committed.iter().chain(&told.in_flight).collect();
+    let survived = present.len().min(candidates.len());
+    for (t, row) in candidates.iter().zip(present.values()) {
+        if row.id > t.id {
+            return Err(format!("transfer {} is missing but {} survived", t.id, row.id));
+        }
+        if row.id < t.id {
+            return Err(format!("transfer {} is present but was never committed", row.id));
+        }
+        if *row != **t {
+            return Err(format!("transfer {} reads back as {row:?}, committed as {t:?}", t.id));
         }
     }
-    for id in present.keys() {
-        if !committed.contains_key(id) && !maybe.contains(id) {
-            return Err(format!("transfer {id} is present but was never committed"));
-        }
+    if let Some(extra) = present.values().nth(candidates.len()) {
+        return Err(format!("transfer {} is present but was never committed", extra.id));
+    }
+    if survived < told.acknowledged {
+        return Err(format!(
+            "acknowledged transfer {} is missing ({survived} of {} acknowledged survived)",
+            told.committed[survived].id, told.acknowledged
+        ));
     }
     let mut expected = vec![INITIAL_BALANCE; config.accounts as usize];
     for t in present.values() {
