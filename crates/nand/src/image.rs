@@ -46,6 +46,7 @@
 
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
+use crate::image_io::{FileLayer, ImageIo};
 use crate::legacy::{encode_geometry, read_legacy, ImageReader};
 use crate::storage::{MemoryStorage, Span, SyncPoint};
 use std::fmt;
@@ -242,7 +243,7 @@ impl MemoryStorage {
 /// The open image file behind a [`MemoryStorage`]: it writes each mutation through at
 /// its offset and syncs as the mode says. Holds the file's lock while open.
 pub(crate) struct ImageFile {
-    file: File,
+    file: Box<dyn ImageIo>,
     path: PathBuf,
     read_only: bool,
     sync: SyncMode,
@@ -267,11 +268,30 @@ impl ImageFile {
 
     fn pwrite(&mut self, at: u64, bytes: &[u8]) -> Result<(), Error> {
         self.dirty = true;
-        self.file.write_all_at(bytes, at).map_err(|e| {
-            let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
-            self.failed = Some(error.clone());
-            error
-        })
+        let written = self.file.write_all_at(bytes, at);
+        written.map_err(|e| self.fail(at, e))
+    }
+
+    /// Records a failed write or sync: the file may lag memory from here on (a failed
+    /// `fdatasync` may have dropped earlier writes), so every later mutation is refused.
+    fn fail(&mut self, offset: u64, e: io::Error) -> Error {
+        let error = Error::Io { path: self.path.display().to_string(), offset, message: e.to_string() };
+        self.failed = Some(error.clone());
+        error
+    }
+
+    /// `fdatasync`, if anything was written since the last one. A failure is recorded
+    /// like a failed write (Linux may drop the dirty pages a failed `fdatasync` was
+    /// writing, so a retry that succeeds would not make them durable).
+    fn sync_if_dirty(&mut self) -> io::Result<()> {
+        if self.dirty {
+            if let Err(e) = self.file.sync_data() {
+                self.fail(0, io::Error::new(e.kind(), e.to_string()));
+                return Err(e);
+            }
+            self.dirty = false;
+        }
+        Ok(())
     }
 
     /// Writes a program through: `raw` is the page's raw bytes after it (empty for a
@@ -328,16 +348,9 @@ impl ImageFile {
     /// File systems without hole punching keep the stale bytes, which the zero program
     /// counts already hide.
     fn punch_pages(&mut self, at: u64, pages: u32) -> Result<(), Error> {
-        use rustix::fs::{fallocate, FallocateFlags};
-        let len = pages as u64 * self.layout.raw_page_bytes;
-        match fallocate(&self.file, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, at, len) {
-            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
-            Err(e) => {
-                let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
-                self.failed = Some(error.clone());
-                Err(error)
-            }
-        }
+        self.dirty = true;
+        let punched = self.file.punch_hole(at, pages as u64 * self.layout.raw_page_bytes);
+        punched.map_err(|e| self.fail(at, e))
     }
 
     /// Writes a new configuration into the older slot and syncs it (unless `Off`).
@@ -352,12 +365,11 @@ impl ImageFile {
         let slot = 1 - self.config_slot;
         self.pwrite(Layout::slot_at(slot), &config_slot(self.config_generation + 1, bytes))?;
         if self.sync != SyncMode::Off {
-            self.file.sync_data().map_err(|e| {
-                let error = Error::Io { path: self.path.display().to_string(), offset: 0, message: e.to_string() };
-                self.failed = Some(error.clone());
-                error
+            self.sync_if_dirty().map_err(|e| Error::Io {
+                path: self.path.display().to_string(),
+                offset: 0,
+                message: format!("fdatasync: {e}"),
             })?;
-            self.dirty = false;
         }
         self.config_generation += 1;
         self.config_slot = slot;
@@ -370,11 +382,14 @@ impl ImageFile {
             SyncMode::Normal => point == SyncPoint::Checkpoint,
             SyncMode::Full => true,
         };
-        if wanted && self.dirty {
-            self.file.sync_data().map_err(|source| ImageError::Io { path: self.path.clone(), source })?;
-            self.dirty = false;
+        if !wanted {
+            return Ok(());
         }
-        Ok(())
+        // A write that failed before: the file lacks it, so this point is not durable.
+        if let Some(failed) = &self.failed {
+            return Err(ImageError::Io { path: self.path.clone(), source: io::Error::other(failed.to_string()) });
+        }
+        self.sync_if_dirty().map_err(|source| ImageError::Io { path: self.path.clone(), source })
     }
 }
 
@@ -392,6 +407,18 @@ impl MemoryStorage {
         keep_data: bool,
         sync: SyncMode,
     ) -> Result<Self, ImageError> {
+        Self::create_image_on(path, geometry, keep_data, sync, plain_file())
+    }
+
+    /// [`MemoryStorage::create_image_with`] whose writes after the creation go through
+    /// `layer` (a fault-injecting or lossy file, [`crate::image_faults`]).
+    pub fn create_image_on(
+        path: &Path,
+        geometry: Geometry,
+        keep_data: bool,
+        sync: SyncMode,
+        layer: FileLayer,
+    ) -> Result<Self, ImageError> {
         let io_err = |source| ImageError::Io { path: path.into(), source };
         let layout = layout_of(&geometry, path, 0)?;
         let file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
@@ -405,7 +432,7 @@ impl MemoryStorage {
         file.sync_all().map_err(io_err)?;
         sync_directory(path)?;
         storage.image = Some(ImageFile {
-            file,
+            file: layer(file),
             path: path.into(),
             read_only: false,
             sync,
@@ -426,6 +453,11 @@ impl MemoryStorage {
     /// Opens an existing image. A version 1 or 2 image opened read-write is converted
     /// to version 3 first (a temporary file in its directory, renamed over it).
     pub fn open_image_with(path: &Path, options: ImageOptions) -> Result<Self, ImageError> {
+        Self::open_image_on(path, options, plain_file())
+    }
+
+    /// [`MemoryStorage::open_image_with`] whose writes after the open go through `layer`.
+    pub fn open_image_on(path: &Path, options: ImageOptions, layer: FileLayer) -> Result<Self, ImageError> {
         let io_err = |source| ImageError::Io { path: path.into(), source };
         let file = OpenOptions::new().read(true).write(!options.read_only).open(path).map_err(io_err)?;
         lock(&file, path, options.read_only)?;
@@ -464,7 +496,7 @@ impl MemoryStorage {
         };
         let layout = layout_of(&storage.geometry, path, 12)?;
         storage.image = Some(ImageFile {
-            file,
+            file: layer(file),
             path: path.into(),
             read_only: options.read_only,
             sync: options.sync,
@@ -476,6 +508,11 @@ impl MemoryStorage {
         });
         Ok(storage)
     }
+}
+
+/// The image's own file, written directly.
+fn plain_file() -> FileLayer {
+    Box::new(|file| Box::new(file))
 }
 
 fn layout_of(g: &Geometry, path: &Path, offset: u64) -> Result<Layout, ImageError> {
