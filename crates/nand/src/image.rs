@@ -49,6 +49,7 @@ use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::image_io::{FileLayer, ImageIo};
 use crate::legacy::{encode_geometry, read_legacy, ImageReader};
 use crate::storage::{MemoryStorage, Span, SyncPoint};
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Seek};
@@ -72,9 +73,14 @@ pub enum SyncMode {
     /// Never: a power loss may lose any write since the file was opened, and may keep
     /// some later writes while losing earlier ones. Process death loses nothing.
     Off,
-    /// At [`SyncPoint::Checkpoint`]s only (and configuration writes).
+    /// At [`SyncPoint::Checkpoint`]s and [`SyncPoint::WriteAhead`]s only (and
+    /// configuration writes): a power loss may lose the commits since the last
+    /// checkpoint (a suffix of them), or leave a page torn that the flash layer then
+    /// refuses as corrupt.
     Normal,
-    /// At every [`SyncPoint`], so every commit that returned survives a power loss.
+    /// At every [`SyncPoint`], so every commit that returned survives a power loss;
+    /// also before a block's second program since the last sync and before an erase,
+    /// so what a power loss keeps is a state NAND can be left in.
     #[default]
     Full,
 }
@@ -256,6 +262,8 @@ pub(crate) struct ImageFile {
     failed: Option<Error>,
     /// Writes since the last `fdatasync`.
     dirty: bool,
+    /// Blocks programmed or erased since the last `fdatasync` (kept under `Full`).
+    unsynced_blocks: HashSet<u32>,
 }
 
 impl ImageFile {
@@ -290,7 +298,34 @@ impl ImageFile {
                 return Err(e);
             }
             self.dirty = false;
+            self.unsynced_blocks.clear();
         }
+        Ok(())
+    }
+
+    /// [`ImageFile::sync_if_dirty`] inside a device operation.
+    fn sync_now(&mut self) -> Result<(), Error> {
+        self.sync_if_dirty().map_err(|e| Error::Io {
+            path: self.path.display().to_string(),
+            offset: 0,
+            message: format!("fdatasync: {e}"),
+        })
+    }
+
+    /// Under `Full`, keeps a power loss to states a NAND power cut can leave: a disk may
+    /// keep any subset of the writes since the last `fdatasync`, so before the second
+    /// program or erase of a block since then, and before any erase, the file is
+    /// synced. A cut then loses or tears at most a block's last operation, never an
+    /// earlier page of it (which the flash layers' rebuilds would refuse as corrupt),
+    /// and never an erase without the copies made before it.
+    fn order_before(&mut self, block: u32, erase: bool) -> Result<(), Error> {
+        if self.sync != SyncMode::Full {
+            return Ok(());
+        }
+        if erase || self.unsynced_blocks.contains(&block) {
+            self.sync_now()?;
+        }
+        self.unsynced_blocks.insert(block);
         Ok(())
     }
 
@@ -304,6 +339,7 @@ impl ImageFile {
         spans: &[Span],
         first: bool,
     ) -> Result<(), Error> {
+        self.order_before(ppn.0 / self.layout.pages_per_block as u32, false)?;
         let page_at = self.layout.page_at(ppn);
         let count_at = self.layout.counts_at + ppn.0 as u64;
         if first {
@@ -331,6 +367,7 @@ impl ImageFile {
         erased_pages: u32,
         complete: bool,
     ) -> Result<(), Error> {
+        self.order_before(block.0, true)?;
         let record_at = self.layout.block_at(block);
         self.pwrite(record_at, &block_record(erase_count, true))?;
         let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
@@ -365,11 +402,7 @@ impl ImageFile {
         let slot = 1 - self.config_slot;
         self.pwrite(Layout::slot_at(slot), &config_slot(self.config_generation + 1, bytes))?;
         if self.sync != SyncMode::Off {
-            self.sync_if_dirty().map_err(|e| Error::Io {
-                path: self.path.display().to_string(),
-                offset: 0,
-                message: format!("fdatasync: {e}"),
-            })?;
+            self.sync_now()?;
         }
         self.config_generation += 1;
         self.config_slot = slot;
@@ -379,7 +412,7 @@ impl ImageFile {
     pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
         let wanted = match self.sync {
             SyncMode::Off => false,
-            SyncMode::Normal => point == SyncPoint::Checkpoint,
+            SyncMode::Normal => point != SyncPoint::Commit,
             SyncMode::Full => true,
         };
         if !wanted {
@@ -441,6 +474,7 @@ impl MemoryStorage {
             config_slot: 1,
             failed: None,
             dirty: false,
+            unsynced_blocks: HashSet::new(),
         });
         Ok(storage)
     }
@@ -505,6 +539,7 @@ impl MemoryStorage {
             config_slot,
             failed: None,
             dirty: false,
+            unsynced_blocks: HashSet::new(),
         });
         Ok(storage)
     }
