@@ -30,7 +30,12 @@
 //!
 //! Durability ([`SyncMode`], SQLite's meaning): every write is a completed `pwrite`
 //! before the operation returns, so `kill -9` loses nothing; `fdatasync` runs at
-//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`.
+//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`;
+//! under `Full` also before a block's second program since the last one and before an
+//! erase, so a power loss (which may keep any subset of the unsynced writes) leaves at
+//! most each block's last operation lost or torn, as a NAND power cut would. The file
+//! operations go through [`crate::image_io::ImageIo`], where tests put a failing or a
+//! lossy disk ([`crate::image_faults`]).
 //!
 //! One writer: an open image holds an OS advisory lock (`flock`): exclusive for
 //! read-write, shared for read-only, taken without waiting. A read-only open refuses
@@ -294,7 +299,7 @@ impl ImageFile {
     fn sync_if_dirty(&mut self) -> io::Result<()> {
         if self.dirty {
             if let Err(e) = self.file.sync_data() {
-                self.fail(0, io::Error::new(e.kind(), e.to_string()));
+                self.fail(0, io::Error::new(e.kind(), format!("fdatasync: {e}")));
                 return Err(e);
             }
             self.dirty = false;
