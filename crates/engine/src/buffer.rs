@@ -27,7 +27,7 @@ use crate::journal::Journal;
 use crate::latency::IoLatencies;
 use crate::page;
 use crate::store::{PageId, PageStore};
-use nand::SimTime;
+use nand::{SimTime, SyncPoint};
 use serde::Serialize;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -142,6 +142,8 @@ pub struct BufferPool {
     pub(crate) stats: PoolStats,
     /// Each page read's and write's latency, for percentiles (the sums are in `stats`).
     latencies: IoLatencies,
+    /// The log's page writes at the last write-ahead sync point (see `write_frame`).
+    log_pages_at_sync: u64,
 }
 
 impl BufferPool {
@@ -168,6 +170,7 @@ impl BufferPool {
             now: 0,
             stats: PoolStats::default(),
             latencies: IoLatencies::default(),
+            log_pages_at_sync: 0,
             op: Vec::new(),
             op_writes: Vec::new(),
             op_images: Vec::new(),
@@ -449,8 +452,15 @@ impl BufferPool {
     fn write_frame(&mut self, f: FrameId, now: SimTime, journal: &mut dyn Journal) -> Result<SimTime> {
         let pid = self.frames[f].page.expect("a dirty frame holds a page");
         let span = self.span(f);
-        // The write-ahead rule: the log first, up to the page's LSN.
-        let now = journal.force(page::lsn(&self.data[span.clone()]), self.store.device_mut(), now)?;
+        // The write-ahead rule: the log first, up to the page's LSN; and across a power
+        // loss, log pages written since the last such point reach the disk before the
+        // page (an image file may keep any subset of the writes since its last sync).
+        let mut now = journal.force(page::lsn(&self.data[span.clone()]), self.store.device_mut(), now)?;
+        let log_pages = journal.counters().map_or(0, |c| c.page_writes);
+        if log_pages != self.log_pages_at_sync {
+            now = self.store.device_mut().sync(SyncPoint::WriteAhead, now)?.max(now);
+            self.log_pages_at_sync = log_pages;
+        }
         let mut state = self.frames[f].state;
         let slot = self.frames[f].base.expect("a dirty frame holds its base");
         let (page, base) = (&mut self.data[span], self.bases.get_mut(slot));

@@ -404,6 +404,7 @@ impl Database {
     /// [`Database::close`] on any page device: returns it (and an external log's).
     #[allow(clippy::type_complexity)]
     pub fn close_on(mut self) -> Result<(Box<dyn PageDevice>, Option<Box<dyn PageDevice>>)> {
+        self.refuse_after_file_failure()?;
         let clean = self.journal.logs_changes()
             && self.clean_at_lsn == Some(self.journal.next_lsn())
             && self.pool.dirty_frames() == 0;

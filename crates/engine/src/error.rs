@@ -42,6 +42,16 @@ pub enum Error {
         id: u64,
         writer: u64,
     },
+    /// Writing or syncing the device's file failed while a commit was being made
+    /// durable: part of it may have reached the file, so it may or may not have
+    /// committed. The database refuses work until reopened ([`Error::Stopped`]).
+    CommitOutcomeUnknown(Box<Error>),
+    /// A write or sync of the device's file failed earlier (disk full, I/O error): what
+    /// the file holds is no longer what memory holds, so the database refuses every
+    /// call until it is reopened (the reopen recovers from the file).
+    Stopped {
+        cause: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -70,11 +80,33 @@ impl fmt::Display for Error {
                 "transaction {id} cannot change data while transaction {writer} has uncommitted changes: \
                  one transaction writes at a time (commit or abort {writer} first)"
             ),
+            Error::CommitOutcomeUnknown(cause) => write!(
+                f,
+                "the commit's outcome is unknown: {cause}; part of it may have reached the file, so the \
+                 transaction may or may not have committed. The database stops: reopen it and look whether \
+                 the transaction's changes are there"
+            ),
+            Error::Stopped { cause } => {
+                write!(f, "the database stopped after a failed write ({cause}); it refuses work until it is reopened")
+            }
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// A write or sync of the device's file failed (disk full, I/O error): the layers
+    /// above cannot tell what reached the file.
+    pub fn is_file_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Flash(
+                flash::Error::Device(nand::Error::Io { .. }) | flash::Error::Image(nand::ImageError::Io { .. })
+            )
+        )
+    }
+}
 
 impl From<flash::Error> for Error {
     fn from(e: flash::Error) -> Self {

@@ -38,6 +38,7 @@ impl Database {
     /// Runs one parsed statement as [`Database::execute`] does (a shell that parsed it
     /// itself, to report positions in its whole input).
     pub fn execute_statement(&mut self, st: Statement) -> Result<QueryResult> {
+        self.refuse_after_file_failure()?;
         self.run_in_transaction(st)
     }
 

@@ -58,6 +58,16 @@ pub(crate) type Active = BTreeMap<u64, TxState>;
 /// Ids of transactions dropped while open, shared with them.
 pub(crate) type Dropped = Arc<Mutex<Vec<u64>>>;
 
+/// A failed write or sync of the device's file while a commit was made durable leaves
+/// its outcome unknown; other errors stay as they are.
+fn outcome_unknown(e: Error) -> Error {
+    if e.is_file_failure() {
+        Error::CommitOutcomeUnknown(Box::new(e))
+    } else {
+        e
+    }
+}
+
 /// Numbers database instances, so a transaction is only accepted by its own.
 pub(crate) fn next_instance() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -120,6 +130,7 @@ impl Database {
     }
 
     pub(crate) fn roll_back_dropped(&mut self) -> Result<()> {
+        self.refuse_after_file_failure()?;
         let ids = std::mem::take(&mut *self.dropped.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
         for id in ids {
             if let Some(state) = self.active.remove(&id) {
@@ -127,6 +138,16 @@ impl Database {
             }
         }
         Ok(())
+    }
+
+    /// Refuses work once a write or sync of the device's file failed (the device refuses
+    /// every later mutation, and memory may hold changes the file lacks, such as a
+    /// commit whose outcome is unknown): [`Error::Stopped`] until reopened.
+    pub(crate) fn refuse_after_file_failure(&self) -> Result<()> {
+        match self.pool.store().device().device().storage().writable("work after a failed write") {
+            Err(cause @ nand::Error::Io { .. }) => Err(Error::Stopped { cause: cause.to_string() }),
+            _ => Ok(()),
+        }
     }
 
     /// Ends `tx` here: checks it, takes its state and disarms its drop.
@@ -151,6 +172,11 @@ impl Database {
     /// does so in the FTL's transaction and commits that, once no other transaction
     /// sharing it is open (`crate::nolgn`); it returns the commit's number, durable
     /// once `durable_lsn` is above it.
+    ///
+    /// A failed write or sync of the device's file while the commit is made durable is
+    /// [`Error::CommitOutcomeUnknown`]; one after it (the page cleaner, a checkpoint)
+    /// does not fail the commit. Either way the database then refuses work until it is
+    /// reopened ([`Error::Stopped`]).
     pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
         let (id, mut state) = self.finish(&mut tx)?;
         // Committing, it will not roll back: its room in the log is free for the rest.
@@ -168,17 +194,23 @@ impl Database {
         if self.journal.logs_changes() {
             if prev > 0 {
                 commit = self.journal.record(&Record { tx: id, prev, body: Body::Commit })?;
-                self.group_commit(commit)?;
+                self.group_commit(commit).map_err(outcome_unknown)?;
                 self.journal.record(&Record { tx: id, prev: commit, body: Body::End })?;
             }
         } else if self.journal.kind() == JournalKind::Nolgn {
-            commit = self.nolgn_commit(id)?;
+            commit = self.nolgn_commit(id).map_err(outcome_unknown)?;
         } else if changed {
-            self.commit_without_log()?;
+            self.commit_without_log().map_err(outcome_unknown)?;
         }
-        self.pool.clean(&mut *self.journal)?;
-        self.checkpoint_if_log_past(self.journal.used_share(), self.options.checkpoint_log_share)?;
-        Ok(commit)
+        // Committed: a failed file write from here on is the next call's refusal.
+        let after = self
+            .pool
+            .clean(&mut *self.journal)
+            .and_then(|()| self.checkpoint_if_log_past(self.journal.used_share(), self.options.checkpoint_log_share));
+        match after {
+            Err(e) if !e.is_file_failure() => Err(e),
+            _ => Ok(commit),
+        }
     }
 
     /// The durability point without a log: the pages, the catalog, a sync.

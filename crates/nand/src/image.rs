@@ -30,7 +30,12 @@
 //!
 //! Durability ([`SyncMode`], SQLite's meaning): every write is a completed `pwrite`
 //! before the operation returns, so `kill -9` loses nothing; `fdatasync` runs at
-//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`.
+//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`;
+//! under `Full` also before a block's second program since the last one and before an
+//! erase, so a power loss (which may keep any subset of the unsynced writes) leaves at
+//! most each block's last operation lost or torn, as a NAND power cut would. The file
+//! operations go through [`crate::image_io::ImageIo`], where tests put a failing or a
+//! lossy disk ([`crate::image_faults`]).
 //!
 //! One writer: an open image holds an OS advisory lock (`flock`): exclusive for
 //! read-write, shared for read-only, taken without waiting. A read-only open refuses
@@ -46,8 +51,10 @@
 
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
+use crate::image_io::{FileLayer, ImageIo};
 use crate::legacy::{encode_geometry, read_legacy, ImageReader};
 use crate::storage::{MemoryStorage, Span, SyncPoint};
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Seek};
@@ -71,9 +78,14 @@ pub enum SyncMode {
     /// Never: a power loss may lose any write since the file was opened, and may keep
     /// some later writes while losing earlier ones. Process death loses nothing.
     Off,
-    /// At [`SyncPoint::Checkpoint`]s only (and configuration writes).
+    /// At [`SyncPoint::Checkpoint`]s and [`SyncPoint::WriteAhead`]s only (and
+    /// configuration writes): a power loss may lose the commits since the last
+    /// checkpoint (a suffix of them), or leave a page torn that the flash layer then
+    /// refuses as corrupt.
     Normal,
-    /// At every [`SyncPoint`], so every commit that returned survives a power loss.
+    /// At every [`SyncPoint`], so every commit that returned survives a power loss;
+    /// also before a block's second program since the last sync and before an erase,
+    /// so what a power loss keeps is a state NAND can be left in.
     #[default]
     Full,
 }
@@ -242,7 +254,7 @@ impl MemoryStorage {
 /// The open image file behind a [`MemoryStorage`]: it writes each mutation through at
 /// its offset and syncs as the mode says. Holds the file's lock while open.
 pub(crate) struct ImageFile {
-    file: File,
+    file: Box<dyn ImageIo>,
     path: PathBuf,
     read_only: bool,
     sync: SyncMode,
@@ -255,6 +267,8 @@ pub(crate) struct ImageFile {
     failed: Option<Error>,
     /// Writes since the last `fdatasync`.
     dirty: bool,
+    /// Blocks programmed or erased since the last `fdatasync` (kept under `Full`).
+    unsynced_blocks: HashSet<u32>,
 }
 
 impl ImageFile {
@@ -267,11 +281,57 @@ impl ImageFile {
 
     fn pwrite(&mut self, at: u64, bytes: &[u8]) -> Result<(), Error> {
         self.dirty = true;
-        self.file.write_all_at(bytes, at).map_err(|e| {
-            let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
-            self.failed = Some(error.clone());
-            error
+        let written = self.file.write_all_at(bytes, at);
+        written.map_err(|e| self.fail(at, e))
+    }
+
+    /// Records a failed write or sync: the file may lag memory from here on (a failed
+    /// `fdatasync` may have dropped earlier writes), so every later mutation is refused.
+    fn fail(&mut self, offset: u64, e: io::Error) -> Error {
+        let error = Error::Io { path: self.path.display().to_string(), offset, message: e.to_string() };
+        self.failed = Some(error.clone());
+        error
+    }
+
+    /// `fdatasync`, if anything was written since the last one. A failure is recorded
+    /// like a failed write (Linux may drop the dirty pages a failed `fdatasync` was
+    /// writing, so a retry that succeeds would not make them durable).
+    fn sync_if_dirty(&mut self) -> io::Result<()> {
+        if self.dirty {
+            if let Err(e) = self.file.sync_data() {
+                self.fail(0, io::Error::new(e.kind(), format!("fdatasync: {e}")));
+                return Err(e);
+            }
+            self.dirty = false;
+            self.unsynced_blocks.clear();
+        }
+        Ok(())
+    }
+
+    /// [`ImageFile::sync_if_dirty`] inside a device operation.
+    fn sync_now(&mut self) -> Result<(), Error> {
+        self.sync_if_dirty().map_err(|e| Error::Io {
+            path: self.path.display().to_string(),
+            offset: 0,
+            message: format!("fdatasync: {e}"),
         })
+    }
+
+    /// Under `Full`, keeps a power loss to states a NAND power cut can leave: a disk may
+    /// keep any subset of the writes since the last `fdatasync`, so before the second
+    /// program or erase of a block since then, and before any erase, the file is
+    /// synced. A cut then loses or tears at most a block's last operation, never an
+    /// earlier page of it (which the flash layers' rebuilds would refuse as corrupt),
+    /// and never an erase without the copies made before it.
+    fn order_before(&mut self, block: u32, erase: bool) -> Result<(), Error> {
+        if self.sync != SyncMode::Full {
+            return Ok(());
+        }
+        if erase || self.unsynced_blocks.contains(&block) {
+            self.sync_now()?;
+        }
+        self.unsynced_blocks.insert(block);
+        Ok(())
     }
 
     /// Writes a program through: `raw` is the page's raw bytes after it (empty for a
@@ -284,6 +344,7 @@ impl ImageFile {
         spans: &[Span],
         first: bool,
     ) -> Result<(), Error> {
+        self.order_before(ppn.0 / self.layout.pages_per_block as u32, false)?;
         let page_at = self.layout.page_at(ppn);
         let count_at = self.layout.counts_at + ppn.0 as u64;
         if first {
@@ -311,6 +372,7 @@ impl ImageFile {
         erased_pages: u32,
         complete: bool,
     ) -> Result<(), Error> {
+        self.order_before(block.0, true)?;
         let record_at = self.layout.block_at(block);
         self.pwrite(record_at, &block_record(erase_count, true))?;
         let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
@@ -328,16 +390,9 @@ impl ImageFile {
     /// File systems without hole punching keep the stale bytes, which the zero program
     /// counts already hide.
     fn punch_pages(&mut self, at: u64, pages: u32) -> Result<(), Error> {
-        use rustix::fs::{fallocate, FallocateFlags};
-        let len = pages as u64 * self.layout.raw_page_bytes;
-        match fallocate(&self.file, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, at, len) {
-            Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
-            Err(e) => {
-                let error = Error::Io { path: self.path.display().to_string(), offset: at, message: e.to_string() };
-                self.failed = Some(error.clone());
-                Err(error)
-            }
-        }
+        self.dirty = true;
+        let punched = self.file.punch_hole(at, pages as u64 * self.layout.raw_page_bytes);
+        punched.map_err(|e| self.fail(at, e))
     }
 
     /// Writes a new configuration into the older slot and syncs it (unless `Off`).
@@ -352,12 +407,7 @@ impl ImageFile {
         let slot = 1 - self.config_slot;
         self.pwrite(Layout::slot_at(slot), &config_slot(self.config_generation + 1, bytes))?;
         if self.sync != SyncMode::Off {
-            self.file.sync_data().map_err(|e| {
-                let error = Error::Io { path: self.path.display().to_string(), offset: 0, message: e.to_string() };
-                self.failed = Some(error.clone());
-                error
-            })?;
-            self.dirty = false;
+            self.sync_now()?;
         }
         self.config_generation += 1;
         self.config_slot = slot;
@@ -367,14 +417,17 @@ impl ImageFile {
     pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
         let wanted = match self.sync {
             SyncMode::Off => false,
-            SyncMode::Normal => point == SyncPoint::Checkpoint,
+            SyncMode::Normal => point != SyncPoint::Commit,
             SyncMode::Full => true,
         };
-        if wanted && self.dirty {
-            self.file.sync_data().map_err(|source| ImageError::Io { path: self.path.clone(), source })?;
-            self.dirty = false;
+        if !wanted {
+            return Ok(());
         }
-        Ok(())
+        // A write that failed before: the file lacks it, so this point is not durable.
+        if let Some(failed) = &self.failed {
+            return Err(ImageError::Io { path: self.path.clone(), source: io::Error::other(failed.to_string()) });
+        }
+        self.sync_if_dirty().map_err(|source| ImageError::Io { path: self.path.clone(), source })
     }
 }
 
@@ -392,6 +445,18 @@ impl MemoryStorage {
         keep_data: bool,
         sync: SyncMode,
     ) -> Result<Self, ImageError> {
+        Self::create_image_on(path, geometry, keep_data, sync, plain_file())
+    }
+
+    /// [`MemoryStorage::create_image_with`] whose writes after the creation go through
+    /// `layer` (a fault-injecting or lossy file, [`crate::image_faults`]).
+    pub fn create_image_on(
+        path: &Path,
+        geometry: Geometry,
+        keep_data: bool,
+        sync: SyncMode,
+        layer: FileLayer,
+    ) -> Result<Self, ImageError> {
         let io_err = |source| ImageError::Io { path: path.into(), source };
         let layout = layout_of(&geometry, path, 0)?;
         let file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
@@ -405,7 +470,7 @@ impl MemoryStorage {
         file.sync_all().map_err(io_err)?;
         sync_directory(path)?;
         storage.image = Some(ImageFile {
-            file,
+            file: layer(file),
             path: path.into(),
             read_only: false,
             sync,
@@ -414,6 +479,7 @@ impl MemoryStorage {
             config_slot: 1,
             failed: None,
             dirty: false,
+            unsynced_blocks: HashSet::new(),
         });
         Ok(storage)
     }
@@ -426,6 +492,11 @@ impl MemoryStorage {
     /// Opens an existing image. A version 1 or 2 image opened read-write is converted
     /// to version 3 first (a temporary file in its directory, renamed over it).
     pub fn open_image_with(path: &Path, options: ImageOptions) -> Result<Self, ImageError> {
+        Self::open_image_on(path, options, plain_file())
+    }
+
+    /// [`MemoryStorage::open_image_with`] whose writes after the open go through `layer`.
+    pub fn open_image_on(path: &Path, options: ImageOptions, layer: FileLayer) -> Result<Self, ImageError> {
         let io_err = |source| ImageError::Io { path: path.into(), source };
         let file = OpenOptions::new().read(true).write(!options.read_only).open(path).map_err(io_err)?;
         lock(&file, path, options.read_only)?;
@@ -464,7 +535,7 @@ impl MemoryStorage {
         };
         let layout = layout_of(&storage.geometry, path, 12)?;
         storage.image = Some(ImageFile {
-            file,
+            file: layer(file),
             path: path.into(),
             read_only: options.read_only,
             sync: options.sync,
@@ -473,9 +544,15 @@ impl MemoryStorage {
             config_slot,
             failed: None,
             dirty: false,
+            unsynced_blocks: HashSet::new(),
         });
         Ok(storage)
     }
+}
+
+/// The image's own file, written directly.
+fn plain_file() -> FileLayer {
+    Box::new(|file| Box::new(file))
 }
 
 fn layout_of(g: &Geometry, path: &Path, offset: u64) -> Result<Layout, ImageError> {

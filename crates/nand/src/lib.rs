@@ -9,8 +9,9 @@
 //!
 //! Layout: [`geometry`] (shape and presets), [`timing`] (latencies, timelines),
 //! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
-//! files, written through; `legacy` reads the old whole-file versions), [`fault`]
-//! (power cuts), [`device`] (rules and timing).
+//! files, written through; `legacy` reads the old whole-file versions), [`image_io`]
+//! (the image's file operations, a seam) and [`image_faults`] (disk errors and lost
+//! unsynced writes under it), [`fault`] (power cuts), [`device`] (rules and timing).
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,8 @@ pub mod error;
 pub mod fault;
 pub mod geometry;
 pub mod image;
+pub mod image_faults;
+pub mod image_io;
 mod legacy;
 mod pool;
 pub mod storage;
@@ -30,5 +33,7 @@ pub use error::Error;
 pub use fault::{FaultyStorage, TornOp};
 pub use geometry::{BlockId, CellType, Geometry, GeometryOverrides, PageType, Ppn, PRESET_NAMES};
 pub use image::{ImageError, ImageLock, ImageOptions, SyncMode};
+pub use image_faults::{FailingFile, FileFault, LossyFile, PowerSwitch};
+pub use image_io::{FileLayer, ImageIo};
 pub use storage::{MemoryFootprint, MemoryStorage, Span, Storage, SyncPoint};
 pub use timing::{Latencies, OpTiming, SimTime, Timelines};

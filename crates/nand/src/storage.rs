@@ -55,6 +55,9 @@ pub enum SyncPoint {
     Commit,
     /// An explicit durability point (checkpoint, clean close, `flush`).
     Checkpoint,
+    /// The write-ahead rule across a power loss: the log pages written so far must be
+    /// durable before the data pages written next reach the device.
+    WriteAhead,
 }
 
 /// Persistent state of a NAND device.
