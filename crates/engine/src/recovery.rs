@@ -4,13 +4,21 @@
 //! committed, newest change first, with compensation records. A cut during restart is
 //! survivable: the redo is idempotent and the undo resumes from the compensation
 //! records it already logged.
+//!
+//! With torn-page protection (full-page images, see `oplog`), redo starts no later than
+//! the log's start (which then reaches back to the checkpoint before the last one), and
+//! a page with an image or a format record in the redo range is never read from flash:
+//! its records before the first of them are skipped, each image is installed whole,
+//! and the changes after it are redone on top.
 
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::journal::Room;
-use crate::logrec::{Body, Record};
+use crate::log::LoggedRecord;
+use crate::logrec::{Body, Range, Record};
 use crate::oplog::OpKind;
 use crate::page::PageWrite;
+use crate::store::PageId;
 use std::collections::{BTreeMap, HashMap};
 
 impl Database {
@@ -50,6 +58,9 @@ impl Database {
                     }
                 }
                 Body::Checkpoint { .. } => {}
+                Body::Image { page, .. } => {
+                    dirty.entry(*page).or_insert(*lsn);
+                }
                 Body::End => {
                     open.remove(&r.tx);
                     committed.retain(|&t| t != r.tx);
@@ -74,15 +85,43 @@ impl Database {
             self.clean_at_lsn = Some(self.journal.next_lsn());
             return Ok(());
         }
-        let redo_from = dirty.values().copied().min().unwrap_or(checkpoint).min(checkpoint.max(1));
+        let mut redo_from = dirty.values().copied().min().unwrap_or(checkpoint).min(checkpoint.max(1));
+        let images = self.pool.logs_page_images();
+        if images {
+            redo_from = redo_from.min(self.catalog.log_start.max(1));
+        }
+        let first_image = first_images(&records, redo_from, images);
+        let page_bytes = self.pool.store().page_bytes();
 
         // Redo: repeat history.
         for (lsn, r) in records.iter().filter(|(lsn, _)| *lsn >= redo_from) {
             match &r.body {
                 Body::Update { page, ranges } | Body::Clr { page, ranges, .. } => {
-                    self.pool.redo(&mut *self.journal, *page, *lsn, ranges, false)?
+                    if first_image.get(page).is_none_or(|&first| first < *lsn) {
+                        self.pool.redo(&mut *self.journal, *page, *lsn, ranges, false)?
+                    }
+                }
+                Body::Format { page, ranges } if images => {
+                    check_ranges(*page, ranges, page_bytes)?;
+                    self.pool.redo_image(&mut *self.journal, *page, *lsn, |p| {
+                        for r in ranges {
+                            p[r.offset as usize..r.offset as usize + r.after.len()].copy_from_slice(&r.after);
+                        }
+                        crate::page::set_lsn(p, *lsn);
+                    })?
                 }
                 Body::Format { page, ranges } => self.pool.redo(&mut *self.journal, *page, *lsn, ranges, true)?,
+                Body::Image { page, bytes } => {
+                    if bytes.len() != page_bytes {
+                        return Err(Error::Corrupt(format!(
+                            "log record {lsn}: an image of {} bytes for region {} page {}, whose pages have {page_bytes}",
+                            bytes.len(),
+                            page.region,
+                            page.page
+                        )));
+                    }
+                    self.pool.redo_image(&mut *self.journal, *page, *lsn, |p| p.copy_from_slice(bytes))?
+                }
                 Body::Alloc { object, page, how } if *lsn > checkpoint => {
                     let Some(space) = self.catalog.space_of(*object) else { continue };
                     space.redo_allocate(&mut self.regions[space.region as usize], *page, *how)?;
@@ -131,5 +170,33 @@ impl Database {
             }
         }
         self.checkpoint()
+    }
+}
+
+/// Per page, the LSN of its first image record (and, with `formats`, format record) at
+/// or after `redo_from`: redo starts that page there.
+fn first_images(records: &[LoggedRecord], redo_from: u64, formats: bool) -> HashMap<PageId, u64> {
+    let mut first = HashMap::new();
+    for (lsn, r) in records.iter().filter(|(lsn, _)| *lsn >= redo_from) {
+        match &r.body {
+            Body::Image { page, .. } => first.entry(*page).or_insert(*lsn),
+            Body::Format { page, .. } if formats => first.entry(*page).or_insert(*lsn),
+            _ => continue,
+        };
+    }
+    first
+}
+
+/// A format record's ranges must lie within the page.
+fn check_ranges(page: PageId, ranges: &[Range], page_bytes: usize) -> Result<()> {
+    match ranges.iter().find(|r| r.offset as usize + r.after.len() > page_bytes) {
+        Some(r) => Err(Error::Corrupt(format!(
+            "log record for region {} page {} writes bytes {}..{}, beyond its {page_bytes} bytes",
+            page.region,
+            page.page,
+            r.offset,
+            r.offset as usize + r.after.len()
+        ))),
+        None => Ok(()),
     }
 }

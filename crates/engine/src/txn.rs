@@ -416,7 +416,16 @@ impl Database {
         )?;
         let done = self.pool.force_log(&mut *self.journal, lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
-        let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
+        let mut start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
+        if self.pool.logs_page_images() {
+            // A page dirty since before this checkpoint has its image after the previous
+            // one (the pages dirty since before that were written above): restart redoes
+            // from there (docs/format.md, torn-page protection).
+            if self.catalog.checkpoint_lsn > 0 {
+                start = start.min(self.catalog.checkpoint_lsn);
+            }
+            self.pool.set_image_epoch(Some(lsn));
+        }
         self.catalog.checkpoint_lsn = lsn;
         self.catalog.log_start = start;
         self.save_catalog()?;
