@@ -115,6 +115,9 @@ pub trait Journal: Send {
     /// Transaction `tx` has ended (committed, or rolled back to its start): the room
     /// set aside for its rollback is free again.
     fn release_rollback_room(&mut self, _tx: u64) {}
+    /// Sets `bytes` more of the log's room aside for transaction `tx`'s rollback (the
+    /// page images its compensation records will need after a checkpoint).
+    fn set_aside_for_rollback(&mut self, _tx: u64, _bytes: u64) {}
     /// The write-ahead rule and the commit point: makes the log durable up to `lsn`
     /// (pages are on `device` unless the log has a device of its own); returns when
     /// that is done.
@@ -262,6 +265,10 @@ impl Journal for AriesJournal {
         if let Some(room) = self.rollback_room.remove(&tx) {
             self.rollback_total -= room;
         }
+    }
+    fn set_aside_for_rollback(&mut self, tx: u64, bytes: u64) {
+        *self.rollback_room.entry(tx).or_default() += bytes;
+        self.rollback_total += bytes;
     }
     fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         self.log.force(lsn, log_device(&mut self.external, device), now)

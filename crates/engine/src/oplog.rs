@@ -88,6 +88,12 @@ impl UndoLog {
         self.entries.is_empty()
     }
 
+    /// Pages the updates changed, each counted once.
+    pub fn distinct_pages(&self) -> usize {
+        let pages: std::collections::HashSet<PageId> = self.entries.iter().map(|e| e.page).collect();
+        pages.len()
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.spans.clear();

@@ -200,3 +200,105 @@ fn check_ranges(page: PageId, ranges: &[Range], page_bytes: usize) -> Result<()>
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::db::{Database, DbOptions};
+    use crate::error::Error;
+    use crate::journal::JournalKind;
+    use crate::types::Value;
+    use crate::QueryResult;
+    use flash::ftl::{FtlConfig, FtlKind};
+    use flash::{FtlVolume, PageDevice, RegionId};
+    use nand::{Device, Geometry, MemoryStorage};
+
+    /// 4 KiB flash pages under a page-level FTL; DB pages of 8 KiB span two of them.
+    fn volume() -> FtlVolume {
+        let geometry = Geometry {
+            channels: 1,
+            chips_per_channel: 4,
+            blocks_per_chip: 64,
+            pages_per_block: 32,
+            ..Geometry::paper_emulator()
+        };
+        let device = Device::new(Box::new(MemoryStorage::new(geometry, true)));
+        let ftl = flash::ftl::format(device, &FtlConfig::new(FtlKind::Page)).unwrap();
+        FtlVolume::format(ftl, Vec::new(), 0).unwrap()
+    }
+
+    fn options(journal: JournalKind) -> DbOptions {
+        DbOptions { page_bytes: 8192, journal, ..DbOptions::default() }
+    }
+
+    fn values(db: &mut Database) -> Vec<Vec<Value>> {
+        let mut rows = match db.execute("SELECT id, v FROM t").unwrap().pop() {
+            Some(QueryResult::Rows { rows, .. }) => rows,
+            other => panic!("{other:?}"),
+        };
+        rows.sort_by_key(|r| match r[0] {
+            Value::Int(id) => id,
+            _ => panic!("{r:?}"),
+        });
+        rows
+    }
+
+    /// Every flash page of region `rg`, as the volume holds it.
+    fn flash_pages(device: &mut dyn PageDevice, rg: RegionId) -> Vec<Option<Vec<u8>>> {
+        (0..device.logical_pages(rg)).map(|lpn| device.read(rg, lpn, 0).unwrap().map(|r| r.data.to_vec())).collect()
+    }
+
+    /// A cut between the two flash pages of a DB page's write leaves the first new and
+    /// the second old. The change was logged with the page's image before it (its first
+    /// change since the checkpoint), so restart installs the image instead of reading
+    /// the torn copy and redoes the change: every row has its committed value.
+    #[test]
+    fn a_torn_multi_part_page_is_repaired_from_its_image() {
+        let mut db = Database::create_on(Box::new(volume()), options(JournalKind::Aries)).unwrap();
+        assert!(db.pool.logs_page_images(), "8 KiB DB pages on 4 KiB FTL pages need images");
+        db.execute(
+            "CREATE REGION rg (IPA_MODE=SLC); CREATE TABLESPACE ts (REGION=rg);
+             CREATE TABLE t (id INT, v INT, pad CHAR(100)) TABLESPACE ts;",
+        )
+        .unwrap();
+        let inserts: Vec<String> = (0..60).map(|id| format!("({id}, 0, 'row {id}')")).collect();
+        db.execute(&format!("INSERT INTO t VALUES {}", inserts.join(", "))).unwrap();
+        db.checkpoint().unwrap();
+        let rg = db.page_device().region_id("rg").unwrap();
+        let before = flash_pages(db.pool.store_mut().device_mut(), rg);
+
+        db.execute("UPDATE t SET v = 7").unwrap();
+        assert!(db.pool_stats().page_images > 0, "the update logged the page's image");
+        // The page is written (after the log, by the write-ahead rule), then the cut.
+        db.pool.flush_all(&mut *db.journal).unwrap();
+        let mut device = db.pool.into_store().into_device();
+        let after = flash_pages(device.as_mut(), rg);
+        let mut torn = 0;
+        for part in (1..before.len()).step_by(2) {
+            if before[part - 1] != after[part - 1] {
+                let old = before[part].as_ref().expect("the page's second flash page was written before");
+                device.write_pages(rg, part as u32, old, 0).unwrap();
+                torn += 1;
+            }
+        }
+        assert!(torn > 0, "a DB page of the table changed");
+
+        let mut db = Database::open_on(device, options(JournalKind::Aries)).unwrap();
+        let want: Vec<Vec<Value>> = (0..60).map(|id| vec![Value::Int(id), Value::Int(7)]).collect();
+        assert_eq!(values(&mut db), want);
+    }
+
+    /// The `none` journal has no log to repair a torn page from: refused where DB pages
+    /// span flash pages the device writes one by one, with what to do instead.
+    #[test]
+    fn a_journal_without_a_log_is_refused_where_pages_can_tear() {
+        let Err(Error::Invalid(m)) = Database::create_on(Box::new(volume()), options(JournalKind::None)) else {
+            panic!("the none journal on 8 KiB pages over a page FTL is accepted");
+        };
+        for part in ["8192", "4096", "ftl:page", "`none` journal", "aries"] {
+            assert!(m.contains(part), "{part} not in: {m}");
+        }
+        let fits = DbOptions { page_bytes: 4096, ..options(JournalKind::None) };
+        let db = Database::create_on(Box::new(volume()), fits).unwrap();
+        assert!(!db.pool.logs_page_images());
+    }
+}
