@@ -20,11 +20,12 @@
 //! area, and undo and redo must restore that too.
 //!
 //! Torn-page protection (full-page images, as PostgreSQL's `full_page_writes`): where
-//! a DB page spans flash pages that the device does not write atomically, a change to
-//! a page whose LSN is below the last checkpoint's first logs the whole page as it was
-//! (an image record), then the change. Restart installs the image without reading the
-//! flash copy, which a cut may have left half new, and redoes the changes after it;
-//! `docs/format.md` argues why every page a cut can tear has an image in the redo range.
+//! a DB page spans flash pages that the device does not write atomically, the first
+//! change to a page after a checkpoint (its LSN is below the checkpoint's) logs the
+//! whole page as it was (an image record), then the change. Restart installs the image
+//! without reading the flash copy, which a cut may have left half new, and redoes the
+//! changes after it; `docs/format.md` argues why every page a cut can tear has an image
+//! in the redo range.
 //!
 //! The journal decides what is logged: without a log ([`crate::journal::NoJournal`])
 //! the same path stamps page LSNs from a counter, logs nothing, and keeps the before
