@@ -96,10 +96,11 @@ impl Database {
         // Redo: repeat history.
         for (lsn, r) in records.iter().filter(|(lsn, _)| *lsn >= redo_from) {
             match &r.body {
+                // A change the page's first image in the redo range already holds.
+                Body::Update { page, .. } | Body::Clr { page, .. }
+                    if first_image.get(page).is_some_and(|&first| *lsn < first) => {}
                 Body::Update { page, ranges } | Body::Clr { page, ranges, .. } => {
-                    if first_image.get(page).is_none_or(|&first| first < *lsn) {
-                        self.pool.redo(&mut *self.journal, *page, *lsn, ranges, false)?
-                    }
+                    self.pool.redo(&mut *self.journal, *page, *lsn, ranges, false)?
                 }
                 Body::Format { page, ranges } if images => {
                     check_ranges(*page, ranges, page_bytes)?;
