@@ -59,7 +59,8 @@ python-test:
 	scripts/python-test.sh
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
-# 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite).
+# 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite), 500 per FTL with DB
+# pages of two and four flash pages (torn-page protection).
 long: build
 	DELTAFLASH_KILL9_ITERATIONS=300 $(CARGO) test -p deltaflash-cli --locked --test kill9
 	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
@@ -67,6 +68,8 @@ long: build
 	$(BIN) torture --cuts 2000 --seed 1 --ipa 0x0
 	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192 --blocks-per-chip 128
 	$(BIN) torture --cuts 2000 --seed 1 --storage ipl
+	for ftl in page dftl block bast fast; do for db_page in 8192 16384; do \
+		$(BIN) torture --cuts 500 --seed 1 --storage ftl:$$ftl --db-page-bytes $$db_page || exit 1; done; done
 	$(BIN) torture --cuts 2000 --seed 1 --engine sqlite
 	$(BIN) torture --cuts 500 --seed 1 --engine sqlite --journal delete
 

@@ -54,7 +54,9 @@ pub struct TortureArgs {
     log_buffer_bytes: Option<u64>,
     /// DB page size: 4096, 8192 or 16384, a multiple of the flash page (default: 4096,
     /// or the flash page where that is larger). A DB page of several flash pages is
-    /// written as one atomic group, and the cuts land between its parts too.
+    /// written as one atomic group on noftl and ipl; an FTL writes its parts one by one,
+    /// and the log's full-page images repair a page a cut tears between them. The cuts
+    /// land between the parts too.
     #[arg(long, value_parser = crate::sql::db_page_size)]
     db_page_bytes: Option<usize>,
     #[command(flatten)]

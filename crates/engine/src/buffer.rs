@@ -81,6 +81,13 @@ pub struct PoolStats {
     pub checkpoint_wait_ns: u64,
     /// Checkpoints taken.
     pub checkpoints: u64,
+    /// Full-page images logged (torn-page protection; absent from reports while 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub page_images: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub type FrameId = usize;
@@ -144,6 +151,11 @@ pub struct BufferPool {
     latencies: IoLatencies,
     /// The log's page writes at the last write-ahead sync point (see `write_frame`).
     log_pages_at_sync: u64,
+    /// Torn-page protection (`None`: off): the LSN of the last checkpoint. A page whose
+    /// LSN is below it gets its whole image logged before its next change (`oplog`).
+    pub(crate) image_epoch: Option<u64>,
+    /// Scratch for a page image.
+    pub(crate) image: Vec<u8>,
 }
 
 impl BufferPool {
@@ -177,7 +189,20 @@ impl BufferPool {
             before: Vec::new(),
             op_ranges: Vec::new(),
             spans: Vec::new(),
+            image_epoch: None,
+            image: Vec::new(),
         }
+    }
+
+    /// Whether changes log full-page images first (torn-page protection).
+    pub fn logs_page_images(&self) -> bool {
+        self.image_epoch.is_some()
+    }
+
+    /// Turns torn-page protection on from checkpoint `lsn` (`None`: off), or moves it
+    /// to a new checkpoint.
+    pub(crate) fn set_image_epoch(&mut self, lsn: Option<u64>) {
+        self.image_epoch = lsn;
     }
 
     pub fn store(&self) -> &PageStore {
@@ -381,6 +406,27 @@ impl BufferPool {
         self.frames[f].base = Some(slot);
         self.changed[f].all();
         self.mark_dirty(f);
+        Ok(f)
+    }
+
+    /// Pins page `pid` for restart's redo of a whole-page image, without reading flash
+    /// (its copy there may be torn): its cached frame, or a new one whose bytes the
+    /// caller writes in full. The page is dirty and goes out of place at its next write.
+    pub(crate) fn take_for_image(&mut self, pid: PageId, journal: &mut dyn Journal) -> Result<FrameId> {
+        let f = match self.map.get(pid) {
+            Some(f) => {
+                self.frames[f].pins += 1;
+                self.frames[f].state.sealed = true;
+                self.touch(f);
+                f
+            }
+            None => {
+                let f = self.free_frame(journal)?;
+                self.install(f, pid, FlashState { on_flash: true, records: 0, sealed: true });
+                f
+            }
+        };
+        self.mark_dirty_for_redo(f);
         Ok(f)
     }
 

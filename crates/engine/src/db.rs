@@ -362,7 +362,9 @@ impl Database {
     fn assemble(store: PageStore, journal: Box<dyn Journal>, catalog: Catalog, options: DbOptions) -> Result<Database> {
         let regions = region_pages(&store, &catalog)?;
         let frames = options.buffer.frames(&catalog);
-        let pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
+        let images = crate::journal::needs_page_images(journal.kind(), store.device(), catalog.page_bytes)?;
+        let mut pool = BufferPool::new(store, frames, options.replacement, options.cleaner);
+        pool.set_image_epoch(images.then_some(catalog.checkpoint_lsn));
         Ok(Database {
             pool,
             journal,

@@ -17,8 +17,13 @@
 //! - `nolgn`: no log, on NoLgn-FTL ([`crate::nolgn::NolgnJournal`]): every page write
 //!   goes to the FTL's open transaction, a commit is the FTL's `commit(tid)` after the
 //!   dirty pages, so steal is safe and a commit atomic; restart is the FTL's scan.
+//!
+//! Torn pages ([`needs_page_images`]): a DB page of several flash pages on a device
+//! that does not write them atomically (a conventional FTL) can be left half new, half
+//! old by a cut. The ARIES log then carries full-page images that restart repairs such a
+//! page from; the `none` journal has no log to repair it from and is refused there.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::{Log, LogCounters, LoggedRecord};
 use flash::{PageDevice, RegionId};
 use nand::SimTime;
@@ -59,6 +64,35 @@ impl std::str::FromStr for JournalKind {
     }
 }
 
+/// Whether a database with journal `kind` on `device`, with DB pages of `page_bytes`,
+/// must log full-page images to repair torn pages: its pages span several flash pages
+/// that the device writes one by one. Refused where the journal has no log.
+pub fn needs_page_images(kind: JournalKind, device: &dyn PageDevice, page_bytes: usize) -> Result<bool> {
+    let flash_page_bytes = device.page_bytes();
+    if page_bytes <= flash_page_bytes || device.atomic_page_groups() {
+        return Ok(false);
+    }
+    match kind {
+        JournalKind::Aries => Ok(true),
+        JournalKind::None | JournalKind::Nolgn => Err(Error::Invalid(format!(
+            "DB pages of {page_bytes} bytes span {} flash pages of {flash_page_bytes} bytes, which {} writes one \
+             by one: a power cut between them tears the page, and the `{}` journal keeps no log to repair it from; \
+             use the aries journal (it logs full-page images) or {flash_page_bytes}-byte DB pages",
+            page_bytes / flash_page_bytes,
+            storage_name(device),
+            kind.name()
+        ))),
+    }
+}
+
+/// What `device` is, for messages: a conventional FTL by its kind, else its type.
+fn storage_name(device: &dyn PageDevice) -> String {
+    match device.as_any().downcast_ref::<flash::FtlVolume>() {
+        Some(volume) => format!("a conventional FTL (ftl:{})", volume.ftl().kind().name()),
+        None => "this device".into(),
+    }
+}
+
 /// How the database logs changes and makes commits durable. The provided methods are
 /// those of a journal without a log (no records, nothing to force, truncate or recover);
 /// a journal with a log overrides every one of them.
@@ -81,6 +115,9 @@ pub trait Journal: Send {
     /// Transaction `tx` has ended (committed, or rolled back to its start): the room
     /// set aside for its rollback is free again.
     fn release_rollback_room(&mut self, _tx: u64) {}
+    /// Sets `bytes` more of the log's room aside for transaction `tx`'s rollback (the
+    /// page images its compensation records will need after a checkpoint).
+    fn set_aside_for_rollback(&mut self, _tx: u64, _bytes: u64) {}
     /// The write-ahead rule and the commit point: makes the log durable up to `lsn`
     /// (pages are on `device` unless the log has a device of its own); returns when
     /// that is done.
@@ -228,6 +265,10 @@ impl Journal for AriesJournal {
         if let Some(room) = self.rollback_room.remove(&tx) {
             self.rollback_total -= room;
         }
+    }
+    fn set_aside_for_rollback(&mut self, tx: u64, bytes: u64) {
+        *self.rollback_room.entry(tx).or_default() += bytes;
+        self.rollback_total += bytes;
     }
     fn force(&mut self, lsn: u64, device: &mut dyn PageDevice, now: SimTime) -> Result<SimTime> {
         self.log.force(lsn, log_device(&mut self.external, device), now)

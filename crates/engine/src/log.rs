@@ -384,8 +384,10 @@ pub fn history(device: &mut dyn PageDevice, region: RegionId, now: SimTime) -> R
     let Some((_, first, stream)) = longest else { return Ok(Vec::new()) };
     let base = first * log.payload;
     let end = base + stream.len() as u64;
-    // Records are at most a few pages long: a boundary lies within the first ones.
-    for at in 0..stream.len().min(4 * log.payload as usize) {
+    // Records are at most a few pages long (a page image, the longest, is a DB page of
+    // at most 16 KiB and its header): a boundary lies within the first ones.
+    let longest = crate::logrec::image_record_bytes(16 << 10).max(2 * log.payload as usize);
+    for at in 0..stream.len().min(longest + 2 * log.payload as usize) {
         if let Ok((found, stop)) = records(&stream, base, base + at as u64) {
             // Eight records in a row with valid checksums do not happen by chance.
             if (stop == end && !found.is_empty()) || found.len() >= 8 {

@@ -19,6 +19,14 @@
 //! new IPA layout (`ALTER … SET IPA`) moves its slot directory and erases its new delta
 //! area, and undo and redo must restore that too.
 //!
+//! Torn-page protection (full-page images, as PostgreSQL's `full_page_writes`): where
+//! a DB page spans flash pages that the device does not write atomically, the first
+//! change to a page after a checkpoint (its LSN is below the checkpoint's) logs the
+//! whole page as it was (an image record), then the change. Restart installs the image
+//! without reading the flash copy, which a cut may have left half new, and redoes the
+//! changes after it; `docs/format.md` argues why every page a cut can tear has an image
+//! in the redo range.
+//!
 //! The journal decides what is logged: without a log ([`crate::journal::NoJournal`])
 //! the same path stamps page LSNs from a counter, logs nothing, and keeps the before
 //! images for an abort all the same.
@@ -79,6 +87,12 @@ impl UndoLog {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Pages the updates changed, each counted once.
+    pub fn distinct_pages(&self) -> usize {
+        let pages: std::collections::HashSet<PageId> = self.entries.iter().map(|e| e.page).collect();
+        pages.len()
     }
 
     pub fn clear(&mut self) {
@@ -302,6 +316,11 @@ impl BufferPool {
         if !changed {
             return Ok(());
         }
+        if journal.logs_changes() && self.image_epoch.is_some_and(|epoch| page::lsn(&self.before) < epoch) {
+            // A rollback's images use the log's room set aside for rollbacks.
+            let room = if let OpKind::Compensation { .. } = kind { Room::Rollback } else { Room::Ordinary };
+            self.log_image(journal, f, room)?;
+        }
         let lsn = journal.take_page_lsn();
         let old_lsn = page::lsn(&self.data[span.clone()]);
         page::set_lsn(&mut self.data[span.clone()], lsn);
@@ -332,6 +351,42 @@ impl BufferPool {
             *prev = lsn;
             self.note_logged(f, lsn);
         }
+        Ok(())
+    }
+
+    /// Logs frame `f`'s page as it was before the operation (its bytes, with
+    /// `self.before` over `self.op_ranges`) as an image record.
+    fn log_image(&mut self, journal: &mut dyn Journal, f: FrameId, room: Room) -> Result<()> {
+        let pid = self.frames[f].page.expect("a changed frame holds a page");
+        let span = self.span(f);
+        self.image.clear();
+        self.image.extend_from_slice(&self.data[span]);
+        for &(from, to) in &self.op_ranges {
+            self.image[from..to].copy_from_slice(&self.before[from..to]);
+        }
+        let image = &self.image;
+        journal.append(room, &mut |out| logrec::encode_image(pid, image, out))?;
+        self.stats.page_images += 1;
+        Ok(())
+    }
+
+    /// Redo of a page's whole image (restart): the page becomes what `fill` writes over
+    /// a zeroed frame, whatever its flash copy holds (not read: it may be torn). The
+    /// caller has checked that the record fits the page.
+    pub fn redo_image(
+        &mut self,
+        journal: &mut dyn Journal,
+        pid: PageId,
+        lsn: u64,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        let f = self.take_for_image(pid, journal)?;
+        let span = self.span(f);
+        let page = &mut self.data[span];
+        page.fill(0);
+        fill(page);
+        self.note_logged(f, lsn);
+        self.unpin(f);
         Ok(())
     }
 

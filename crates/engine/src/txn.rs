@@ -52,6 +52,8 @@ pub(crate) struct TxState {
     pub undo: UndoLog,
     /// Pages freed by the transaction: (object, page), returned to the free list at commit.
     pub frees: Vec<(u32, u32)>,
+    /// With full-page images: pages whose image its rollback may log, room set aside.
+    pub image_room_pages: usize,
 }
 
 pub(crate) type Active = BTreeMap<u64, TxState>;
@@ -448,7 +450,26 @@ impl Database {
         )?;
         let done = self.pool.force_log(&mut *self.journal, lsn)?;
         self.pool.set_now(done.max(self.pool.now()));
-        let start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
+        let mut start = dirty.iter().map(|d| d.1).chain(active.iter().map(|a| a.2)).fold(lsn, u64::min);
+        if self.pool.logs_page_images() {
+            // A page dirty since before this checkpoint has its image after the previous
+            // one (the pages dirty since before that were written above): restart redoes
+            // from there (docs/format.md, torn-page protection).
+            if self.catalog.checkpoint_lsn > 0 {
+                start = start.min(self.catalog.checkpoint_lsn);
+            }
+            self.pool.set_image_epoch(Some(lsn));
+            // Every page an open transaction changed is now below the checkpoint: its
+            // rollback logs an image of each, so room for them is set aside.
+            let image_bytes = crate::logrec::image_record_bytes(self.pool.store().page_bytes()) as u64;
+            for (&tx, state) in self.active.iter_mut() {
+                let pages = state.undo.distinct_pages();
+                if pages > state.image_room_pages {
+                    self.journal.set_aside_for_rollback(tx, (pages - state.image_room_pages) as u64 * image_bytes);
+                    state.image_room_pages = pages;
+                }
+            }
+        }
         self.catalog.checkpoint_lsn = lsn;
         self.catalog.log_start = start;
         self.save_catalog()?;

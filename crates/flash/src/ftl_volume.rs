@@ -359,6 +359,11 @@ impl PageDevice for FtlVolume {
         }
         self.ftl.trim(at, now)
     }
+    /// Only in transactions (NoLgn-FTL): otherwise the parts of a DB page are separate
+    /// FTL writes, and a cut between them leaves the page half new, half old.
+    fn atomic_page_groups(&self) -> bool {
+        self.tx.is_some()
+    }
     fn transactional(&self) -> bool {
         self.ftl.kind() == FtlKind::Nolgn
     }

@@ -9,8 +9,9 @@
 //!
 //! Contract:
 //! - `write_pages` writes k ≥ 1 whole consecutive logical pages (one DB page). An
-//!   implementation that can make the group atomic under power cuts does; the others
-//!   write the pages in order (a cut may leave a prefix written).
+//!   implementation that can make the group atomic under power cuts does (and says so,
+//!   `atomic_page_groups`); the others write the pages in order (a cut may leave a
+//!   prefix written).
 //! - `write_delta` appends bytes in place to a written page. It may be refused with
 //!   [`Error::DeltaRefused`]; the caller then writes the page out of place. Nothing is
 //!   changed by a refusal.
@@ -87,6 +88,13 @@ pub trait PageDevice: Send {
     }
     /// Forgets a page; `None` when nothing had to be written to make that durable.
     fn trim(&mut self, region: RegionId, lpn: u32, now: SimTime) -> Result<Option<OpTiming>, Error>;
+    /// Whether a `write_pages` of several pages is atomic under power cuts (all parts
+    /// old or all new after a cut). Where it is not, a DB page larger than a flash page
+    /// can be torn, and the engine must repair it from its log (full-page images) or
+    /// refuse the configuration.
+    fn atomic_page_groups(&self) -> bool {
+        false
+    }
     /// Whether the device groups writes into transactions that it makes atomic
     /// ([`PageDevice::start_transactions`]).
     fn transactional(&self) -> bool {
@@ -190,6 +198,9 @@ impl PageDevice for Flash {
     fn write_pages(&mut self, region: RegionId, first_lpn: u32, data: &[u8], now: SimTime) -> Result<OpTiming, Error> {
         // One atomic group: after a power cut all parts are old or all are new.
         self.write_group(region, first_lpn, data, now)
+    }
+    fn atomic_page_groups(&self) -> bool {
+        true
     }
     fn write_delta(
         &mut self,

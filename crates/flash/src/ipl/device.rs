@@ -115,6 +115,11 @@ impl PageDevice for IplStore {
         }
         self.write_lpns(region.0, first_lpn, data, now)
     }
+    /// Plain regions write groups; the data units write a DB page's flash pages as one
+    /// group, counted only when whole (docs/safety.md, I2).
+    fn atomic_page_groups(&self) -> bool {
+        true
+    }
     fn write_delta(
         &mut self,
         region: RegionId,
