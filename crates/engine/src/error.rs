@@ -42,6 +42,15 @@ pub enum Error {
         id: u64,
         writer: u64,
     },
+    /// A transaction that failed earlier (`cause`) and was rolled back: nothing of it
+    /// is committed. `ended`: this was its commit, which rolled back instead and ended
+    /// it; otherwise the operation was refused and the transaction stays failed until
+    /// it is rolled back (`ROLLBACK`, [`crate::Database::abort`]).
+    TransactionFailed {
+        id: u64,
+        cause: String,
+        ended: bool,
+    },
 }
 
 impl fmt::Display for Error {
@@ -70,11 +79,33 @@ impl fmt::Display for Error {
                 "transaction {id} cannot change data while transaction {writer} has uncommitted changes: \
                  one transaction writes at a time (commit or abort {writer} first)"
             ),
+            Error::TransactionFailed { id, cause, ended: false } => write!(
+                f,
+                "current transaction is aborted, commands ignored until ROLLBACK (transaction {id} failed and was \
+                 rolled back: {cause})"
+            ),
+            Error::TransactionFailed { id, cause, ended: true } => {
+                write!(f, "transaction {id} failed earlier and was rolled back: nothing of it was committed ({cause})")
+            }
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+/// Most characters of an error's message that a later error quotes as its cause.
+const CAUSE_CHARS: usize = 200;
+
+impl Error {
+    /// The message cut to [`CAUSE_CHARS`] characters, to quote as a later error's cause.
+    pub fn brief(&self) -> String {
+        let message = self.to_string();
+        match message.char_indices().nth(CAUSE_CHARS) {
+            Some((at, _)) => format!("{}…", &message[..at]),
+            None => message,
+        }
+    }
+}
 
 impl From<flash::Error> for Error {
     fn from(e: flash::Error) -> Self {

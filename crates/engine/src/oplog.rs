@@ -81,6 +81,11 @@ impl UndoLog {
         self.entries.is_empty()
     }
 
+    /// Updates logged so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.spans.clear();
