@@ -805,7 +805,7 @@ impl Database {
     /// The error for a row whose key a unique index already holds.
     pub(crate) fn duplicate(&self, index: usize, row: &[Value]) -> Error {
         let def = &self.catalog.indexes[index];
-        let shown: Vec<String> = def.columns.iter().map(|&c| row[c].to_string()).collect();
+        let shown: Vec<String> = def.columns.iter().map(|&c| crate::error::shorten(&row[c].to_string())).collect();
         Error::Duplicate { object: def.name.clone(), key: format!("({})", shown.join(", ")) }
     }
 

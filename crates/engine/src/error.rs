@@ -93,6 +93,18 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Tokens and values longer than this many characters are cut in error messages (a
+/// 1 MB literal is not echoed back).
+pub const ECHO_CHARS: usize = 40;
+
+/// `text` cut to [`ECHO_CHARS`] characters, with `…` where it was cut.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// Most characters of an error's message that a later error quotes as its cause.
 const CAUSE_CHARS: usize = 200;
 

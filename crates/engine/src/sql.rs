@@ -40,21 +40,11 @@ struct Token {
     column: usize,
 }
 
-/// Tokens and literals longer than this many characters are cut in error messages (a
-/// 1 MB literal is not echoed back).
-pub const ECHO_CHARS: usize = 80;
+pub use crate::error::{shorten, ECHO_CHARS};
 
 /// Most characters of a name (region, tablespace, table, index, column): the catalog
 /// and every listing hold names, not essays.
 pub const NAME_CHARS: usize = 64;
-
-/// `text` cut to [`ECHO_CHARS`] characters, with `…` where it was cut.
-pub fn shorten(text: &str) -> String {
-    match text.char_indices().nth(ECHO_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
 
 /// `message` with each space-separated word cut to [`ECHO_CHARS`] characters (a
 /// message that quotes what was typed).
