@@ -17,7 +17,10 @@
 //! UPDATE t SET col = v | col = col ± v, … [WHERE …]
 //! DELETE FROM t [WHERE …]
 //! BEGIN | COMMIT | ROLLBACK
+//!     names: at most 64 characters; numbers: 42, -12.50 (DECIMAL), 1.5e-3 (FLOAT)
 //! ```
+//!
+//! A UTF-8 byte order mark at the start of the input is skipped.
 
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
