@@ -70,11 +70,18 @@ impl Database {
     /// rolled back and refuses statements until `ROLLBACK`. Returns the error to
     /// report, saying so when a transaction was failed.
     pub fn fail_transaction(&mut self, error: Error) -> Error {
-        let SqlTx::Open(tx) = std::mem::take(&mut self.sql_tx) else { return error };
-        self.sql_tx = SqlTx::Failed { id: tx.id(), cause: error.brief() };
-        match self.abort(tx) {
-            Ok(()) => rolled_back(error),
-            Err(e) => e,
+        match std::mem::take(&mut self.sql_tx) {
+            SqlTx::Open(tx) => {
+                self.sql_tx = SqlTx::Failed { id: tx.id(), cause: error.brief() };
+                match self.abort(tx) {
+                    Ok(()) => rolled_back(error),
+                    Err(e) => e,
+                }
+            }
+            other => {
+                self.sql_tx = other;
+                error
+            }
         }
     }
 

@@ -581,6 +581,9 @@ fn an_error_inside_a_transaction_fails_all_of_it() {
     one(&mut db, "BEGIN");
     one(&mut db, "UPDATE acct SET bal = bal - 10 WHERE id = 1");
     assert!(matches!(db.execute("UPDTE acct SET bal = 0"), Err(Error::Parse { .. })));
+    // ...and one more while it is failed leaves it failed.
+    assert!(matches!(db.execute("UPDTE acct SET bal = 0"), Err(Error::Parse { .. })));
+    assert!(fails(&mut db, "UPDATE acct SET bal = 0 WHERE id = 2").contains("current transaction is aborted"));
     assert!(fails(&mut db, "COMMIT").contains("failed earlier and was rolled back"));
     // ROLLBACK ends the failed transaction; the session goes on in autocommit.
     one(&mut db, "UPDATE acct SET bal = bal + 1 WHERE id = 1");
