@@ -145,7 +145,11 @@ class Database:
 
     def execute(self, sql: str) -> List[Statement]:
         """Runs the statements; per statement a DataFrame (a query), the number of rows
-        inserted, updated or deleted, or the DDL's message."""
+        inserted, updated or deleted, or the DDL's message. The first error raises
+        ``DeltaflashError``. A transaction (``BEGIN`` … ``COMMIT``) is all or nothing:
+        an error inside it rolls it back, later statements raise "current transaction
+        is aborted" until ``ROLLBACK``, and ``COMMIT`` raises saying nothing was
+        committed."""
         out: List[Statement] = []
         for kind, a, b in self._native.execute(sql):
             if kind == "rows":
@@ -176,6 +180,11 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether statements run inside a transaction ``BEGIN`` opened (failed or not)."""
+        return self._native.in_transaction
 
     def __enter__(self) -> "Database":
         return self

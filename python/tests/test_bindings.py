@@ -196,3 +196,37 @@ def test_database_open_execute_reopen(tmp_path):
         assert rows.values.tolist() == [[1, "uno"], [2, "two"]]
     with pytest.raises(df.DeltaflashError, match="closed"):
         db.execute("SELECT id FROM t;")
+
+
+def test_an_error_inside_a_transaction_commits_none_of_it(tmp_path):
+    """The bank transfer: the duplicate key fails the whole transaction, so the total
+    stays 200 (the statements after the error ran in autocommit: 210)."""
+    path = tmp_path / "bank.img"
+    total = lambda db: int(db.query("SELECT bal FROM acct;")["bal"].sum())
+    with df.Database.open(path, chips=4, blocks_per_chip=32) as db:
+        db.execute(
+            "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL); CREATE TABLE audit (id INT PRIMARY KEY);"
+            "INSERT INTO acct VALUES (1, 100), (2, 100); INSERT INTO audit VALUES (7);"
+        )
+        db.execute("BEGIN; UPDATE acct SET bal = bal - 10 WHERE id = 1;")
+        with pytest.raises(df.DeltaflashError, match="duplicate key"):
+            db.execute("INSERT INTO audit VALUES (7);")
+        with pytest.raises(df.DeltaflashError, match="current transaction is aborted"):
+            db.execute("UPDATE acct SET bal = bal + 10 WHERE id = 2;")
+        assert db.in_transaction
+        with pytest.raises(df.DeltaflashError, match="nothing of it was committed"):
+            db.execute("COMMIT;")
+        assert not db.in_transaction
+        assert total(db) == 200
+        # In one call, then ROLLBACK to go on.
+        with pytest.raises(df.DeltaflashError, match="duplicate key"):
+            db.execute(
+                "BEGIN; UPDATE acct SET bal = bal - 10 WHERE id = 1; INSERT INTO audit VALUES (7);"
+                "UPDATE acct SET bal = bal + 10 WHERE id = 2; COMMIT;"
+            )
+        with pytest.raises(df.DeltaflashError, match="current transaction is aborted"):
+            db.query("SELECT bal FROM acct;")
+        assert db.execute("ROLLBACK;") == ["ROLLBACK"]
+        assert total(db) == 200
+    with df.Database.open(path) as db:
+        assert total(db) == 200

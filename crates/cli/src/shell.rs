@@ -6,12 +6,19 @@
 //!   [`engine::sql::Splitter`], which cuts exactly where the parser would), and its
 //!   output is flushed before the next line is read. Each statement commits on its own
 //!   unless a `BEGIN` is open, so a failing statement leaves those before it done.
+//! - Inside `BEGIN` … `COMMIT` an error (a statement that fails or does not parse)
+//!   fails the transaction, as in PostgreSQL: it is rolled back, the statements after
+//!   it are refused (each an error) until `ROLLBACK`, and `COMMIT` says that nothing
+//!   was committed. So a script never commits half a transaction, with or without
+//!   `--bail` (which ends the session at the error, the transaction rolled back).
 //! - A dot command is a line of its own that starts with `.` while no statement is
 //!   under way.
 //! - Errors go to standard error as `error at line L, column C: …`, positions counted
 //!   over the whole input (not within the statement), long literals cut.
 //! - After an error the session goes on, unless `--bail`; the caller turns
-//!   [`Shell::failures`] into the exit code.
+//!   [`Shell::failures`] into the exit code (1 if any statement or command failed,
+//!   refused ones included).
+//! - A UTF-8 byte order mark at the start of the input is skipped.
 //! - Output failures: a reader that went away (`… | head`) ends the session quietly
 //!   ([`Stop::Closed`]); nothing is printed and committed work stays committed.
 
@@ -150,6 +157,7 @@ impl<'a> Shell<'a> {
 
     /// One line of input (with its `\n`, except perhaps the last).
     fn line(&mut self, splitter: &mut Splitter, line: &str) -> Flow {
+        let line = if splitter.line() == 1 { line.trim_start_matches('\u{feff}') } else { line };
         if splitter.is_idle() && line.trim_start().starts_with('.') {
             let at = splitter.line();
             splitter.skip_line();
@@ -172,10 +180,13 @@ impl<'a> Shell<'a> {
     fn statement(&mut self, piece: Piece) -> Flow {
         let parsed = match sql::parse_at(&piece.text, piece.line, piece.column) {
             Ok(parsed) => parsed,
-            Err(Error::Parse { line, column, token, message }) => {
-                return self.fail(&format!("error at line {line}, column {column}: {message} (at `{token}`)"));
-            }
-            Err(e) => return self.fail(&format!("error at line {}, column {}: {}", piece.line, piece.column, cut(&e))),
+            // Inside a transaction, a statement that does not parse fails it too.
+            Err(e) => match self.db.fail_transaction(e) {
+                Error::Parse { line, column, token, message } => {
+                    return self.fail(&format!("error at line {line}, column {column}: {message} (at `{token}`)"));
+                }
+                e => return self.fail(&format!("error at line {}, column {}: {}", piece.line, piece.column, cut(&e))),
+            },
         };
         for located in parsed {
             if self.read_only && !matches!(located.statement, sql::Statement::Select { .. }) {

@@ -297,3 +297,126 @@ proptest::proptest! {
         }
     }
 }
+
+/// The bank transfer of the report, as a script: the duplicate key inside BEGIN …
+/// COMMIT fails the transaction, the statements after it are refused and COMMIT says
+/// nothing was committed, so the total stays 200; the exit status is 1. (The rest of
+/// the transaction ran in autocommit: 210.)
+const TRANSFER: &str = "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL);\n\
+    CREATE TABLE audit (id INT PRIMARY KEY);\n\
+    INSERT INTO acct VALUES (1, 100), (2, 100);\n\
+    INSERT INTO audit VALUES (7);\n\
+    BEGIN;\n\
+    UPDATE acct SET bal = bal - 10 WHERE id = 1;\n\
+    INSERT INTO audit VALUES (7);\n\
+    UPDATE acct SET bal = bal + 10 WHERE id = 2;\n\
+    COMMIT;\n";
+
+/// The balances in table acct, read back through a fresh session.
+fn balances(image: &Path) -> String {
+    let out = sql(image, &["--mode", "csv", "-c", "SELECT bal FROM acct"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).lines().skip(1).collect::<Vec<_>>().join(",")
+}
+
+#[test]
+fn an_error_inside_a_transaction_commits_none_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &[], TRANSFER);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 7, column 1: audit_pkey: duplicate key (7)"), "{stderr}");
+    assert!(stderr.contains("error at line 8, column 1: current transaction is aborted"), "{stderr}");
+    assert!(stderr.contains("error at line 9, column 1: transaction"), "{stderr}");
+    assert!(stderr.contains("nothing of it was committed"), "{stderr}");
+    assert_eq!(balances(&image), "100,100");
+    // ROLLBACK ends the failed transaction; the session goes on.
+    let input = "BEGIN;\nUPDATE acct SET bal = bal - 10 WHERE id = 1;\nINSERT INTO audit VALUES (7);\n\
+                 UPDATE acct SET bal = bal + 10 WHERE id = 2;\nROLLBACK;\nUPDATE acct SET bal = 101 WHERE id = 1;\n";
+    let out = sql(&image, &[], input);
+    assert_eq!(text(&out.stderr).matches("error at").count(), 2, "{}", text(&out.stderr));
+    assert_eq!(balances(&image), "101,100");
+}
+
+#[test]
+fn bail_inside_a_transaction_commits_none_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let out = sql(&image, &["--bail"], TRANSFER);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("line 7") && !stderr.contains("line 8"), "{stderr}");
+    assert_eq!(balances(&image), "100,100");
+}
+
+#[test]
+fn a_statement_that_does_not_parse_fails_its_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "CREATE TABLE t (a INT PRIMARY KEY);\nBEGIN;\nINSERT INTO t VALUES (1);\nINSRT INTO t VALUES (2);\n\
+                 INSERT INTO t VALUES (3);\nCOMMIT;\nINSERT INTO t VALUES (4);\n";
+    let out = sql(&image, &[], input);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 4, column 1: expected a statement"), "{stderr}");
+    assert!(stderr.contains("error at line 5, column 1: current transaction is aborted"), "{stderr}");
+    assert_eq!(ids(&image), "4");
+}
+
+/// A failed DROP INDEX of a primary key's index: the key keeps holding and the schema
+/// stays true. (DROP INDEX t_pkey was accepted; duplicate keys went in.)
+#[test]
+fn the_primary_key_index_cannot_be_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "CREATE TABLE t (a INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\nDROP INDEX t_pkey;\n\
+                 INSERT INTO t VALUES (1);\n.schema\n";
+    let out = sql(&image, &[], input);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 3, column 1: index t_pkey backs the PRIMARY KEY of table t"), "{stderr}");
+    assert!(stderr.contains("error at line 4, column 1: t_pkey: duplicate key (1)"), "{stderr}");
+    assert!(text(&out.stdout).contains("PRIMARY KEY (a)"), "{}", text(&out.stdout));
+    assert_eq!(ids(&image), "1");
+}
+
+/// A DDL statement that fails on the catalog's size leaves the session working: later
+/// DDL runs and the end-of-session save succeeds. (Every later DDL and the save
+/// failed.) A name too long for the catalog is refused, and `.tables` works after.
+#[test]
+fn a_failed_ddl_statement_does_not_poison_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let columns: Vec<String> = (0..6000).map(|i| format!("c{i:05}_{} INT", "n".repeat(56))).collect();
+    let long_name = "n".repeat(65_536);
+    let input = format!(
+        "CREATE TABLE big ({});\nCREATE TABLE {long_name} (a INT);\nCREATE TABLE t (a INT PRIMARY KEY);\n\
+         INSERT INTO t VALUES (1);\n.tables\n",
+        columns.join(", ")
+    );
+    let out = sql(&image, &[], &input);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error at line 1, column 1: the catalog would need"), "{stderr:.500}");
+    assert!(
+        stderr.contains("error at line 2, column 14: a name of 65536 characters is longer than the 64 allowed"),
+        "{stderr:.500}"
+    );
+    assert_eq!(stderr.matches("error at").count(), 2, "{stderr:.500}");
+    assert!(text(&out.stdout).contains("t_pkey"), "{}", text(&out.stdout));
+    assert_eq!(ids(&image), "1");
+}
+
+/// A file saved with a UTF-8 byte order mark runs: a statement or a dot command may
+/// come first. (The BOM was an "unexpected character".) Floats take exponent notation.
+#[test]
+fn a_byte_order_mark_at_the_start_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("db.img");
+    let input = "\u{feff}CREATE TABLE t (a INT PRIMARY KEY, f FLOAT);\nINSERT INTO t VALUES (1, 1.5e-3);\n";
+    let out = sql(&image, &[], input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = sql(&image, &[], "\u{feff}.tables\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = sql(&image, &["--mode", "csv", "-c", "SELECT * FROM t"], "");
+    assert_eq!(text(&out.stdout), "a,f\n1,0.0015\n");
+}

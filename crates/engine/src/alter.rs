@@ -147,10 +147,7 @@ impl Database {
                 ix.table = base.to_string();
             }
         }
-        for space in &freed {
-            self.free_object(space)?;
-        }
-        self.save_catalog()?;
+        self.free_objects(&freed)?;
         let region = &self.catalog.regions[target.region as usize].name;
         Ok(QueryResult::Done(format!("{name} moved to tablespace {} (region {region})", target.name)))
     }
@@ -176,10 +173,7 @@ impl Database {
         if freed.is_empty() {
             return Ok(());
         }
-        for space in &freed {
-            self.free_object(space)?;
-        }
-        self.save_catalog()
+        self.free_objects(&freed)
     }
 
     /// Copies table `name` with its rows into tablespace `ts` as `name~moving`, and

@@ -194,6 +194,25 @@ impl Catalog {
         tables.chain(self.indexes.iter().map(|i| i.space.pages().count())).sum()
     }
 
+    /// The table whose PRIMARY KEY index `i` backs, if it backs one.
+    pub fn primary_key_of(&self, i: usize) -> Option<usize> {
+        let index = &self.indexes[i];
+        let t = self.table(&index.table).ok()?;
+        let table = &self.tables[t];
+        let is_pkey = index.name.eq_ignore_ascii_case(&format!("{}_pkey", table.name));
+        (is_pkey && !table.primary_key.is_empty()).then_some(t)
+    }
+
+    /// Puts back `before`, an earlier state of this catalog (a statement that failed),
+    /// keeping the count of writes: the next write must supersede every copy written
+    /// since `before` was.
+    pub fn restore(&mut self, before: Catalog) {
+        let generation = self.generation;
+        *self = before;
+        self.generation = generation;
+        self.saved_shape = None;
+    }
+
     pub fn name_taken(&self, name: &str) -> bool {
         self.table(name).is_ok() || self.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(name))
     }
@@ -206,14 +225,7 @@ impl Catalog {
     /// Writes the catalog to the copy the last write did not use.
     pub fn save(&mut self, device: &mut dyn PageDevice, now: nand::SimTime) -> Result<()> {
         self.saved_shape = None;
-        let json =
-            serde_json::to_vec(self).map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
-        if json.len() + HEADER > CATALOG_BYTES {
-            return Err(Error::Full(format!(
-                "the catalog needs {} bytes; a catalog copy holds {CATALOG_BYTES}",
-                json.len() + HEADER
-            )));
-        }
+        let json = self.fitting_json()?;
         self.generation += 1;
         let mut bytes = Vec::with_capacity(json.len() + HEADER);
         bytes.extend_from_slice(MAGIC);
@@ -229,6 +241,25 @@ impl Catalog {
             device.write_pages(RegionId(0), first + i as u32, chunk, now)?;
         }
         Ok(())
+    }
+
+    /// The catalog as JSON, if it fits a catalog copy.
+    fn fitting_json(&self) -> Result<Vec<u8>> {
+        let json =
+            serde_json::to_vec(self).map_err(|e| Error::Invalid(format!("the catalog does not serialize: {e}")))?;
+        if json.len() + HEADER > CATALOG_BYTES {
+            return Err(Error::Full(format!(
+                "the catalog would need {} bytes; a catalog copy holds {CATALOG_BYTES}",
+                json.len() + HEADER
+            )));
+        }
+        Ok(json)
+    }
+
+    /// Whether the catalog fits a catalog copy (checked before a change that cannot be
+    /// taken back, such as adding a region to the device).
+    pub fn check_fits(&self) -> Result<()> {
+        self.fitting_json().map(drop)
     }
 
     /// Writes the catalog unless only its LSN counter changed since the last call wrote

@@ -137,8 +137,8 @@ pub struct Database {
     pub(crate) active: Active,
     /// Transactions dropped while open, to roll back at the next call.
     pub(crate) dropped: Dropped,
-    /// The transaction `BEGIN` opened in statements.
-    pub(crate) sql_tx: Option<Transaction>,
+    /// The transaction statements run in (`BEGIN` opened it).
+    pub(crate) sql_tx: crate::exec::SqlTx,
     /// When the open commit group's log flush is due.
     pub(crate) group_deadline: Option<SimTime>,
     /// The log's end when flash last held everything with a checkpoint (after a
@@ -375,7 +375,7 @@ impl Database {
             next_tx: 1,
             active: Active::new(),
             dropped: Dropped::default(),
-            sql_tx: None,
+            sql_tx: Default::default(),
             group_deadline: None,
             clean_at_lsn: None,
             log_share_at_checkpoint: 0.0,
@@ -525,9 +525,10 @@ impl Database {
 
     /// Inserts a row (values in column order); returns its RID.
     pub fn insert(&mut self, tx: &Transaction, t: TableId, values: &[Value]) -> Result<Rid> {
-        let id = self.enter(tx)?;
-        let values = self.coerce_row(t, values)?;
-        self.insert_row(id, t.0, &values)
+        self.changing(tx, |db, id| {
+            let values = db.coerce_row(t, values)?;
+            db.insert_row(id, t.0, &values)
+        })
     }
 
     /// The row with primary key `key`.
@@ -586,13 +587,14 @@ impl Database {
         read: &[usize],
         change: impl FnOnce(&[Value]) -> Result<S>,
     ) -> Result<Option<Vec<Value>>> {
-        let id = self.enter(tx)?;
-        self.check_columns(t.0, read)?;
-        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
-        let mut tuple = std::mem::take(&mut self.row);
-        let result = self.update_fields(id, t.0, rid, read, &mut tuple, change);
-        self.row = tuple;
-        result
+        self.changing(tx, |db, id| {
+            db.check_columns(t.0, read)?;
+            let Some(rid) = db.lookup_pk(t.0, key)? else { return Ok(None) };
+            let mut tuple = std::mem::take(&mut db.row);
+            let result = db.update_fields(id, t.0, rid, read, &mut tuple, change);
+            db.row = tuple;
+            result
+        })
     }
 
     /// [`Database::update_columns`] on row `rid`, its bytes read into `tuple`.
@@ -670,18 +672,19 @@ impl Database {
         key: &[Value],
         change: impl FnOnce(&[Value]) -> Result<Vec<(usize, Value)>>,
     ) -> Result<Option<Vec<Value>>> {
-        let id = self.enter(tx)?;
-        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(None) };
-        let Some(mut row) = self.read_row(t.0, rid)? else { return Ok(None) };
-        let sets = change(&row)?;
-        let mut replaced = Vec::with_capacity(sets.len());
-        for (c, v) in sets {
-            let col =
-                self.catalog.tables[t.0].columns.get(c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
-            replaced.push((c, std::mem::replace(&mut row[c], coerce(col, &v)?)));
-        }
-        self.replace_row(id, t.0, rid, &replaced, &row)?;
-        Ok(Some(row))
+        self.changing(tx, |db, id| {
+            let Some(rid) = db.lookup_pk(t.0, key)? else { return Ok(None) };
+            let Some(mut row) = db.read_row(t.0, rid)? else { return Ok(None) };
+            let sets = change(&row)?;
+            let mut replaced = Vec::with_capacity(sets.len());
+            for (c, v) in sets {
+                let col =
+                    db.catalog.tables[t.0].columns.get(c).ok_or_else(|| Error::Invalid(format!("no column {c}")))?;
+                replaced.push((c, std::mem::replace(&mut row[c], coerce(col, &v)?)));
+            }
+            db.replace_row(id, t.0, rid, &replaced, &row)?;
+            Ok(Some(row))
+        })
     }
 
     /// Adds `delta` to a numeric column of the row with primary key `key`.
@@ -692,11 +695,12 @@ impl Database {
 
     /// Deletes the row with primary key `key`; `false` if there is none.
     pub fn delete(&mut self, tx: &Transaction, t: TableId, key: &[Value]) -> Result<bool> {
-        let id = self.enter(tx)?;
-        let Some(rid) = self.lookup_pk(t.0, key)? else { return Ok(false) };
-        let Some(old) = self.read_row(t.0, rid)? else { return Ok(false) };
-        self.delete_row(id, t.0, rid, &old)?;
-        Ok(true)
+        self.changing(tx, |db, id| {
+            let Some(rid) = db.lookup_pk(t.0, key)? else { return Ok(false) };
+            let Some(old) = db.read_row(t.0, rid)? else { return Ok(false) };
+            db.delete_row(id, t.0, rid, &old)?;
+            Ok(true)
+        })
     }
 
     /// Rows whose primary key lies in [`lo`, `hi`] (a prefix of the key columns bounds
@@ -804,7 +808,7 @@ impl Database {
     /// The error for a row whose key a unique index already holds.
     pub(crate) fn duplicate(&self, index: usize, row: &[Value]) -> Error {
         let def = &self.catalog.indexes[index];
-        let shown: Vec<String> = def.columns.iter().map(|&c| row[c].to_string()).collect();
+        let shown: Vec<String> = def.columns.iter().map(|&c| crate::error::shorten(&row[c].to_string())).collect();
         Error::Duplicate { object: def.name.clone(), key: format!("({})", shown.join(", ")) }
     }
 
@@ -821,8 +825,7 @@ impl Database {
     }
 
     fn unique_conflict(&mut self, index: usize, t: usize, row: &[Value], except: Option<Rid>) -> Result<bool> {
-        let def = &self.catalog.indexes[index];
-        if !def.unique {
+        if !unique_key(&self.catalog.indexes[index], row) {
             return Ok(false);
         }
         let key = self.index_key(index, t, Rid { page: 0, slot: 0 }, row);
@@ -992,7 +995,9 @@ impl Database {
 }
 
 /// Appends the key of `row` (at `rid`) in index `def` of `table` to `key`: the indexed
-/// columns in key encoding, then, for a non-unique index, the RID.
+/// columns in key encoding, then the RID unless the key must be unique. A key with a
+/// NULL is never a duplicate (SQL: NULL equals nothing, so a UNIQUE index holds any
+/// number of them), so it carries the RID in a unique index too.
 pub(crate) fn push_index_key(
     def: &crate::catalog::IndexDef,
     table: &crate::catalog::TableDef,
@@ -1003,9 +1008,15 @@ pub(crate) fn push_index_key(
     for &c in &def.columns {
         types::encode_key_part(table.columns[c].ty, &row[c], key);
     }
-    if !def.unique {
+    if !unique_key(def, row) {
         key.extend_from_slice(&rid.encode());
     }
+}
+
+/// Whether the key of `row` in index `def` must be unique: the index is, and no key
+/// column is NULL.
+fn unique_key(def: &crate::catalog::IndexDef, row: &[Value]) -> bool {
+    def.unique && def.columns.iter().all(|&c| row[c] != Value::Null)
 }
 
 #[derive(Clone, Copy)]

@@ -52,6 +52,15 @@ pub enum Error {
     Stopped {
         cause: String,
     },
+    /// A transaction that failed earlier (`cause`) and was rolled back: nothing of it
+    /// is committed. `ended`: this was its commit, which rolled back instead and ended
+    /// it; otherwise the operation was refused and the transaction stays failed until
+    /// it is rolled back (`ROLLBACK`, [`crate::Database::abort`]).
+    TransactionFailed {
+        id: u64,
+        cause: String,
+        ended: bool,
+    },
 }
 
 impl fmt::Display for Error {
@@ -89,6 +98,14 @@ impl fmt::Display for Error {
             Error::Stopped { cause } => {
                 write!(f, "the database stopped after a failed write ({cause}); it refuses work until it is reopened")
             }
+            Error::TransactionFailed { id, cause, ended: false } => write!(
+                f,
+                "current transaction is aborted, commands ignored until ROLLBACK (transaction {id} failed and was \
+                 rolled back: {cause})"
+            ),
+            Error::TransactionFailed { id, cause, ended: true } => {
+                write!(f, "transaction {id} failed earlier and was rolled back: nothing of it was committed ({cause})")
+            }
         }
     }
 }
@@ -105,6 +122,32 @@ impl Error {
                 flash::Error::Device(nand::Error::Io { .. }) | flash::Error::Image(nand::ImageError::Io { .. })
             )
         )
+    }
+}
+
+/// Tokens and values longer than this many characters are cut in error messages (a
+/// 1 MB literal is not echoed back).
+pub const ECHO_CHARS: usize = 40;
+
+/// `text` cut to [`ECHO_CHARS`] characters, with `…` where it was cut.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// Most characters of an error's message that a later error quotes as its cause.
+const CAUSE_CHARS: usize = 200;
+
+impl Error {
+    /// The message cut to [`CAUSE_CHARS`] characters, to quote as a later error's cause.
+    pub fn brief(&self) -> String {
+        let message = self.to_string();
+        match message.char_indices().nth(CAUSE_CHARS) {
+            Some((at, _)) => format!("{}…", &message[..at]),
+            None => message,
+        }
     }
 }
 

@@ -4,25 +4,49 @@
 //! and the schema printed back as DDL.
 
 use crate::btree;
-use crate::catalog::{IndexDef, RegionEntry, TableDef, Tablespace};
+use crate::catalog::{Catalog, IndexDef, RegionEntry, TableDef, Tablespace};
 use crate::db::{coerce, extent_pages, pages, Database, Object, QueryResult, TableId, LOG, SYSTEM};
 use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
 use crate::space::{ObjectSpace, RegionPages};
 use crate::sql::{self, AlterChange, Condition, SetExpr, Statement};
+use crate::txn::Transaction;
 use crate::types::{self, Column, Value};
 use flash::{IpaMode, RegionId, RegionSpec};
 
+/// The transaction statements run in.
+#[derive(Debug, Default)]
+pub(crate) enum SqlTx {
+    /// None: each statement runs in one of its own.
+    #[default]
+    None,
+    /// The one `BEGIN` opened.
+    Open(Transaction),
+    /// A statement in it failed, and it was rolled back: statements are refused until
+    /// `ROLLBACK` (a `COMMIT` ends it too, saying that nothing was committed).
+    Failed { id: u64, cause: String },
+}
+
 impl Database {
-    /// Runs `;`-separated statements; errors name the statement's line.
+    /// Runs `;`-separated statements; errors name the statement's line. The first
+    /// error stops the run.
     ///
-    /// A DML statement runs in the open transaction (`BEGIN` … `COMMIT`/`ROLLBACK`) or
-    /// in one of its own; a statement that fails rolls its transaction back. DDL runs
-    /// outside transactions and is followed by a checkpoint.
+    /// Outside `BEGIN` … `COMMIT` each statement runs in a transaction of its own: one
+    /// that fails changes nothing. Inside, a transaction is all or nothing, as in
+    /// PostgreSQL: a statement that fails (or does not parse) rolls the transaction
+    /// back and leaves it failed; every later statement is refused with "current
+    /// transaction is aborted, commands ignored until ROLLBACK" until `ROLLBACK` ends
+    /// it, and a `COMMIT` ends it with an error saying nothing was committed. DDL runs
+    /// outside transactions and is followed by a checkpoint; a DDL statement that fails
+    /// leaves the catalog as it was.
     pub fn execute(&mut self, text: &str) -> Result<Vec<QueryResult>> {
         self.roll_back_dropped()?;
+        let statements = match sql::parse(text) {
+            Ok(statements) => statements,
+            Err(e) => return Err(self.fail_transaction(e)),
+        };
         let mut out = Vec::new();
-        for located in sql::parse(text)? {
+        for located in statements {
             let result = self.run_in_transaction(located.statement).map_err(|e| match e {
                 Error::Invalid(m) => Error::Invalid(format!("line {}: {m}", located.line)),
                 Error::Duplicate { object, key } => {
@@ -42,64 +66,142 @@ impl Database {
         self.run_in_transaction(st)
     }
 
-    fn run_in_transaction(&mut self, st: Statement) -> Result<QueryResult> {
-        let ddl = matches!(
-            st,
-            Statement::CreateRegion { .. }
-                | Statement::CreateTablespace { .. }
-                | Statement::CreateTable { .. }
-                | Statement::CreateIndex { .. }
-                | Statement::DropTable(_)
-                | Statement::DropIndex(_)
-                | Statement::Alter { .. }
-        );
-        match st {
-            Statement::Begin if self.sql_tx.is_some() => Err(Error::Invalid("a transaction is already open".into())),
-            Statement::Begin => {
-                self.sql_tx = Some(self.begin());
-                Ok(QueryResult::Done("BEGIN".into()))
-            }
-            Statement::Commit | Statement::Rollback => {
-                let Some(tx) = self.sql_tx.take() else {
-                    return Err(Error::Invalid("no transaction is open".into()));
-                };
-                if st == Statement::Commit {
-                    self.commit(tx)?;
-                    Ok(QueryResult::Done("COMMIT".into()))
-                } else {
-                    self.abort(tx)?;
-                    Ok(QueryResult::Done("ROLLBACK".into()))
+    /// Fails the transaction `BEGIN` opened, if one is open, for `error` that arose
+    /// outside [`Database::execute_statement`] (a statement that does not parse): it is
+    /// rolled back and refuses statements until `ROLLBACK`. Returns the error to
+    /// report, saying so when a transaction was failed.
+    pub fn fail_transaction(&mut self, error: Error) -> Error {
+        match std::mem::take(&mut self.sql_tx) {
+            SqlTx::Open(tx) => {
+                self.sql_tx = SqlTx::Failed { id: tx.id(), cause: error.brief() };
+                match self.abort(tx) {
+                    Ok(()) => rolled_back(error),
+                    Err(e) => e,
                 }
             }
-            _ if ddl && self.sql_tx.is_some() => {
-                Err(Error::Invalid("DDL inside a transaction is not supported; COMMIT or ROLLBACK first".into()))
+            other => {
+                self.sql_tx = other;
+                error
             }
-            _ if ddl => {
-                let result = self.run(0, st)?;
-                self.checkpoint()?;
-                Ok(result)
+        }
+    }
+
+    /// Whether statements run inside a transaction `BEGIN` opened (failed or not).
+    pub fn in_transaction(&self) -> bool {
+        !matches!(self.sql_tx, SqlTx::None)
+    }
+
+    fn run_in_transaction(&mut self, st: Statement) -> Result<QueryResult> {
+        match std::mem::take(&mut self.sql_tx) {
+            SqlTx::None => self.run_alone(st),
+            SqlTx::Open(tx) => self.run_in(tx, st),
+            SqlTx::Failed { id, cause } => match st {
+                Statement::Rollback => Ok(QueryResult::Done("ROLLBACK".into())),
+                Statement::Commit => Err(Error::TransactionFailed { id, cause, ended: true }),
+                _ => {
+                    self.sql_tx = SqlTx::Failed { id, cause: cause.clone() };
+                    Err(Error::TransactionFailed { id, cause, ended: false })
+                }
+            },
+        }
+    }
+
+    /// A statement outside `BEGIN` … `COMMIT`.
+    fn run_alone(&mut self, st: Statement) -> Result<QueryResult> {
+        match st {
+            Statement::Begin => {
+                self.sql_tx = SqlTx::Open(self.begin());
+                Ok(QueryResult::Done("BEGIN".into()))
             }
-            _ => {
-                let (tx, own) = match self.sql_tx.take() {
-                    Some(tx) => (tx, false),
-                    None => (self.begin(), true),
-                };
+            Statement::Commit | Statement::Rollback => Err(Error::Invalid("no transaction is open".into())),
+            st if is_ddl(&st) => self.run_ddl(st),
+            st => {
+                let tx = self.begin();
                 match self.run(tx.id(), st) {
-                    Ok(result) if own => {
-                        self.commit(tx)?;
-                        Ok(result)
-                    }
                     Ok(result) => {
-                        self.sql_tx = Some(tx);
+                        self.commit(tx)?;
                         Ok(result)
                     }
                     Err(e) => {
                         self.abort(tx)?;
-                        Err(if own { e } else { rolled_back(e) })
+                        Err(e)
                     }
                 }
             }
         }
+    }
+
+    /// A statement inside `BEGIN` … `COMMIT`: any error fails the transaction.
+    fn run_in(&mut self, tx: Transaction, st: Statement) -> Result<QueryResult> {
+        let result = match st {
+            Statement::Commit => {
+                self.commit(tx)?;
+                return Ok(QueryResult::Done("COMMIT".into()));
+            }
+            Statement::Rollback => {
+                self.abort(tx)?;
+                return Ok(QueryResult::Done("ROLLBACK".into()));
+            }
+            Statement::Begin => Err(Error::Invalid("a transaction is already open".into())),
+            st if is_ddl(&st) => {
+                Err(Error::Invalid("DDL inside a transaction is not supported; COMMIT or ROLLBACK first".into()))
+            }
+            st => self.run(tx.id(), st),
+        };
+        self.sql_tx = SqlTx::Open(tx);
+        result.map_err(|e| self.fail_transaction(e))
+    }
+
+    /// Runs a DDL statement, then a checkpoint. If it fails, the catalog is put back
+    /// as it was, with the IPA layouts the store keeps, and the pages of objects it
+    /// had made are freed: the session goes on as if it had not run. Except where the
+    /// statement got past its point of no return: a drop (or the swap of a move) whose
+    /// catalog was written and whose pages were being freed stays done, and a region
+    /// added to the device stays (the device cannot remove one).
+    fn run_ddl(&mut self, st: Statement) -> Result<QueryResult> {
+        let before = self.catalog.clone();
+        match self.run(0, st) {
+            Ok(result) => {
+                self.checkpoint()?;
+                Ok(result)
+            }
+            Err(e) => {
+                let ids: Vec<u32> = self.catalog.objects().map(|(id, _, _)| id).collect();
+                let dropped = before.objects().any(|(id, _, _)| !ids.contains(&id));
+                if !dropped && before.regions.len() == self.catalog.regions.len() {
+                    self.restore_catalog(before)?;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts back `before`, the catalog before a DDL statement that failed, and frees
+    /// the pages of the objects it lacks (after a checkpoint that writes `before` again
+    /// and moves restart's redo past their logged changes, as
+    /// [`Database::free_objects`] does).
+    fn restore_catalog(&mut self, before: Catalog) -> Result<()> {
+        let kept: Vec<u32> = before.objects().map(|(id, _, _)| id).collect();
+        let made: Vec<(u32, ObjectSpace)> = self
+            .catalog
+            .objects()
+            .filter(|(id, _, _)| !kept.contains(id))
+            .map(|(id, space, _)| (id, space.clone()))
+            .collect();
+        self.catalog.restore(before);
+        for (id, _) in &made {
+            self.pool.store_mut().set_layouts(*id, &[]);
+        }
+        let layouts: Vec<(u32, Vec<crate::delta::IpaScheme>)> =
+            self.catalog.objects().map(|(id, _, layouts)| (id, layouts.to_vec())).collect();
+        for (id, layouts) in layouts {
+            self.pool.store_mut().set_layouts(id, &layouts);
+        }
+        if made.is_empty() {
+            return Ok(());
+        }
+        let spaces: Vec<ObjectSpace> = made.into_iter().map(|(_, space)| space).collect();
+        self.free_objects(&spaces)
     }
 
     /// Runs the statements of a `.sql` file (a schema, a load script).
@@ -112,6 +214,7 @@ impl Database {
     }
 
     fn run(&mut self, tx: u64, st: Statement) -> Result<QueryResult> {
+        check_new_names(&st)?;
         match st {
             Statement::CreateRegion { name, options } => self.create_region(&name, &options),
             Statement::CreateTablespace { name, region, extent_bytes } => {
@@ -203,6 +306,11 @@ impl Database {
             spec.over_provisioning = op;
         }
         self.pool.store().check_scheme(scheme)?;
+        // The device cannot take a region back: the catalog must have room for it first.
+        self.catalog.regions.push(RegionEntry { name: name.into(), scheme });
+        let fits = self.catalog.check_fits();
+        self.catalog.regions.pop();
+        fits?;
         let now = self.pool.now();
         let id = self.pool.store_mut().device_mut().add_region(spec, now)?;
         self.pool.store_mut().set_scheme(id, scheme)?;
@@ -281,10 +389,7 @@ impl Database {
         self.catalog.tables.push(table);
         let t = self.catalog.tables.len() - 1;
         if !primary_key.is_empty() {
-            if let Err(e) = self.create_index(&format!("{name}_pkey"), t, &primary_key, true, &ts) {
-                self.catalog.tables.pop();
-                return Err(e);
-            }
+            self.create_index(&format!("{name}_pkey"), t, &primary_key, true, &ts)?;
         }
         self.save_catalog()?;
         Ok(QueryResult::Done(format!("table {name} in tablespace {ts}")))
@@ -311,19 +416,14 @@ impl Database {
         };
         self.catalog.indexes.push(def);
         let index = self.catalog.indexes.len() - 1;
+        // On failure the statement's caller puts the catalog back and frees the pages.
         let tx = self.begin();
-        let root = self.with_object(tx.id(), Object::Index(index), btree::create);
-        self.catalog.indexes[index].root = match root {
-            Ok(root) => root,
-            Err(e) => {
-                self.abort(tx)?;
-                self.catalog.indexes.pop();
-                return Err(e);
-            }
-        };
-        if let Err(e) = self.index_existing_rows(tx.id(), index, t) {
+        let built = self.with_object(tx.id(), Object::Index(index), btree::create).and_then(|root| {
+            self.catalog.indexes[index].root = root;
+            self.index_existing_rows(tx.id(), index, t)
+        });
+        if let Err(e) = built {
             self.abort(tx)?;
-            self.drop_index(name)?;
             return Err(e);
         }
         self.commit(tx)?;
@@ -370,37 +470,52 @@ impl Database {
         Ok(())
     }
 
-    /// Trims and releases the pages of an object the catalog no longer lists. A
+    /// Trims and releases the pages of objects the catalog no longer lists. A
     /// checkpoint first makes that catalog durable and moves restart's redo past every
     /// logged change of those pages (redo must not meet a page that was trimmed).
-    pub(crate) fn free_object(&mut self, space: &ObjectSpace) -> Result<()> {
+    pub(crate) fn free_objects(&mut self, spaces: &[ObjectSpace]) -> Result<()> {
         self.checkpoint()?;
-        for page in space.pages().collect::<Vec<_>>() {
-            self.pool.discard(crate::store::PageId { region: space.region, page })?;
-        }
-        for &start in &space.extents {
-            self.regions[space.region as usize].release(start, space.extent_pages);
+        for space in spaces {
+            for page in space.pages().collect::<Vec<_>>() {
+                self.pool.discard(crate::store::PageId { region: space.region, page })?;
+            }
+            for &start in &space.extents {
+                self.regions[space.region as usize].release(start, space.extent_pages);
+            }
         }
         Ok(())
     }
 
+    /// `DROP INDEX`: not of an index that backs a PRIMARY KEY (the constraint would
+    /// stop holding while the schema still declares it).
     fn drop_index(&mut self, name: &str) -> Result<QueryResult> {
-        let index = self.catalog.indexes.remove(self.catalog.index(name)?);
-        self.free_object(&index.space)?;
-        self.save_catalog()?;
+        let i = self.catalog.index(name)?;
+        if let Some(t) = self.catalog.primary_key_of(i) {
+            let (index, table) = (&self.catalog.indexes[i].name, &self.catalog.tables[t].name);
+            return Err(Error::Invalid(format!(
+                "index {index} backs the PRIMARY KEY of table {table} and cannot be dropped \
+                 (DROP TABLE {table} drops it with the table)"
+            )));
+        }
+        let index = self.catalog.indexes.remove(i);
+        self.free_objects(&[index.space])?;
         Ok(QueryResult::Done(format!("dropped index {}", index.name)))
     }
 
+    /// `DROP TABLE`: the table and its indexes leave the catalog in one write.
     fn drop_table(&mut self, name: &str) -> Result<QueryResult> {
         let t = self.catalog.table(name)?;
-        let indexes: Vec<String> =
-            self.catalog.indexes_of(name).map(|i| self.catalog.indexes[i].name.clone()).collect();
-        for i in indexes {
-            self.drop_index(&i)?;
-        }
         let table = self.catalog.tables.remove(t);
-        self.free_object(&table.space)?;
-        self.save_catalog()?;
+        let mut spaces = vec![table.space];
+        let indexes = std::mem::take(&mut self.catalog.indexes);
+        for index in indexes {
+            if index.table.eq_ignore_ascii_case(&table.name) {
+                spaces.push(index.space);
+            } else {
+                self.catalog.indexes.push(index);
+            }
+        }
+        self.free_objects(&spaces)?;
         Ok(QueryResult::Done(format!("dropped table {}", table.name)))
     }
 
@@ -532,7 +647,7 @@ impl Database {
             out += &alter_ipa_ddl("TABLE", &t.name, &t.ipa_layouts);
             for i in self.catalog.indexes_of(&t.name) {
                 let ix = &self.catalog.indexes[i];
-                if ix.name == format!("{}_pkey", t.name) {
+                if self.catalog.primary_key_of(i).is_some() {
                     out += &alter_ipa_ddl("INDEX", &ix.name, &ix.ipa_layouts);
                     continue;
                 }
@@ -562,12 +677,48 @@ fn alter_ipa_ddl(kind: &str, name: &str, layouts: &[crate::delta::IpaScheme]) ->
     }
 }
 
+/// Checks the names a statement brings into the catalog as the parser does (for a
+/// statement built in code).
+fn check_new_names(st: &Statement) -> Result<()> {
+    let names: Vec<&str> = match st {
+        Statement::CreateRegion { name, .. }
+        | Statement::CreateTablespace { name, .. }
+        | Statement::CreateIndex { name, .. } => vec![name],
+        Statement::CreateTable { name, columns, .. } => {
+            std::iter::once(name.as_str()).chain(columns.iter().map(|c| c.name.as_str())).collect()
+        }
+        _ => Vec::new(),
+    };
+    for name in names {
+        sql::check_name(name).map_err(|m| Error::Invalid(format!("{}: {m}", sql::shorten(name))))?;
+    }
+    Ok(())
+}
+
+fn is_ddl(st: &Statement) -> bool {
+    matches!(
+        st,
+        Statement::CreateRegion { .. }
+            | Statement::CreateTablespace { .. }
+            | Statement::CreateTable { .. }
+            | Statement::CreateIndex { .. }
+            | Statement::DropTable(_)
+            | Statement::DropIndex(_)
+            | Statement::Alter { .. }
+    )
+}
+
+/// What the error of a statement that failed its transaction adds.
+const FAILED_TRANSACTION: &str = "(the transaction failed and was rolled back; statements are refused until ROLLBACK)";
+
 fn rolled_back(e: Error) -> Error {
     match e {
-        Error::Invalid(m) => Error::Invalid(format!("{m} (the transaction was rolled back)")),
-        Error::Duplicate { object, key } => {
-            Error::Duplicate { object: format!("{object} (the transaction was rolled back)"), key }
+        Error::Invalid(m) => Error::Invalid(format!("{m} {FAILED_TRANSACTION}")),
+        Error::Full(m) => Error::Full(format!("{m} {FAILED_TRANSACTION}")),
+        Error::Parse { line, column, token, message } => {
+            Error::Parse { line, column, token, message: format!("{message} {FAILED_TRANSACTION}") }
         }
+        Error::Duplicate { object, key } => Error::Duplicate { object, key: format!("{key} {FAILED_TRANSACTION}") },
         other => other,
     }
 }

@@ -95,6 +95,11 @@ impl UndoLog {
         pages.len()
     }
 
+    /// Updates logged so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub fn clear(&mut self) {
         self.entries.clear();
         self.spans.clear();

@@ -17,7 +17,10 @@
 //! UPDATE t SET col = v | col = col ± v, … [WHERE …]
 //! DELETE FROM t [WHERE …]
 //! BEGIN | COMMIT | ROLLBACK
+//!     names: at most 64 characters; numbers: 42, -12.50 (DECIMAL), 1.5e-3 (FLOAT)
 //! ```
+//!
+//! A UTF-8 byte order mark at the start of the input is skipped.
 
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
@@ -40,17 +43,35 @@ struct Token {
     column: usize,
 }
 
-/// Tokens and literals longer than this many characters are cut in error messages (a
-/// 1 MB literal is not echoed back).
-pub const ECHO_CHARS: usize = 40;
+pub use crate::error::{shorten, ECHO_CHARS};
 
-/// `text` cut to [`ECHO_CHARS`] characters, with `…` where it was cut.
-pub fn shorten(text: &str) -> String {
-    match text.char_indices().nth(ECHO_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
+/// Most characters of a name (region, tablespace, table, index, column): the catalog
+/// and every listing hold names, not essays.
+pub const NAME_CHARS: usize = 64;
+
+/// `message` with each space-separated word cut to [`ECHO_CHARS`] characters (a
+/// message that quotes what was typed).
+fn shorten_words(message: &str) -> String {
+    message.split(' ').map(shorten).collect::<Vec<_>>().join(" ")
 }
+
+/// A parse error at `line`, `column`, at `token` (as [`Token::text`] shows it, cut);
+/// the words of the message are cut to [`ECHO_CHARS`] characters.
+fn parse_error(line: usize, column: usize, token: String, message: &str) -> Error {
+    Error::Parse { line, column, token, message: shorten_words(message) }
+}
+
+/// Checks a new object's name: at most [`NAME_CHARS`] characters.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    let chars = name.chars().count();
+    if chars > NAME_CHARS {
+        return Err(format!("a name of {chars} characters is longer than the {NAME_CHARS} allowed"));
+    }
+    Ok(())
+}
+
+/// A UTF-8 byte order mark, skipped at the start of the input.
+const BOM: char = '\u{feff}';
 
 impl Token {
     fn text(&self) -> String {
@@ -77,6 +98,9 @@ fn lex(text: &str, line: usize, column: usize) -> Result<Vec<Token>> {
             *col += 1;
         }
     };
+    if (line, column) == (1, 1) && chars.first() == Some(&BOM) {
+        i += 1;
+    }
     while i < chars.len() {
         let c = chars[i];
         let (l, cl) = (line, col);
@@ -90,7 +114,12 @@ fn lex(text: &str, line: usize, column: usize) -> Result<Vec<Token>> {
         } else if c.is_alphanumeric() || c == '_' {
             let mut w = String::new();
             let numeric = c.is_ascii_digit();
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || (numeric && chars[i] == '.')) {
+            while i < chars.len()
+                && (chars[i].is_alphanumeric()
+                    || chars[i] == '_'
+                    || (numeric && chars[i] == '.')
+                    || (numeric && exponent_sign(&w, chars[i], chars.get(i + 1))))
+            {
                 w.push(chars[i]);
                 let ch = chars[i];
                 advance(&mut i, &mut line, &mut col, ch);
@@ -101,14 +130,7 @@ fn lex(text: &str, line: usize, column: usize) -> Result<Vec<Token>> {
             advance(&mut i, &mut line, &mut col, c);
             loop {
                 match chars.get(i) {
-                    None => {
-                        return Err(Error::Parse {
-                            line: l,
-                            column: cl,
-                            token: "'".into(),
-                            message: "string literal is not closed".into(),
-                        })
-                    }
+                    None => return Err(parse_error(l, cl, "'".into(), "string literal is not closed")),
                     Some('\'') if chars.get(i + 1) == Some(&'\'') => {
                         s.push('\'');
                         advance(&mut i, &mut line, &mut col, '\'');
@@ -129,16 +151,21 @@ fn lex(text: &str, line: usize, column: usize) -> Result<Vec<Token>> {
             out.push(Token { tok: Tok::Sym(c), line: l, column: cl });
             advance(&mut i, &mut line, &mut col, c);
         } else {
-            return Err(Error::Parse {
-                line: l,
-                column: cl,
-                token: c.to_string(),
-                message: "unexpected character".into(),
-            });
+            return Err(parse_error(l, cl, c.to_string(), "unexpected character"));
         }
     }
     out.push(Token { tok: Tok::End, line, column: col });
     Ok(out)
+}
+
+/// Whether `c` is the sign of a number's exponent: `w` so far is digits (with a `.`)
+/// ending in `e` or `E`, and a digit follows (`1.5e-3`, `2E+8`).
+fn exponent_sign(w: &str, c: char, next: Option<&char>) -> bool {
+    let Some(mantissa) = w.strip_suffix(['e', 'E']) else { return false };
+    (c == '-' || c == '+')
+        && next.is_some_and(char::is_ascii_digit)
+        && !mantissa.is_empty()
+        && mantissa.chars().all(|ch| ch.is_ascii_digit() || ch == '.')
 }
 
 /// `CREATE REGION` options.
@@ -322,6 +349,9 @@ impl Splitter {
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         let mut out = Vec::new();
         for c in text.chars() {
+            if c == BOM && (self.line, self.column) == (1, 1) {
+                continue;
+            }
             let here = (self.line, self.column);
             match self.state {
                 SplitState::Str => {
@@ -421,7 +451,7 @@ impl Parser {
     }
     fn fail<T>(&self, message: &str) -> Result<T> {
         let t = self.peek();
-        Err(Error::Parse { line: t.line, column: t.column, token: t.text(), message: message.into() })
+        Err(parse_error(t.line, t.column, t.text(), message))
     }
     fn is_kw(&self, kw: &str) -> bool {
         matches!(&self.peek().tok, Tok::Word(w) if w.eq_ignore_ascii_case(kw))
@@ -457,6 +487,9 @@ impl Parser {
     fn ident(&mut self, what: &str) -> Result<String> {
         match &self.peek().tok {
             Tok::Word(w) if w.starts_with(|c: char| c.is_alphabetic() || c == '_') => {
+                if let Err(m) = check_name(w) {
+                    return self.fail(&m);
+                }
                 let w = w.clone();
                 self.bump();
                 Ok(w)
@@ -582,12 +615,12 @@ impl Parser {
                     })?)
                 }
                 _ => {
-                    return Err(Error::Parse {
-                        line: key.line,
-                        column: key.column,
-                        token: key.text(),
-                        message: "unknown region option (expected MAX_SIZE, MAX_CHIPS, MAX_CHANNELS, IPA_MODE, IPA, V or OVER_PROVISIONING)".into(),
-                    })
+                    return Err(parse_error(
+                        key.line,
+                        key.column,
+                        key.text(),
+                        "unknown region option (expected MAX_SIZE, MAX_CHIPS, MAX_CHANNELS, IPA_MODE, IPA, V or OVER_PROVISIONING)",
+                    ))
                 }
             }
             if !self.eat_sym(',') {
@@ -646,12 +679,7 @@ impl Parser {
         if self.eat_sym('-') {
             mode = format!("{mode}-{}", self.word("an IPA mode")?);
         }
-        mode.parse().map_err(|m: String| Error::Parse {
-            line: at.line,
-            column: at.column,
-            token: mode.clone(),
-            message: m,
-        })
+        mode.parse().map_err(|m: String| parse_error(at.line, at.column, shorten(&mode), &m))
     }
 
     fn create_tablespace(&mut self) -> Result<Statement> {
@@ -703,12 +731,12 @@ impl Parser {
             ("CHAR" | "VARCHAR", [n]) if *n == 0 || *n > 4000 => bad(self, "text length must be 1 to 4000"),
             ("CHAR", [n]) => Ok(ColumnType::Char(*n)),
             ("VARCHAR", [n]) => Ok(ColumnType::Varchar(*n)),
-            _ => Err(Error::Parse {
-                line: self.toks[self.at - 1].line,
-                column: self.toks[self.at - 1].column,
-                token: ty,
-                message: "unknown type (expected INT, BIGINT, DECIMAL(p,s), FLOAT, CHAR(n) or VARCHAR(n))".into(),
-            }),
+            _ => Err(parse_error(
+                self.toks[self.at - 1].line,
+                self.toks[self.at - 1].column,
+                shorten(&ty),
+                "unknown type (expected INT, BIGINT, DECIMAL(p,s), FLOAT, CHAR(n) or VARCHAR(n))",
+            )),
         }
     }
 

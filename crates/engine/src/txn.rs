@@ -8,6 +8,14 @@
 //! transaction has uncommitted changes, another one's change is refused
 //! ([`Error::AnotherWriter`]); transactions that only read may be open beside it.
 //!
+//! A transaction is all or nothing: an operation that fails after it changed data
+//! (a row stored but its index entry refused, a B+-tree split the log ran out of room
+//! for) leaves the transaction failed. A failed transaction refuses every further
+//! operation ([`Error::TransactionFailed`]) and its commit rolls it back and reports
+//! that; only its abort ends it quietly. An operation refused before it changed
+//! anything (a duplicate key, a value of the wrong type, another writer) leaves the
+//! transaction as it was.
+//!
 //! The [`Transaction`] type enforces the rules: only [`Database::begin`] makes one,
 //! `commit` and `abort` take it by value (a finished transaction cannot be presented
 //! again), and one that is not open in the database it is given to (another
@@ -54,6 +62,9 @@ pub(crate) struct TxState {
     pub frees: Vec<(u32, u32)>,
     /// With full-page images: pages whose image its rollback may log, room set aside.
     pub image_room_pages: usize,
+    /// Why the transaction failed (an operation failed after it changed data): it
+    /// refuses further operations and its commit rolls it back.
+    pub failed: Option<String>,
 }
 
 pub(crate) type Active = BTreeMap<u64, TxState>;
@@ -122,13 +133,44 @@ impl Database {
     }
 
     /// Rolls back the transactions dropped while open, then checks that `tx` is open
-    /// here; returns its id.
+    /// here and has not failed; returns its id.
     pub(crate) fn enter(&mut self, tx: &Transaction) -> Result<u64> {
+        let id = self.open_here(tx)?;
+        match self.active.get(&id).and_then(|s| s.failed.clone()) {
+            Some(cause) => Err(Error::TransactionFailed { id, cause, ended: false }),
+            None => Ok(id),
+        }
+    }
+
+    /// Rolls back the transactions dropped while open, then checks that `tx` is open
+    /// here (failed or not); returns its id.
+    fn open_here(&mut self, tx: &Transaction) -> Result<u64> {
         self.roll_back_dropped()?;
         if tx.db != self.instance || !self.active.contains_key(&tx.id) {
             return Err(Error::UnknownTransaction { id: tx.id });
         }
         Ok(tx.id)
+    }
+
+    /// Runs `change` for `tx` (entered first); if it fails after it changed data, the
+    /// transaction is failed: what it did so far would be half an operation.
+    pub(crate) fn changing<T>(
+        &mut self,
+        tx: &Transaction,
+        change: impl FnOnce(&mut Self, u64) -> Result<T>,
+    ) -> Result<T> {
+        let id = self.enter(tx)?;
+        let updates = |db: &Self| db.active.get(&id).map(|s| (s.undo.len(), s.frees.len()));
+        let before = updates(self);
+        let result = change(self, id);
+        if let Err(e) = &result {
+            if updates(self) != before {
+                if let Some(state) = self.active.get_mut(&id) {
+                    state.failed = Some(e.brief());
+                }
+            }
+        }
+        result
     }
 
     pub(crate) fn roll_back_dropped(&mut self) -> Result<()> {
@@ -154,7 +196,7 @@ impl Database {
 
     /// Ends `tx` here: checks it, takes its state and disarms its drop.
     fn finish(&mut self, tx: &mut Transaction) -> Result<(u64, TxState)> {
-        let id = self.enter(tx)?;
+        let id = self.open_here(tx)?;
         tx.dropped = None;
         Ok((id, self.active.remove(&id).unwrap_or_default()))
     }
@@ -179,8 +221,15 @@ impl Database {
     /// [`Error::CommitOutcomeUnknown`]; one after it (the page cleaner, a checkpoint)
     /// does not fail the commit. Either way the database then refuses work until it is
     /// reopened ([`Error::Stopped`]).
+    ///
+    /// A failed transaction is rolled back instead, and the commit returns
+    /// [`Error::TransactionFailed`] with `ended` set.
     pub fn commit(&mut self, mut tx: Transaction) -> Result<u64> {
         let (id, mut state) = self.finish(&mut tx)?;
+        if let Some(cause) = state.failed.take() {
+            self.roll_back(id, state)?;
+            return Err(Error::TransactionFailed { id, cause, ended: true });
+        }
         // Committing, it will not roll back: its room in the log is free for the rest.
         self.journal.release_rollback_room(id);
         let changed = !state.undo.is_empty() || !state.frees.is_empty();

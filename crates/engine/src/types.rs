@@ -42,7 +42,9 @@ impl ColumnType {
 
     /// Converts a literal to this type's value, or says why it cannot.
     pub fn coerce(self, v: &Value) -> Result<Value, String> {
-        let out_of_range = || format!("{v} is out of range for {self}");
+        // Only an error shows the value, cut.
+        let shown = || crate::error::shorten(&v.to_string());
+        let out_of_range = || format!("{} is out of range for {self}", shown());
         match (self, v) {
             (_, Value::Null) => Ok(Value::Null),
             (ColumnType::Int, Value::Int(i)) => i32::try_from(*i).map(|_| Value::Int(*i)).map_err(|_| out_of_range()),
@@ -54,7 +56,8 @@ impl ColumnType {
                     Value::Float(f) => Some((f * 10f64.powi(scale as i32)).round() as i64),
                     Value::Text(_) | Value::Null => None,
                 };
-                let scaled = scaled.ok_or_else(|| format!("{v} is not a DECIMAL({precision},{scale}) value"))?;
+                let scaled =
+                    scaled.ok_or_else(|| format!("{} is not a DECIMAL({precision},{scale}) value", shown()))?;
                 if scaled.unsigned_abs() >= 10u64.pow(precision as u32) {
                     return Err(out_of_range());
                 }
@@ -67,14 +70,14 @@ impl ColumnType {
             (ColumnType::Float, Value::Float(f)) => Ok(Value::Float(*f)),
             (ColumnType::Char(n) | ColumnType::Varchar(n), Value::Text(s)) => {
                 if s.len() > n as usize {
-                    Err(format!("'{s}' has {} bytes, more than {self} holds", s.len()))
+                    Err(format!("'{}' has {} bytes, more than {self} holds", shown(), s.len()))
                 } else if matches!(self, ColumnType::Char(_)) {
                     Ok(Value::Text(s.trim_end_matches(' ').to_string()))
                 } else {
                     Ok(Value::Text(s.clone()))
                 }
             }
-            _ => Err(format!("{v} is not a {self} value")),
+            _ => Err(format!("{} is not a {self} value", shown())),
         }
     }
 }

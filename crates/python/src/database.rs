@@ -79,7 +79,9 @@ impl Database {
     }
 
     /// Runs the statements in `sql`; one tuple per statement: ("rows", columns, rows),
-    /// ("count", verb, n) or ("done", message).
+    /// ("count", verb, n) or ("done", message). The first error raises; inside BEGIN …
+    /// COMMIT it fails the transaction (rolled back; later statements raise until
+    /// ROLLBACK, and COMMIT raises saying nothing was committed), as the engine does.
     fn execute<'py>(&mut self, py: Python<'py>, sql: &str) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let results = self.open_db()?.execute(sql).map_err(failure)?;
         let mut out = Vec::with_capacity(results.len());
@@ -122,5 +124,11 @@ impl Database {
     #[getter]
     fn closed(&self) -> bool {
         self.db.is_none()
+    }
+
+    /// Whether statements run inside a transaction BEGIN opened (failed or not).
+    #[getter]
+    fn in_transaction(&self) -> bool {
+        self.db.as_ref().is_some_and(|db| db.in_transaction())
     }
 }
