@@ -180,7 +180,9 @@ pub fn cut_quoted(message: &str) -> String {
             Some((i, _)) => (&inside[..i], &inside[i + 1..]),
             None => (inside, ""),
         };
-        out.push_str(&quote_with(span, mark));
+        // A span cut already (80 characters and "…") stays as it is.
+        let cut = span.ends_with('…') && span.chars().count() == QUOTED_CHARS + 1;
+        out.push_str(&if cut { format!("{mark}{span}{mark}") } else { quote_with(span, mark) });
         before = Some(mark);
         rest = after;
     }
@@ -286,6 +288,7 @@ mod tests {
             format!("invalid type: string \"{}…\" (100000 characters), expected u32 at 'x'", "é".repeat(80))
         );
         assert_eq!(cut_quoted("no quotes"), "no quotes");
+        assert_eq!(cut_quoted(&q), q, "a quoted value is not cut twice");
         let words = format!("the engine's {} pages aren't", "x ".repeat(60));
         assert_eq!(cut_quoted(&words), words, "apostrophes in words quote nothing");
         assert_eq!(cut_quoted(&format!("open `{long}")), format!("open `{}…` (100000 characters)", "é".repeat(80)));
