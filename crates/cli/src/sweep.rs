@@ -329,7 +329,7 @@ mod tests {
         let (_d, path) = grid("[grid]\n\"engine.bufer\" = [0.1]\n");
         assert!(points(&path, false).err().expect("refused").contains("bufer"));
         let (_d, path) = grid("[grid]\nseed = 3\n");
-        assert!(points(&path, false).err().expect("refused").contains("seed: must be a non-empty list"));
+        assert!(points(&path, false).err().expect("refused").contains("`seed`: must be a non-empty list"));
         let (_d, path) = grid("[base]\nseed = 1\n");
         assert!(points(&path, false).err().expect("refused").contains("no [grid]"));
         let (_d, path) = grid("[base]\nseed = 1\n[grid]\n\"seed.x\" = [1]\n");
