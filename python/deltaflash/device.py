@@ -74,9 +74,15 @@ class Device:
         blocks_per_chip: Optional[int] = None,
         pages_per_block: Optional[int] = None,
         page_bytes: Optional[int] = None,
+        max_memory: Optional[int] = None,
     ):
         self._native = _deltaflash.Device(
-            preset, chips=chips, blocks_per_chip=blocks_per_chip, pages_per_block=pages_per_block, page_bytes=page_bytes
+            preset,
+            chips=chips,
+            blocks_per_chip=blocks_per_chip,
+            pages_per_block=pages_per_block,
+            page_bytes=page_bytes,
+            max_memory_bytes=max_memory,
         )
 
     @property

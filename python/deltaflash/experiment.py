@@ -32,6 +32,7 @@ FIELDS: Dict[str, str] = {
     "page_bytes": "device.page_bytes",
     "host_queue_depth": "device.host_queue_depth",
     "no_data": "device.no_data",
+    "max_memory": "device.max_memory_bytes",
     "image": "device.image",
     "scheme": "engine.ipa",
     "ipa": "engine.ipa",

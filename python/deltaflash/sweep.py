@@ -10,7 +10,8 @@ on the command line writes and reads the same file.
 A failed point is tried again up to ``retries`` times (a lost worker or node; a config
 error is not retried: it would fail the same way), then recorded with its error.
 Ctrl-C stops the pending points and raises ``KeyboardInterrupt``; what finished is in
-the file.
+the file. A grid of more than 10,000 points runs only with ``yes=True`` (the command
+line's ``--yes``; the native module makes the check and its message).
 """
 
 from __future__ import annotations
@@ -174,6 +175,7 @@ def sweep(
     progress: bool = True,
     address: Optional[str] = None,
     on_result: Optional[Callable[[Point, Result], None]] = None,
+    yes: bool = False,
     **fixed: Any,
 ) -> pd.DataFrame:
     """Runs every point of ``grid`` (config fields or ``run`` keywords → lists of values)
@@ -182,13 +184,19 @@ def sweep(
     ``backend="local"`` runs ``processes`` worker processes (default: one per core);
     ``backend="ray"`` submits Ray tasks (``ray.init(address=address)`` unless Ray is
     initialised already: one machine by default, unchanged on a cluster). ``out``: the
-    JSON-lines results file to append to and resume from. Returns one row per point: the
-    grid's columns, then the run's scalar metrics (and ``error`` for points that failed).
+    JSON-lines results file to append to and resume from. ``yes=True`` runs a grid of
+    more than 10,000 points (refused otherwise, before anything runs). Returns one row per
+    point: the grid's columns, then the run's scalar metrics (and ``error`` for points
+    that failed).
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     if retries < 0:
         raise ValueError(f"retries must be at least 0, got {retries}")
+    count = 1
+    for k in grid:
+        count *= len(grid[k]) if isinstance(grid[k], Sequence) and not isinstance(grid[k], (str, bytes)) else 1
+    _deltaflash.check_grid_points(count, yes)
     all_points = points(grid)
     config = build_config(base, **fixed)
     for p in all_points:

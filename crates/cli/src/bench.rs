@@ -10,7 +10,7 @@
 //! range. Errors from the experiment name config fields; without `--config` they are
 //! spelled as the flags that set them.
 
-use crate::setup::DeviceArgs;
+use crate::setup::{device_flag, DeviceArgs};
 use crate::table::{print_table, Row};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use workloads::config::{Eviction, IplStorageConfig, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
-use workloads::limits::{self, CountRange, FloatRange};
+use workloads::limits::{self, quote, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
 use workloads::sqlite::SQLITE_REGISTRY;
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, ExperimentResult, Progress};
@@ -75,18 +75,19 @@ pub(crate) fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     }
     text.strip_prefix("ftl:").and_then(flash::ftl::FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
         format!(
-            "`{text}` is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ftl:nolgn, ipl or host (SQLite)"
+            "{} is not a storage: noftl, ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ftl:nolgn, ipl or host (SQLite)",
+            quote(text)
         )
     })
 }
 
 fn scheme(text: &str) -> Result<IpaScheme, String> {
-    text.parse()
+    text.parse().map_err(|e: String| limits::cut_quoted(&e))
 }
 
 /// `NAME=VALUE`, VALUE in JSON syntax (2, [45,43,4,4,4], "x"); anything else is a string.
 fn param(text: &str) -> Result<(String, serde_json::Value), String> {
-    let (name, value) = text.split_once('=').ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let (name, value) = text.split_once('=').ok_or_else(|| format!("{} is not NAME=VALUE", quote(text)))?;
     let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
     Ok((name.trim().to_string(), value))
 }
@@ -310,14 +311,10 @@ impl Spelling {
         if let Some(file) = &self.config {
             return format!("{field} in {file}");
         }
+        if let Some(flag) = device_flag(field) {
+            return flag.to_string();
+        }
         let flag = match field {
-            "device" | "device.preset" => "--device",
-            "device.chips" => "--chips",
-            "device.blocks_per_chip" => "--blocks-per-chip",
-            "device.pages_per_block" => "--pages-per-block",
-            "device.page_bytes" => "--page-bytes",
-            "device.image" => "--image",
-            "device.image_sync" => "--image-sync",
             "engine.buffer_share" => "--buffer",
             "engine.ipa" => "--ipa",
             "engine.ipa_mode" => "--ipa-mode",
@@ -391,6 +388,7 @@ impl BenchArgs {
             }
         }
         device.no_data |= d.no_data;
+        set(&mut device.max_memory_bytes, d.max_memory.map(Some));
         if d.image.is_some() {
             device.image = d.image.clone();
         }

@@ -30,6 +30,7 @@ use nand::{Device, MemoryStorage};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use workloads::config::StorageConfig;
 use workloads::experiment::Consistency;
+use workloads::limits::{cut_quoted, quote};
 use workloads::sqlite::runner::run as run_sqlite;
 use workloads::sqlite::{Kind, Session, SqliteResult, SqliteRunConfig, SqliteWorkload, Synchronous};
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentResult};
@@ -56,7 +57,8 @@ fn engine_spec(text: &str) -> Result<EngineSpec, String> {
             None => FtlKind::Page,
             Some(s) => s.strip_prefix("ftl:").and_then(FtlKind::parse).ok_or_else(|| {
                 format!(
-                    "`{text}`: SQLite needs a block device: sqlite@ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"
+                    "{}: SQLite needs a block device: sqlite@ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast",
+                    quote(text)
                 )
             })?,
         };
@@ -64,8 +66,8 @@ fn engine_spec(text: &str) -> Result<EngineSpec, String> {
     }
     let scheme = name
         .strip_prefix("deltaflash:")
-        .ok_or_else(|| format!("`{text}` is not an engine: deltaflash:NxM[@STORAGE] or sqlite[@ftl:KIND]"))?;
-    let scheme: IpaScheme = scheme.parse().map_err(|e| format!("`{text}`: {e}"))?;
+        .ok_or_else(|| format!("{} is not an engine: deltaflash:NxM[@STORAGE] or sqlite[@ftl:KIND]", quote(text)))?;
+    let scheme: IpaScheme = scheme.parse().map_err(|e: String| format!("{}: {}", quote(text), cut_quoted(&e)))?;
     let storage = storage.map(|s| bench::storage_kind(s).map(|c| (s.to_string(), c))).transpose()?;
     Ok(EngineSpec::Deltaflash { scheme, storage })
 }
@@ -225,7 +227,7 @@ fn run_sqlite_on(
     let configured = workloads::sqlite::find(&c.workload.name)
         .and_then(|w| w.configure(&params))
         .map_err(|e| format!("sqlite: {e}"))?;
-    let geometry = c.device.geometry().map_err(|e| e.to_string())?;
+    let geometry = c.device.fitting_geometry().map_err(|e| crate::setup::device_error(&e))?;
     let device = Device::new(Box::new(MemoryStorage::new(geometry, !c.device.no_data)));
     // The runner charges the CPU cost per statement; the instance charges none itself.
     let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };

@@ -235,7 +235,22 @@ struct ReplayArgs {
 /// range, naming the flag), not an unknown option.
 fn parse_command_line() -> Cli {
     let command = Cli::command().mut_subcommands(|sub| sub.allow_negative_numbers(true));
-    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+    let matches = command.try_get_matches().unwrap_or_else(|e| exit_quoting(e));
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_quoting(e))
+}
+
+/// Exits with clap's message for `e`, a quoted value in it cut to 80 characters (clap
+/// quotes a refused value whole).
+fn exit_quoting(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    eprint!("{}", workloads::limits::cut_quoted(&e.render().to_string()));
+    std::process::exit(e.exit_code())
 }
 
 fn main() -> ExitCode {

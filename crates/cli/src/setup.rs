@@ -2,25 +2,31 @@
 //! formatted [`Flash`], and the range-checked value parsers of every command's
 //! numeric flags (clap names the flag; the parsers name the allowed range).
 //!
+//! The device flags are checked by the experiment config's device check
+//! (`workloads::config::DeviceConfig`), the one every front-end uses, and its errors
+//! spelled as these flags ([`device_flag`]).
+//!
 //! Invariant: no device is allocated before its memory footprint has been checked
 //! against the memory available (or `--max-memory`), so a mistyped geometry is refused
 //! with its size instead of exhausting the machine.
 
 use clap::Args;
 use flash::{Flash, GcConfig, IpaMode, RegionSpec, VictimPolicy, WearConfig};
-use nand::{Device, Geometry, GeometryOverrides, MemoryStorage, Storage, SyncMode};
+use nand::{Device, Geometry, MemoryStorage, Storage, SyncMode};
 use std::path::PathBuf;
+use workloads::config::{ConfigError, DeviceConfig};
+use workloads::limits::quote;
 
 /// A float parser accepting `lo..=hi`, or the open interval when `open` is set at an end.
 fn float_in(s: &str, lo: f64, hi: f64, lo_open: bool, hi_open: bool) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    let v: f64 = s.parse().map_err(|_| format!("{} is not a number", quote(s)))?;
     let above = if lo_open { v > lo } else { v >= lo };
     let below = if hi_open { v < hi } else { v <= hi };
     if above && below {
         Ok(v)
     } else {
         let (l, h) = (if lo_open { '(' } else { '[' }, if hi_open { ')' } else { ']' });
-        Err(format!("{s} is outside the allowed range {l}{lo}, {hi}{h}"))
+        Err(format!("{} is outside the allowed range {l}{lo}, {hi}{h}", quote(s)))
     }
 }
 
@@ -46,42 +52,33 @@ pub fn open_unit(s: &str) -> Result<f64, String> {
 
 /// `4096`, `64K`, `2G`: a byte count with an optional binary unit.
 pub fn bytes(s: &str) -> Result<u64, String> {
-    engine::sql::parse_size(s).and_then(|b| if b == 0 { Err("must be above 0".into()) } else { Ok(b) })
-}
-
-/// Bytes as `3.2 GiB`.
-fn human_bytes(b: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    if b as f64 >= GIB {
-        format!("{:.1} GiB", b as f64 / GIB)
-    } else {
-        format!("{:.1} MiB", b as f64 / MIB)
+    match engine::sql::parse_size(s) {
+        Ok(0) => Err("must be above 0".into()),
+        Ok(b) => Ok(b),
+        Err(e) => Err(workloads::limits::cut_quoted(&e)),
     }
 }
 
-/// Bytes an in-memory device of `g` takes: the per-page and per-block metadata of the
-/// NAND model and the region maps, plus, when `resident`, every page's data and OOB
-/// bytes (a filled device keeps all of them).
-pub fn footprint_bytes(g: &Geometry, resident: bool) -> u64 {
-    // Program count (1), region page meta (12) and map entry (8), live bit: ~22 B/page.
-    // Erase count, write pointer, cell pointer, region block state: ~48 B/block.
-    const PER_PAGE: u64 = 22;
-    const PER_BLOCK: u64 = 48;
-    let blocks = g.chips() as u64 * g.blocks_per_chip as u64;
-    let pages = blocks * g.pages_per_block as u64;
-    let meta = pages * PER_PAGE + blocks * PER_BLOCK;
-    // Data, OOB, and the pool's reference count and the block's buffer index.
-    let data = if resident { pages * (g.page_bytes as u64 + g.oob_bytes as u64 + 8) } else { 0 };
-    meta + data
+/// The device flag that sets a device config field (`device.chips` → `--chips`).
+pub fn device_flag(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "device" | "device.preset" => "--device",
+        "device.chips" => "--chips",
+        "device.blocks_per_chip" => "--blocks-per-chip",
+        "device.pages_per_block" => "--pages-per-block",
+        "device.page_bytes" => "--page-bytes",
+        "device.host_queue_depth" => "--host-queue-depth",
+        "device.max_memory_bytes" => "--max-memory",
+        "device.no_data" => "--no-data",
+        "device.image" => "--image",
+        "device.image_sync" => "--image-sync",
+        _ => return None,
+    })
 }
 
-/// `MemAvailable` of /proc/meminfo in bytes, where there is one.
-fn available_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+/// A device config error with its fields spelled as the device flags.
+pub fn device_error(e: &ConfigError) -> String {
+    e.message(&|field| device_flag(field).map_or_else(|| field.to_string(), str::to_string))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -143,56 +140,30 @@ pub struct RegionArgs {
 }
 
 impl DeviceArgs {
-    pub fn geometry(&self) -> Result<Geometry, String> {
-        let base = Geometry::preset(&self.device)?;
-        let mut overrides = GeometryOverrides {
+    /// The flags as the experiment config's device.
+    pub fn config(&self) -> DeviceConfig {
+        DeviceConfig {
+            preset: self.device.clone(),
+            chips: self.chips,
             blocks_per_chip: self.blocks_per_chip,
             pages_per_block: self.pages_per_block,
             page_bytes: self.page_bytes,
             host_queue_depth: self.host_queue_depth,
-            ..Default::default()
-        };
-        if let Some(chips) = self.chips {
-            let most = base.channels * base.chips_per_channel;
-            if chips > most {
-                return Err(format!(
-                    "--chips {chips}: the {} preset has at most {most} chips ({} channels × {}); pass 1 to {most}",
-                    self.device, base.channels, base.chips_per_channel
-                ));
-            }
-            overrides.set_chips(&base, chips);
+            no_data: self.no_data,
+            max_memory_bytes: self.max_memory,
+            image: self.image.clone(),
+            ..DeviceConfig::default()
         }
-        overrides.apply(base).map_err(|e| format!("--device {}: {e}", self.device))
+    }
+
+    pub fn geometry(&self) -> Result<Geometry, String> {
+        self.config().geometry().map_err(|e| device_error(&e))
     }
 
     /// Refuses a device of `g` whose footprint in memory is above the memory available
     /// or `--max-memory`, naming the size and what to change.
     pub fn check_memory(&self, g: &Geometry) -> Result<(), String> {
-        // Pages of an image-backed device live in its file; only the metadata is counted.
-        let resident = !self.no_data && self.image.is_none();
-        let need = footprint_bytes(g, resident);
-        let (limit, source) = match self.max_memory {
-            Some(m) => (m, "--max-memory"),
-            None => match available_memory_bytes() {
-                Some(m) => (m, "the memory available"),
-                None => return Ok(()),
-            },
-        };
-        if need <= limit {
-            return Ok(());
-        }
-        let what = if resident { "with every page resident" } else { "for its metadata" };
-        Err(format!(
-            "this device ({} chips × {} blocks × {} pages of {} bytes) needs about {} {what}, more than {source} ({}); \
-             pass a smaller --blocks-per-chip{}",
-            g.chips(),
-            g.blocks_per_chip,
-            g.pages_per_block,
-            g.page_bytes,
-            human_bytes(need),
-            human_bytes(limit),
-            if resident { ", --no-data (metadata only) or --image FILE" } else { "" }
-        ))
+        self.config().check_footprint(g).map_err(|e| device_error(&e))
     }
 
     /// A fresh device: in memory, or backed by a new image file.

@@ -63,7 +63,10 @@ pub struct SqliteArgs {
 
 fn ftl_storage(text: &str) -> Result<FtlKind, String> {
     text.strip_prefix("ftl:").and_then(FtlKind::parse).ok_or_else(|| {
-        format!("`{text}` is not a storage SQLite runs on: ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast")
+        format!(
+            "{} is not a storage SQLite runs on: ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast",
+            workloads::limits::quote(text)
+        )
     })
 }
 

@@ -6,7 +6,8 @@
 //! A grid file has `[base]`, an experiment config as `bench --config` reads it (every
 //! field optional), and `[grid]`, dotted config fields with the list of values each
 //! takes (`"engine.buffer_share" = [0.1, 0.2]`). Every point is checked before anything
-//! runs; an error names the file, the point and the field.
+//! runs; an error names the file, the point and the field. A grid of more than 10,000
+//! points runs only with `--yes` (`workloads::limits::check_grid_points`).
 //!
 //! Results go to a JSON-lines file as each point finishes, one line per point
 //! (`{"point": {...}, "result": {...}}` or `{"point": {...}, "error": "..."}`), the
@@ -24,6 +25,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use workloads::limits::{self, cut_quoted, quote};
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentResult};
 
 #[derive(Args)]
@@ -44,6 +46,9 @@ pub struct SweepArgs {
     /// or HOST:PORT joins a cluster. $DELTAFLASH_PYTHON names another interpreter.
     #[arg(long, value_name = "ADDRESS")]
     ray: Option<String>,
+    /// Run a grid of more than 10,000 points (each is a whole experiment).
+    #[arg(long)]
+    yes: bool,
 }
 
 /// One point: the grid's fields and values, and its resolved experiment.
@@ -65,7 +70,7 @@ fn set(config: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
     let mut names = dotted.split('.').peekable();
     while let Some(name) = names.next() {
         let Value::Object(table) = node else {
-            return Err(format!("{dotted}: the config has no table above `{name}`"));
+            return Err(format!("{}: the config has no table above {}", quote(dotted), quote(name)));
         };
         if names.peek().is_none() {
             table.insert(name.to_string(), value);
@@ -73,7 +78,7 @@ fn set(config: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
         }
         node = table.entry(name).or_insert_with(|| Value::Object(Map::new()));
     }
-    Err(format!("`{dotted}` is not a config field"))
+    Err(format!("{} is not a config field", quote(dotted)))
 }
 
 /// A grid field and the values it takes.
@@ -82,9 +87,10 @@ type Axis = (String, Vec<Value>);
 /// The grid file's base config and grid, as JSON.
 fn read_grid(path: &Path) -> Result<(Value, Vec<Axis>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message().trim()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), cut_quoted(e.message().trim())))?;
     if let Some(other) = doc.keys().find(|k| *k != "base" && *k != "grid") {
-        return Err(format!("{}: `{other}`: a grid file has only [base] and [grid]", path.display()));
+        return Err(format!("{}: {}: a grid file has only [base] and [grid]", path.display(), quote(other)));
     }
     let base = match doc.get("base") {
         Some(b) => serde_json::to_value(b).map_err(|e| format!("{}: [base]: {e}", path.display()))?,
@@ -97,7 +103,9 @@ fn read_grid(path: &Path) -> Result<(Value, Vec<Axis>), String> {
     for (field, values) in grid {
         let values = match serde_json::to_value(values) {
             Ok(Value::Array(v)) if !v.is_empty() => v,
-            _ => return Err(format!("{}: [grid] {field}: must be a non-empty list of values", path.display())),
+            _ => {
+                return Err(format!("{}: [grid] {}: must be a non-empty list of values", path.display(), quote(field)))
+            }
         };
         axes.push((field.clone(), values));
     }
@@ -125,18 +133,21 @@ fn combinations(axes: &[Axis]) -> Vec<Map<String, Value>> {
     points
 }
 
-/// The grid's points, each checked.
-fn points(path: &Path) -> Result<Vec<Point>, String> {
+/// The grid's points, each checked; more than 10,000 only when `confirmed`.
+fn points(path: &Path, confirmed: bool) -> Result<Vec<Point>, String> {
     let (base, axes) = read_grid(path)?;
+    let count = axes.iter().try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64));
+    limits::check_grid_points(count, confirmed, "--yes").map_err(|e| format!("{}: {e}", path.display()))?;
     combinations(&axes)
         .into_iter()
         .map(|fields| {
-            let at = |e: String| format!("{}: point {}: {e}", path.display(), key(&fields));
+            let at = |e: String| format!("{}: point {}: {e}", path.display(), quote(&key(&fields)));
             let mut config = base.clone();
             for (field, value) in &fields {
                 set(&mut config, field, value.clone()).map_err(at)?;
             }
-            let config: ExperimentConfig = serde_json::from_value(config).map_err(|e| at(e.to_string()))?;
+            let config: ExperimentConfig =
+                serde_json::from_value(config).map_err(|e| at(cut_quoted(&e.to_string())))?;
             let experiment = Experiment::new(config).map_err(|e| at(e.to_string()))?;
             Ok(Point { fields, experiment })
         })
@@ -202,7 +213,7 @@ pub fn run(args: SweepArgs) -> Result<bool, String> {
     if let Some(address) = &args.ray {
         return on_ray(&args, address, &out);
     }
-    let points = points(&args.grid)?;
+    let points = points(&args.grid, args.yes)?;
     let done = finished(&out)?;
     let todo: Vec<usize> = (0..points.len()).filter(|&i| !done.contains(&key(&points[i].fields))).collect();
     let jobs = crate::bench::jobs(args.jobs);
@@ -247,7 +258,7 @@ pub fn run(args: SweepArgs) -> Result<bool, String> {
             // One write per line, so a kill leaves at most the last line cut.
             writeln!(file, "{}", line(&point.fields, &outcome)).map_err(|e| format!("{}: {e}", out.display()))?;
             if let Err(e) = &outcome {
-                bar.suspend(|| eprintln!("point {}: {e}", key(&point.fields)));
+                bar.suspend(|| eprintln!("point {}: {e}", quote(&key(&point.fields))));
             }
             outcomes[i] = Some(outcome);
             bar.inc(1);
@@ -300,7 +311,7 @@ mod tests {
             "[base]\nseed = 4\n[base.workload]\nname = \"tpcc\"\n\
              [grid]\n\"engine.ipa\" = [\"0x0\", \"2x3\"]\n\"workload.warehouses\" = [1, 2, 3]\n",
         );
-        let points = points(&path).expect("points");
+        let points = points(&path, false).expect("points");
         assert_eq!(points.len(), 6);
         let keys: Vec<String> = points.iter().map(|p| key(&p.fields)).collect();
         assert_eq!(keys[0], r#"{"engine.ipa":"0x0","workload.warehouses":1}"#);
@@ -313,16 +324,49 @@ mod tests {
     #[test]
     fn bad_grids_name_file_point_and_field() {
         let (_d, path) = grid("[grid]\n\"engine.buffer_share\" = [0.1, 3.0]\n");
-        let e = points(&path).err().expect("refused");
-        assert!(e.contains(r#"point {"engine.buffer_share":3.0}: engine.buffer_share"#), "{e}");
+        let e = points(&path, false).err().expect("refused");
+        assert!(e.contains(r#"point `{"engine.buffer_share":3.0}`: engine.buffer_share"#), "{e}");
         let (_d, path) = grid("[grid]\n\"engine.bufer\" = [0.1]\n");
-        assert!(points(&path).err().expect("refused").contains("bufer"));
+        assert!(points(&path, false).err().expect("refused").contains("bufer"));
         let (_d, path) = grid("[grid]\nseed = 3\n");
-        assert!(points(&path).err().expect("refused").contains("seed: must be a non-empty list"));
+        assert!(points(&path, false).err().expect("refused").contains("`seed`: must be a non-empty list"));
         let (_d, path) = grid("[base]\nseed = 1\n");
-        assert!(points(&path).err().expect("refused").contains("no [grid]"));
+        assert!(points(&path, false).err().expect("refused").contains("no [grid]"));
         let (_d, path) = grid("[base]\nseed = 1\n[grid]\n\"seed.x\" = [1]\n");
-        assert!(points(&path).err().expect("refused").contains("no table above `x`"));
+        assert!(points(&path, false).err().expect("refused").contains("no table above `x`"));
+    }
+
+    #[test]
+    fn grids_over_ten_thousand_points_need_yes() {
+        // 1,000,000 points: refused before one is built.
+        let values: Vec<String> = (1..=1000).map(|s| s.to_string()).collect();
+        let axis = values.join(", ");
+        let (_d, path) = grid(&format!("[grid]\nseed = [{axis}]\n\"engine.v\" = [{axis}]\n"));
+        let e = points(&path, false).err().expect("refused");
+        assert!(e.contains("the grid has 1000000 points, more than 10000") && e.contains("pass --yes"), "{e}");
+        let (_d, path) =
+            grid(&format!("[grid]\nseed = [{}]\n", (1..=10_000).map(|s| s.to_string()).collect::<Vec<_>>().join(",")));
+        assert_eq!(points(&path, false).map(|p| p.len()).ok(), Some(10_000), "10,000 points need no --yes");
+        let (_d, path) =
+            grid(&format!("[grid]\nseed = [{}]\n", (1..=10_001).map(|s| s.to_string()).collect::<Vec<_>>().join(",")));
+        assert!(points(&path, false).is_err());
+        assert_eq!(points(&path, true).map(|p| p.len()).ok(), Some(10_001));
+    }
+
+    #[test]
+    fn grid_errors_quote_at_most_80_characters_of_a_value() {
+        let long = "x".repeat(10 << 20);
+        for text in [
+            format!("[base.device]\npreset = \"{long}\"\n[grid]\nseed = [1]\n"),
+            format!("[grid]\n\"device.preset\" = [\"{long}\"]\n"),
+            format!("[grid]\n\"device.chips\" = [\"{long}\"]\n"),
+            format!("[grid]\n\"{long}\" = [1]\n"),
+            format!("[{long}]\n"),
+        ] {
+            let (_d, path) = grid(&text);
+            let e = points(&path, false).err().expect("refused");
+            assert!(e.len() < 600 && !e.contains(&"x".repeat(81)), "{} bytes: {}", e.len(), &e[..e.len().min(300)]);
+        }
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
     device.blocks_per_chip = device.blocks_per_chip.or(Some(if log_block_ftl { 64 } else { 32 }));
     device.pages_per_block = device.pages_per_block.or(Some(16));
     let geometry = device.geometry()?;
+    device.check_memory(&geometry)?;
     if args.device.no_data || args.device.image.is_some() {
         return Err("torture runs on in-memory devices with data; drop --no-data and --image".into());
     }

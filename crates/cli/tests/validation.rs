@@ -23,8 +23,8 @@ const CASES: &[(&[&str], &str)] = &[
     (&["replay", "--trace", "x.trace", "--queue-depth", "0"], "--queue-depth"),
     // the shared device and region flags (setup.rs)
     (&["ftl-bench", "--chips", "0"], "--chips"),
-    (&["ftl-bench", "--chips", "17"], "--chips 17: the paper-emulator preset has at most 16"),
-    (&["ftl-bench", "--device", "ipl-slc", "--chips", "2"], "at most 1 chips"),
+    (&["ftl-bench", "--chips", "17"], "--chips: must be in 1..=16 on the paper-emulator preset"),
+    (&["ftl-bench", "--device", "ipl-slc", "--chips", "2"], "--chips: must be in 1..=1 on the ipl-slc preset"),
     (&["ftl-bench", "--blocks-per-chip", "0"], "--blocks-per-chip"),
     (&["ftl-bench", "--pages-per-block", "0"], "--pages-per-block"),
     (&["ftl-bench", "--page-bytes", "100"], "--page-bytes"),
@@ -81,6 +81,101 @@ fn every_bad_value_is_refused_naming_the_flag() {
     assert!(!dir.path().join("never-created.img").exists(), "a refused sql run left an image behind");
 }
 
+/// The commands that take the device flags, each with what else it needs to get as far
+/// as its device (a small run, so that a value wrongly accepted ends soon).
+fn device_commands() -> Vec<Vec<&'static str>> {
+    let small_run = ["--sim-time", "0.01", "--warmup", "0", "--scale", "1"];
+    vec![
+        [&["bench"][..], &small_run].concat(),
+        [&["compare", "--schemes", "0x0"][..], &small_run].concat(),
+        vec!["sql", "--image", "never-created.img", "-c", "SELECT 1;"],
+        vec!["sqlite", "-c", "SELECT 1;"],
+        vec!["ftl-bench", "--writes", "10"],
+        vec!["torture", "--cuts", "1", "--accounts", "10", "--transfers", "10", "--pages-per-block", "64"],
+    ]
+}
+
+/// What the device check says, whichever front-end asks (the flag spelled as the
+/// command line spells it).
+const CHIPS_OVER_PRESET: &str = "must be in 1..=16 on the paper-emulator preset (8 channels × 2 chips), got 40";
+const OVER_MAX_MEMORY: &str = "more than --max-memory (1.0 KiB); pass a smaller --blocks-per-chip";
+const HUGE_BLOCKS: &str = "blocks × 64 pages of 4096 bytes) needs about";
+
+/// `value`'s first 80 characters as an error quotes a value of 100,000.
+fn quoted_long(c: char, length: usize) -> String {
+    format!("`{}…` ({length} characters)", c.to_string().repeat(80))
+}
+
+/// Every front-end refuses the same bad device values with the same words: chips over
+/// the preset, a footprint over `--max-memory`, a huge `--blocks-per-chip`, and a long
+/// value quoted at most 80 characters (flags, config files and grid files).
+#[test]
+fn every_front_end_refuses_bad_devices_in_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let arg = "x".repeat(100_000); // an argument of the command line holds at most 128 KiB
+    let file_value = "x".repeat(10 << 20);
+    std::fs::write(dir.path().join("long.toml"), format!("[device]\npreset = \"{file_value}\"\n")).unwrap();
+    let grid = |name: &str, device: &str| {
+        let text =
+            format!("[base.device]\n{device}\n[base.driver]\nsim_time_s = 0.01\nwarmup_s = 0\n[grid]\nseed = [1]\n");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    };
+    grid("chips.toml", "chips = 40\nblocks_per_chip = 16");
+    grid("memory.toml", "max_memory_bytes = 1024");
+    grid("blocks.toml", "blocks_per_chip = 1000000");
+    grid("long-grid.toml", &format!("preset = \"{file_value}\""));
+    let long_flag = format!("--device: unknown device preset {}", quoted_long('x', 100_000));
+    let mut cases: Vec<(Vec<String>, String)> = Vec::new();
+    for command in device_commands() {
+        let with = |extra: &[&str]| command.iter().chain(extra).map(|a| a.to_string()).collect::<Vec<_>>();
+        cases.push((with(&["--chips", "40", "--blocks-per-chip", "16"]), format!("--chips: {CHIPS_OVER_PRESET}")));
+        cases.push((with(&["--max-memory", "1K"]), OVER_MAX_MEMORY.into()));
+        // `sql` keeps its pages in the image: only 22 GiB of metadata at 1,000,000 blocks
+        // (4,000,000 keeps the pages addressable: at most 2^32 - 2).
+        if command[0] != "sql" {
+            cases.push((with(&["--blocks-per-chip", "1000000"]), format!("× 1000000 {HUGE_BLOCKS}")));
+        }
+        cases.push((with(&["--blocks-per-chip", "4000000"]), format!("× 4000000 {HUGE_BLOCKS}")));
+        cases.push((with(&["--device", &arg]), long_flag.clone()));
+    }
+    let sweep = |grid: &str| vec!["sweep".to_string(), "--grid".into(), grid.into()];
+    cases.extend([
+        (sweep("chips.toml"), format!("device.chips: {CHIPS_OVER_PRESET}")),
+        (
+            sweep("memory.toml"),
+            "more than device.max_memory_bytes (1.0 KiB); pass a smaller device.blocks_per_chip".into(),
+        ),
+        (sweep("blocks.toml"), format!("× 1000000 {HUGE_BLOCKS}")),
+        (sweep("long-grid.toml"), format!("device.preset: unknown device preset {}", quoted_long('x', 10 << 20))),
+    ]);
+    let bench = |extra: &[&str]| ["bench"].iter().chain(extra).map(|a| a.to_string()).collect::<Vec<_>>();
+    cases.extend([
+        (
+            bench(&["--config", "long.toml"]),
+            format!("device.preset in long.toml: unknown device preset {}", quoted_long('x', 10 << 20)),
+        ),
+        (bench(&["--sim-time", &arg]), format!("{} is not a number", quoted_long('x', 100_000))),
+        (bench(&["--workload", &arg]), format!("'{}…' (100000 characters)", "x".repeat(80))),
+        (bench(&["--storage", &arg]), format!("{} is not a storage", quoted_long('x', 100_000))),
+        (bench(&["--param", &arg]), format!("{} is not NAME=VALUE", quoted_long('x', 100_000))),
+        (bench(&["--ipa", &arg]), format!("{} is not an IPA scheme", quoted_long('x', 100_000))),
+    ]);
+    let mut failed = Vec::new();
+    for (args, expected) in &cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).current_dir(dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let shown: Vec<String> = args.iter().map(|a| a.chars().take(30).collect()).collect();
+        if out.status.success() || !stderr.contains(expected.as_str()) || stderr.contains("panicked") {
+            let head: String = stderr.chars().take(600).collect();
+            failed.push(format!("{shown:?}: exit {:?}, wanted `{expected}` in: {head}", out.status.code()));
+        } else if stderr.contains(&"x".repeat(81)) || stderr.len() > 2000 {
+            failed.push(format!("{shown:?}: {} bytes of stderr quote more than 80 characters", stderr.len()));
+        }
+    }
+    assert!(failed.is_empty(), "{} of {} cases:\n{}", failed.len(), cases.len(), failed.join("\n"));
+    assert!(!dir.path().join("never-created.img").exists(), "a refused sql run left an image behind");
+}
+
 #[test]
 fn range_errors_say_what_is_allowed() {
     let run = |args: &[&str]| {
@@ -91,7 +186,7 @@ fn range_errors_say_what_is_allowed() {
     assert!(run(&["ftl-bench", "--over-provisioning", "1"]).contains("[0, 1)"));
     assert!(run(&["ftl-bench", "--writes", "0"]).contains("0 is not in 1..="));
     let memory = run(&["ftl-bench", "--blocks-per-chip", "4000000"]);
-    assert!(memory.contains("GiB") && memory.contains("--no-data"), "{memory}");
+    assert!(memory.contains("TiB") && memory.contains("--no-data"), "{memory}");
 }
 
 #[test]

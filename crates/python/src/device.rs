@@ -10,6 +10,7 @@ use nand::{MemoryStorage, SimTime};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use workloads::config::DeviceConfig;
+use workloads::limits::quote;
 
 /// An in-memory emulated device and its regions.
 #[pyclass(module = "deltaflash._deltaflash", unsendable)]
@@ -22,7 +23,7 @@ impl Device {
     fn region(&self, name: &str) -> PyResult<RegionId> {
         self.flash.region_id(name).ok_or_else(|| {
             let names: Vec<&str> = self.flash.regions().iter().map(|r| r.name()).collect();
-            failure(format!("no region `{name}` (regions: {})", names.join(", ")))
+            failure(format!("no region {} (regions: {})", quote(name), names.join(", ")))
         })
     }
 
@@ -37,15 +38,18 @@ impl Device {
 #[pymethods]
 impl Device {
     /// A fresh device of a preset (paper-emulator, openssd-mlc, ipl-slc, femu) with the
-    /// given changes, holding page bytes in memory, with no regions yet.
+    /// given changes, holding page bytes in memory, with no regions yet. Checked as every
+    /// experiment's device is: chips within the preset, and the memory footprint within
+    /// `max_memory_bytes` (default: the memory available).
     #[new]
-    #[pyo3(signature = (preset = "paper-emulator", *, chips = None, blocks_per_chip = None, pages_per_block = None, page_bytes = None))]
+    #[pyo3(signature = (preset = "paper-emulator", *, chips = None, blocks_per_chip = None, pages_per_block = None, page_bytes = None, max_memory_bytes = None))]
     fn new(
         preset: &str,
         chips: Option<u32>,
         blocks_per_chip: Option<u32>,
         pages_per_block: Option<u32>,
         page_bytes: Option<u32>,
+        max_memory_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let config = DeviceConfig {
             preset: preset.to_string(),
@@ -53,9 +57,10 @@ impl Device {
             blocks_per_chip,
             pages_per_block,
             page_bytes,
+            max_memory_bytes,
             ..DeviceConfig::default()
         };
-        let geometry = config.geometry().map_err(|e| crate::ConfigError::new_err(e.to_string()))?;
+        let geometry = config.fitting_geometry().map_err(|e| crate::ConfigError::new_err(e.to_string()))?;
         let device = nand::Device::new(Box::new(MemoryStorage::new(geometry, true)));
         let flash = Flash::format(device, Vec::new()).map_err(failure)?;
         Ok(Device { flash, now_ns: 0 })
@@ -80,7 +85,7 @@ impl Device {
         let mode: IpaMode =
             ipa_mode.parse().map_err(|e: String| crate::ConfigError::new_err(format!("ipa_mode: {e}")))?;
         let spec = RegionSpec { over_provisioning, max_chips, ..RegionSpec::new(name, mode) };
-        spec.validate().map_err(|e| crate::ConfigError::new_err(format!("region `{name}`: {e}")))?;
+        spec.validate().map_err(|e| crate::ConfigError::new_err(format!("region {}: {e}", quote(name))))?;
         let now = self.now_ns;
         self.flash.add_region(spec, now).map(drop).map_err(failure)
     }

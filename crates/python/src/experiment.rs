@@ -72,12 +72,20 @@ pub fn storage_config(text: &str) -> PyResult<String> {
             Some(kind) => StorageConfig::Ftl(FtlConfig::new(kind)),
             None => {
                 return Err(ConfigError::new_err(format!(
-                    "storage: `{text}` is not noftl, ipl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast"
+                    "storage: {} is not noftl, ipl, ftl:page, ftl:dftl, ftl:block, ftl:bast or ftl:fast",
+                    workloads::limits::quote(text)
                 )))
             }
         },
     };
     serde_json::to_string(&storage).map_err(crate::failure)
+}
+
+/// Raises ConfigError for a grid of more than 10,000 points unless `yes` (the command
+/// line's check and message, `yes=True` for `--yes`).
+#[pyfunction]
+pub fn check_grid_points(points: u128, yes: bool) -> PyResult<()> {
+    workloads::limits::check_grid_points(u64::try_from(points).ok(), yes, "yes=True").map_err(ConfigError::new_err)
 }
 
 /// The registered workloads: (name, about, default parameters as JSON).

@@ -51,6 +51,7 @@ fn _deltaflash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment::resolve_config, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::registered_workloads, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::storage_config, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment::check_grid_points, m)?)?;
     m.add_class::<device::Device>()?;
     m.add_class::<database::Database>()?;
     Ok(())

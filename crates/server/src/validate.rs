@@ -5,11 +5,17 @@
 //! the terminals, the interval lines, the label and the schema's length. The schema is
 //! parsed here so that a syntax error comes back at its line and column.
 //!
+//! The device (chips against the preset, the memory footprint against MemAvailable)
+//! and every range are the experiment config's checks, the ones the command line and
+//! the Python package make, with the same messages in config field names. A value
+//! quoted in a refusal is cut to 80 characters (`workloads::limits::cut_quoted`).
+//!
 //! A refusal is a [`Refusal`]: the message, the field, and for the schema the position.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::config::ConfigError;
+use workloads::limits::cut_quoted;
 use workloads::{Experiment, ExperimentConfig, ExperimentError};
 
 /// Request bodies larger than this are refused before they are read.
@@ -56,7 +62,8 @@ impl Refusal {
     }
 
     fn field(field: &str, problem: impl std::fmt::Display) -> Refusal {
-        Refusal { error: format!("{field}: {problem}"), field: Some(field.into()), line: None, column: None }
+        let error = cut_quoted(&format!("{field}: {problem}"));
+        Refusal { error, field: Some(field.into()), line: None, column: None }
     }
 }
 
@@ -70,6 +77,9 @@ impl From<ConfigError> for Refusal {
                 column: Some(column),
             },
             ConfigError::Field { field, problem } => Refusal::field(&field, problem),
+            ConfigError::Footprint(_) => {
+                Refusal { error: e.to_string(), field: e.field_name().map(str::to_string), line: None, column: None }
+            }
         }
     }
 }
@@ -85,7 +95,7 @@ pub struct Checked {
 pub fn check_body(body: &[u8]) -> Result<Checked, Refusal> {
     let text = std::str::from_utf8(body).map_err(|e| Refusal::new(format!("the body is not UTF-8: {e}")))?;
     let request: RunRequest = serde_json::from_str(text).map_err(|e| Refusal {
-        error: format!("the body is not a run request ({{\"label\": …, \"config\": {{…}}}}): {e}"),
+        error: cut_quoted(&format!("the body is not a run request ({{\"label\": …, \"config\": {{…}}}}): {e}")),
         field: None,
         line: Some(e.line()),
         column: Some(e.column()),
@@ -106,7 +116,9 @@ pub fn check(request: RunRequest) -> Result<Checked, Refusal> {
     if config.device.image.is_some() {
         return Err(Refusal::field("device.image", "the dashboard keeps device images itself; leave it out"));
     }
-    let geometry = config.device.geometry()?;
+    // The experiment config's device check first, so a device every front-end refuses
+    // is refused here in the same words; then the dashboard's own bound.
+    let geometry = config.device.fitting_geometry()?;
     if geometry.capacity_bytes() > MAX_DEVICE_BYTES {
         return Err(Refusal::field(
             "device.blocks_per_chip",

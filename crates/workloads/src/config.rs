@@ -7,6 +7,12 @@
 //! IPA modes, registered workloads and their tables), and the device-dependent defaults
 //! (DB page size, log chips) are filled in, so the resolved config alone reproduces
 //! the run. Errors name the field (`driver.sim_time_s`) and the allowed range.
+//!
+//! The device is checked here for every front-end (the command line's device flags,
+//! `bench`, `compare`, `sweep`, the dashboard, the Python package): the chip count
+//! against the preset ([`DeviceConfig::geometry`]) and the memory the emulated device
+//! needs against `max_memory_bytes` or MemAvailable ([`DeviceConfig::check_footprint`]),
+//! so a mistyped geometry is refused with its size before anything is allocated.
 
 use crate::limits;
 use crate::registry::{self, Configured, Params};
@@ -25,20 +31,83 @@ pub enum ConfigError {
     Syntax { line: usize, column: usize, message: String },
     /// A field out of its range, unknown, or at odds with another field.
     Field { field: String, problem: String },
+    /// The emulated device would take more memory than there is (or than allowed).
+    Footprint(Footprint),
 }
 
 impl ConfigError {
+    /// A field's error; a quoted value in `problem` (and an over-long `field`, which
+    /// may name a user's parameter) is cut to 80 characters.
     pub fn field(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
-        ConfigError::Field { field: field.into(), problem: problem.into() }
+        let field = field.into();
+        let field = if field.chars().count() > limits::QUOTED_CHARS { limits::quote(&field) } else { field };
+        ConfigError::Field { field, problem: limits::cut_quoted(&problem.into()) }
+    }
+
+    /// The message, with config fields spelled by `spell` (a front-end's own names:
+    /// `device.chips` → `--chips`).
+    pub fn message(&self, spell: &dyn Fn(&str) -> String) -> String {
+        match self {
+            ConfigError::Syntax { line, column, message } => format!("{line}:{column}: {message}"),
+            ConfigError::Field { field, problem } => format!("{}: {problem}", spell(field)),
+            ConfigError::Footprint(footprint) => footprint.message(spell),
+        }
+    }
+
+    /// The config field the error is about, where there is one.
+    pub fn field_name(&self) -> Option<&str> {
+        match self {
+            ConfigError::Syntax { .. } => None,
+            ConfigError::Field { field, .. } => Some(field),
+            ConfigError::Footprint(_) => Some(Footprint::FIELD),
+        }
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Syntax { line, column, message } => write!(f, "{line}:{column}: {message}"),
-            ConfigError::Field { field, problem } => write!(f, "{field}: {problem}"),
-        }
+        f.write_str(&self.message(&|field| field.to_string()))
+    }
+}
+
+/// A device refused for its memory footprint: what it is, what it needs and the limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Footprint {
+    pub chips: u32,
+    pub blocks_per_chip: u32,
+    pub pages_per_block: u32,
+    pub page_bytes: u32,
+    /// Every page's data counted (an in-memory device with data), or metadata only.
+    pub resident: bool,
+    pub need_bytes: u64,
+    pub limit_bytes: u64,
+    /// The limit is `max_memory_bytes` (else the memory available).
+    pub limit_given: bool,
+}
+
+impl Footprint {
+    /// The field a footprint refusal is filed under: the usual thing to change.
+    pub const FIELD: &'static str = "device.blocks_per_chip";
+
+    pub fn message(&self, spell: &dyn Fn(&str) -> String) -> String {
+        let what = if self.resident { "with every page resident" } else { "for its metadata" };
+        let limit = if self.limit_given { spell("device.max_memory_bytes") } else { "the memory available".into() };
+        let instead = if self.resident {
+            format!(", {} (metadata only) or {}", spell("device.no_data"), spell("device.image"))
+        } else {
+            String::new()
+        };
+        format!(
+            "this device ({} chips × {} blocks × {} pages of {} bytes) needs about {} {what}, more than {limit} ({}); \
+             pass a smaller {}{instead}",
+            self.chips,
+            self.blocks_per_chip,
+            self.pages_per_block,
+            self.page_bytes,
+            limits::human_bytes(self.need_bytes),
+            limits::human_bytes(self.limit_bytes),
+            spell(Self::FIELD),
+        )
     }
 }
 
@@ -91,6 +160,10 @@ pub struct DeviceConfig {
     pub host_queue_depth: Option<u32>,
     /// Keep no page bytes, only metadata.
     pub no_data: bool,
+    /// Refuse a device whose memory footprint is above this many bytes (none: the
+    /// memory available, MemAvailable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_bytes: Option<u64>,
     /// Persist the device to this new image file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<PathBuf>,
@@ -122,7 +195,7 @@ impl ImageSync {
             "off" => Ok(ImageSync::Off),
             "normal" => Ok(ImageSync::Normal),
             "full" => Ok(ImageSync::Full),
-            _ => Err(format!("`{text}` is not an image sync mode: off, normal or full")),
+            _ => Err(format!("{} is not an image sync mode: off, normal or full", limits::quote(text))),
         }
     }
 }
@@ -147,6 +220,7 @@ impl Default for DeviceConfig {
             page_bytes: None,
             host_queue_depth: None,
             no_data: false,
+            max_memory_bytes: None,
             image: None,
             image_sync: ImageSync::Off,
         }
@@ -154,9 +228,16 @@ impl Default for DeviceConfig {
 }
 
 impl DeviceConfig {
-    /// The preset with the overrides applied.
+    /// The preset with the overrides applied; the chips at most the preset's channels
+    /// × chips per channel.
     pub fn geometry(&self) -> Result<Geometry, ConfigError> {
-        let base = Geometry::preset(&self.preset).map_err(|e| ConfigError::field("device.preset", e))?;
+        let base = Geometry::preset(&self.preset).map_err(|_| {
+            let names = nand::geometry::PRESET_NAMES.join(", ");
+            ConfigError::field(
+                "device.preset",
+                format!("unknown device preset {} (expected one of: {names})", limits::quote(&self.preset)),
+            )
+        })?;
         let mut overrides = GeometryOverrides {
             blocks_per_chip: self.blocks_per_chip,
             pages_per_block: self.pages_per_block,
@@ -165,12 +246,51 @@ impl DeviceConfig {
             ..Default::default()
         };
         if let Some(chips) = self.chips {
-            if chips == 0 {
-                return Err(ConfigError::field("device.chips", "must be at least 1, got 0"));
+            let most = base.channels * base.chips_per_channel;
+            if !(1..=most).contains(&chips) {
+                return Err(ConfigError::field(
+                    "device.chips",
+                    format!(
+                        "must be in 1..={most} on the {} preset ({} channels × {} chips), got {chips}",
+                        self.preset, base.channels, base.chips_per_channel
+                    ),
+                ));
             }
             overrides.set_chips(&base, chips);
         }
         overrides.apply(base).map_err(|e| ConfigError::field("device", format!("{}: {e}", self.preset)))
+    }
+
+    /// Refuses a device of `g` whose memory footprint is above `max_memory_bytes` or
+    /// the memory available. An image-backed device keeps its pages in the file: only
+    /// its metadata counts.
+    pub fn check_footprint(&self, g: &Geometry) -> Result<(), ConfigError> {
+        let resident = !self.no_data && self.image.is_none();
+        let need_bytes = limits::footprint_bytes(g, resident);
+        let Some(limit_bytes) = self.max_memory_bytes.or_else(limits::available_memory_bytes) else {
+            return Ok(());
+        };
+        if need_bytes <= limit_bytes {
+            return Ok(());
+        }
+        Err(ConfigError::Footprint(Footprint {
+            chips: g.chips(),
+            blocks_per_chip: g.blocks_per_chip,
+            pages_per_block: g.pages_per_block,
+            page_bytes: g.page_bytes,
+            resident,
+            need_bytes,
+            limit_bytes,
+            limit_given: self.max_memory_bytes.is_some(),
+        }))
+    }
+
+    /// [`DeviceConfig::geometry`], refused as [`DeviceConfig::check_footprint`] refuses:
+    /// for whoever is about to allocate the device.
+    pub fn fitting_geometry(&self) -> Result<Geometry, ConfigError> {
+        let g = self.geometry()?;
+        self.check_footprint(&g)?;
+        Ok(g)
     }
 }
 
@@ -384,7 +504,7 @@ impl ExperimentConfig {
     pub fn from_toml(text: &str) -> Result<ExperimentConfig, ConfigError> {
         toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map_or((1, 1), |span| line_column(text, span.start));
-            ConfigError::Syntax { line, column, message: e.message().trim().to_string() }
+            ConfigError::Syntax { line, column, message: limits::cut_quoted(e.message().trim()) }
         })
     }
 
@@ -392,7 +512,7 @@ impl ExperimentConfig {
         serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
             line: e.line(),
             column: e.column(),
-            message: e.to_string(),
+            message: limits::cut_quoted(&e.to_string()),
         })
     }
 
@@ -564,7 +684,13 @@ mod tests {
             (|c| c.engine.log_chips = Some(0), "engine.log_chips: must be at least 1"),
             (|c| c.engine.ipa_objects = vec!["nosuch".into()], "engine.ipa_objects: tpcb has no table nosuch"),
             (|c| c.device.preset = "floppy".into(), "device.preset: unknown device preset `floppy`"),
-            (|c| c.device.chips = Some(0), "device.chips: must be at least 1"),
+            (|c| c.device.chips = Some(0), "device.chips: must be in 1..=16 on the paper-emulator preset"),
+            (
+                |c| c.device.chips = Some(40),
+                "device.chips: must be in 1..=16 on the paper-emulator preset (8 channels × 2 chips), got 40",
+            ),
+            (|c| c.device.preset = "x".repeat(10 << 20), "device.preset: unknown device preset `xxxxxxxx"),
+            (|c| c.engine.ipa = "9".repeat(10 << 20), "engine.ipa: `99999999"),
             (|c| c.workload.name = "tpcd".into(), "workload.name: unknown workload `tpcd`"),
             (
                 |c| {
@@ -578,7 +704,40 @@ mod tests {
             break_it(&mut c);
             let e = field_error(&c);
             assert!(e.starts_with(expected), "expected `{expected}`, got `{e}`");
+            assert!(e.len() < 400, "at most 80 characters of a value are quoted: {} bytes", e.len());
         }
+    }
+
+    #[test]
+    fn a_device_above_its_memory_limit_is_refused_with_its_size() {
+        let mut device = DeviceConfig { max_memory_bytes: Some(1024), ..DeviceConfig::default() };
+        let g = device.geometry().unwrap();
+        let e = device.check_footprint(&g).unwrap_err();
+        assert_eq!(e.field_name(), Some("device.blocks_per_chip"));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("this device (16 chips × 1024 blocks × 64 pages of 4096 bytes) needs about"),
+            "{text}"
+        );
+        assert!(text.contains("with every page resident, more than device.max_memory_bytes (1.0 KiB)"), "{text}");
+        assert!(text.contains("device.no_data (metadata only) or device.image"), "{text}");
+        device.no_data = true;
+        assert!(device.check_footprint(&g).unwrap_err().to_string().contains("for its metadata"));
+        device.max_memory_bytes = Some(1 << 40);
+        assert!(device.fitting_geometry().is_ok());
+        let huge = DeviceConfig { blocks_per_chip: Some(1_000_000), ..DeviceConfig::default() };
+        let e = huge.fitting_geometry().unwrap_err().to_string();
+        assert!(e.contains("16 chips × 1000000 blocks") && e.contains("the memory available"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_quote_at_most_80_characters_of_a_value() {
+        let text = format!("[device]\nchips = \"{}\"\n", "x".repeat(10 << 20));
+        let e = ExperimentConfig::from_toml(&text).unwrap_err().to_string();
+        assert!(e.len() < 400 && !e.contains(&"x".repeat(81)), "{} bytes", e.len());
+        let json = format!("{{\"device\": {{\"chips\": \"{}\"}}}}", "x".repeat(10 << 20));
+        let e = ExperimentConfig::from_json(&json).unwrap_err().to_string();
+        assert!(e.len() < 400 && !e.contains(&"x".repeat(81)), "{e}");
     }
 
     #[test]

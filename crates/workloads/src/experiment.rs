@@ -202,8 +202,7 @@ impl ExperimentError {
     /// flag names: `device.blocks_per_chip` → `--blocks-per-chip`).
     pub fn message(&self, spell: &dyn Fn(&str) -> String) -> String {
         match self {
-            ExperimentError::Config(ConfigError::Field { field, problem }) => format!("{}: {problem}", spell(field)),
-            ExperimentError::Config(e) => e.to_string(),
+            ExperimentError::Config(e) => e.message(spell),
             ExperimentError::Failed { stage, error, full, blocks_per_chip } => {
                 let (mut message, instead) = match stage {
                     Stage::Setup => (error.clone(), ""),
@@ -247,10 +246,11 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// Checks the config (every field, see [`ExperimentConfig`]) and fills in its
-    /// defaults.
+    /// Checks the config (every field, see [`ExperimentConfig`]) and the device's
+    /// memory footprint, and fills in its defaults.
     pub fn new(config: ExperimentConfig) -> Result<Experiment, ExperimentError> {
         let (config, derived) = config.resolve()?;
+        config.device.check_footprint(&derived.geometry)?;
         Ok(Experiment { config, derived })
     }
 

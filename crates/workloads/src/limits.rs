@@ -4,6 +4,13 @@
 //!
 //! A refusal says the range and the value: "must be in (0, 1], got 0". Non-finite
 //! floats (NaN, infinities, and decimal text too large for an f64) are always refused.
+//! An offending text is quoted through [`quote`] (or, in a message made elsewhere,
+//! [`cut_quoted`]): at most 80 of its characters, so a 10 MB token cannot flood an error.
+//!
+//! The other limits every front-end shares live here too: the memory footprint of an
+//! emulated device ([`footprint_bytes`], checked against `--max-memory` or
+//! MemAvailable) and the size of a parameter grid run without confirmation
+//! ([`check_grid_points`]).
 
 use std::fmt;
 
@@ -44,7 +51,7 @@ impl FloatRange {
 
     /// Parses a decimal number and checks it.
     pub fn parse(self, text: &str) -> Result<f64, String> {
-        let v: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number; must be in {self}"))?;
+        let v: f64 = text.trim().parse().map_err(|_| format!("{} is not a number; must be in {self}", quote(text)))?;
         self.check(v)
     }
 }
@@ -86,7 +93,7 @@ impl CountRange {
         match t.parse::<u64>() {
             Ok(v) => self.check(v),
             Err(_) if t.parse::<i128>().is_ok() => Err(format!("must be {self}, got {t}")),
-            Err(_) => Err(format!("`{text}` is not a whole number; must be {self}")),
+            Err(_) => Err(format!("{} is not a whole number; must be {self}", quote(text))),
         }
     }
 }
@@ -132,6 +139,115 @@ pub const LOG_CHIPS: CountRange = CountRange::at_least(1, u32::MAX as u64);
 /// at once); `bench` and `torture` both take up to 1 GiB.
 pub const LOG_BUFFER_BYTES: CountRange = CountRange::at_least(0, 1 << 30);
 
+/// The most characters of an offending value an error message quotes.
+pub const QUOTED_CHARS: usize = 80;
+
+/// `text` in backquotes for an error message: whole when it has at most 80 characters,
+/// else its first 80, "…", and its length ("`aaaa…` (10485760 characters)").
+pub fn quote(text: &str) -> String {
+    quote_with(text, '`')
+}
+
+fn quote_with(text: &str, mark: char) -> String {
+    let length = text.chars().count();
+    if length <= QUOTED_CHARS {
+        return format!("{mark}{text}{mark}");
+    }
+    let head: String = text.chars().take(QUOTED_CHARS).collect();
+    format!("{mark}{head}…{mark} ({length} characters)")
+}
+
+/// `message` with every quoted span (between '…', "…" or `…`, or from an opening mark
+/// to the end) longer than 80 characters cut as [`quote`] cuts: for messages made
+/// elsewhere (serde, TOML, clap, the device crates) that quote a whole value. An
+/// apostrophe inside a word ("engine's") opens and closes nothing.
+pub fn cut_quoted(message: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(message.len().min(4096));
+    let mut rest = message;
+    let mut before: Option<char> = None;
+    loop {
+        let open = rest.char_indices().find(|&(i, c)| {
+            let prev = if i == 0 { before } else { rest[..i].chars().next_back() };
+            matches!(c, '"' | '`') || (c == '\'' && !word(prev))
+        });
+        let Some((open, mark)) = open else { break };
+        out.push_str(&rest[..open]);
+        let inside = &rest[open + 1..];
+        let close =
+            inside.char_indices().find(|&(i, c)| c == mark && (mark != '\'' || !word(inside[i + 1..].chars().next())));
+        let (span, after) = match close {
+            Some((i, _)) => (&inside[..i], &inside[i + 1..]),
+            None => (inside, ""),
+        };
+        // A span cut already (80 characters and "…") stays as it is.
+        let cut = span.ends_with('…') && span.chars().count() == QUOTED_CHARS + 1;
+        out.push_str(&if cut { format!("{mark}{span}{mark}") } else { quote_with(span, mark) });
+        before = Some(mark);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Bytes for a message: `512 B`, `1.0 KiB`, `3.2 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// Bytes an in-memory device of `g` takes: the per-page and per-block metadata of the
+/// NAND model and the region maps, plus, when `resident`, every page's data and OOB
+/// bytes (a filled device keeps all of them).
+pub fn footprint_bytes(g: &nand::Geometry, resident: bool) -> u64 {
+    // Measured on the NAND model and the region maps: program count (1), region page
+    // meta (12) and map entry (8), live bit: ~22 B/page; erase count, write pointer,
+    // cell pointer, region block state: ~48 B/block.
+    const PER_PAGE: u64 = 22;
+    const PER_BLOCK: u64 = 48;
+    let blocks = g.chips() as u64 * g.blocks_per_chip as u64;
+    let pages = blocks.saturating_mul(g.pages_per_block as u64);
+    let meta = pages.saturating_mul(PER_PAGE).saturating_add(blocks * PER_BLOCK);
+    // Data, OOB, and the pool's reference count and the block's buffer index.
+    let data = if resident { pages.saturating_mul(g.page_bytes as u64 + g.oob_bytes as u64 + 8) } else { 0 };
+    meta.saturating_add(data)
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes, where there is one.
+pub fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// Points a parameter grid may have before running it needs a confirmation: each is a
+/// whole experiment, so a grid one typo larger should not start unasked.
+pub const GRID_POINTS_UNCONFIRMED: u64 = 10_000;
+
+/// Refuses a grid of `points` (`None`: more than a u64 holds) over
+/// [`GRID_POINTS_UNCONFIRMED`] unless `confirmed`; `confirm` is how the caller's user
+/// confirms (`--yes`, `yes=True`).
+pub fn check_grid_points(points: Option<u64>, confirmed: bool, confirm: &str) -> Result<(), String> {
+    match points {
+        Some(n) if n <= GRID_POINTS_UNCONFIRMED || confirmed => Ok(()),
+        Some(n) => Err(format!(
+            "the grid has {n} points, more than {GRID_POINTS_UNCONFIRMED}; each is a whole run: pass {confirm} to \
+             run them all, or give the grid fewer values"
+        )),
+        None => Err(format!("the grid has more than {} points; give it fewer values", u64::MAX)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +273,41 @@ mod tests {
         assert!(TERMINALS.parse("1.5").unwrap_err().contains("not a whole number"));
         assert_eq!(LOG_CHIPS.parse("0").unwrap_err(), "must be at least 1, got 0");
         assert!(V.check(126).is_err() && V.check(125).is_ok());
+    }
+
+    #[test]
+    fn quotes_cut_long_values_to_80_characters() {
+        assert_eq!(quote("floppy"), "`floppy`");
+        let long = "é".repeat(100_000);
+        let q = quote(&long);
+        assert_eq!(q, format!("`{}…` (100000 characters)", "é".repeat(80)));
+        assert!(TERMINALS.parse(&long).unwrap_err().len() < 300);
+        let message = format!("invalid type: string \"{long}\", expected u32 at 'x'");
+        assert_eq!(
+            cut_quoted(&message),
+            format!("invalid type: string \"{}…\" (100000 characters), expected u32 at 'x'", "é".repeat(80))
+        );
+        assert_eq!(cut_quoted("no quotes"), "no quotes");
+        assert_eq!(cut_quoted(&q), q, "a quoted value is not cut twice");
+        let words = format!("the engine's {} pages aren't", "x ".repeat(60));
+        assert_eq!(cut_quoted(&words), words, "apostrophes in words quote nothing");
+        assert_eq!(cut_quoted(&format!("open `{long}")), format!("open `{}…` (100000 characters)", "é".repeat(80)));
+    }
+
+    #[test]
+    fn grids_over_ten_thousand_points_need_confirmation() {
+        assert!(check_grid_points(Some(10_000), false, "--yes").is_ok());
+        let e = check_grid_points(Some(10_001), false, "--yes").unwrap_err();
+        assert!(e.starts_with("the grid has 10001 points, more than 10000") && e.contains("--yes"), "{e}");
+        assert!(check_grid_points(Some(1_000_000), true, "--yes").is_ok());
+        assert!(check_grid_points(None, true, "--yes").is_err());
+    }
+
+    #[test]
+    fn bytes_read_in_their_unit() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(64 << 20), "64.0 MiB");
+        assert_eq!(human_bytes(3 << 40), "3.0 TiB");
     }
 }

@@ -105,7 +105,7 @@ pub fn parse_params<P: Serialize + DeserializeOwned + Default>(
         let names: Vec<&str> = known.keys().map(String::as_str).collect();
         return Err(ConfigError::field(
             format!("workload.{name}"),
-            format!("{workload} takes no parameter `{name}` (it takes: {})", names.join(", ")),
+            format!("{workload} takes no parameter {} (it takes: {})", crate::limits::quote(name), names.join(", ")),
         ));
     }
     let p: P = parse(params.clone()).map_err(|e| {
@@ -133,7 +133,10 @@ pub fn names() -> Vec<&'static str> {
 /// The registered workload of this name.
 pub fn find(name: &str) -> Result<&'static Registered, ConfigError> {
     REGISTRY.iter().find(|w| w.name == name).ok_or_else(|| {
-        ConfigError::field("workload.name", format!("unknown workload `{name}` (registered: {})", names().join(", ")))
+        ConfigError::field(
+            "workload.name",
+            format!("unknown workload {} (registered: {})", crate::limits::quote(name), names().join(", ")),
+        )
     })
 }
 
