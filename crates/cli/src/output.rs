@@ -54,7 +54,7 @@ impl OutputFile {
                 ));
             }
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if absent(&e) => {}
             Err(e) => return Err(format!("{flag} {}: {e}", path.display())),
         }
         check_directory(flag, path)?;
@@ -104,7 +104,7 @@ pub fn check_new(flag: &str, path: &Path) -> Result<(), String> {
              another path",
             path.display()
         )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => check_directory(flag, path),
+        Err(e) if absent(&e) => check_directory(flag, path),
         Err(e) => Err(format!("{flag} {}: {e}", path.display())),
     }
 }
@@ -154,6 +154,11 @@ fn check_directory(flag: &str, path: &Path) -> Result<(), String> {
         .tempfile_in(dir)
         .map(drop)
         .map_err(|e| format!("{flag} {}: cannot create files in {}: {e}", path.display(), dir.display()))
+}
+
+/// An error that says nothing is at the path (its directory is checked next).
+fn absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
 }
 
 /// A symbolic link whose target does not exist.
