@@ -112,12 +112,18 @@ pub fn check_new(flag: &str, path: &Path) -> Result<(), String> {
 /// `--plots DIR`: the directory (created at the end if missing) and its files.
 pub fn check_plots(dir: &Path, names: &[&str], overwrite: bool) -> Result<Vec<OutputFile>, String> {
     match fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(format!("--plots {}: not a directory", dir.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => check_directory("--plots", dir)?,
-        Err(e) => return Err(format!("--plots {}: {e}", dir.display())),
+        Ok(meta) if meta.is_dir() => {
+            names.iter().map(|name| OutputFile::check("--plots", &dir.join(name), overwrite)).collect()
+        }
+        Ok(_) => Err(format!("--plots {}: not a directory", dir.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // A new directory holds nothing to replace.
+            check_directory("--plots", dir)?;
+            let file = |name| OutputFile { flag: "--plots", path: dir.join(name), overwrite };
+            Ok(names.iter().map(file).collect())
+        }
+        Err(e) => Err(format!("--plots {}: {e}", dir.display())),
     }
-    names.iter().map(|name| OutputFile::check("--plots", &dir.join(name), overwrite)).collect()
 }
 
 /// `--plots DIR` at the end of the run: the directory is created if missing (never

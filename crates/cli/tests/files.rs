@@ -148,6 +148,10 @@ fn advise_and_demo_outputs_are_checked_before_the_baseline_runs() {
     assert!(json(&out)["recommendation"].is_object());
     assert!(fs::read_to_string(&ddl).unwrap().contains("CREATE REGION"));
     assert!(fs::read_to_string(&skew).unwrap().starts_with("<svg"));
+    // A --plots directory that does not exist yet is created.
+    let new_plots = dir.path().join("new-plots");
+    succeeds(&[&["advise", "--plots", path(&new_plots)], &tiny_bench()[..]].concat());
+    assert!(fs::read_to_string(new_plots.join("skew.svg")).unwrap().starts_with("<svg"));
 }
 
 #[test]
@@ -240,4 +244,16 @@ fn a_failed_bench_load_removes_the_image_it_created() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("loading stopped"), "{}", stderr(&out));
     assert!(!image.exists(), "the half-loaded image is left behind");
+}
+
+/// `sweep` appends to its results file and resumes from it; a file of the user's that
+/// holds no sweep result is not appended to.
+#[test]
+fn sweep_appends_only_to_a_results_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid.toml");
+    fs::write(&grid, "[base]\nseed = 2\n[grid]\n\"engine.ipa\" = [\"0x0\"]\n").unwrap();
+    let out = precious(dir.path(), "notes.txt");
+    refused(&["sweep", "--grid", path(&grid), "--out", path(&out)], "not a sweep results file", "points,");
+    assert_untouched(&out);
 }
