@@ -127,6 +127,8 @@ fn deltaflash_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
 }
 
 pub fn run(args: SqliteCompareArgs) -> Result<(), String> {
+    // Both systems' setups are checked before either runs.
+    args.device.check_memory(&args.device.geometry()?)?;
     let (path, _scratch) = sqlite_file(&args)?;
     eprintln!("SQLite: loading scale {} and running {} TPC-B transactions", args.scale, args.transactions);
     let (sqlite, sqlite_s) = sqlite_tps(&args, &path)?;

@@ -257,3 +257,13 @@ fn sweep_appends_only_to_a_results_file() {
     refused(&["sweep", "--grid", path(&grid), "--out", path(&out)], "not a sweep results file", "points,");
     assert_untouched(&out);
 }
+
+/// `sqlite-compare` checks the DeltaFlash device before SQLite runs, so neither runs
+/// (nor creates its file) when the device is refused.
+#[test]
+fn sqlite_compare_checks_the_device_before_either_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tpcb.sqlite");
+    refused(&["sqlite-compare", "--max-memory", "1K", "--sqlite-path", path(&db)], "--max-memory", "SQLite: loading");
+    assert!(!db.exists());
+}
