@@ -51,6 +51,7 @@ metric_of() {
 run_once() {
   local bin=$1
   shift
+  rm -f "$OUT/r.json"
   /usr/bin/time -f "%U %S" -o "$OUT/time" "$bin" "$@" --json "$OUT/r.json" >"$OUT/stdout" 2>"$OUT/stderr" || {
     echo "$bin $* failed:" >&2; tail -5 "$OUT/stderr" >&2; exit 1; }
   awk '{print $1 + $2}' "$OUT/time"

@@ -33,6 +33,6 @@ if [ "${1:-}" != plot ]; then
     echo "== $name $frames frames" >&2
     "$BIN" index-bench "$@" --inserts 1000000 --buffer-frames "$frames" \
       --order random --seed 1 --queries 0 --scans 0 \
-      --json "docs/results/ipl-fig6-$name-$frames.json" > /dev/null'
+      --overwrite --json "docs/results/ipl-fig6-$name-$frames.json" > /dev/null'
 fi
 python3 scripts/ipl_fig6_plot.py docs/results docs/figures

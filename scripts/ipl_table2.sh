@@ -34,7 +34,7 @@ for wl in tpcb tpcc tatp; do
     echo "== $wl $kind $arg" >&2
     # shellcheck disable=SC2086
     "$BIN" bench --workload "$wl" ${SIZE[$wl]} "${COMMON[@]}" "${extra[@]}" \
-      --json "docs/results/$name.json" > /dev/null
+      --overwrite --json "docs/results/$name.json" > /dev/null
   done
 done
 fi

@@ -42,7 +42,7 @@ if [ "${1:-}" != table ]; then
     echo "== $name" >&2
     /usr/bin/time -f "%U %S" -o "$OUT/ipl-t34-$name.cpu" "$BIN" index-bench "$@" \
       --inserts 1000000 --buffer-frames 100 --order random --seed 1 \
-      --queries 100000 --scans 1000 --json "$OUT/ipl-t34-$name.json" > /dev/null'
+      --queries 100000 --scans 1000 --overwrite --json "$OUT/ipl-t34-$name.json" > /dev/null'
 fi
 python3 - "$OUT" <<'EOF'
 import json, os, sys

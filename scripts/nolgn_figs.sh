@@ -85,6 +85,6 @@ printf '%s\n' "${jobs[@]}" | xargs -P 2 -I{} sh -c '
   set -- {}; name=$1; shift
   [ -s "$OUT/$name.json" ] && exit 0
   echo "== $name" >&2
-  "$BIN" bench --engine sqlite "$@" --seed 1 --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1 ||
+  "$BIN" bench --engine sqlite "$@" --seed 1 --overwrite --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1 ||
     { echo "FAILED $name (see $OUT/$name.log)" >&2; exit 0; }'
 python3 scripts/nolgn_figs_plot.py "$OUT" docs/figures

@@ -17,6 +17,6 @@ for wl in tpcb tpcc; do
     echo "== $wl on $storage [$ipa]" >&2
     # shellcheck disable=SC2086
     "$BIN" bench --workload "$wl" ${SIZE[$wl]} --storage "$storage" --ipa "$ipa" "${COMMON[@]}" \
-      --json "docs/results/$name.json" > /dev/null
+      --overwrite --json "docs/results/$name.json" > /dev/null
   done
 done

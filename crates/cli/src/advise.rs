@@ -18,6 +18,7 @@
 //! A database image or result that does not parse is an error naming the file.
 
 use crate::bench::{run_with_bar, show, BenchArgs, Spelling};
+use crate::output::{OutputFile, OverwriteArg};
 use advisor::{Input, ObjectInput, Policy, Recommendation};
 use clap::Args;
 use engine::logrec::Body;
@@ -39,15 +40,20 @@ pub struct AdviseArgs {
     /// The `bench --json` result of the run in --analyze (its per-object counters).
     #[arg(long, value_name = "RESULT.json", requires = "analyze")]
     baseline: Option<PathBuf>,
-    /// Write the statistics and the recommendation as JSON to this file.
+    /// Write the statistics and the recommendation as JSON to this file (a new file;
+    /// see --overwrite).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Write the recommended layout as SQL that `bench --schema` runs unchanged.
+    /// Write the recommended layout as SQL that `bench --schema` runs unchanged (a new
+    /// file; see --overwrite).
     #[arg(long)]
     ddl: Option<PathBuf>,
-    /// Write update-size-cdf.svg and skew.svg into this directory.
+    /// Write update-size-cdf.svg and skew.svg into this directory (created if missing;
+    /// the files are new, see --overwrite).
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
     /// Run the recommended layout (same flags and seed) and print predicted against
     /// measured IPA share, space overhead, GC work per host write and throughput.
     #[arg(long, conflicts_with = "analyze")]
@@ -91,21 +97,23 @@ fn baseline_config(common: &BenchArgs) -> Result<(ExperimentConfig, Spelling), S
 
 /// Runs `config` (a run without IPA), reads its image, and advises.
 fn advise_on_config(mut config: ExperimentConfig, spelling: Spelling) -> Result<Advice, String> {
-    // The log and catalog are read back from the image afterwards.
-    let scratch = config.device.image.is_none();
-    let image = config
-        .device
-        .image
-        .get_or_insert_with(|| std::env::temp_dir().join(format!("deltaflash-advise-{}.img", std::process::id())));
-    let image = image.clone();
+    // The log and catalog are read back from the image afterwards: the user's
+    // `--image`, or one in a scratch directory removed when `_scratch` drops.
+    crate::bench::check_new_image(&config)?;
+    let mut _scratch = None;
+    if config.device.image.is_none() {
+        let dir = tempfile::Builder::new()
+            .prefix("deltaflash-advise")
+            .tempdir()
+            .map_err(|e| format!("a scratch directory for the baseline's image: {e}"))?;
+        config.device.image = Some(dir.path().join("baseline.img"));
+        _scratch = Some(dir);
+    }
+    let image = config.device.image.clone().expect("set above");
     eprintln!("baseline: {} without IPA", config.workload.name);
     let experiment = Experiment::new(config.clone()).map_err(|e| spelling.error(&e))?;
-    let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e));
-    let read = run.and_then(|run| Ok((read_image(&image)?, run)));
-    if scratch {
-        let _ = std::fs::remove_file(&image);
-    }
-    let (from_image, run) = read?;
+    let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
+    let (from_image, run) = (read_image(&image)?, run);
     config.device.image = None;
     advise(config, spelling, run.to_json(), from_image, "the baseline run")
 }
@@ -445,7 +453,37 @@ fn watch(advice: &Advice, mut config: ExperimentConfig) -> Result<Value, String>
     Ok(json!({ "switch_at_s": after_s, "alters": alters, "prefix_matches": same, "result": result }))
 }
 
+/// The output files of `advise`, checked before it runs anything.
+struct Outputs {
+    json: Option<OutputFile>,
+    ddl: Option<OutputFile>,
+    plots: Option<(PathBuf, Vec<OutputFile>)>,
+}
+
+impl Outputs {
+    fn check(args: &AdviseArgs) -> Result<Outputs, String> {
+        let plots = match &args.plots {
+            Some(dir) => Some((dir.clone(), crate::output::check_plots(dir, &PLOT_FILES, args.overwrite.overwrite)?)),
+            None => None,
+        };
+        Ok(Outputs {
+            json: args.overwrite.check("--json", args.json.as_deref())?,
+            ddl: args.overwrite.check("--ddl", args.ddl.as_deref())?,
+            plots,
+        })
+    }
+}
+
+/// The files `--plots` writes, in the order of [`plots`].
+const PLOT_FILES: [&str; 2] = ["update-size-cdf.svg", "skew.svg"];
+
+/// The SVG plots of `--plots`, in the order of [`PLOT_FILES`].
+fn plots(advice: &Advice) -> [String; 2] {
+    [advisor::render::update_size_cdf_svg(&advice.stats), advisor::render::skew_svg(&advice.stats)]
+}
+
 pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
+    let outputs = Outputs::check(&args)?;
     let mut watch_plan = None;
     let advice = match (&args.analyze, &args.baseline) {
         (Some(image), Some(result)) => {
@@ -476,18 +514,14 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
     println!("Log records read: {} (updates, their sizes and skew come from these)\n", advice.log_records);
     println!("{}", advisor::render::recommendation(&advice.recommendation));
     let ddl = ddl_of(&advice);
-    if let Some(path) = &args.ddl {
-        std::fs::write(path, &ddl).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("layout written to {} (run it with `deltaflash bench --schema {0}`)", path.display());
+    if let Some(file) = &outputs.ddl {
+        file.write(ddl.as_bytes())?;
+        eprintln!("layout written to {} (run it with `deltaflash bench --schema {0}`)", file.path().display());
     }
-    if let Some(dir) = &args.plots {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for (file, svg) in [
-            ("update-size-cdf.svg", advisor::render::update_size_cdf_svg(&advice.stats)),
-            ("skew.svg", advisor::render::skew_svg(&advice.stats)),
-        ] {
-            let path = dir.join(file);
-            std::fs::write(&path, svg).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some((dir, files)) = &outputs.plots {
+        crate::output::create_plots_dir(dir)?;
+        for (file, svg) in files.iter().zip(plots(&advice)) {
+            file.write(svg.as_bytes())?;
         }
         eprintln!("plots written to {}", dir.display());
     }
@@ -509,7 +543,7 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
         Some(config) => watch(&advice, config)?,
         None => Value::Null,
     };
-    if let Some(path) = &args.json {
+    if let Some(file) = &outputs.json {
         let value = json!({
             "objects": advice.stats,
             "recommendation": advice.recommendation,
@@ -521,7 +555,7 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
             "watch": watched,
         });
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())? + "\n";
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write(text.as_bytes())?;
     }
     Ok(true)
 }

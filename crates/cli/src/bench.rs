@@ -10,6 +10,7 @@
 //! range. Errors from the experiment name config fields; without `--config` they are
 //! spelled as the flags that set them.
 
+use crate::output::OutputFile;
 use crate::setup::{device_flag, DeviceArgs};
 use crate::table::{print_table, Row};
 use clap::builder::{PossibleValue, PossibleValuesParser};
@@ -481,9 +482,11 @@ pub struct BenchCommand {
           help = with_default("IPA scheme NxM of the data region (0x0: none)", defaults().engine.ipa))]
     ipa: Option<IpaScheme>,
     /// Write the result as JSON to this file (metrics, the resolved config, seed and
-    /// git commit).
+    /// git commit); a new file, see --overwrite.
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: crate::output::OverwriteArg,
     #[command(flatten)]
     sqlite: crate::sqlite_bench::SqliteArgs,
 }
@@ -630,7 +633,7 @@ fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
 
 /// `bench --engine sqlite`: the workload flags and `--seed`, `--cpu-us`, `--check`,
 /// `--storage` go to the SQLite run; the engine's and the device's flags are refused.
-fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
+fn bench_sqlite(cmd: BenchCommand, json: Option<OutputFile>) -> Result<bool, String> {
     use crate::sqlite_bench::{SqliteRun, SqliteStorage};
     let c = &cmd.common;
     let engine_only = [
@@ -669,21 +672,15 @@ fn bench_sqlite(cmd: BenchCommand) -> Result<bool, String> {
         }
         Some(StorageChoice::Ftl(kind)) => SqliteStorage::Ftl(kind),
     };
-    let run = SqliteRun {
-        workload,
-        storage,
-        seed: c.seed,
-        cpu_us: c.cpu_us,
-        check: c.check,
-        json: cmd.json.clone(),
-        device: c.device.clone(),
-    };
+    let run =
+        SqliteRun { workload, storage, seed: c.seed, cpu_us: c.cpu_us, check: c.check, json, device: c.device.clone() };
     crate::sqlite_bench::run(&cmd.sqlite, run)
 }
 
 pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
+    let json = cmd.overwrite.check("--json", cmd.json.as_deref())?;
     if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite {
-        return bench_sqlite(cmd);
+        return bench_sqlite(cmd, json);
     }
     // `--journal nolgn` names the engine's journal on NoLgn-FTL, which it keeps anyway.
     if let Some(journal) = cmd.sqlite.journal() {
@@ -705,6 +702,7 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
         return Err(format!("--workload {name} runs on SQLite only; add --engine sqlite"));
     }
     let (config, spelling) = cmd.common.config(cmd.ipa)?;
+    check_new_image(&config)?;
     let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
@@ -723,16 +721,22 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
         run.run_wall_seconds,
         memory.line()
     );
-    if let Some(path) = &cmd.json {
+    if let Some(file) = &json {
         let mut value = run.to_json();
         memory.insert_into(&mut value);
         let text = serde_json::to_string_pretty(&value).expect("json") + "\n";
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write(text.as_bytes())?;
     }
     Ok(check_line(&run).is_none_or(|(line, ok)| {
         println!("{line}");
         ok
     }))
+}
+
+/// Refuses, before anything runs, a run whose new database image (`--image`) cannot be
+/// created: something is at its path, or its directory is missing or read-only.
+pub(crate) fn check_new_image(config: &ExperimentConfig) -> Result<(), String> {
+    config.device.image.as_deref().map_or(Ok(()), |path| crate::output::check_new("--image", path))
 }
 
 /// The legend printed under the markdown table.

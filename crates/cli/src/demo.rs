@@ -5,6 +5,7 @@
 
 use crate::advise::{self, Advice};
 use crate::bench::{show, BenchArgs};
+use crate::output::OverwriteArg;
 use clap::Args;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -13,9 +14,12 @@ use std::path::PathBuf;
 pub struct DemoArgs {
     #[command(flatten)]
     common: BenchArgs,
-    /// Write the three runs' results and the advice as JSON to this file.
+    /// Write the three runs' results and the advice as JSON to this file (a new file;
+    /// see --overwrite).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
 }
 
 /// (label, value) rows of one run.
@@ -73,6 +77,7 @@ fn table(advice: &Advice, global: &Value, selective: &Value) -> String {
 }
 
 pub fn run(args: DemoArgs) -> Result<bool, String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
     eprintln!("scenario 1 and 2: baseline and analyzer");
     let advice = advise::advise_on_run(&args.common)?;
     println!("{}", advisor::render::recommendation(&advice.recommendation));
@@ -82,7 +87,7 @@ pub fn run(args: DemoArgs) -> Result<bool, String> {
     let ddl = advise::ddl_of(&advice);
     let selective = advise::run(&advice, advise::selective_config(&advice, &ddl))?.to_json();
     println!("{}", table(&advice, &global, &selective));
-    if let Some(path) = &args.json {
+    if let Some(file) = &json {
         let value = json!({
             "workload": advice.config.workload.name,
             "recommendation": advice.recommendation,
@@ -93,7 +98,7 @@ pub fn run(args: DemoArgs) -> Result<bool, String> {
             "selective": selective,
         });
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())? + "\n";
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write(text.as_bytes())?;
     }
     Ok(true)
 }

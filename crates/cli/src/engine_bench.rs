@@ -3,6 +3,7 @@
 //! lookups, updates and inserts through the buffer pool, B+-tree and heap, and the cost
 //! of a page write with and without IPA bookkeeping (diff, rule, delta-record encoding).
 
+use crate::output::OverwriteArg;
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::Args;
@@ -41,12 +42,15 @@ pub struct EngineBenchArgs {
     /// Seed of the keys looked up and updated.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the figures as JSON to this file.
+    /// Write the figures as JSON to this file (a new file; see --overwrite).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
 }
 
 pub fn run(args: EngineBenchArgs) -> Result<(), String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
     let scheme: IpaScheme = args.ipa.parse()?;
     if args.device.no_data || args.device.image.is_some() {
         return Err("engine-bench runs on an in-memory device with data; drop --no-data and --image".into());
@@ -125,7 +129,7 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
         "page write (eviction) cost: {:.0} ns without IPA, {:.0} ns with [{scheme}] bookkeeping ({} appends, {} out-of-place)",
         eviction.plain_ns, eviction.ipa_ns, eviction.appends, eviction.out_of_place
     );
-    if let Some(path) = &args.json {
+    if let Some(file) = &json {
         let value = json!({
             "command": "engine-bench",
             "config": { "rows": args.rows, "ops": args.ops, "ipa": scheme.to_string(), "buffer_pages": args.buffer_pages, "log": !args.no_log, "seed": args.seed, "device": args.device.device },
@@ -135,8 +139,7 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
             "page_write_ns_without_ipa": eviction.plain_ns,
             "page_write_ns_with_ipa": eviction.ipa_ns,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&value).expect("json") + "\n")
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write((serde_json::to_string_pretty(&value).expect("json") + "\n").as_bytes())?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! and additional log/page reads), writes, erases, merges, blocks used and simulated
 //! I/O time per phase (ipl-btree-in-page-logging.txt §4.2–4.3, Fig. 6, Tables 3–4).
 
+use crate::output::OverwriteArg;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
 use index::{build, BTree, IndexKind, IndexSpec, NodeStore, Storage};
@@ -92,9 +93,11 @@ pub struct IndexBenchArgs {
     /// Seed of the key order, values and queries.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the results as JSON to this file.
+    /// Write the results as JSON to this file (a new file; see --overwrite).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
 }
 
 fn percent(text: &str) -> Result<f64, String> {
@@ -160,6 +163,7 @@ impl Snapshot {
 }
 
 pub fn run(args: IndexBenchArgs) -> Result<(), String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
     let kind = match args.index {
         IndexArg::Ipl => IndexKind::Ipl,
         IndexArg::Btree => IndexKind::Btree,
@@ -283,7 +287,7 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     if kind == IndexKind::MuTree && args.scans > 0 {
         println!("  μ-Tree range scan is our extension (one descent per leaf; the paper's μ-Tree has none)");
     }
-    if let Some(path) = &args.json {
+    if let Some(file) = &json {
         let value = json!({
             "command": "index-bench",
             "index": format!("{:?}", args.index).to_lowercase(),
@@ -305,7 +309,7 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
             "phases": phases.iter().map(|(n, p)| (n.to_string(), p.clone())).collect::<serde_json::Map<_, _>>(),
         });
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("--json {}: {e}", path.display()))?;
+        file.write((text + "\n").as_bytes())?;
     }
     Ok(())
 }

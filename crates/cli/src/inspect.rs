@@ -9,6 +9,7 @@ use nand::{Device, ImageOptions, MemoryStorage};
 use std::path::Path;
 
 pub fn run(path: &Path) -> Result<(), String> {
+    refuse_special_file(path)?;
     let read_only = ImageOptions { read_only: true, ..ImageOptions::default() };
     let storage = MemoryStorage::open_image_with(path, read_only).map_err(|e| e.to_string())?;
     let device = Device::new(Box::new(storage));
@@ -76,6 +77,27 @@ pub fn run(path: &Path) -> Result<(), String> {
         print_table(&rows);
     }
     Ok(())
+}
+
+/// An image is a regular file: a FIFO would block the open and the read until a writer
+/// came, and a directory or device is no image either.
+fn refuse_special_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a socket or another special file"
+    };
+    Err(format!("{}: is {what}, not a device image file", path.display()))
 }
 
 /// Erase counts in up to ten equal-width buckets, with bars.

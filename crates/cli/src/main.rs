@@ -5,6 +5,31 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `println!` for every command: standard output that went away (`deltaflash … | head`)
+/// ends the output, not the command, so its work and files are unaffected (std's macro
+/// panics on a broken pipe).
+macro_rules! println {
+    () => {
+        $crate::write_to(&mut std::io::stdout(), format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_to(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` that, like [`println!`], never panics when standard error is closed.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        $crate::write_to(&mut std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// What [`println!`] and [`eprintln!`] write, one line at a time; a reader that is gone
+/// is not an error of the command.
+fn write_to(out: &mut dyn std::io::Write, line: std::fmt::Arguments) {
+    let _ = out.write_fmt(line);
+}
+
 mod advise;
 mod bench;
 mod demo;
@@ -13,6 +38,7 @@ mod engine_compare;
 mod index_bench;
 mod inspect;
 mod memory;
+mod output;
 mod recovery_bench;
 mod runner;
 mod serve;
@@ -108,7 +134,7 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
-        /// Device image file.
+        /// Device image file (a regular file: a FIFO, device or directory is refused).
         image: PathBuf,
     },
 }
@@ -132,9 +158,11 @@ struct RunArgs {
     /// Seed of every random choice; the same seed gives the same result.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the metrics as JSON to this file.
+    /// Write the metrics as JSON to this file (a new file; see --overwrite).
     #[arg(long)]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: output::OverwriteArg,
     /// What to drive: one NoFTL region (`noftl`, with appends) or a conventional FTL
     /// over the whole device (`page`, `dftl`, `block`, `bast`, `fast`; an FTL refuses
     /// appends, which then go out of place). `--over-provisioning` and `--gc*` apply to
@@ -345,7 +373,15 @@ const HINT_SPACING: usize = 6;
 /// How far ahead the first hint for a write is given.
 const HINT_FAR: usize = HINT_SPACING * flash::WriteHint::STAGES.len();
 
+impl RunArgs {
+    /// `--json`, checked before the run.
+    fn json_file(&self) -> Result<Option<output::OutputFile>, String> {
+        self.overwrite.check("--json", self.json.as_deref())
+    }
+}
+
 fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
+    let json = args.common.run.json_file()?;
     let wants_deltas = args.delta_share > 0.0;
     let geometry = args.common.device.geometry()?;
     let nop = geometry.nop as usize;
@@ -418,11 +454,12 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             "delta_bytes": args.delta_bytes,
         }),
     );
-    report("ftl-bench", config, logical, warmup, &measured, args.common.run.json.as_ref())?;
+    report("ftl-bench", config, logical, warmup, &measured, json.as_ref())?;
     runner.finish().map_err(err)
 }
 
 fn replay(args: ReplayArgs) -> Result<(), String> {
+    let json = args.common.run.json_file()?;
     let text = std::fs::read_to_string(&args.trace).map_err(|e| format!("{}: {e}", args.trace.display()))?;
     let source = args.trace.display().to_string();
     let ops = trace::parse(&text, &source)?;
@@ -472,7 +509,7 @@ fn replay(args: ReplayArgs) -> Result<(), String> {
             "fill": args.fill,
         }),
     );
-    report("replay", config, logical, 0, &measured, args.common.run.json.as_ref())?;
+    report("replay", config, logical, 0, &measured, json.as_ref())?;
     runner.finish().map_err(err)
 }
 
@@ -497,11 +534,11 @@ fn report(
     logical: u32,
     warmup: u64,
     m: &Measured,
-    json_path: Option<&PathBuf>,
+    json_file: Option<&output::OutputFile>,
 ) -> Result<(), String> {
     let rows: Vec<Row> = m.rows().into_iter().map(|(k, v)| Row::kv(&k, v)).collect();
     print_table(&rows);
-    if let Some(path) = json_path {
+    if let Some(file) = json_file {
         let mut value = serde_json::to_value(m).expect("metrics serialize");
         let object = value.as_object_mut().expect("metrics are an object");
         object.insert("command".into(), json!(command));
@@ -509,8 +546,8 @@ fn report(
         object.insert("logical_pages".into(), json!(logical));
         object.insert("warmup_operations".into(), json!(warmup));
         let text = serde_json::to_string_pretty(&value).expect("json");
-        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("metrics written to {}", path.display());
+        file.write((text + "\n").as_bytes())?;
+        eprintln!("metrics written to {}", file.path().display());
     }
     Ok(())
 }

@@ -176,9 +176,11 @@ impl DeviceArgs {
         let geometry = self.geometry()?;
         self.check_memory(&geometry)?;
         let storage: Box<dyn Storage> = match &self.image {
-            Some(path) => Box::new(
-                MemoryStorage::create_image_with(path, geometry, !self.no_data, sync).map_err(|e| e.to_string())?,
-            ),
+            Some(path) => {
+                crate::output::check_new("--image", path)?;
+                let storage = MemoryStorage::create_image_with(path, geometry, !self.no_data, sync);
+                Box::new(storage.map_err(|e| e.to_string())?)
+            }
             None => Box::new(MemoryStorage::new(geometry, !self.no_data)),
         };
         Ok(Device::new(storage))

@@ -130,7 +130,8 @@ pub struct SqliteArgs {
     /// Age the device first until this share of it is free: 75%, 50% or 25% (flash storage only).
     #[arg(long, value_parser = FreeSpace::parse)]
     free_space: Option<FreeSpace>,
-    /// Host storage: the SQLite database file (its -wal beside it) instead of memory.
+    /// Host storage: the SQLite database file (its -wal beside it) instead of memory;
+    /// created new, an existing file (or its -wal, -shm, -journal) is refused, never replaced.
     #[arg(long, value_name = "PATH")]
     sqlite_file: Option<PathBuf>,
     /// SQLite on flash: base-wal (SQLite's WAL through the file layer), sw-wal (WAL
@@ -214,7 +215,7 @@ pub struct SqliteRun {
     pub seed: Option<u64>,
     pub cpu_us: Option<f64>,
     pub check: bool,
-    pub json: Option<PathBuf>,
+    pub json: Option<crate::output::OutputFile>,
     /// The emulated device (for SQLite on flash).
     pub device: DeviceArgs,
 }
@@ -389,7 +390,7 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         r.run_wall_seconds,
         memory.line()
     );
-    if let Some(path) = &run.json {
+    if let Some(file) = &run.json {
         let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
         memory.insert_into(&mut value);
         if let Some(object) = value.as_object_mut() {
@@ -398,7 +399,7 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
             }
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n";
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write(text.as_bytes())?;
     }
     Ok(match &r.consistency_check {
         Some(workloads::experiment::Consistency::Failed(e)) => {
@@ -428,7 +429,7 @@ mod tests {
             seed: Some(5),
             cpu_us: Some(3.0),
             check: true,
-            json: Some(json),
+            json: Some(crate::output::OutputFile::check("--json", &json, false).unwrap()),
             device: default_device(),
         }
     }

@@ -1,7 +1,8 @@
 //! `deltaflash sqlite-compare`: the TPC-B transaction on SQLite (WAL mode,
 //! synchronous=NORMAL, a database file on tmpfs) and on DeltaFlash (the `aries` log on,
 //! device latency costing no wall time), with the same data size and buffer share;
-//! transactions per wall-second for both.
+//! transactions per wall-second for both. SQLite's file is new: `--sqlite-path` never
+//! replaces a file, and without it the file lives in a scratch directory.
 
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
@@ -10,7 +11,7 @@ use engine::db::BufferSize;
 use engine::{Database, DbOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
 use workloads::Workload;
@@ -28,20 +29,36 @@ pub struct SqliteCompareArgs {
     /// Cache (SQLite) and buffer pool (DeltaFlash) as a share of the loaded database, in (0, 1].
     #[arg(long, default_value_t = 0.1, value_parser = crate::setup::positive_share)]
     buffer: f64,
-    /// SQLite database file; put it on tmpfs.
-    #[arg(long, default_value = "/dev/shm/deltaflash-tpcb.sqlite")]
-    sqlite_path: PathBuf,
+    /// SQLite database file, created new (an existing file is refused, never replaced)
+    /// and kept; put it on tmpfs. Default: a scratch directory in /dev/shm (else the
+    /// system's temporary directory), removed at the end.
+    #[arg(long, value_name = "PATH")]
+    sqlite_path: Option<PathBuf>,
     /// Seed of the transaction inputs (the same on both systems).
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
 
-fn sqlite_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
-    let e = |e: rusqlite::Error| format!("sqlite: {e}");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", args.sqlite_path.display()));
+/// Where SQLite's database goes: `--sqlite-path`, or a scratch directory (removed when
+/// the returned guard drops) on tmpfs where there is one.
+fn sqlite_file(args: &SqliteCompareArgs) -> Result<(PathBuf, Option<tempfile::TempDir>), String> {
+    if let Some(path) = &args.sqlite_path {
+        crate::output::check_new("--sqlite-path", path)?;
+        return Ok((path.clone(), None));
     }
-    let conn = rusqlite::Connection::open(&args.sqlite_path).map_err(e)?;
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    let dir = tempfile::Builder::new()
+        .prefix("deltaflash-tpcb")
+        .tempdir_in(&base)
+        .map_err(|e| format!("a scratch directory in {}: {e}", base.display()))?;
+    Ok((dir.path().join("tpcb.sqlite"), Some(dir)))
+}
+
+fn sqlite_tps(args: &SqliteCompareArgs, path: &Path) -> Result<(f64, f64), String> {
+    let e = |e: rusqlite::Error| format!("sqlite: {e}");
+    workloads::sqlite::host::create_database_file(path).map_err(|e| format!("--sqlite-path {e}"))?;
+    let conn = rusqlite::Connection::open(path).map_err(e)?;
     conn.execute_batch(
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
          CREATE TABLE branch (b_id INTEGER PRIMARY KEY, b_balance INTEGER NOT NULL, b_filler CHAR(88));
@@ -110,8 +127,11 @@ fn deltaflash_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
 }
 
 pub fn run(args: SqliteCompareArgs) -> Result<(), String> {
+    // Both systems' setups are checked before either runs.
+    args.device.check_memory(&args.device.geometry()?)?;
+    let (path, _scratch) = sqlite_file(&args)?;
     eprintln!("SQLite: loading scale {} and running {} TPC-B transactions", args.scale, args.transactions);
-    let (sqlite, sqlite_s) = sqlite_tps(&args)?;
+    let (sqlite, sqlite_s) = sqlite_tps(&args, &path)?;
     eprintln!("DeltaFlash: the same");
     let (ours, ours_s) = deltaflash_tps(&args)?;
     let rows = vec![

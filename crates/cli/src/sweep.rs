@@ -162,8 +162,11 @@ fn finished(path: &Path) -> Result<HashSet<String>, String> {
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
     let mut done = HashSet::new();
+    let mut entries = 0;
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str::<Value>(line) {
+        let parsed = serde_json::from_str::<Value>(line);
+        entries += usize::from(parsed.as_ref().is_ok_and(|entry| entry.get("point").is_some()));
+        match parsed {
             Ok(entry) if entry.get("result").is_some() => {
                 if let Some(Value::Object(point)) = entry.get("point") {
                     done.insert(key(point));
@@ -172,6 +175,14 @@ fn finished(path: &Path) -> Result<HashSet<String>, String> {
             Ok(_) => {}
             Err(_) => eprintln!("{}:{}: skipping an incomplete line", path.display(), number + 1),
         }
+    }
+    // Results are appended: a file of the user's that holds none is not written to.
+    let only_a_cut_line = text.starts_with("{\"") && text.lines().count() == 1;
+    if entries == 0 && !text.trim().is_empty() && !only_a_cut_line {
+        return Err(format!(
+            "{}: not a sweep results file (no line holds a point's result); it is left as it is: choose another --out",
+            path.display()
+        ));
     }
     Ok(done)
 }

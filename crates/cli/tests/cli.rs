@@ -1,7 +1,7 @@
 //! The `deltaflash` binary end to end, on small devices.
 
 mod common;
-use common::{checked_bench_json, deltaflash, json_without, ok, stderr, BENCH_WALL_FIELDS, SMALL};
+use common::{checked_bench_json, deltaflash, json_without, ok, stderr, BENCH_WALL_FIELDS, FOUR_CHIPS, SMALL};
 use std::path::Path;
 
 /// An `ftl-bench` JSON without its wall-time fields.
@@ -371,4 +371,61 @@ fn a_host_queue_depth_of_one_serialises_reads() {
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text.lines().find(|l| l.contains("host queue depth")).unwrap_or_else(|| panic!("no depth in:\n{text}"));
     assert_eq!(row.split_whitespace().last(), Some("1"), "{row}");
+}
+
+/// Every subcommand that prints, its standard output a pipe whose reader is gone (as
+/// in `deltaflash … | head -1`): no panic (exit status 101, "panicked"), and the files
+/// it writes are still written. `serve` is left out: it serves until stopped.
+#[test]
+fn every_command_survives_a_closed_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (image, db_image, trace, grid) = (at("dev.img"), at("db.img"), at("t.trace"), at("grid.toml"));
+    std::fs::write(&trace, "W 1\nR 1\n").unwrap();
+    std::fs::write(
+        &grid,
+        "[base]\nseed = 2\n[base.workload]\nname = \"tatp\"\nsubscribers = 1000\n[base.device]\nchips = 4\n\
+         blocks_per_chip = 64\npages_per_block = 64\n[base.driver]\nsim_time_s = 0.2\nwarmup_s = 0.1\n\
+         [grid]\n\"engine.ipa\" = [\"0x0\"]\n",
+    )
+    .unwrap();
+    ok(&[&["ftl-bench", "--writes", "200", "--warmup", "0", "--image", &image], SMALL].concat());
+    let tatp = ["--workload", "tatp", "--subscribers", "1000", "--sim-time", "0.2", "--warmup", "0.1"];
+    let tatp: Vec<&str> = [&tatp[..], FOUR_CHIPS].concat();
+    ok(&[&["bench", "--image", &db_image], &tatp[..]].concat());
+    let json = at("bench.json");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["--help"],
+        [&["ftl-bench", "--writes", "200", "--warmup", "0"], SMALL].concat(),
+        [&["replay", "--trace", &trace], SMALL].concat(),
+        vec!["sql", "-c", "SELECT 1;"],
+        vec!["sqlite", "-c", "SELECT hex(zeroblob(40000));"],
+        [&["bench", "--json", &json], &tatp[..]].concat(),
+        vec!["bench", "--engine", "sqlite", "--num", "50"],
+        [&["compare", "--schemes", "0x0,2x4"], &tatp[..]].concat(),
+        [&["advise"], &tatp[..]].concat(),
+        [&["demo"], &tatp[..]].concat(),
+        vec!["check", "--image", &db_image, "--workload", "tatp", "--subscribers", "1000"],
+        vec!["sqlite-compare", "--transactions", "10"],
+        vec!["engine-bench", "--rows", "500", "--ops", "500"],
+        vec!["recovery-bench", "--rows", "500", "--transactions", "10"],
+        vec!["torture", "--cuts", "2", "--accounts", "100", "--transfers", "50"],
+        vec!["index-bench", "--index", "ipl", "--inserts", "300", "--queries", "10", "--scans", "1"],
+        vec!["sweep", "--grid", &grid, "--jobs", "1"],
+        vec!["inspect", &image],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(common::json(Path::new(&json))["throughput_tps"].is_number(), "bench wrote its file");
 }

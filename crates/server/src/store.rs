@@ -3,7 +3,10 @@
 //!
 //! A record is written to `ID.json.tmp`, synced, and renamed over `ID.json`, so a crash
 //! leaves the old record or none. At start every `ID.json` is read; one that does not
-//! parse is reported (by file name) and skipped, and leftover scratch files are removed.
+//! parse is reported (by file name) and skipped, and leftover scratch files are removed —
+//! only names the store makes (`ID.json.tmp`, `tmp/ID.img`), and only in a directory that
+//! is new, empty or already a data directory (it has the `lock` file): a directory of the
+//! user's with a `tmp/` in it is refused, not cleaned.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -62,6 +65,7 @@ impl Store {
     /// Opens `dir`, creating it; returns the store, the summaries of the stored runs
     /// (by id) and a message for each record that was skipped.
     pub fn open(dir: &Path) -> Result<(Store, Vec<Summary>, Vec<String>), String> {
+        refuse_foreign_directory(dir)?;
         let (runs, tmp) = (dir.join("runs"), dir.join("tmp"));
         for d in [&runs, &tmp] {
             fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -86,8 +90,10 @@ impl Store {
         for entry in entries {
             let path = entry.map_err(|e| format!("{}: {e}", store.runs.display()))?.path();
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if name.ends_with(".json.tmp") {
-                let _ = fs::remove_file(&path);
+            if let Some(id) = name.strip_suffix(".json.tmp") {
+                if parse_id(id).is_some() {
+                    let _ = fs::remove_file(&path);
+                }
                 continue;
             }
             let Some(id) = name.strip_suffix(".json").and_then(parse_id) else { continue };
@@ -104,7 +110,10 @@ impl Store {
         // Scratch images of runs that were under way when the process died.
         if let Ok(entries) = fs::read_dir(&store.tmp) {
             for entry in entries.flatten() {
-                let _ = fs::remove_file(entry.path());
+                let name = entry.file_name();
+                if name.to_str().and_then(|n| n.strip_suffix(".img")).and_then(parse_id).is_some() {
+                    let _ = fs::remove_file(entry.path());
+                }
             }
         }
         Ok((store, summaries, skipped))
@@ -144,6 +153,22 @@ impl Store {
     }
 }
 
+/// Refuses a `--data` directory that holds files but is not a data directory (no `lock`).
+fn refuse_foreign_directory(dir: &Path) -> Result<(), String> {
+    let mut entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    if entries.next().is_none() || dir.join("lock").is_file() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: not a deltaflash data directory (it holds files but no `lock`); choose a new or empty directory",
+        dir.display()
+    ))
+}
+
 /// A run id: 1 to 18 decimal digits (so it fits u64 and names only a file of ours).
 pub fn parse_id(text: &str) -> Option<u64> {
     if text.is_empty() || text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -163,6 +188,25 @@ mod tests {
         for bad in ["", "../1", "1.json", "-1", "1e3", "1234567890123456789", "٣"] {
             assert_eq!(parse_id(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn only_its_own_leftovers_are_removed_and_a_foreign_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("tmp")).unwrap();
+        fs::write(dir.path().join("tmp/notes.txt"), "mine").unwrap();
+        let e = Store::open(dir.path()).err().unwrap();
+        assert!(e.contains("not a deltaflash data directory"), "{e}");
+        assert_eq!(fs::read_to_string(dir.path().join("tmp/notes.txt")).unwrap(), "mine");
+        let data = dir.path().join("data");
+        drop(Store::open(&data).unwrap());
+        for name in ["tmp/7.img", "tmp/keep.img", "runs/8.json.tmp", "runs/x.json.tmp"] {
+            fs::write(data.join(name), "x").unwrap();
+        }
+        drop(Store::open(&data).unwrap());
+        let left = |name: &str| data.join(name).exists();
+        assert!(!left("tmp/7.img") && !left("runs/8.json.tmp"), "its own leftovers go");
+        assert!(left("tmp/keep.img") && left("runs/x.json.tmp"), "other names stay");
     }
 
     #[test]

@@ -271,7 +271,24 @@ impl Experiment {
     /// Runs it. `on_progress` sees each step; answering `Control::Stop` ends the run
     /// with [`ExperimentError::Stopped`] (for a shared flag:
     /// `|_| if flag.load(Ordering::Relaxed) { Control::Stop } else { Control::Continue }`).
+    ///
+    /// A run that fails or is stopped removes the image file it created
+    /// (`device.image`): a half-loaded database must not pass for a result.
     pub fn run(&self, on_progress: &mut dyn FnMut(Progress) -> Control) -> Result<ExperimentResult, ExperimentError> {
+        let device = self.device()?;
+        let result = self.run_on(device, on_progress);
+        if let (Err(_), Some(image)) = (&result, &self.config.device.image) {
+            let _ = std::fs::remove_file(image);
+        }
+        result
+    }
+
+    /// [`Experiment::run`] on the fresh `device`.
+    fn run_on(
+        &self,
+        device: Device,
+        on_progress: &mut dyn FnMut(Progress) -> Control,
+    ) -> Result<ExperimentResult, ExperimentError> {
         let (c, d) = (&self.config, &self.derived);
         let failed = |db: &Database, stage: Stage, error: String| {
             let full = error.contains("no free extent").then(|| Fill::of(db));
@@ -300,19 +317,19 @@ impl Experiment {
         };
         let wall = Instant::now();
         let mut db = match &c.storage {
-            StorageConfig::Noftl => Database::create(self.device()?, options),
+            StorageConfig::Noftl => Database::create(device, options),
             StorageConfig::Ftl(ftl) => {
                 // The FTL is the whole device; the database's regions are partitions of
                 // its logical pages.
-                let ftl = flash::ftl::format(self.device()?, ftl).map_err(|e| setup(e.into()))?;
+                let ftl = flash::ftl::format(device, ftl).map_err(|e| setup(e.into()))?;
                 let volume = FtlVolume::format(ftl, Vec::new(), 0).map_err(|e| setup(e.into()))?;
                 Database::create_on(Box::new(volume), options)
             }
             StorageConfig::Ipl(ipl) => {
                 // In-Page Logging over the whole device, its DB page the engine's; the
                 // database's regions are partitions of its erase units.
-                let store = IplStore::format(self.device()?, ipl.store_config(page_bytes), Vec::new())
-                    .map_err(|e| setup(e.into()))?;
+                let store =
+                    IplStore::format(device, ipl.store_config(page_bytes), Vec::new()).map_err(|e| setup(e.into()))?;
                 Database::create_on(Box::new(store), options)
             }
         }

@@ -25,19 +25,35 @@ impl HostSqlite {
         Ok(HostSqlite { conn, clock_ns: 0 })
     }
 
-    /// A fresh database at `path` on the host's file system: the file and its `-wal`,
-    /// `-shm` and `-journal` companions are removed first.
+    /// A new database at `path` on the host's file system ([`create_database_file`]).
     pub fn create(path: &Path) -> Result<HostSqlite, String> {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let file = format!("{}{suffix}", path.display());
-            match std::fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{file}: {e}")),
-            }
-        }
+        create_database_file(path)?;
         let conn = Connection::open(path).map_err(|e| format!("sqlite: {}: {e}", path.display()))?;
         Ok(HostSqlite { conn, clock_ns: 0 })
+    }
+}
+
+/// Creates the empty file of a new SQLite database at `path`: never over an existing
+/// file (`create_new`), and not beside a `-wal`, `-shm` or `-journal` file, which SQLite
+/// would take for the new database's own and replay into it.
+pub fn create_database_file(path: &Path) -> Result<(), String> {
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut companion = path.as_os_str().to_owned();
+        companion.push(suffix);
+        if std::fs::symlink_metadata(&companion).is_ok() {
+            return Err(format!(
+                "{}: exists (the journal of another database); no database is created beside it: choose another path",
+                Path::new(&companion).display()
+            ));
+        }
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
+            "{}: the file exists; a new database is created here and no file is replaced: remove it or choose another path",
+            path.display()
+        )),
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
 
