@@ -10,12 +10,14 @@
 //! Layout: [`geometry`] (shape and presets), [`timing`] (latencies, timelines),
 //! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
 //! files, written through; `legacy` reads the old whole-file versions), [`fault`]
-//! (power cuts), [`device`] (rules and timing).
+//! (power cuts), [`device`] (rules and timing), `durable` (the durable point: which
+//! pages a power cut may have torn).
 
 #![forbid(unsafe_code)]
 
 mod cells;
 pub mod device;
+mod durable;
 pub mod error;
 pub mod fault;
 pub mod geometry;
