@@ -207,10 +207,9 @@ mod tests {
         let mut d = DurablePoint::fresh(&geometry());
         let mut counts = vec![0u8; 8];
         let erases = vec![0u32; 2];
-        for p in 0..2 {
-            counts[p] = 1;
-            d.programmed(p as u32, 0);
-        }
+        counts[..2].fill(1);
+        d.programmed(0, 0);
+        d.programmed(1, 0);
         d.record(&counts, &erases);
         counts[2] = 1; // programmed after the record
         counts[0] = 2; // appended after the record
