@@ -42,6 +42,11 @@ pub(crate) struct DurablePoint {
     complete: Vec<u64>,
     /// One bit per block: programmed or erased since the last record.
     dirty: Vec<u64>,
+    /// Generation of the configuration area at the record (image files; 0 without
+    /// one). Configuration writes are synced before they return, so a newer valid
+    /// configuration slot than this was complete: if none passes its checksum on open,
+    /// the newest was damaged after it completed, and an older one must not stand in.
+    config_generation: u64,
 }
 
 /// A block's entry of the record, as stored: erase count + 1 (0: unknown), then the
@@ -80,6 +85,7 @@ impl DurablePoint {
             counts: vec![0; pages],
             complete: vec![0; pages.div_ceil(64)],
             dirty: vec![0; blocks.div_ceil(64)],
+            config_generation: 0,
         }
     }
 
@@ -160,6 +166,16 @@ impl DurablePoint {
         changed
     }
 
+    /// Records the configuration generation; true if it changed.
+    pub(crate) fn record_config(&mut self, generation: u64) -> bool {
+        std::mem::replace(&mut self.config_generation, generation) != generation
+    }
+
+    /// The configuration generation at the record.
+    pub(crate) fn config_generation(&self) -> u64 {
+        self.config_generation
+    }
+
     /// Block `b`'s entry, to persist it.
     pub(crate) fn entry(&self, b: u32) -> Entry<'_> {
         let first = b as usize * self.pages_per_block;
@@ -167,11 +183,12 @@ impl DurablePoint {
     }
 
     /// Loads a persisted record: `erase` per block (erase count + 1, 0 unknown), then
-    /// `counts` per page.
-    pub(crate) fn load(geometry: &Geometry, erase: Vec<u32>, counts: Vec<u8>) -> Self {
+    /// `counts` per page, and the configuration generation.
+    pub(crate) fn load(geometry: &Geometry, erase: Vec<u32>, counts: Vec<u8>, config_generation: u64) -> Self {
         let mut point = Self::unknown(geometry);
         point.erase = erase;
         point.counts = counts;
+        point.config_generation = config_generation;
         point
     }
 
@@ -291,7 +308,7 @@ mod image_tests {
         drop(s);
 
         // An image written before the area existed: no record, every page may be torn.
-        let len = std::fs::metadata(&path).unwrap().len() - 4 * 4 - 16;
+        let len = std::fs::metadata(&path).unwrap().len() - 4 * 4 - 16 - 8;
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len).unwrap();
         let mut s = MemoryStorage::open_image(&path).unwrap();
         assert!((0..3).all(|p| s.may_be_torn(Ppn(p))));
@@ -303,5 +320,35 @@ mod image_tests {
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len + 3).unwrap();
         let err = MemoryStorage::open_image(&path).err().expect("a cut-short area is refused");
         assert!(err.to_string().contains("durable point"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_newest_configuration_that_completed_is_refused_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev.img");
+        let mut s = MemoryStorage::create_image(&path, geometry(), true).unwrap();
+        s.set_config_area(b"one region".to_vec()).unwrap();
+        s.set_config_area(b"two regions".to_vec()).unwrap(); // generation 2, in slot 1
+        s.sync(SyncPoint::Commit).unwrap();
+        drop(s);
+        let slot1 = 4096 + (1 << 20) + 16;
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[slot1] ^= 0x04;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = MemoryStorage::open_image(&path).err().expect("an older layout must not stand in");
+        assert!(err.to_string().contains("configuration generation 2"), "{err}");
+
+        // Not yet covered by a durable point: the damaged newest slot may be a torn
+        // write, and the previous configuration stands.
+        bytes[slot1] ^= 0x04;
+        std::fs::write(&path, &bytes).unwrap();
+        let mut s = MemoryStorage::open_image(&path).unwrap();
+        s.set_config_area(b"three".to_vec()).unwrap(); // generation 3, in slot 0
+        drop(s);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[4096 + 16] ^= 0x04;
+        std::fs::write(&path, &bytes).unwrap();
+        let s = MemoryStorage::open_image(&path).unwrap();
+        assert_eq!(s.config_area(), b"two regions");
     }
 }

@@ -14,7 +14,8 @@
 //! data_at (4 KiB aligned)    per page: data then OOB, at data_at + ppn × raw page bytes
 //! durable_at = data_at + pages × raw page bytes    the durable point (optional):
 //!                        per block: u32 erase count + 1 (0 = unknown); per page: u8
-//!                        program count at the record (see [`crate::durable`])
+//!                        program count at the record; u64 configuration generation
+//!                        at the record (see [`crate::durable`])
 //! ```
 //!
 //! The file is sparse: a page never programmed is a hole. On-disk order of each
@@ -227,9 +228,14 @@ impl Layout {
         self.file_bytes + self.blocks * 4 + block as u64 * self.pages_per_block
     }
 
+    /// Where the durable point's configuration generation lives.
+    fn durable_config_at(&self) -> u64 {
+        self.file_bytes + self.blocks * 4 + self.pages
+    }
+
     /// Length of the file with its durable point area.
     fn with_durable_bytes(&self) -> u64 {
-        self.file_bytes + self.blocks * 4 + self.pages
+        self.durable_config_at() + 8
     }
 }
 
@@ -408,18 +414,29 @@ impl ImageFile {
         Ok(!self.dirty && self.failed.is_none())
     }
 
-    /// Writes the durable point entries of `blocks` (after a sync made the device's
-    /// writes durable), and syncs them at a checkpoint.
+    /// Generation of the newest configuration written.
+    pub(crate) fn config_generation(&self) -> u64 {
+        self.config_generation
+    }
+
+    /// Writes the durable point entries of `blocks`, and its configuration generation
+    /// if `config` (after a sync made the device's writes durable); syncs them at a
+    /// checkpoint.
     pub(crate) fn write_durable_point(
         &mut self,
         durable: &DurablePoint,
         blocks: &[u32],
+        config: bool,
         point: SyncPoint,
     ) -> Result<(), ImageError> {
-        if self.read_only || blocks.is_empty() {
+        if self.read_only || (blocks.is_empty() && !config) {
             return Ok(());
         }
         let as_image_error = |path: &Path, e: Error| ImageError::Io { path: path.into(), source: io::Error::other(e) };
+        if config {
+            let at = self.layout.durable_config_at();
+            self.pwrite(at, &durable.config_generation().to_le_bytes()).map_err(|e| as_image_error(&self.path, e))?;
+        }
         for &b in blocks {
             let entry = durable.entry(b);
             let (counts_at, erase_at) = (self.layout.durable_counts_at(b), self.layout.durable_erase_at(b));
@@ -713,6 +730,15 @@ fn read_v3(file: &File, path: &Path, file_bytes: u64) -> Result<(MemoryStorage, 
         }
     }
     s.durable = read_durable_point(file, path, file_bytes, &layout, &g)?;
+    let recorded = s.durable.config_generation();
+    if generation < recorded {
+        return Err(corrupt(
+            Layout::slot_at(1 - slot),
+            format!(
+                "configuration generation {recorded} was complete at the last durable point, but its slot fails its checksum; the older generation {generation} is not used in its place"
+            ),
+        ));
+    }
     Ok((s, generation, slot))
 }
 
@@ -731,13 +757,16 @@ fn read_durable_point(
     }
     let area = (layout.with_durable_bytes() - layout.file_bytes) as usize;
     let bytes = read_exact(file, path, layout.file_bytes, area, "durable point")?;
-    let (erase, counts) = bytes.split_at(layout.blocks as usize * 4);
+    let (erase, rest) = bytes.split_at(layout.blocks as usize * 4);
+    let (counts, config) = rest.split_at(layout.pages as usize);
     let erase = erase.chunks_exact(4).map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]])).collect();
-    Ok(DurablePoint::load(g, erase, counts.to_vec()))
+    let config = u64::from_le_bytes(config.try_into().unwrap_or_default());
+    Ok(DurablePoint::load(g, erase, counts.to_vec(), config))
 }
 
 /// Loads the newest valid configuration slot into `s`. A slot whose checksum fails is
-/// a torn write and is ignored; an all-zero slot was never written.
+/// a torn write and is ignored (unless the durable point proves its generation
+/// completed: `read_v3` then refuses the image); an all-zero slot was never written.
 fn read_config(file: &File, path: &Path, s: &mut MemoryStorage) -> Result<(u64, usize), ImageError> {
     let mut best: Option<(u64, usize, Vec<u8>)> = None;
     let mut torn = 0;

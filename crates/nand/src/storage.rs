@@ -554,7 +554,10 @@ impl Storage for MemoryStorage {
         }
         let changed = self.durable.record(&self.program_counts, &self.erase_counts);
         match &mut self.image {
-            Some(image) => image.write_durable_point(&self.durable, &changed, point),
+            Some(image) => {
+                let config = self.durable.record_config(image.config_generation());
+                image.write_durable_point(&self.durable, &changed, config, point)
+            }
             None => Ok(()),
         }
     }
