@@ -7,7 +7,8 @@
 //! runs 1,000).
 
 use flash::ftl::{self, Ftl, FtlConfig, FtlKind};
-use flash::{Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
+use flash::ipl::{IplConfig, IplStore};
+use flash::{Error, Flash, GcConfig, IpaMode, PageDevice, RegionId, RegionSpec, VictimPolicy, WearConfig};
 use nand::{CellType, Device, Geometry, Latencies, MemoryStorage, Ppn};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -21,6 +22,8 @@ mod support {
 
 const PAGE: usize = 512;
 const LPNS: u32 = 24;
+/// The IPL store's DB pages: two flash pages each.
+const IPL_PAGE: usize = 2 * PAGE;
 
 fn cases() -> u64 {
     std::env::var("INTEGRITY_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(40)
@@ -45,6 +48,7 @@ fn geometry() -> Geometry {
 enum Store {
     Region(Box<Flash>),
     Ftl(Box<dyn Ftl>),
+    Ipl(Box<IplStore>),
 }
 
 /// Which storage, and how to lay it out.
@@ -52,6 +56,7 @@ enum Store {
 enum Kind {
     Region,
     Ftl(FtlKind),
+    Ipl,
 }
 
 fn region_spec() -> RegionSpec {
@@ -72,6 +77,16 @@ impl Kind {
         match self {
             Kind::Region => Store::Region(Box::new(Flash::format(device, vec![region_spec()]).unwrap())),
             Kind::Ftl(kind) => Store::Ftl(ftl::format(device, &ftl_config(kind)).unwrap()),
+            Kind::Ipl => {
+                let config = IplConfig {
+                    blocks_per_unit: 1,
+                    db_page_bytes: IPL_PAGE as u32,
+                    log_region_bytes: 1024,
+                    sector_bytes: 128,
+                };
+                let spec = RegionSpec::new("r", IpaMode::None);
+                Store::Ipl(Box::new(IplStore::format(device, config, vec![spec]).unwrap()))
+            }
         }
     }
 
@@ -79,7 +94,16 @@ impl Kind {
         Ok(match self {
             Kind::Region => Store::Region(Box::new(Flash::open(device, 0)?.0)),
             Kind::Ftl(_) => Store::Ftl(ftl::open(device, 0)?.0),
+            Kind::Ipl => Store::Ipl(Box::new(IplStore::open(device, 0)?.0)),
         })
+    }
+
+    /// Logical pages the work touches, and their bytes.
+    fn pages(self) -> (u32, usize) {
+        match self {
+            Kind::Ipl => (LPNS / 2, IPL_PAGE),
+            _ => (LPNS, PAGE),
+        }
     }
 }
 
@@ -88,6 +112,7 @@ impl Store {
         match self {
             Store::Region(f) => f.write(RegionId(0), lpn, data, 0).map(drop),
             Store::Ftl(f) => f.write(lpn, data, 0).map(drop),
+            Store::Ipl(s) => s.write_page(RegionId(0), lpn, data, 0).map(drop),
         }
     }
 
@@ -95,6 +120,7 @@ impl Store {
         match self {
             Store::Region(f) => f.trim(RegionId(0), lpn, 0).map(drop),
             Store::Ftl(f) => f.trim(lpn, 0).map(drop),
+            Store::Ipl(s) => PageDevice::trim(s.as_mut(), RegionId(0), lpn * 2, 0).map(drop),
         }
     }
 
@@ -102,6 +128,10 @@ impl Store {
         match self {
             Store::Region(f) => Ok(f.read(RegionId(0), lpn, 0)?.map(|r| r.data.to_vec())),
             Store::Ftl(f) => Ok(f.read(lpn, 0)?.map(|r| r.data.to_vec())),
+            Store::Ipl(s) => {
+                let mut buf = vec![0; IPL_PAGE];
+                Ok(s.read_page(RegionId(0), lpn, &mut buf, 0)?.map(|_| buf))
+            }
         }
     }
 
@@ -109,6 +139,7 @@ impl Store {
         match self {
             Store::Region(f) => f.flush().unwrap(),
             Store::Ftl(f) => f.device_mut().storage_mut().flush().unwrap(),
+            Store::Ipl(s) => PageDevice::flush(s.as_mut()).unwrap(),
         }
     }
 
@@ -116,19 +147,27 @@ impl Store {
         match self {
             Store::Region(f) => f.into_device(),
             Store::Ftl(f) => f.into_device(),
+            Store::Ipl(s) => s.into_device(),
         }
     }
 }
 
-/// Random writes and trims, each acknowledged, into `model`.
-fn committed_work(store: &mut Store, rng: &mut ChaCha8Rng, model: &mut HashMap<u32, Vec<u8>>) {
+/// Random writes (whole pages; on the IPL store a rewrite changes a few bytes, which
+/// it logs) and trims, each acknowledged, into `model`.
+fn committed_work(kind: Kind, store: &mut Store, rng: &mut ChaCha8Rng, model: &mut HashMap<u32, Vec<u8>>) {
+    let (pages, bytes) = kind.pages();
     for _ in 0..rng.gen_range(20..120) {
-        let lpn = rng.gen_range(0..LPNS);
+        let lpn = rng.gen_range(0..pages);
         if rng.gen_range(0..8) == 0 {
             store.trim(lpn).unwrap();
             model.remove(&lpn);
         } else {
-            let mut page = vec![rng.gen::<u8>(); PAGE];
+            let mut page = match model.get(&lpn) {
+                Some(old) if rng.gen_bool(0.5) => old.clone(),
+                _ => vec![rng.gen::<u8>(); bytes],
+            };
+            let at = rng.gen_range(4..bytes - 8);
+            page[at..at + 8].fill(rng.gen());
             page[..4].copy_from_slice(&lpn.to_le_bytes());
             store.write(lpn, &page).unwrap();
             model.insert(lpn, page);
@@ -148,10 +187,10 @@ fn case(kind: Kind, seed: u64, power_loss: bool) -> Option<bool> {
     let device = Device::new(Box::new(BitRot::new(MemoryStorage::new(geometry(), true), armed.clone())));
     let mut store = kind.format(device);
     let mut model = HashMap::new();
-    committed_work(&mut store, &mut rng, &mut model);
+    committed_work(kind, &mut store, &mut rng, &mut model);
     store.flush();
     if power_loss {
-        committed_work(&mut store, &mut rng, &mut model);
+        committed_work(kind, &mut store, &mut rng, &mut model);
     }
     let mut device = store.into_device();
     // Power off (or a clean close and restart): only the durable point is known.
@@ -174,7 +213,7 @@ fn case(kind: Kind, seed: u64, power_loss: bool) -> Option<bool> {
         Err(e) => panic!("{what}: open failed without naming corruption: {e}"),
     };
     let mut reported = false;
-    for lpn in 0..LPNS {
+    for lpn in 0..kind.pages().0 {
         match store.read(lpn) {
             Ok(got) => assert!(got.as_ref() == model.get(&lpn), "{what}: lpn {lpn} reads an older value"),
             Err(e) if is_corruption(&e) => reported = true,
@@ -230,4 +269,9 @@ fn fast_reads_newest_or_corrupt() {
 #[test]
 fn nolgn_ftl_reads_newest_or_corrupt() {
     run(Kind::Ftl(FtlKind::Nolgn));
+}
+
+#[test]
+fn ipl_store_reads_newest_or_corrupt() {
+    run(Kind::Ipl);
 }
