@@ -64,6 +64,8 @@ python-test:
 long: build
 	DELTAFLASH_KILL9_ITERATIONS=300 $(CARGO) test -p deltaflash-cli --locked --test kill9
 	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
+	INTEGRITY_CASES=1000 $(CARGO) test -p flash --locked --test integrity
+	INTEGRITY_CASES=1000 $(CARGO) test -p sqlite-flash --locked --test integrity
 	$(BIN) torture --cuts 2000 --seed 1
 	$(BIN) torture --cuts 2000 --seed 1 --ipa 0x0
 	$(BIN) torture --cuts 1000 --seed 1 --page-bytes 2048 --db-page-bytes 8192 --blocks-per-chip 128

@@ -306,6 +306,9 @@ pub enum Damage {
     /// An append that is not the page's last one is damaged, or stray bytes lie
     /// before the end of the last good append.
     Append,
+    /// The page's last append fails its check although it completed before the last
+    /// durable point (no cut can have torn it).
+    LastAppend,
 }
 
 impl Damage {
@@ -315,6 +318,7 @@ impl Damage {
             Damage::Base => "a base checksum fails",
             Damage::CopiedSlot => "a copied delta slot fails its checksum",
             Damage::Append => "an append before the page's last one is damaged",
+            Damage::LastAppend => "the page's last append is damaged although it completed",
         }
     }
 }

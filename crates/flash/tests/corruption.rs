@@ -9,11 +9,16 @@
 
 use flash::oob::{self, Header};
 use flash::{Error, Flash, GcConfig, IpaMode, RegionId, RegionSpec, VictimPolicy, WearConfig};
-use nand::{BlockId, CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, Ppn, Span, Storage};
+use nand::{CellType, Device, FaultyStorage, Geometry, Latencies, MemoryStorage, Ppn, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use support::bit_rot::BitRot;
+
+mod support {
+    pub mod bit_rot;
+}
 
 const PAGE: usize = 512;
 const DELTA_AREA: usize = 64;
@@ -47,106 +52,6 @@ fn fresh_page(lpn: u32, fill: u8) -> Vec<u8> {
     page[..4].copy_from_slice(&lpn.to_le_bytes());
     page[PAGE - DELTA_AREA..].fill(0xFF);
     page
-}
-
-/// A flipped bit: raw page offset (data, then OOB) and the bit.
-type Flip = (Ppn, usize, u8);
-
-/// Test-only storage: `MemoryStorage` whose pages can rot. Flips armed in the shared
-/// list land at the next power-on (bits that flipped while the device was off); a
-/// rotten page reads with its flips until it is programmed again or erased, and a
-/// copyback copies the rotten bytes, as a real on-chip copy would.
-struct BitRot {
-    inner: MemoryStorage,
-    armed: Arc<Mutex<Vec<Flip>>>,
-    rotten: HashMap<Ppn, (Vec<u8>, Vec<u8>)>,
-}
-
-impl BitRot {
-    fn raw(&self, ppn: Ppn) -> Vec<u8> {
-        let g = self.inner.geometry();
-        let mut raw = vec![0xFF; g.raw_page_bytes()];
-        if let Some(d) = self.data(ppn) {
-            raw[..d.len()].copy_from_slice(d);
-        }
-        if let Some(o) = self.oob(ppn) {
-            // The store keeps the OOB's leading bytes; the rest reads 0xFF.
-            raw[g.page_bytes as usize..][..o.len()].copy_from_slice(o);
-        }
-        raw
-    }
-
-    fn forget_block(&mut self, block: BlockId) {
-        let g = self.inner.geometry().clone();
-        self.rotten.retain(|&ppn, _| g.block_of(ppn) != block);
-    }
-}
-
-impl Storage for BitRot {
-    fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    fn keeps_data(&self) -> bool {
-        true
-    }
-    fn data(&self, ppn: Ppn) -> Option<&[u8]> {
-        self.rotten.get(&ppn).map(|(d, _)| &d[..]).or_else(|| self.inner.data(ppn))
-    }
-    fn oob(&self, ppn: Ppn) -> Option<&[u8]> {
-        self.rotten.get(&ppn).map(|(_, o)| &o[..]).or_else(|| self.inner.oob(ppn))
-    }
-    fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
-    }
-    fn program_count(&self, ppn: Ppn) -> u8 {
-        self.inner.program_count(ppn)
-    }
-    fn erase_count(&self, block: BlockId) -> u32 {
-        self.inner.erase_count(block)
-    }
-    fn write_pointer(&self, block: BlockId) -> u32 {
-        self.inner.write_pointer(block)
-    }
-    fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), nand::Error> {
-        self.rotten.remove(&ppn);
-        self.inner.program(ppn, spans)
-    }
-    fn copy_program(&mut self, src: Ppn, dst: Ppn, spans: &[Span]) -> Result<(), nand::Error> {
-        if !self.rotten.contains_key(&src) {
-            return self.inner.copy_program(src, dst, spans);
-        }
-        let mut raw = self.raw(src);
-        for s in spans {
-            raw[s.offset..s.offset + s.bytes.len()].copy_from_slice(s.bytes);
-        }
-        self.inner.program(dst, &[Span::new(0, &raw)])
-    }
-    fn erase(&mut self, block: BlockId) -> Result<(), nand::Error> {
-        self.forget_block(block);
-        self.inner.erase(block)
-    }
-    fn tear_erase(&mut self, block: BlockId, erased_pages: u32) -> Result<(), nand::Error> {
-        self.forget_block(block);
-        self.inner.tear_erase(block, erased_pages)
-    }
-    fn config_area(&self) -> &[u8] {
-        self.inner.config_area()
-    }
-    fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), nand::Error> {
-        self.inner.set_config_area(bytes)
-    }
-    fn flush(&mut self) -> Result<(), nand::ImageError> {
-        self.inner.flush()
-    }
-    fn power_on(&mut self) {
-        let flips = std::mem::take(&mut *self.armed.lock().unwrap());
-        let page_bytes = self.inner.geometry().page_bytes as usize;
-        for (ppn, offset, bit) in flips {
-            let mut raw = self.raw(ppn);
-            raw[offset] ^= 1 << bit;
-            self.rotten.insert(ppn, (raw[..page_bytes].to_vec(), raw[page_bytes..].to_vec()));
-        }
-    }
 }
 
 /// Raw byte ranges of a page where a flip is indistinguishable from a torn program
@@ -270,8 +175,7 @@ fn bit_flips_in_completed_pages_read_as_committed_or_corrupted_never_older() {
     for seed in 0..seeds {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let armed = Arc::new(Mutex::new(Vec::new()));
-        let storage =
-            BitRot { inner: MemoryStorage::new(geometry(), true), armed: armed.clone(), rotten: HashMap::new() };
+        let storage = BitRot::new(MemoryStorage::new(geometry(), true), armed.clone());
         let mut flash = Flash::format(Device::new(Box::new(storage)), vec![spec()]).unwrap();
         let (mut model, mut now) = (Model::default(), 0);
         committed_work(&mut flash, &mut rng, &mut model, &mut now);
@@ -318,7 +222,7 @@ fn bit_flips_in_completed_pages_read_as_committed_or_corrupted_never_older() {
 #[test]
 fn a_flip_in_the_last_append_reads_as_a_torn_tail() {
     let armed = Arc::new(Mutex::new(Vec::new()));
-    let storage = BitRot { inner: MemoryStorage::new(geometry(), true), armed: armed.clone(), rotten: HashMap::new() };
+    let storage = BitRot::new(MemoryStorage::new(geometry(), true), armed.clone());
     let mut flash = Flash::format(Device::new(Box::new(storage)), vec![spec()]).unwrap();
     let id = RegionId(0);
     for lpn in 0..3 {
@@ -341,7 +245,7 @@ fn a_flip_in_the_last_append_reads_as_a_torn_tail() {
 #[test]
 fn a_flip_in_an_earlier_append_is_reported_corrupt() {
     let armed = Arc::new(Mutex::new(Vec::new()));
-    let storage = BitRot { inner: MemoryStorage::new(geometry(), true), armed: armed.clone(), rotten: HashMap::new() };
+    let storage = BitRot::new(MemoryStorage::new(geometry(), true), armed.clone());
     let mut flash = Flash::format(Device::new(Box::new(storage)), vec![spec()]).unwrap();
     let id = RegionId(0);
     // Round-robin over two chips: lpn 1's page is not the last of its block.

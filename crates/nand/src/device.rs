@@ -113,6 +113,14 @@ impl Device {
         self.storage.power_on();
     }
 
+    /// Whether a power cut could have interrupted the last program of `ppn` (it lies
+    /// after the last durable point, see [`Storage::may_be_torn`]). A rebuild treats a
+    /// page that fails its check as torn only when this holds; otherwise the page
+    /// completed and was damaged later: corruption. Out of range: false.
+    pub fn may_be_torn(&self, ppn: Ppn) -> bool {
+        ppn.0 < self.total_pages && self.storage.may_be_torn(ppn)
+    }
+
     /// Page bytes (data, whole OOB area) without timing or counting, for inspection,
     /// GC bookkeeping and tests. Takes `&mut self` because the OOB area is assembled
     /// in the device's register from the bytes the storage keeps.

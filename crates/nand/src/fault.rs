@@ -179,7 +179,12 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn set_config_area(&mut self, bytes: Vec<u8>) -> Result<(), Error> {
         self.inner.set_config_area(bytes)
     }
+    /// Without power nothing is synced (and no durable point recorded: the torn
+    /// operation must stay "may be torn").
     fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+        if !self.powered {
+            return Ok(());
+        }
         self.inner.sync(point)
     }
     fn writable(&self, operation: &'static str) -> Result<(), Error> {
@@ -191,6 +196,10 @@ impl<S: Storage> Storage for FaultyStorage<S> {
     fn power_on(&mut self) {
         self.powered = true;
         self.cut_at = None;
+        self.inner.power_on();
+    }
+    fn may_be_torn(&self, ppn: Ppn) -> bool {
+        self.inner.may_be_torn(ppn)
     }
     fn last_torn(&self) -> Option<TornOp> {
         self.torn

@@ -12,6 +12,10 @@
 //! blocks_at = 4096 + 2 MiB   per block: u32 erase count | u8 needs_erase | 3 × 0
 //! counts_at              per page: u8 program count (0 = erased)
 //! data_at (4 KiB aligned)    per page: data then OOB, at data_at + ppn × raw page bytes
+//! durable_at = data_at + pages × raw page bytes    the durable point (optional):
+//!                        per block: u32 erase count + 1 (0 = unknown); per page: u8
+//!                        program count at the record; u64 configuration generation
+//!                        at the record (see [`crate::durable`])
 //! ```
 //!
 //! The file is sparse: a page never programmed is a hole. On-disk order of each
@@ -27,6 +31,10 @@
 //!   punched) prefix, so it reads back as [`crate::Storage::tear_erase`] left it;
 //! - configuration: written whole into the slot holding the older generation; the
 //!   newer valid slot wins on open, so a torn configuration write keeps the old one.
+//! - durable point: the entries of the blocks that changed, each the page counts then
+//!   the erase entry, written only after an `fdatasync` made everything before them
+//!   durable (so no entry claims a page the disk may lack), and synced at checkpoints.
+//!   Images without the area (written before it existed) open with no record.
 //!
 //! Durability ([`SyncMode`], SQLite's meaning): every write is a completed `pwrite`
 //! before the operation returns, so `kill -9` loses nothing; `fdatasync` runs at
@@ -49,6 +57,7 @@
 //! Reading checks every length and offset: a truncated or corrupt image gives an
 //! [`ImageError`] naming the file and the byte offset, never a panic.
 
+use crate::durable::DurablePoint;
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::image_io::{FileLayer, ImageIo};
@@ -178,8 +187,13 @@ struct Layout {
     data_at: u64,
     raw_page_bytes: u64,
     pages_per_block: u64,
-    /// Length of the whole (sparse) file.
+    /// Length of the whole (sparse) file without the durable point area, which starts
+    /// here.
     file_bytes: u64,
+    /// Pages on the device, for the durable point area (per block 4 bytes, then per
+    /// page 1).
+    pages: u64,
+    blocks: u64,
 }
 
 impl Layout {
@@ -199,6 +213,8 @@ impl Layout {
             raw_page_bytes,
             pages_per_block: g.pages_per_block as u64,
             file_bytes,
+            pages,
+            blocks,
         })
     }
 
@@ -212,6 +228,26 @@ impl Layout {
 
     fn page_at(&self, ppn: Ppn) -> u64 {
         self.data_at + ppn.0 as u64 * self.raw_page_bytes
+    }
+
+    /// Where the durable point's erase entry of `block` lives.
+    fn durable_erase_at(&self, block: u32) -> u64 {
+        self.file_bytes + block as u64 * 4
+    }
+
+    /// Where the durable point's page counts of `block` start.
+    fn durable_counts_at(&self, block: u32) -> u64 {
+        self.file_bytes + self.blocks * 4 + block as u64 * self.pages_per_block
+    }
+
+    /// Where the durable point's configuration generation lives.
+    fn durable_config_at(&self) -> u64 {
+        self.file_bytes + self.blocks * 4 + self.pages
+    }
+
+    /// Length of the file with its durable point area.
+    fn with_durable_bytes(&self) -> u64 {
+        self.durable_config_at() + 8
     }
 }
 
@@ -414,20 +450,57 @@ impl ImageFile {
         Ok(())
     }
 
-    pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+    /// Syncs as the mode says; true when everything written so far is durable.
+    pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<bool, ImageError> {
         let wanted = match self.sync {
             SyncMode::Off => false,
             SyncMode::Normal => point != SyncPoint::Commit,
             SyncMode::Full => true,
         };
         if !wanted {
-            return Ok(());
+            return Ok(!self.dirty && self.failed.is_none());
         }
         // A write that failed before: the file lacks it, so this point is not durable.
         if let Some(failed) = &self.failed {
             return Err(ImageError::Io { path: self.path.clone(), source: io::Error::other(failed.to_string()) });
         }
-        self.sync_if_dirty().map_err(|source| ImageError::Io { path: self.path.clone(), source })
+        self.sync_if_dirty().map_err(|source| ImageError::Io { path: self.path.clone(), source })?;
+        Ok(!self.dirty && self.failed.is_none())
+    }
+
+    /// Generation of the newest configuration written.
+    pub(crate) fn config_generation(&self) -> u64 {
+        self.config_generation
+    }
+
+    /// Writes the durable point entries of `blocks`, and its configuration generation
+    /// if `config` (after a sync made the device's writes durable); syncs them at a
+    /// checkpoint.
+    pub(crate) fn write_durable_point(
+        &mut self,
+        durable: &DurablePoint,
+        blocks: &[u32],
+        config: bool,
+        point: SyncPoint,
+    ) -> Result<(), ImageError> {
+        if self.read_only || (blocks.is_empty() && !config) {
+            return Ok(());
+        }
+        let as_image_error = |path: &Path, e: Error| ImageError::Io { path: path.into(), source: io::Error::other(e) };
+        if config {
+            let at = self.layout.durable_config_at();
+            self.pwrite(at, &durable.config_generation().to_le_bytes()).map_err(|e| as_image_error(&self.path, e))?;
+        }
+        for &b in blocks {
+            let entry = durable.entry(b);
+            let (counts_at, erase_at) = (self.layout.durable_counts_at(b), self.layout.durable_erase_at(b));
+            self.pwrite(counts_at, entry.counts).map_err(|e| as_image_error(&self.path, e))?;
+            self.pwrite(erase_at, &entry.erase.to_le_bytes()).map_err(|e| as_image_error(&self.path, e))?;
+        }
+        if point == SyncPoint::Checkpoint {
+            self.sync(point)?;
+        }
+        Ok(())
     }
 }
 
@@ -522,7 +595,8 @@ impl MemoryStorage {
             1 | 2 => {
                 let mut reader = BufReader::with_capacity(1 << 20, &file);
                 reader.seek(io::SeekFrom::Start(12)).map_err(io_err)?;
-                let storage = read_legacy(reader, path, file_bytes, version)?;
+                let mut storage = read_legacy(reader, path, file_bytes, version)?;
+                storage.durable = DurablePoint::unknown(&storage.geometry);
                 if options.read_only {
                     (storage, file, 0, 1)
                 } else {
@@ -534,6 +608,10 @@ impl MemoryStorage {
             version => return Err(ImageError::UnsupportedVersion { path: path.into(), version }),
         };
         let layout = layout_of(&storage.geometry, path, 12)?;
+        if !options.read_only && file.metadata().map_err(io_err)?.len() < layout.with_durable_bytes() {
+            // An image from before the durable point: add its area (holes: no record).
+            file.set_len(layout.with_durable_bytes()).map_err(io_err)?;
+        }
         storage.image = Some(ImageFile {
             file: layer(file),
             path: path.into(),
@@ -616,8 +694,14 @@ fn write_whole(file: &File, s: &MemoryStorage, layout: &Layout) -> io::Result<()
     header.push(s.keep_data as u8);
     let crc = crc32fast::hash(&header);
     header.extend_from_slice(&crc.to_le_bytes());
-    file.set_len(layout.file_bytes)?;
+    file.set_len(layout.with_durable_bytes())?;
     file.write_all_at(&header, 0)?;
+    let (erase, counts) = s.durable.entries();
+    let erase: Vec<u8> = erase.iter().flat_map(|e| e.to_le_bytes()).collect();
+    file.write_all_at(&erase, layout.durable_erase_at(0))?;
+    if counts.iter().any(|&c| c != 0) {
+        file.write_all_at(counts, layout.durable_counts_at(0))?;
+    }
     if !s.config_area.is_empty() {
         file.write_all_at(&config_slot(1, &s.config_area), Layout::slot_at(0))?;
     }
@@ -723,11 +807,44 @@ fn read_v3(file: &File, path: &Path, file_bytes: u64) -> Result<(MemoryStorage, 
             }
         }
     }
+    s.durable = read_durable_point(file, path, file_bytes, &layout, &g)?;
+    let recorded = s.durable.config_generation();
+    if generation < recorded {
+        return Err(corrupt(
+            Layout::slot_at(1 - slot),
+            format!(
+                "configuration generation {recorded} was complete at the last durable point, but its slot fails its checksum; the older generation {generation} is not used in its place"
+            ),
+        ));
+    }
     Ok((s, generation, slot))
 }
 
+/// The durable point stored after the pages, or no record for an image without the
+/// area (an all-zero area, as a read-write open of such an image adds it, has none
+/// either).
+fn read_durable_point(
+    file: &File,
+    path: &Path,
+    file_bytes: u64,
+    layout: &Layout,
+    g: &Geometry,
+) -> Result<DurablePoint, ImageError> {
+    if file_bytes == layout.file_bytes {
+        return Ok(DurablePoint::unknown(g));
+    }
+    let area = (layout.with_durable_bytes() - layout.file_bytes) as usize;
+    let bytes = read_exact(file, path, layout.file_bytes, area, "durable point")?;
+    let (erase, rest) = bytes.split_at(layout.blocks as usize * 4);
+    let (counts, config) = rest.split_at(layout.pages as usize);
+    let erase = erase.chunks_exact(4).map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]])).collect();
+    let config = u64::from_le_bytes(config.try_into().unwrap_or_default());
+    Ok(DurablePoint::load(g, erase, counts.to_vec(), config))
+}
+
 /// Loads the newest valid configuration slot into `s`. A slot whose checksum fails is
-/// a torn write and is ignored; an all-zero slot was never written.
+/// a torn write and is ignored (unless the durable point proves its generation
+/// completed: `read_v3` then refuses the image); an all-zero slot was never written.
 fn read_config(file: &File, path: &Path, s: &mut MemoryStorage) -> Result<(u64, usize), ImageError> {
     let mut best: Option<(u64, usize, Vec<u8>)> = None;
     let mut torn = 0;

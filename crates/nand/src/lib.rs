@@ -11,12 +11,14 @@
 //! [`storage`] (the persistence seam and the sparse memory store), [`image`] (image
 //! files, written through; `legacy` reads the old whole-file versions), [`image_io`]
 //! (the image's file operations, a seam) and [`image_faults`] (disk errors and lost
-//! unsynced writes under it), [`fault`] (power cuts), [`device`] (rules and timing).
+//! unsynced writes under it), [`fault`] (power cuts), [`device`] (rules and timing),
+//! `durable` (the durable point: which pages a power cut may have torn).
 
 #![forbid(unsafe_code)]
 
 mod cells;
 pub mod device;
+mod durable;
 pub mod error;
 pub mod fault;
 pub mod geometry;

@@ -15,6 +15,7 @@
 //! death loses nothing; [`Storage::sync`] decides what also survives a power loss.
 
 use crate::cells::{self, BlockCells, Cells};
+use crate::durable::DurablePoint;
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
 use crate::image::{ImageError, ImageFile};
@@ -146,8 +147,17 @@ pub trait Storage: Send {
         }
         self.writable(operation)
     }
-    /// Restores power after a cut. A no-op for stores that cannot lose power.
+    /// Restores power after a cut (or a restart): what completed before it is known
+    /// only from the last durable point. A no-op for stores that cannot lose power.
     fn power_on(&mut self) {}
+    /// Whether a power cut could have interrupted the last program of `ppn`: it was
+    /// programmed (or its block erased) after the last durable point and not seen
+    /// complete since power-on (see [`crate::durable`]). A page for which this is false
+    /// completed: a failed check on it is corruption, never a torn write. Stores
+    /// without a record answer true (every page may be torn).
+    fn may_be_torn(&self, _ppn: Ppn) -> bool {
+        true
+    }
     /// The operation the last power cut tore, for stores that inject cuts.
     fn last_torn(&self) -> Option<crate::TornOp> {
         None
@@ -174,6 +184,8 @@ pub struct MemoryStorage {
     pub(crate) pool: PagePool,
     pub(crate) config_area: Vec<u8>,
     pub(crate) image: Option<ImageFile>,
+    /// What was complete at the last durability point (see [`crate::durable`]).
+    pub(crate) durable: DurablePoint,
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
     /// Scratch arena for compacting a block's OOB bytes.
@@ -192,6 +204,7 @@ impl MemoryStorage {
             discarded: vec![0; (geometry.total_pages() as usize).div_ceil(64)],
             config_area: Vec::new(),
             image: None,
+            durable: DurablePoint::fresh(&geometry),
             register: Vec::new(),
             compact_scratch: Vec::new(),
             pool: PagePool::new(geometry.page_bytes as usize),
@@ -237,6 +250,7 @@ impl MemoryStorage {
         let page = self.geometry.page_in_block(ppn);
         let wp = &mut self.write_pointers[block.0 as usize];
         *wp = (*wp).max(page as u16 + 1);
+        self.durable.programmed(ppn.0, block.0);
         let Some(mut image) = self.image.take() else { return Ok(()) };
         let mut raw = std::mem::take(&mut self.register);
         raw.clear();
@@ -289,6 +303,7 @@ impl MemoryStorage {
         }
         self.erase_counts[block.0 as usize] += 1;
         self.write_pointers[block.0 as usize] = ppb as u16;
+        self.durable.erased(block.0, erased_pages);
     }
 
     fn write_erase(&mut self, block: BlockId, erased_pages: u32, complete: bool) -> Result<(), Error> {
@@ -321,8 +336,9 @@ impl Geometry {
         let per_block = (std::mem::size_of::<u32>()                 // erase count
             + std::mem::size_of::<u16>()                            // write pointer
             + Cells::SLOT_BYTES_PER_BLOCK) as u64;
-        // + one program count and one discard bit per page.
-        let upfront_bytes = pages + pages.div_ceil(64) * 8 + blocks * per_block;
+        // + one program count and one discard bit per page, + the durable point.
+        let upfront_bytes =
+            pages + pages.div_ceil(64) * 8 + blocks * per_block + crate::durable::DurablePoint::bytes_for(self);
         // A resident block: its cells (a buffer id, an OOB offset and length per page)
         // and its OOB arena (see `cells`); per page a pool buffer with its reference
         // count and, at worst, a free-list entry.
@@ -531,11 +547,36 @@ impl Storage for MemoryStorage {
         self.geometry.memory_footprint().upfront_bytes + self.blocks.bytes() + self.pool.bytes_in_use()
     }
 
+    /// Syncs as the image's mode says; once the device's writes are durable (always,
+    /// without an image), records the durable point and writes its changed entries.
     fn sync(&mut self, point: SyncPoint) -> Result<(), ImageError> {
+        if let Some(image) = &mut self.image {
+            if !image.sync(point)? {
+                return Ok(());
+            }
+        }
+        let changed = self.durable.record(&self.program_counts, &self.erase_counts);
         match &mut self.image {
-            Some(image) => image.sync(point),
+            Some(image) => {
+                let config = self.durable.record_config(image.config_generation());
+                image.write_durable_point(&self.durable, &changed, config, point)
+            }
             None => Ok(()),
         }
+    }
+
+    fn power_on(&mut self) {
+        self.durable.power_lost();
+    }
+
+    fn may_be_torn(&self, ppn: Ppn) -> bool {
+        let block = self.geometry.block_of(ppn);
+        self.durable.may_be_torn(
+            ppn.0,
+            block.0,
+            self.program_counts[ppn.0 as usize],
+            self.erase_counts[block.0 as usize],
+        )
     }
 }
 
@@ -618,6 +659,7 @@ mod tests {
         let f = g.memory_footprint();
         let s = MemoryStorage::new(g.clone(), true);
         let arrays = s.program_counts.len()
+            + crate::durable::DurablePoint::bytes_for(&g) as usize
             + s.discarded.len() * 8
             + s.erase_counts.len() * 4
             + s.write_pointers.len() * 2

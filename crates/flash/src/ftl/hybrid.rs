@@ -157,6 +157,11 @@ impl Header {
         })
     }
 
+    /// [`Header::decode`], or the header with one flipped bit put right.
+    pub fn decode_or_repair(oob: &[u8]) -> Option<Header> {
+        Header::decode(oob).or_else(|| super::repair_one_bit(oob, HEADER_BYTES, Header::decode))
+    }
+
     /// The header of a page as read, if the page is whole.
     pub fn check(data: &[u8], oob: &[u8]) -> Option<Header> {
         let h = Header::decode(oob)?;
@@ -207,6 +212,10 @@ pub(crate) struct Core {
     /// stays until the version is superseded or copied into a newer block, or its block
     /// is erased (see the module invariants).
     shadows: HashMap<u32, u32>,
+    /// lpn → what is wrong with its live version: the rebuild found it damaged although
+    /// it completed, so reads fail (never an older version) until the lpn is written or
+    /// trimmed. Merges copy such a page as it is.
+    corrupt: HashMap<u32, &'static str>,
     /// Lbns the rebuild found mid-merge, with their blocks: normalised before the next
     /// write or trim (so `open` only reads and a cut there cannot lose the device).
     pending: Vec<(u32, Vec<u32>)>,
@@ -255,6 +264,7 @@ impl Core {
             free: BinaryHeap::new(),
             tombs: HashMap::new(),
             shadows: HashMap::new(),
+            corrupt: HashMap::new(),
             next_seq: 1,
             counters: FtlCounters::default(),
             poisoned: false,
@@ -385,7 +395,7 @@ impl Core {
         let pb = self.g.page_bytes as usize;
         let oob = if self.keeps_data {
             let (_, oob) = self.dev.peek(Ppn(src));
-            let h = Header::decode(oob)
+            let h = Header::decode_or_repair(oob)
                 .ok_or_else(|| Error::Config(format!("{} FTL: live page {src} lost its header", self.kind.name())))?;
             Header { role: meta.role, bseq: meta.bseq, ..h }.encode()
         } else {
@@ -638,15 +648,32 @@ pub(crate) fn open<S: Scheme>(
             if core.dev.storage().program_count(Ppn(ppn)) == 0 {
                 continue;
             }
+            // Torn only if the durable point says a cut may have interrupted it; any
+            // other damaged page completed. (A block here keeps taking programs after a
+            // rebuild, so being its last page proves nothing.)
+            let tearable = core.dev.may_be_torn(Ppn(ppn));
             // A discarded page was whole when its payload was dropped: its header stands.
             let read = core.dev.scan_read(Ppn(ppn), now)?;
             done = done.max(read.timing.end_ns);
             let header = match read.data {
-                Some(data) => Header::check(data, read.oob),
-                None => Header::decode(read.oob),
+                Some(data) => Header::check(data, read.oob).map(|h| (h, false)).or_else(|| {
+                    (!tearable).then(|| Header::decode_or_repair(read.oob).map(|h| (h, !h.trim))).flatten()
+                }),
+                None => Header::decode(read.oob).map(|h| (h, false)),
             };
             core.counters.flash_reads += 1;
-            let Some(h) = header else { continue };
+            let Some((h, damaged)) = header else {
+                if tearable {
+                    continue;
+                }
+                return Err(Error::Corrupted {
+                    region: format!("{name} FTL"),
+                    lpn: None,
+                    block: b,
+                    page: i,
+                    what: "the OOB header is unreadable".into(),
+                });
+            };
             if h.lpn >= core.loc.len() as u32 {
                 continue;
             }
@@ -666,6 +693,11 @@ pub(crate) fn open<S: Scheme>(
             if key > newest[h.lpn as usize] {
                 newest[h.lpn as usize] = key;
                 core.loc[h.lpn as usize] = if h.trim { NONE } else { ppn };
+                if damaged {
+                    core.corrupt.insert(h.lpn, "the data fails its checksum");
+                } else {
+                    core.corrupt.remove(&h.lpn);
+                }
                 if h.trim {
                     core.tombs.insert(h.lpn, ppn);
                 } else {
@@ -770,6 +802,15 @@ impl<S: Scheme> Ftl for Hybrid<S> {
         if ppn == NONE {
             return Ok(None);
         }
+        if let Some(what) = self.core.corrupt.get(&lpn) {
+            return Err(Error::Corrupted {
+                region: format!("{} FTL", self.core.kind.name()),
+                lpn: Some(lpn),
+                block: ppn / self.core.ppb,
+                page: ppn % self.core.ppb,
+                what: what.to_string(),
+            });
+        }
         self.core.counters.host_reads += 1;
         self.core.counters.flash_reads += 1;
         match self.core.dev.read(Ppn(ppn), now) {
@@ -794,6 +835,7 @@ impl<S: Scheme> Ftl for Hybrid<S> {
             }
             Ok(())
         })?;
+        self.core.corrupt.remove(&lpn);
         self.core.counters.host_writes += 1;
         Ok(timing)
     }
@@ -804,6 +846,7 @@ impl<S: Scheme> Ftl for Hybrid<S> {
             return Ok(None);
         }
         let timing = self.run(now, |core, scheme| scheme.trim(core, lpn))?;
+        self.core.corrupt.remove(&lpn);
         self.core.counters.host_trims += 1;
         Ok(Some(timing))
     }
@@ -822,6 +865,7 @@ impl<S: Scheme> Ftl for Hybrid<S> {
             + heap::heap(&c.free)
             + heap::map(&c.tombs)
             + heap::map(&c.shadows)
+            + heap::map(&c.corrupt)
             + heap::vec_with(&c.pending, |(_, blocks)| heap::vec(blocks))
             + self.scheme.mapping_bytes()
     }

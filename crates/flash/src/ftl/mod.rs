@@ -355,6 +355,22 @@ pub fn stored_config(area: &[u8]) -> Result<FtlConfig, Error> {
     serde_json::from_slice(json).map_err(|e| Error::CorruptLayout(format!("FTL configuration: {e}")))
 }
 
+/// Decodes an OOB header whose CRC failed with one flipped bit put right: each bit of
+/// its first `len` bytes is tried in turn (CRC-32 over a header of at most 48 bytes has a
+/// Hamming distance above 3, so a single flip is repaired without ambiguity). A damaged
+/// page that completed thus still names what it holds, and its lpn reads as corrupt.
+fn repair_one_bit<H>(oob: &[u8], len: usize, decode: impl Fn(&[u8]) -> Option<H>) -> Option<H> {
+    let mut bytes = oob[..oob.len().min(len)].to_vec();
+    for bit in 0..bytes.len() * 8 {
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        if let Some(h) = decode(&bytes) {
+            return Some(h);
+        }
+        bytes[bit / 8] ^= 1 << (bit % 8);
+    }
+    None
+}
+
 /// Refuses a logical page beyond the FTL's capacity.
 fn check_lpn(name: &str, lpn: u32, logical_pages: u32) -> Result<(), Error> {
     if lpn >= logical_pages {

@@ -249,7 +249,8 @@ impl Remap for State {
 #[derive(Default)]
 struct Recovery {
     tags: HashMap<u32, Tag>,
-    /// Pages whose metadata bytes are damaged: never taken.
+    /// Pages whose metadata bytes are damaged: never taken (the open fails if one of
+    /// them completed, see [`nand::Device::may_be_torn`]).
     bad: HashSet<u32>,
     ends: Vec<(u32, u32)>,
     /// Tids whose whole end page is on flash → that page.
@@ -276,10 +277,23 @@ impl ScanHook for Recovery {
 
     fn between(&mut self, dev: &mut Device, now: SimTime) -> Result<SimTime, Error> {
         let mut done = now;
+        if let Some(ppn) = self.bad.iter().copied().filter(|&p| !dev.may_be_torn(Ppn(p))).min() {
+            let g = dev.geometry();
+            return Err(Error::Corrupted {
+                region: "nolgn FTL".into(),
+                lpn: None,
+                block: g.block_of(Ppn(ppn)).0,
+                page: g.page_in_block(Ppn(ppn)),
+                what: "the transaction metadata fails its checksum although the page completed".into(),
+            });
+        }
         for &(tid, ppn) in &self.ends {
+            // An end page that completed commits its transaction even if damaged since
+            // (the damage is its own lpn's, found by the candidate pass).
+            let completed = !dev.may_be_torn(Ppn(ppn));
             let read = dev.read(Ppn(ppn), now)?;
             done = done.max(read.timing.end_ns);
-            if Header::decode(read.oob).is_some_and(|h| h.verifies(read.data)) {
+            if completed || Header::decode(read.oob).is_some_and(|h| h.verifies(read.data)) {
                 self.committed.insert(tid, ppn);
             }
         }

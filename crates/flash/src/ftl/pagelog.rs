@@ -246,6 +246,11 @@ impl Header {
         Some(Header { owner, seq: u64::from_le_bytes(seq), gen: u32_at(16), data_crc: u32_at(20), tag })
     }
 
+    /// [`Header::decode`], or the header with one flipped bit put right.
+    pub fn decode_or_repair(oob: &[u8]) -> Option<Header> {
+        Header::decode(oob).or_else(|| super::repair_one_bit(oob, TAGGED_OOB_BYTES, Header::decode))
+    }
+
     /// Whether a page read whole: its data matches the header's CRC.
     pub fn verifies(&self, data: &[u8]) -> bool {
         match self.owner {
@@ -400,6 +405,11 @@ pub(crate) struct PageLog {
     filler: Box<[u8]>,
     /// Retired pages whose payloads the device has not been told to discard yet.
     retired: Vec<u32>,
+    /// Live pages the rebuild found corrupt (the newest copy of their lpn, damaged
+    /// although they completed), and what is wrong: host reads of them fail. A page
+    /// leaves the set when it dies (its lpn rewritten or trimmed); GC moves the entry
+    /// with the page.
+    corrupt: FxHashMap<u32, &'static str>,
 }
 
 impl PageLog {
@@ -480,6 +490,7 @@ impl PageLog {
             counters: FtlCounters::default(),
             filler: vec![0xFF; geometry.page_bytes as usize].into_boxed_slice(),
             retired: Vec::new(),
+            corrupt: FxHashMap::default(),
             geometry,
         }
     }
@@ -541,6 +552,8 @@ impl PageLog {
         let mut by_seq: FxHashMap<u64, Vec<(u32, u32)>> = FxHashMap::default();
         let mut max_seq = 0;
         let ppb = log.geometry.pages_per_block;
+        // Per block, its last programmed page: the only one a cut can have torn.
+        let mut last_in_block = vec![NONE; log.geometry.total_blocks() as usize];
         for b in 0..log.geometry.total_blocks() {
             let block = BlockId(b);
             if dev.storage().write_pointer(block) == 0 {
@@ -549,14 +562,24 @@ impl PageLog {
             }
             log.blocks.set_state(b as usize, BlockState::Full);
             log.blocks.set_erase_count(b as usize, dev.storage().erase_count(block));
+            let last = (0..ppb).rev().map(|i| log.geometry.ppn(block, i)).find(|&p| dev.storage().program_count(p) > 0);
+            last_in_block[b as usize] = last.map_or(NONE, |p| p.0);
             for i in 0..ppb {
                 let ppn = log.geometry.ppn(block, i);
                 if dev.storage().program_count(ppn) == 0 {
                     continue;
                 }
+                let tearable = Some(ppn) == last && dev.may_be_torn(ppn);
                 let (timing, oob) = dev.read_oob(ppn, now)?;
                 done = done.max(timing.end_ns);
-                let Some(h) = Header::decode(oob) else { continue };
+                let h = match Header::decode(oob) {
+                    Some(h) => h,
+                    None if tearable => continue,
+                    None => match Header::decode_or_repair(oob) {
+                        Some(h) => h,
+                        None => return Err(log.corrupted(None, ppn, "the OOB header is unreadable")),
+                    },
+                };
                 hook.seen(ppn, &h, oob);
                 let key = match h.owner {
                     Owner::Data(lpn) | Owner::Tombstone(lpn) if lpn < logical_pages => lpn as u64,
@@ -566,6 +589,9 @@ impl PageLog {
                         // never returned, so none of its remaps happened).
                         let read = dev.read(ppn, now)?;
                         done = done.max(read.timing.end_ns);
+                        if !h.verifies(read.data) && !tearable {
+                            return Err(log.corrupted(None, ppn, "a remap record fails its checksum"));
+                        }
                         let Some(entries) = h.verifies(read.data).then(|| decode_record(read.data)).flatten() else {
                             continue;
                         };
@@ -604,18 +630,29 @@ impl PageLog {
             via: Vec::new(),
             done,
         };
+        // A page that fails its check was torn only if it is its block's last programmed
+        // page and the device's durable point says a cut may have interrupted it.
+        let tearable = |dev: &Device, p: u32| {
+            last_in_block[dev.geometry().block_of(Ppn(p)).0 as usize] == p && dev.may_be_torn(Ppn(p))
+        };
         for group in candidates.chunk_by(|a, b| a.0 == b.0) {
             for &(key, _, ppn, target) in group {
                 if !hook.accept(Ppn(ppn)) {
                     continue;
                 }
                 if target != 0 {
-                    // A remap entry: the lpn reads the newest whole copy of its target.
+                    // A remap entry: the lpn reads the newest whole copy of its target,
+                    // or fails if that copy completed and was damaged since.
                     let mut found = None;
                     for &(_, p) in by_seq.get(&target).map_or(&[][..], |v| v.as_slice()) {
+                        let torn = tearable(dev, p);
                         let read = dev.read(Ppn(p), now)?;
                         scan.done = scan.done.max(read.timing.end_ns);
-                        if Header::decode(read.oob).is_some_and(|h| h.seq == target && h.verifies(read.data)) {
+                        let Some(h) = Header::decode_or_repair(read.oob).filter(|h| h.seq == target) else { continue };
+                        if h.verifies(read.data) || !torn {
+                            if !h.verifies(read.data) {
+                                log.corrupt.insert(p, "the data fails its checksum");
+                            }
                             found = Some(p);
                             break;
                         }
@@ -630,9 +667,33 @@ impl PageLog {
                     }
                     break;
                 }
+                let torn = tearable(dev, ppn);
                 let read = dev.read(Ppn(ppn), now)?;
                 scan.done = scan.done.max(read.timing.end_ns);
-                let Some(h) = Header::decode(read.oob).filter(|h| h.verifies(read.data)) else { continue };
+                let header = Header::decode_or_repair(read.oob);
+                let Some(h) = header.filter(|h| h.verifies(read.data)) else {
+                    match header.map(|h| h.owner) {
+                        _ if torn => continue,
+                        Some(Owner::Data(lpn)) => {
+                            // Completed and damaged since: the lpn reads an error, never
+                            // an older copy.
+                            scan.data[lpn as usize] = ppn;
+                            log.corrupt.insert(ppn, "the data fails its checksum");
+                            if !log.is_live(Ppn(ppn)) {
+                                log.mark_live(Ppn(ppn));
+                            }
+                            break;
+                        }
+                        Some(Owner::Translation(t)) => {
+                            return Err(log.corrupted(
+                                None,
+                                Ppn(ppn),
+                                &format!("translation page {t} fails its checksum"),
+                            ))
+                        }
+                        _ => return Err(log.corrupted(None, Ppn(ppn), "the page fails its checksum")),
+                    }
+                };
                 match h.owner {
                     Owner::Data(lpn) => scan.data[lpn as usize] = ppn,
                     Owner::Tombstone(lpn) => {
@@ -726,9 +787,24 @@ impl PageLog {
         self.chip_live[self.geometry.chip_of(ppn) as usize] += 1;
     }
 
+    /// The error for a damaged page that completed (`lpn` when known).
+    fn corrupted(&self, lpn: Option<u32>, ppn: Ppn, what: &str) -> Error {
+        let block = self.geometry.block_of(ppn);
+        Error::Corrupted {
+            region: format!("{} FTL", self.name),
+            lpn,
+            block: block.0,
+            page: self.geometry.page_in_block(ppn),
+            what: what.into(),
+        }
+    }
+
     /// Marks a page stale (its lpn or translation page moved on).
     pub fn kill(&mut self, ppn: Ppn) {
         debug_assert!(self.is_live(ppn), "page {ppn:?} is not live");
+        if !self.corrupt.is_empty() {
+            self.corrupt.remove(&ppn.0);
+        }
         let i = ppn.0 as usize;
         self.live[i / 64] &= !(1 << (i % 64));
         self.blocks.sub_valid(self.geometry.block_of(ppn).0 as usize);
@@ -1011,6 +1087,13 @@ impl PageLog {
         if ppn == NONE {
             return Ok(None);
         }
+        if let Some(what) = self.corrupt.get(&ppn) {
+            let lpn = match self.owner_of(Ppn(ppn)) {
+                Some(Owner::Data(lpn) | Owner::Tombstone(lpn)) => Some(lpn),
+                _ => None,
+            };
+            return Err(self.corrupted(lpn, Ppn(ppn), what));
+        }
         self.read(dev, Ppn(ppn), now).map(Some)
     }
 
@@ -1179,7 +1262,7 @@ impl PageLog {
             let (dst, _) = self.allocate(dev, remap, Stream::Gc, Place::Chip(chip), t)?;
             let clear = remap.migrating(self, src, dst);
             let oob = if self.keeps_data {
-                let Some(h) = Header::decode(dev.peek(src).1) else {
+                let Some(h) = Header::decode_or_repair(dev.peek(src).1) else {
                     return Err(Error::NeedsReopen { region: format!("{} FTL", self.name) });
                 };
                 let mut oob = Header { gen: h.gen + 1, ..h }.encode();
@@ -1213,8 +1296,13 @@ impl PageLog {
                 }
             }
             self.owner[dst.0 as usize] = owner.pack();
+            // A corrupt page moves as it is (its data still fails the header's CRC).
+            let corrupt = if self.corrupt.is_empty() { None } else { self.corrupt.remove(&src.0) };
             self.kill(src);
             self.mark_live(dst);
+            if let Some(what) = corrupt {
+                self.corrupt.insert(dst.0, what);
+            }
             let seq = self.blocks[b as usize].last_write_seq;
             let dst_block = self.geometry.block_of(dst).0 as usize;
             self.blocks.set_last_write_seq(dst_block, self.blocks[dst_block].last_write_seq.max(seq));

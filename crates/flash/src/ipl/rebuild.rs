@@ -6,8 +6,9 @@
 //! generation wins (two with the same one are corrupt). In the winner, groups (a first
 //! write, a flush of log sectors) count only when whole, replayed in sequence order. A
 //! damaged page is torn only if it is the unit's last programmed page, a damaged sector
-//! only if it is the last written sector of the newest log page; other damage is
-//! [`Error::Corrupted`]. Units that lost a write to a cut are merged before the open
+//! only if it is the last written sector of the newest log page, and either only if the
+//! device's durable point says a cut may have interrupted its program
+//! ([`nand::Device::may_be_torn`]); other damage is [`Error::Corrupted`]. Units that lost a write to a cut are merged before the open
 //! returns, and every programmed unit that is not a winner is erased, so a stale copy
 //! can never come back. Units that read erased are erased again before use (a torn
 //! erase may look erased and still refuse programs). A NoFTL region (the write-ahead
@@ -104,6 +105,29 @@ impl IplStore {
         self.parts.iter().position(|p| (p.first_unit..p.first_unit + p.units).contains(&(lu as u32))).unwrap_or(0)
     }
 
+    /// Refuses a unit holding a damaged page or log sector that completed: the durable
+    /// point proves no cut interrupted its program, so it rotted after it was written,
+    /// and whichever version it held (possibly the newest) must not be replaced by an
+    /// older one. Damage a cut may have caused is judged later (`replay`).
+    fn refuse_completed_damage(&self, phys: u32, pages: &[Scanned]) -> Result<(), Error> {
+        let lu = pages.first().and_then(Scanned::tag).map_or(phys, |t| t.lunit) as usize;
+        for (p, scanned) in pages.iter().enumerate() {
+            let what = match scanned {
+                Scanned::Damaged(what) => what.clone(),
+                Scanned::Log(_, sectors) => match sectors.iter().position(Result::is_err) {
+                    Some(slot) => format!("log sector {slot} fails its checksum"),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let ppn = self.ppn(phys, p as u32);
+            if !self.device.may_be_torn(ppn) {
+                return Err(self.corrupted(self.region_of(lu), None, ppn, format!("{what} although it completed")));
+            }
+        }
+        Ok(())
+    }
+
     fn rebuild(&mut self, now: SimTime) -> Result<SimTime, Error> {
         let shape = self.shape;
         let keeps = self.device.storage().keeps_data();
@@ -131,6 +155,7 @@ impl IplStore {
                 }
                 pages.push(scanned);
             }
+            self.refuse_completed_damage(phys, &pages)?;
             scans.push(pages);
         }
         self.seq = max_seq + 1;
@@ -225,8 +250,8 @@ impl IplStore {
             match scanned {
                 Scanned::Erased => {}
                 Scanned::Damaged(what) => {
-                    if Some(p as usize) != last_programmed {
-                        let ppn = self.ppn(phys, p);
+                    let ppn = self.ppn(phys, p);
+                    if Some(p as usize) != last_programmed || !self.device.may_be_torn(ppn) {
                         return Err(self.corrupted(region, None, ppn, what.clone()));
                     }
                     self.report.torn += 1;
@@ -268,8 +293,9 @@ impl IplStore {
                                 ));
                             }
                             Err(what) => {
-                                if Some(p as usize) != last_log || slot + 1 != used {
-                                    let ppn = self.ppn(phys, p);
+                                let ppn = self.ppn(phys, p);
+                                let last = Some(p as usize) == last_log && slot + 1 == used;
+                                if !last || !self.device.may_be_torn(ppn) {
                                     return Err(self.corrupted(
                                         region,
                                         None,

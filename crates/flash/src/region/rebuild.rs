@@ -12,15 +12,19 @@
 //! full, so no block ever takes another first program after a torn one: the torn page
 //! stays its block's last programmed page through any number of later rebuilds, and
 //! any damaged page with a programmed page after it in its block completed, so it is
-//! corrupt. The classification is therefore stable. What it cannot see: a completed
-//! page that is still its block's last programmed page (one page per block) and is
-//! corrupted later looks torn, and the previous version wins (see docs/safety.md).
+//! corrupt. The classification is therefore stable. The last programmed page of a
+//! block is torn only if the device's durable point also says a cut may have
+//! interrupted it ([`nand::Device::may_be_torn`]: programmed after the last sync or
+//! clean close); otherwise it completed and a failed check is corruption. A page torn
+//! by a cut stays "may be torn" through later durable points until its block is
+//! erased, so that verdict is stable too (see docs/safety.md, "The durable point").
 //!
 //! The other operations:
 //! - appends (`write_delta`): a cut tears only the page's last append, which the page
 //!   check reports as a torn tail; a damaged earlier append, or stray bytes before the
-//!   end of the last good append, is corrupt (`oob::check_page`). A completed last
-//!   append damaged later looks like a torn one (the same window, per page).
+//!   end of the last good append, is corrupt (`oob::check_page`). A torn tail on a
+//!   page whose program count has not changed since the durable point is a completed
+//!   last append damaged later: corrupt.
 //! - GC copies: the copy is the newest program of the GC block, so a torn copy is
 //!   torn and the source (erased only after the copy) wins with the same seq. A copy
 //!   corrupted later is corrupt even while its source survives: the copy may have
@@ -53,9 +57,11 @@ enum Status {
         floor: u32,
         torn_tail: bool,
     },
-    /// Damaged, and the newest program of its block: torn by a cut.
+    /// Damaged, the newest program of its block, and programmed after the last durable
+    /// point: torn by a cut.
     Torn,
-    /// Damaged although a later program in its block proves it completed.
+    /// Damaged although it completed: a later program in its block, or the durable
+    /// point, proves it.
     Corrupt(Damage),
 }
 
@@ -85,13 +91,15 @@ impl Scan {
         if let Some(&s) = self.status.get(&c.ppn) {
             return Ok(s);
         }
+        let may_be_torn = dev.may_be_torn(Ppn(c.ppn));
         let read = dev.read(Ppn(c.ppn), self.now)?;
         self.done = self.done.max(read.timing.end_ns);
         let s = match oob::check_page(read.data, read.oob) {
+            PageCheck::Valid { torn_tail: true, .. } if !may_be_torn => Status::Corrupt(Damage::LastAppend),
             PageCheck::Valid { slots, append_floor, torn_tail, .. } => {
                 Status::Valid { slots, floor: append_floor, torn_tail }
             }
-            PageCheck::Damaged { .. } if c.newest_in_block => Status::Torn,
+            PageCheck::Damaged { .. } if c.newest_in_block && may_be_torn => Status::Torn,
             PageCheck::Damaged { damage, .. } => Status::Corrupt(damage),
         };
         self.status.insert(c.ppn, s);
@@ -189,7 +197,7 @@ impl Region {
                                 i * r.stride
                             )));
                         }
-                        if last {
+                        if last && dev.may_be_torn(ppn) {
                             r.rebuild_report.torn_pages += 1;
                             continue;
                         }
