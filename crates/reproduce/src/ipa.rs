@@ -1,0 +1,431 @@
+//! The IPA papers' experiments (SIGMOD'17 Tables 4, 6–10; the demo's Table I): their
+//! runs and how each cell is computed from the runs' JSON.
+//!
+//! The devices and databases are those of `scripts/results.sh` (the runs behind
+//! docs/results.md); the scales differ only in run length and database size:
+//! - `quick`: 5 simulated seconds of warm-up and 20 measured; Tables 9 and 10 with 2
+//!   warehouses on a fifth of the device, so the data regions stay as full;
+//! - `full`: 10 s of warm-up and 2 simulated hours measured, the duration of the
+//!   papers' runs (SIGMOD'17 §8.2: "running for 2 (TPC-C/-B) and 4 (LinkBench) hours";
+//!   the demo's Table I: "a TATP benchmark run for two hours"); the databases stay
+//!   those of results.sh (the paper's 50 GB does not fit in memory here);
+//! - `smoke`: a fraction of a second on the smallest database, for tests.
+
+use crate::catalogue::{Ours, Results, RunSpec, Scale};
+use serde_json::Value;
+use workloads::config::Eviction;
+use workloads::ExperimentConfig;
+
+/// One row of the IPA tables: its name in the reference file and the result's field.
+struct Row {
+    name: &'static str,
+    field: &'static str,
+}
+
+const HOST_READS: Row = Row { name: "Host reads", field: "host_reads" };
+const HOST_WRITES: Row = Row { name: "Host writes", field: "host_writes" };
+const MIGRATIONS: Row = Row { name: "GC page migrations", field: "gc_page_migrations" };
+const ERASES: Row = Row { name: "GC erases", field: "gc_erases" };
+const MIGRATIONS_PER_WRITE: Row =
+    Row { name: "GC page migrations per host write", field: "gc_migrations_per_host_write" };
+const ERASES_PER_WRITE: Row = Row { name: "GC erases per host write", field: "gc_erases_per_host_write" };
+const READ_LATENCY: Row = Row { name: "READ I/O latency", field: "read_latency_ms" };
+const WRITE_LATENCY: Row = Row { name: "WRITE I/O latency", field: "write_latency_ms" };
+const THROUGHPUT: Row = Row { name: "Transactional throughput", field: "throughput_tps" };
+
+/// The rows of Tables 6 and 8 and the demo's Table I (the board reported no latencies).
+const BOARD_ROWS: [Row; 7] =
+    [HOST_READS, HOST_WRITES, MIGRATIONS, ERASES, MIGRATIONS_PER_WRITE, ERASES_PER_WRITE, THROUGHPUT];
+/// The rows of Tables 7, 9 and 10.
+const EMULATOR_ROWS: [Row; 9] = [
+    HOST_READS,
+    HOST_WRITES,
+    MIGRATIONS,
+    ERASES,
+    MIGRATIONS_PER_WRITE,
+    ERASES_PER_WRITE,
+    READ_LATENCY,
+    WRITE_LATENCY,
+    THROUGHPUT,
+];
+/// The "Out-of-place writes vs. in-place appends" row, as the appends' share of host writes.
+const APPENDS_SHARE: &str = "In-place appends";
+
+/// A result's numeric field; `None` without a result.
+fn metric(result: Option<&Value>, field: &str) -> Option<f64> {
+    result.and_then(|r| r.get(field)).and_then(Value::as_f64)
+}
+
+/// The change of `field` from `base` to `run`, in percent; `None` where the base is 0.
+fn change_pct(base: Option<&Value>, run: Option<&Value>, field: &str) -> Option<f64> {
+    let (b, v) = (metric(base, field)?, metric(run, field)?);
+    (b != 0.0).then(|| (v - b) / b * 100.0)
+}
+
+/// The share of host writes done as in-place appends, in percent.
+fn appends_share_pct(run: Option<&Value>) -> Option<f64> {
+    let (appends, writes) = (metric(run, "in_place_appends")?, metric(run, "host_writes")?);
+    (writes > 0.0).then(|| appends / writes * 100.0)
+}
+
+fn cell(out: &mut Vec<Ours>, row: &str, column: String, value: Option<f64>) {
+    out.push(Ours { row: row.to_string(), column, value });
+}
+
+/// A scheme's column group beside a baseline.
+struct Scheme<'a> {
+    /// The column label, `[2x4]` or `[2x4] pSLC`.
+    label: String,
+    run: Option<&'a Value>,
+    /// Whether the table gives the scheme's absolute values too (Tables 6, 8, demo I).
+    absolute: bool,
+}
+
+/// The cells of one baseline-and-schemes group: `{prefix}[0x0]` absolute, per scheme
+/// `{prefix}{label}` absolute (if the table has it) and `{prefix}{label} Δ%`, and the
+/// appends' share in `{prefix}{label}`. `baseline_share`: the table gives the
+/// baseline's share too (the demo's "100/0").
+fn group(
+    out: &mut Vec<Ours>,
+    rows: &[Row],
+    prefix: &str,
+    base: Option<&Value>,
+    schemes: &[Scheme],
+    baseline_share: bool,
+) {
+    for row in rows {
+        cell(out, row.name, format!("{prefix}[0x0]"), metric(base, row.field));
+        for s in schemes {
+            if s.absolute {
+                cell(out, row.name, format!("{prefix}{}", s.label), metric(s.run, row.field));
+            }
+            cell(out, row.name, format!("{prefix}{} Δ%", s.label), change_pct(base, s.run, row.field));
+        }
+    }
+    if baseline_share {
+        cell(out, APPENDS_SHARE, format!("{prefix}[0x0]"), appends_share_pct(base));
+    }
+    for s in schemes {
+        cell(out, APPENDS_SHARE, format!("{prefix}{}", s.label), appends_share_pct(s.run));
+    }
+}
+
+/// A run's config: the device preset with `blocks_per_chip`, the workload with one
+/// size parameter, the scheme and buffer, a 4-chip log (results.sh's `--log-chips 4`,
+/// except where the device is cut smaller), and the scale's timing.
+struct Setup {
+    preset: &'static str,
+    chips: Option<u32>,
+    blocks_per_chip: u32,
+    workload: &'static str,
+    size_param: &'static str,
+    size: u32,
+    buffer_share: f64,
+    log_chips: u32,
+}
+
+impl Setup {
+    fn config(&self, scale: Scale, scheme: &str) -> ExperimentConfig {
+        let mut c = ExperimentConfig::default();
+        c.device.preset = self.preset.into();
+        c.device.chips = self.chips;
+        c.device.blocks_per_chip = Some(self.blocks_per_chip);
+        c.workload.name = self.workload.into();
+        c.workload.params.insert(self.size_param.into(), self.size.into());
+        c.engine.ipa = scheme.into();
+        c.engine.buffer_share = self.buffer_share;
+        c.engine.log_chips = Some(self.log_chips);
+        let (warmup_s, sim_time_s) = match scale {
+            Scale::Smoke => (0.2, 0.5),
+            Scale::Quick => (5.0, 20.0),
+            Scale::Full => (10.0, 7200.0),
+        };
+        c.driver.warmup_s = warmup_s;
+        c.driver.sim_time_s = sim_time_s;
+        c
+    }
+
+    fn run(&self, scale: Scale, label: String, scheme: &str) -> RunSpec {
+        RunSpec { label, config: self.config(scale, scheme) }
+    }
+}
+
+/// "10%" for 0.1.
+fn percent(share: f64) -> String {
+    format!("{}%", (share * 100.0 * 10.0).round() / 10.0)
+}
+
+// ---- Table 7: TPC-B on the flash emulator ----
+
+const TABLE7_BUFFERS: [f64; 2] = [0.1, 0.2];
+const TABLE7_SCHEMES: [&str; 3] = ["0x0", "2x4", "3x4"];
+
+fn tpcb_emulator(scale: Scale, buffer_share: f64) -> Setup {
+    Setup {
+        preset: "paper-emulator",
+        chips: None,
+        blocks_per_chip: 32,
+        workload: "tpcb",
+        size_param: "scale",
+        size: if scale == Scale::Smoke { 1 } else { 2 },
+        buffer_share,
+        log_chips: 4,
+    }
+}
+
+pub fn table7_runs(scale: Scale) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for b in TABLE7_BUFFERS {
+        let setup = tpcb_emulator(scale, b);
+        for s in TABLE7_SCHEMES {
+            runs.push(setup.run(scale, format!("buffer {} [{s}]", percent(b)), s));
+        }
+    }
+    runs
+}
+
+pub fn table7_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    for (i, b) in TABLE7_BUFFERS.iter().enumerate() {
+        let r = &results[i * 3..i * 3 + 3];
+        let schemes: Vec<Scheme> =
+            (1..3).map(|k| Scheme { label: format!("[{}]", TABLE7_SCHEMES[k]), run: r[k], absolute: false }).collect();
+        group(&mut out, &EMULATOR_ROWS, &format!("buffer {} ", percent(*b)), r[0], &schemes, false);
+    }
+    out
+}
+
+// ---- Tables 6 and 8: OpenSSD, pSLC and odd-MLC ----
+
+/// The board's buffer: "a DB buffer size of 1GB (1.5% of DB size)" (SIGMOD'17 appendix D).
+const BOARD_BUFFER_SHARE: f64 = 0.015;
+
+/// Runs of a board table: the baseline, then the scheme in pSLC and in odd-MLC mode.
+/// The baseline's IPA mode is pSLC's; without IPA the mode changes nothing.
+fn board_runs(scale: Scale, setup: Setup, scheme: &str) -> Vec<RunSpec> {
+    let with_mode = |label: String, s: &str, mode: &str| {
+        let mut run = setup.run(scale, label, s);
+        run.config.engine.ipa_mode = mode.into();
+        run
+    };
+    vec![
+        with_mode("[0x0]".into(), "0x0", "pslc"),
+        with_mode(format!("[{scheme}] pSLC"), scheme, "pslc"),
+        with_mode(format!("[{scheme}] odd-MLC"), scheme, "odd-mlc"),
+    ]
+}
+
+fn board_cells(results: &Results, scheme: &str) -> Vec<Ours> {
+    let mut out = Vec::new();
+    let schemes = [
+        Scheme { label: format!("[{scheme}] pSLC"), run: results[1], absolute: true },
+        Scheme { label: format!("[{scheme}] odd-MLC"), run: results[2], absolute: true },
+    ];
+    group(&mut out, &BOARD_ROWS, "", results[0], &schemes, false);
+    out
+}
+
+pub fn table6_runs(scale: Scale) -> Vec<RunSpec> {
+    let setup = Setup {
+        preset: "openssd-mlc",
+        chips: None,
+        blocks_per_chip: 32,
+        workload: "tpcb",
+        size_param: "scale",
+        size: if scale == Scale::Smoke { 1 } else { 8 },
+        buffer_share: BOARD_BUFFER_SHARE,
+        log_chips: 4,
+    };
+    board_runs(scale, setup, "2x4")
+}
+
+pub fn table6_cells(results: &Results) -> Vec<Ours> {
+    board_cells(results, "2x4")
+}
+
+pub fn table8_runs(scale: Scale) -> Vec<RunSpec> {
+    let setup = Setup {
+        preset: "openssd-mlc",
+        chips: None,
+        blocks_per_chip: 48,
+        workload: "tpcc",
+        size_param: "warehouses",
+        size: 1,
+        buffer_share: BOARD_BUFFER_SHARE,
+        log_chips: 4,
+    };
+    board_runs(scale, setup, "2x3")
+}
+
+pub fn table8_cells(results: &Results) -> Vec<Ours> {
+    board_cells(results, "2x3")
+}
+
+// ---- Tables 9 and 10: TPC-C with larger buffers ----
+
+const LARGE_BUFFERS: [f64; 5] = [0.1, 0.2, 0.5, 0.75, 0.9];
+/// Table 10's M per buffer, as in its column heads.
+const TABLE10_SCHEMES: [&str; 5] = ["2x10", "2x10", "2x30", "2x40", "2x40"];
+
+/// Ten warehouses fill 640 blocks per chip to two thirds (results.sh); quick keeps
+/// the fill with 2 warehouses on 128 blocks.
+fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
+    let (warehouses, blocks_per_chip) = match scale {
+        Scale::Smoke => (1, 64),
+        Scale::Quick => (2, 128),
+        Scale::Full => (10, 640),
+    };
+    Setup {
+        preset: "paper-emulator",
+        chips: None,
+        blocks_per_chip,
+        workload: "tpcc",
+        size_param: "warehouses",
+        size: warehouses,
+        buffer_share,
+        log_chips: 4,
+    }
+}
+
+fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for (b, scheme) in LARGE_BUFFERS.into_iter().zip(schemes) {
+        let setup = tpcc_large(scale, b);
+        for s in ["0x0", scheme] {
+            let mut run = setup.run(scale, format!("buffer {} [{s}]", percent(b)), s);
+            if non_eager {
+                // "setting extreme values for the respective thresholds" (SIGMOD'17 §8.4):
+                // no page cleaner, checkpoints late; results.sh's 0.9 of the log.
+                run.config.engine.eviction = Eviction::NonEager;
+                run.config.engine.checkpoint_log_share = 0.9;
+            }
+            runs.push(run);
+        }
+    }
+    runs
+}
+
+fn large_buffer_cells(results: &Results, schemes: [&str; 5]) -> Vec<Ours> {
+    let mut out = Vec::new();
+    for (i, (b, scheme)) in LARGE_BUFFERS.iter().zip(schemes).enumerate() {
+        let s = [Scheme { label: format!("[{scheme}]"), run: results[2 * i + 1], absolute: false }];
+        group(&mut out, &EMULATOR_ROWS, &format!("buffer {} ", percent(*b)), results[2 * i], &s, false);
+    }
+    out
+}
+
+pub fn table9_runs(scale: Scale) -> Vec<RunSpec> {
+    large_buffer_runs(scale, ["2x3"; 5], false)
+}
+
+pub fn table9_cells(results: &Results) -> Vec<Ours> {
+    large_buffer_cells(results, ["2x3"; 5])
+}
+
+pub fn table10_runs(scale: Scale) -> Vec<RunSpec> {
+    large_buffer_runs(scale, TABLE10_SCHEMES, true)
+}
+
+pub fn table10_cells(results: &Results) -> Vec<Ours> {
+    large_buffer_cells(results, TABLE10_SCHEMES)
+}
+
+// ---- Table 4: reduction of DBMS write amplification ----
+
+/// (column name, M) per benchmark of Table 4.
+const TABLE4_BENCHMARKS: [(&str, u32); 3] = [("TPC-B", 4), ("TPC-C", 3), ("LinkBench", 125)];
+const TABLE4_BUFFERS: [f64; 2] = [0.75, 0.9];
+
+fn table4_setup(scale: Scale, benchmark: &str, buffer_share: f64) -> Setup {
+    let smoke = scale == Scale::Smoke;
+    match benchmark {
+        "TPC-B" => tpcb_emulator(scale, buffer_share),
+        "TPC-C" => Setup {
+            preset: "paper-emulator",
+            chips: None,
+            blocks_per_chip: 400,
+            workload: "tpcc",
+            size_param: "warehouses",
+            size: 1,
+            buffer_share,
+            log_chips: 4,
+        },
+        _ => Setup {
+            preset: "paper-emulator",
+            chips: None,
+            blocks_per_chip: 64,
+            workload: "linkbench",
+            size_param: "nodes",
+            size: if smoke { 5_000 } else { 100_000 },
+            buffer_share,
+            log_chips: 4,
+        },
+    }
+}
+
+pub fn table4_runs(scale: Scale) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for (name, m) in TABLE4_BENCHMARKS {
+        for b in TABLE4_BUFFERS {
+            let setup = table4_setup(scale, name, b);
+            for s in ["0x0".to_string(), format!("2x{m}"), format!("3x{m}")] {
+                runs.push(setup.run(scale, format!("{name} buffer {} [{s}]", percent(b)), &s));
+            }
+        }
+    }
+    runs
+}
+
+pub fn table4_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    let mut r = results.chunks(3);
+    for (name, _) in TABLE4_BENCHMARKS {
+        for b in TABLE4_BUFFERS {
+            let runs = r.next().unwrap_or(&[]);
+            let run = |k: usize| runs.get(k).copied().flatten();
+            let base = metric(run(0), "dbms_write_amplification");
+            for (k, row) in [(1, "IPA [2xM]"), (2, "IPA [3xM]")] {
+                let reduction =
+                    base.zip(metric(run(k), "dbms_write_amplification")).and_then(|(b, v)| (v > 0.0).then(|| b / v));
+                cell(&mut out, row, format!("{name} buffer {}", percent(b)), reduction);
+            }
+        }
+    }
+    out
+}
+
+// ---- The demo's Table I: TATP with IPA on two tables ----
+
+/// The demo's layout: "one for Subscriber and Special_Facility tables with enabled IPA,
+/// and another region for the all remaining tables without IPA support".
+const DEMO_IPA_TABLES: [&str; 2] = ["subscriber", "special_facility"];
+
+/// The demo's device as docs/results.md runs it: the emulator preset cut to 8 chips ×
+/// 116 blocks, so 100,000 subscribers fill 85% of the data regions (the board's size
+/// is not stated); a 2-chip log.
+fn demo_setup(scale: Scale) -> Setup {
+    Setup {
+        preset: "paper-emulator",
+        chips: Some(8),
+        blocks_per_chip: 116,
+        workload: "tatp",
+        size_param: "subscribers",
+        size: if scale == Scale::Smoke { 10_000 } else { 100_000 },
+        buffer_share: ExperimentConfig::default().engine.buffer_share,
+        log_chips: 2,
+    }
+}
+
+pub fn demo_table1_runs(scale: Scale) -> Vec<RunSpec> {
+    let setup = demo_setup(scale);
+    let mut regions = setup.run(scale, "[2x3] with regions".into(), "2x3");
+    regions.config.engine.ipa_objects = DEMO_IPA_TABLES.iter().map(|t| t.to_string()).collect();
+    vec![setup.run(scale, "[0x0]".into(), "0x0"), regions]
+}
+
+pub fn demo_table1_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    let schemes = [Scheme { label: "[2x3] with regions".into(), run: results[1], absolute: true }];
+    group(&mut out, &BOARD_ROWS, "", results[0], &schemes, true);
+    out
+}
