@@ -81,12 +81,12 @@ fn a_directory_reproduce_did_not_make_is_refused_unless_overwrite() {
     fs::create_dir(&foreign).unwrap();
     fs::write(foreign.join("summary.json"), "my own file").unwrap();
     let dir = foreign.to_str().unwrap();
-    let refused = deltaflash(&["reproduce", "ipa:table1", "--smoke", "--out", dir]);
+    let refused = deltaflash(&["reproduce", "nolgn:fig7", "--smoke", "--out", dir]);
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("is not a reproduce output directory"), "{}", stderr(&refused));
     assert_eq!(fs::read_to_string(foreign.join("summary.json")).unwrap(), "my own file");
     assert_eq!(fs::read_dir(&foreign).unwrap().count(), 1, "nothing written");
-    ok(&["reproduce", "ipa:table1", "--smoke", "--out", dir, "--overwrite"]);
+    ok(&["reproduce", "nolgn:fig7", "--smoke", "--out", dir, "--overwrite"]);
     assert!(summary(&foreign)["cells"].is_array());
 }
 

@@ -61,7 +61,7 @@ pub fn join(experiment: &str, reference: &[ReferenceCell], ours: &[Ours], missin
                 (Verdict::Within, _, _) => String::new(),
                 (_, None, Some(Missing::NotImplemented)) => "not implemented yet".to_string(),
                 (_, None, Some(Missing::RunFailed(e))) => format!("a run failed: {e}"),
-                (_, None, None) => "our runs do not give this cell (its baseline is 0)".to_string(),
+                (_, None, None) => "our runs do not give this cell".to_string(),
                 (Verdict::NotComparable, Some(_), _) if kind == Kind::Absolute => ABSOLUTE_REASON.to_string(),
                 _ => String::new(),
             };

@@ -1,9 +1,9 @@
-//! The IPA papers' experiments (SIGMOD'17 Tables 4, 6–10; the demo's Table I): their
+//! The IPA papers' experiments (SIGMOD'17 Tables 1, 4, 6–10 and 11; the demo's Table I): their
 //! runs and how each cell is computed from the runs' JSON.
 //!
 //! The devices and databases are those of `scripts/results.sh` (the runs behind
 //! docs/results.md); the scales differ only in run length and database size:
-//! - `quick`: 5 simulated seconds of warm-up and 20 measured; Tables 9 and 10 with 2
+//! - `quick`: 5 simulated seconds of warm-up and 10 measured; Tables 9 and 10 with 2
 //!   warehouses on a fifth of the device, so the data regions stay as full;
 //! - `full`: 10 s of warm-up and 2 simulated hours measured, the duration of the
 //!   papers' runs (SIGMOD'17 §8.2: "running for 2 (TPC-C/-B) and 4 (LinkBench) hours";
@@ -137,7 +137,7 @@ impl Setup {
         c.engine.log_chips = Some(self.log_chips);
         let (warmup_s, sim_time_s) = match scale {
             Scale::Smoke => (0.2, 0.5),
-            Scale::Quick => (5.0, 20.0),
+            Scale::Quick => (5.0, 10.0),
             Scale::Full => (10.0, 7200.0),
         };
         c.driver.warmup_s = warmup_s;
@@ -428,4 +428,97 @@ pub fn demo_table1_cells(results: &Results) -> Vec<Ours> {
     let schemes = [Scheme { label: "[2x3] with regions".into(), run: results[1], absolute: true }];
     group(&mut out, &BOARD_ROWS, "", results[0], &schemes, true);
     out
+}
+
+// ---- Table 1 and appendix A (Table 11): update sizes ----
+
+/// The share of page writes that changed at most `bytes` net bytes, in percent, from
+/// the result's power-of-two buckets (`engine::store::update_size_bucket`: bucket k
+/// holds 2^k to 2^(k+1) − 1 bytes, bucket 0 also 0). A threshold inside a bucket takes
+/// the share of the bucket's sizes up to it (linear within the bucket).
+fn update_share_at_most(run: Option<&Value>, bytes: u64) -> Option<f64> {
+    let buckets: Vec<f64> =
+        run?.get("update_size_writes")?.as_array()?.iter().map(Value::as_f64).collect::<Option<_>>()?;
+    let total: f64 = buckets.iter().sum();
+    let mut at_most = 0.0;
+    for (k, n) in buckets.iter().enumerate() {
+        let (low, high) = if k == 0 { (0, 1) } else { (1u64 << k, (1u64 << (k + 1)) - 1) };
+        if bytes >= high {
+            at_most += n;
+        } else {
+            if bytes >= low {
+                at_most += n * (bytes - low + 1) as f64 / (high - low + 1) as f64;
+            }
+            break;
+        }
+    }
+    (total > 0.0).then(|| at_most / total * 100.0)
+}
+
+/// Table 1's thresholds (bytes) and rows.
+const TABLE1_SIZES: [u64; 5] = [3, 7, 20, 100, 125];
+
+/// Table 1: the runs without IPA at a 75% buffer of Table 4 (TPC-B, TPC-C). LinkBench's
+/// column counts gross bytes (page header and footer included); ours are net, so it
+/// stays without a value.
+pub fn table1_runs(scale: Scale) -> Vec<RunSpec> {
+    ["TPC-B", "TPC-C"]
+        .into_iter()
+        .map(|name| table4_setup(scale, name, 0.75).run(scale, format!("{name} buffer 75% [0x0]"), "0x0"))
+        .collect()
+}
+
+pub fn table1_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    for bytes in TABLE1_SIZES {
+        let row = format!("≤ {bytes} bytes");
+        cell(&mut out, &row, "TPC-B (net)".into(), update_share_at_most(results[0], bytes));
+        cell(&mut out, &row, "TPC-C (net)".into(), update_share_at_most(results[1], bytes));
+        cell(&mut out, &row, "LinkBench (gross)".into(), None);
+    }
+    out
+}
+
+/// Table 11's thresholds (bytes).
+const TABLE11_SIZES: [u64; 5] = [3, 6, 10, 30, 40];
+
+/// Appendix A's Table 11: the runs without IPA of Table 10 (non-eager eviction).
+pub fn appendix_a_runs(scale: Scale) -> Vec<RunSpec> {
+    table10_runs(scale).into_iter().step_by(2).collect()
+}
+
+pub fn appendix_a_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    for bytes in TABLE11_SIZES {
+        for (b, run) in LARGE_BUFFERS.iter().zip(results) {
+            cell(
+                &mut out,
+                &format!("≤ {bytes} bytes"),
+                format!("buffer {}", percent(*b)),
+                update_share_at_most(*run, bytes),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn update_shares_add_whole_buckets_and_part_of_the_one_holding_the_threshold() {
+        // 10 writes of 0-1 bytes, 10 of 2-3, 20 of 4-7, 60 of 8-15.
+        let run = json!({ "update_size_writes": [10, 10, 20, 60, 0] });
+        let share = |bytes| update_share_at_most(Some(&run), bytes).unwrap();
+        assert_eq!(share(1), 10.0);
+        assert_eq!(share(3), 20.0);
+        assert_eq!(share(7), 40.0);
+        assert_eq!(share(5), 30.0, "4 and 5 of 4-7: half the bucket");
+        assert_eq!(share(15), 100.0);
+        assert_eq!(share(1000), 100.0);
+        assert_eq!(update_share_at_most(Some(&json!({ "update_size_writes": [0, 0] })), 3), None);
+        assert_eq!(update_share_at_most(None, 3), None);
+    }
 }
