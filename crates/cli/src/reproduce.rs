@@ -72,6 +72,7 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
     let log = |line: String| eprintln!("{line}");
     let outcome = reproduce::reproduce(&experiments, &options, &log)?;
+    println!("{}", reproduce::report::experiments_markdown(&outcome.cells));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
         "runs: {} executed, {} reused, {} failed; reports in {}",

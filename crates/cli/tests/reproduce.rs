@@ -35,6 +35,7 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     assert!(first.status.success(), "{}", stderr(&first));
     let text = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(text.contains("| verdict | cells |") && text.contains("| opposite |"), "{text}");
+    assert!(text.contains("| experiment | within | direction | opposite | n/a | unexplained |\n|---|---|---|---|---|---|\n| demo:table1 |"), "{text}");
     assert!(text.contains("runs: 2 executed, 0 reused, 0 failed"), "{text}");
     let log = stderr(&first);
     assert!(log.contains("[1/2] demo:table1 [0x0]: running") && log.contains("done in"), "{log}");

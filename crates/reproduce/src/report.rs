@@ -142,7 +142,62 @@ pub fn counts_markdown(cells: &[Cell]) -> String {
     out
 }
 
+/// Cells per verdict for each experiment, in the order the cells come.
+pub fn experiments_markdown(cells: &[Cell]) -> String {
+    let mut out =
+        String::from("| experiment | within | direction | opposite | n/a | unexplained |\n|---|---|---|---|---|---|\n");
+    let mut rest = cells;
+    while let Some(first) = rest.first() {
+        let n = rest.iter().take_while(|c| c.experiment == first.experiment).count();
+        let c = Counts::of(&rest[..n]);
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            first.experiment, c.within, c.direction, c.opposite, c.not_comparable, c.unexplained
+        );
+        rest = &rest[n..];
+    }
+    out
+}
+
 /// `summary.json`: every cell of the experiments run, and the counts.
 pub fn summary_json(scale: Scale, cells: &[Cell]) -> Value {
     json!({ "scale": scale.name(), "counts": Counts::of(cells), "cells": cells })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(experiment: &str, verdict: Verdict, reason: &str) -> Cell {
+        Cell {
+            experiment: experiment.into(),
+            row: "r".into(),
+            column: "c".into(),
+            unit: "change %".into(),
+            paper: 1.0,
+            ours: Some(1.0),
+            difference: Some(0.0),
+            difference_unit: "points",
+            verdict,
+            reason: reason.into(),
+            ablation: String::new(),
+            source: "s".into(),
+        }
+    }
+
+    #[test]
+    fn counts_per_verdict_and_per_experiment_name_the_unexplained() {
+        let cells = [
+            cell("a", Verdict::Within, ""),
+            cell("a", Verdict::Opposite, ""),
+            cell("b", Verdict::NotComparable, "absolute"),
+            cell("b", Verdict::Direction, ""),
+        ];
+        let c = Counts::of(&cells);
+        assert_eq!((c.within, c.direction, c.opposite, c.not_comparable, c.unexplained), (1, 1, 1, 1, 2));
+        let table = experiments_markdown(&cells);
+        assert!(table.ends_with("| a | 1 | 0 | 1 | 0 | 1 |\n| b | 0 | 1 | 0 | 1 | 1 |\n"), "{table}");
+        let summary = counts_markdown(&cells);
+        assert!(summary.contains("33% of the 3 comparable cells are within ±15; 2 cells not within"), "{summary}");
+    }
 }
