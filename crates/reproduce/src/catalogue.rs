@@ -90,13 +90,21 @@ pub static CATALOGUE: &[Experiment] = &[
         implementation: Some(Implementation { runs: ipa::table1_runs, cells: ipa::table1_cells }),
     },
     listed("ipa:table2", "IPA Table 2: IPA [2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)"),
-    listed("ipa:table3", "IPA Table 3: [NxM] sensitivity: share of update I/Os as appends, space overhead, erase reduction (TPC-C, LinkBench)"),
+    Experiment {
+        id: "ipa:table3",
+        description: "IPA Table 3: [NxM] sensitivity: share of update I/Os as appends, space overhead, erase reduction (TPC-C, LinkBench)",
+        implementation: Some(Implementation { runs: ipa::table3_runs, cells: ipa::table3_cells }),
+    },
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
         implementation: Some(Implementation { runs: ipa::table4_runs, cells: ipa::table4_cells }),
     },
-    listed("ipa:table5", "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%"),
+    Experiment {
+        id: "ipa:table5",
+        description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
+        implementation: Some(Implementation { runs: ipa::table5_runs, cells: ipa::table5_cells }),
+    },
     Experiment {
         id: "ipa:table6",
         description: "IPA Table 6: TPC-B on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x4] in pSLC and odd-MLC mode",

@@ -1,4 +1,4 @@
-//! The IPA papers' experiments (SIGMOD'17 Tables 1, 4, 6–10 and 11; the demo's Table I): their
+//! The IPA papers' experiments (SIGMOD'17 Tables 1, 3–10 and 11; the demo's Table I): their
 //! runs and how each cell is computed from the runs' JSON.
 //!
 //! The devices and databases are those of `scripts/results.sh` (the runs behind
@@ -527,4 +527,107 @@ mod tests {
         assert_eq!(update_share_at_most(Some(&json!({ "update_size_writes": [0, 0] })), 3), None);
         assert_eq!(update_share_at_most(None, 3), None);
     }
+}
+
+// ---- Tables 3 and 5: [NxM] sensitivity, TPC-C and LinkBench ----
+
+/// Table 3's TPC-C schemes: N = 1..4 by M = 3, 6, 10, 15, 20 (net bytes).
+const TABLE3_TPCC_N: [u32; 4] = [1, 2, 3, 4];
+const TABLE3_TPCC_M: [u32; 5] = [3, 6, 10, 15, 20];
+/// The LinkBench schemes of Tables 3 and 5: N = 1..3 by M = 100, 125 (gross bytes).
+const LINKBENCH_SCHEMES: [(u32, u32); 6] = [(1, 100), (1, 125), (2, 100), (2, 125), (3, 100), (3, 125)];
+/// Table 5's buffers.
+const TABLE5_BUFFERS: [f64; 4] = [0.2, 0.5, 0.75, 0.9];
+
+/// LinkBench as Table 4 runs it, on 8 KiB DB pages: "Linkbench (75% buffer, 8KB
+/// pages, …)" (Table 3's heading).
+fn linkbench_8k(scale: Scale, buffer_share: f64, scheme: &str, label: String) -> RunSpec {
+    let mut run = table4_setup(scale, "LinkBench", buffer_share).run(scale, label, scheme);
+    run.config.engine.db_page_bytes = Some(8192);
+    run
+}
+
+/// The database's growth against the baseline, in percent (the papers' "space overhead").
+fn growth_pct(base: Option<&Value>, run: Option<&Value>) -> Option<f64> {
+    let (b, v) = (metric(base, "database_mib")?, metric(run, "database_mib")?);
+    (b > 0.0).then(|| (v / b - 1.0) * 100.0)
+}
+
+/// How many times lower the DBMS write amplification is than the baseline's.
+fn amplification_reduction(base: Option<&Value>, run: Option<&Value>) -> Option<f64> {
+    let (b, v) = (metric(base, "dbms_write_amplification")?, metric(run, "dbms_write_amplification")?);
+    (v > 0.0).then(|| b / v)
+}
+
+/// Table 3: TPC-C at a 75% buffer (Table 4's runs, the baseline first, then N by M),
+/// then LinkBench at a 75% buffer on 8 KiB pages (the baseline, then the six schemes).
+pub fn table3_runs(scale: Scale) -> Vec<RunSpec> {
+    let tpcc = table4_setup(scale, "TPC-C", 0.75);
+    let mut runs = vec![tpcc.run(scale, "TPC-C [0x0]".into(), "0x0")];
+    for n in TABLE3_TPCC_N {
+        for m in TABLE3_TPCC_M {
+            runs.push(tpcc.run(scale, format!("TPC-C [{n}x{m}]"), &format!("{n}x{m}")));
+        }
+    }
+    runs.push(linkbench_8k(scale, 0.75, "0x0", "LinkBench buffer 75% [0x0]".into()));
+    for (n, m) in LINKBENCH_SCHEMES {
+        runs.push(linkbench_8k(scale, 0.75, &format!("{n}x{m}"), format!("LinkBench buffer 75% [{n}x{m}]")));
+    }
+    runs
+}
+
+pub fn table3_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    let mut k = 1;
+    for n in TABLE3_TPCC_N {
+        for m in TABLE3_TPCC_M {
+            let (base, run) = (results[0], results[k]);
+            let row = format!("TPC-C [{n}x{m}]");
+            cell(&mut out, &row, "update I/Os as appends".into(), appends_share_pct(run));
+            cell(&mut out, &row, "space overhead".into(), growth_pct(base, run));
+            cell(&mut out, &row, "erases per host write Δ%".into(), change_pct(base, run, ERASES_PER_WRITE.field));
+            k += 1;
+        }
+    }
+    let base = results[k];
+    for (i, (n, m)) in LINKBENCH_SCHEMES.into_iter().enumerate() {
+        let (row, run) = (format!("LinkBench [{n}x{m}]"), results[k + 1 + i]);
+        cell(&mut out, &row, "update I/Os as appends".into(), appends_share_pct(run));
+        cell(&mut out, &row, "space overhead".into(), growth_pct(base, run));
+    }
+    out
+}
+
+/// Table 5: per buffer, LinkBench's baseline and the six schemes, on 8 KiB pages.
+pub fn table5_runs(scale: Scale) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for b in TABLE5_BUFFERS {
+        runs.push(linkbench_8k(scale, b, "0x0", format!("LinkBench buffer {} [0x0]", percent(b))));
+        for (n, m) in LINKBENCH_SCHEMES {
+            runs.push(linkbench_8k(
+                scale,
+                b,
+                &format!("{n}x{m}"),
+                format!("LinkBench buffer {} [{n}x{m}]", percent(b)),
+            ));
+        }
+    }
+    runs
+}
+
+pub fn table5_cells(results: &Results) -> Vec<Ours> {
+    let mut out = Vec::new();
+    let group = LINKBENCH_SCHEMES.len() + 1;
+    for (k, (n, m)) in LINKBENCH_SCHEMES.into_iter().enumerate() {
+        // The space overhead does not depend on the buffer: the first buffer's runs.
+        cell(&mut out, "Space overhead", format!("[{n}x{m}]"), growth_pct(results[0], results[1 + k]));
+    }
+    for (i, b) in TABLE5_BUFFERS.iter().enumerate() {
+        let runs = &results[i * group..(i + 1) * group];
+        for (k, (n, m)) in LINKBENCH_SCHEMES.into_iter().enumerate() {
+            let row = format!("DBMS write amplification reduction, buffer {}", percent(*b));
+            cell(&mut out, &row, format!("[{n}x{m}]"), amplification_reduction(runs[0], runs[1 + k]));
+        }
+    }
+    out
 }
