@@ -508,27 +508,6 @@ pub fn appendix_a_cells(results: &Results) -> Vec<Ours> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn update_shares_add_whole_buckets_and_part_of_the_one_holding_the_threshold() {
-        // 10 writes of 0-1 bytes, 10 of 2-3, 20 of 4-7, 60 of 8-15.
-        let run = json!({ "update_size_writes": [10, 10, 20, 60, 0] });
-        let share = |bytes| update_share_at_most(Some(&run), bytes).unwrap();
-        assert_eq!(share(1), 10.0);
-        assert_eq!(share(3), 20.0);
-        assert_eq!(share(7), 40.0);
-        assert_eq!(share(5), 30.0, "4 and 5 of 4-7: half the bucket");
-        assert_eq!(share(15), 100.0);
-        assert_eq!(share(1000), 100.0);
-        assert_eq!(update_share_at_most(Some(&json!({ "update_size_writes": [0, 0] })), 3), None);
-        assert_eq!(update_share_at_most(None, 3), None);
-    }
-}
-
 // ---- Tables 3 and 5: [NxM] sensitivity, TPC-C and LinkBench ----
 
 /// Table 3's TPC-C schemes: N = 1..4 by M = 3, 6, 10, 15, 20 (net bytes).
@@ -630,4 +609,25 @@ pub fn table5_cells(results: &Results) -> Vec<Ours> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn update_shares_add_whole_buckets_and_part_of_the_one_holding_the_threshold() {
+        // 10 writes of 0-1 bytes, 10 of 2-3, 20 of 4-7, 60 of 8-15.
+        let run = json!({ "update_size_writes": [10, 10, 20, 60, 0] });
+        let share = |bytes| update_share_at_most(Some(&run), bytes).unwrap();
+        assert_eq!(share(1), 10.0);
+        assert_eq!(share(3), 20.0);
+        assert_eq!(share(7), 40.0);
+        assert_eq!(share(5), 30.0, "4 and 5 of 4-7: half the bucket");
+        assert_eq!(share(15), 100.0);
+        assert_eq!(share(1000), 100.0);
+        assert_eq!(update_share_at_most(Some(&json!({ "update_size_writes": [0, 0] })), 3), None);
+        assert_eq!(update_share_at_most(None, 3), None);
+    }
 }
