@@ -127,34 +127,39 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Makes one run, logging its start, each quarter of its simulated time, and its end;
-/// keeps the result in the store.
+/// Makes one run, logging its start, each quarter of its simulated time, and its end
+/// or failure; keeps the result in the store.
 fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
+    let result = run_and_keep(store, p, tag, log);
+    if let Err(e) = &result {
+        log(format!("{tag}: FAILED: {e}"));
+    }
+    result
+}
+
+fn run_and_keep(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
     let run = Run::new(p.spec.config.clone()).map_err(|e| e.to_string())?;
     log(format!("{tag}: running ({})", run.size()));
     let mut quarter = 0;
-    let result = run.run(&mut |progress| {
-        if let Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } = progress {
-            let reached = (sim_seconds / total_sim_seconds.max(f64::MIN_POSITIVE) * 4.0) as u32;
-            if reached > quarter && reached < 4 {
-                quarter = reached;
-                log(format!("{tag}: {}% of {total_sim_seconds:.0} simulated s, {throughput_tps:.0} tps", quarter * 25));
+    let r = run
+        .run(&mut |progress| {
+            if let Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } = progress {
+                let reached = (sim_seconds / total_sim_seconds.max(f64::MIN_POSITIVE) * 4.0) as u32;
+                if reached > quarter && reached < 4 {
+                    quarter = reached;
+                    log(format!(
+                        "{tag}: {}% of {total_sim_seconds:.0} simulated s, {throughput_tps:.0} tps",
+                        quarter * 25
+                    ));
+                }
             }
-        }
-        Control::Continue
-    });
-    match result {
-        Ok(r) => {
-            let value = r.to_json();
-            store.save(&p.spec.config, &value)?;
-            log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.wall_seconds, r.metrics.throughput_tps));
-            Ok(value)
-        }
-        Err(e) => {
-            log(format!("{tag}: FAILED: {e}"));
-            Err(e.to_string())
-        }
-    }
+            Control::Continue
+        })
+        .map_err(|e| e.to_string())?;
+    let value = r.to_json();
+    store.save(&p.spec.config, &value)?;
+    log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.wall_seconds, r.metrics.throughput_tps));
+    Ok(value)
 }
 
 /// Compares one experiment and writes `ID.md` and `ID.json`.
