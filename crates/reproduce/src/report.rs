@@ -20,7 +20,8 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
-/// A number as the tables show it: integers without decimals, else 4 significant digits.
+/// A number as the tables show it: integers without decimals, one decimal from 100 up,
+/// else at most four.
 fn show(v: Option<f64>) -> String {
     match v {
         None => "–".into(),

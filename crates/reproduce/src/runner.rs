@@ -42,7 +42,7 @@ pub struct Outcome {
 /// A run to make (or reuse), shared by the experiments that need it.
 struct Planned {
     spec: RunSpec,
-    /// `experiment id: label` of the first experiment that needs it, for progress lines.
+    /// The id and run label of the first experiment that needs it, for progress lines.
     name: String,
     key: String,
 }
