@@ -3,8 +3,8 @@
 //!
 //! The devices and databases are those of `scripts/results.sh` (the runs behind
 //! docs/results.md); the scales differ only in run length and database size:
-//! - `quick`: 5 simulated seconds of warm-up and 10 measured; Tables 9 and 10 with 2
-//!   warehouses on a fifth of the device, so the data regions stay as full;
+//! - `quick`: 5 simulated seconds of warm-up and 10 measured; Tables 9 and 10 with one
+//!   warehouse on a tenth of the device, so the data regions stay as full;
 //! - `full`: 10 s of warm-up and 2 simulated hours measured (LinkBench: 4), the
 //!   duration of the papers' runs (SIGMOD'17 §8.2: "running for 2 (TPC-C/-B) and 4 (LinkBench) hours";
 //!   the demo's Table I: "a TATP benchmark run for two hours"); the databases stay
@@ -268,12 +268,11 @@ const LARGE_BUFFERS: [f64; 5] = [0.1, 0.2, 0.5, 0.75, 0.9];
 /// Table 10's M per buffer, as in its column heads.
 const TABLE10_SCHEMES: [&str; 5] = ["2x10", "2x10", "2x30", "2x40", "2x40"];
 
-/// Ten warehouses fill 640 blocks per chip to two thirds (results.sh); quick keeps
-/// the fill with 2 warehouses on 128 blocks.
+/// Ten warehouses fill 640 blocks per chip to two thirds (results.sh); quick and smoke
+/// keep the fill with one warehouse on 64 blocks.
 fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
     let (warehouses, blocks_per_chip) = match scale {
-        Scale::Smoke => (1, 64),
-        Scale::Quick => (2, 128),
+        Scale::Smoke | Scale::Quick => (1, 64),
         Scale::Full => (10, 640),
     };
     Setup {
