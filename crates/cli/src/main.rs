@@ -40,6 +40,7 @@ mod inspect;
 mod memory;
 mod output;
 mod recovery_bench;
+mod reproduce;
 mod runner;
 mod serve;
 mod setup;
@@ -132,6 +133,9 @@ enum Command {
     /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
     /// through the Python package.
     Sweep(sweep::SweepArgs),
+    /// Run the papers' tables and figures and compare every cell with the paper's value
+    /// (within, direction, opposite, n/a); --list names the experiments.
+    Reproduce(reproduce::ReproduceArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file (a regular file: a FIFO, device or directory is refused).
@@ -300,6 +304,7 @@ fn main() -> ExitCode {
         Command::IndexBench(args) => index_bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Sweep(args) => exit_on(sweep::run(args)),
+        Command::Reproduce(args) => exit_on(reproduce::run(args)),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

@@ -1,0 +1,96 @@
+//! `deltaflash reproduce`: the papers' tables and figures run and compared with the
+//! papers' values, cell by cell (the `reproduce` crate does the work; this is its
+//! command line).
+
+use clap::Args;
+use reproduce::{Experiment, Options, Scale, CATALOGUE};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ReproduceArgs {
+    /// Experiments to run, by id (`ipa:table7`); see --list.
+    #[arg(value_name = "ID", required_unless_present_any = ["list", "all"], conflicts_with_all = ["list", "all"])]
+    ids: Vec<String>,
+    /// List every experiment with a description and whether it is implemented.
+    #[arg(long)]
+    list: bool,
+    /// Run every experiment of the catalogue.
+    #[arg(long, conflicts_with = "list")]
+    all: bool,
+    /// Small databases and short runs: minutes for the catalogue (the default).
+    #[arg(long, conflicts_with_all = ["full", "smoke"])]
+    quick: bool,
+    /// The papers' scale as far as their text states it (2 simulated hours per run).
+    #[arg(long, conflicts_with = "smoke")]
+    full: bool,
+    /// Every run cut to a fraction of a second: checks the plumbing, not the results.
+    #[arg(long)]
+    smoke: bool,
+    /// Runs at once, each on its own thread [default: the cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// Output directory: the runs (kept and reused by a later invocation), ID.md,
+    /// ID.json per experiment and summary.json.
+    #[arg(long, default_value = "out/reproduce")]
+    out: PathBuf,
+    /// Write into an existing directory that `reproduce` did not make (files of the
+    /// same names are replaced).
+    #[arg(long)]
+    overwrite: bool,
+}
+
+/// The catalogue as a table: id, implemented or not, description.
+fn list() {
+    println!("| id | implemented | description |\n|---|---|---|");
+    for e in CATALOGUE {
+        println!("| {} | {} | {} |", e.id, if e.implemented() { "yes" } else { "no" }, e.description);
+    }
+}
+
+pub fn run(args: ReproduceArgs) -> Result<bool, String> {
+    if args.list {
+        list();
+        return Ok(true);
+    }
+    let experiments: Vec<&Experiment> = if args.all {
+        CATALOGUE.iter().collect()
+    } else {
+        args.ids
+            .iter()
+            .map(|id| {
+                reproduce::catalogue::find(id).ok_or_else(|| {
+                    format!("`{}` is not an experiment id; `deltaflash reproduce --list` names them", quote(id))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let scale = match (args.full, args.smoke) {
+        (true, _) => Scale::Full,
+        (_, true) => Scale::Smoke,
+        _ => Scale::Quick,
+    };
+    let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
+    let log = |line: String| eprintln!("{line}");
+    let outcome = reproduce::reproduce(&experiments, &options, &log)?;
+    println!("{}", reproduce::report::experiments_markdown(&outcome.cells));
+    println!("{}", reproduce::report::counts_markdown(&outcome.cells));
+    println!(
+        "runs: {} executed, {} reused, {} failed; reports in {}",
+        outcome.executed,
+        outcome.reused,
+        outcome.failed,
+        options.out.display()
+    );
+    Ok(outcome.failed == 0)
+}
+
+/// At most 80 characters of a value the user gave.
+fn quote(text: &str) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(80).collect();
+    if chars.next().is_some() {
+        head + "…"
+    } else {
+        head
+    }
+}

@@ -1,0 +1,202 @@
+//! One `reproduce` invocation: plan the runs of the chosen experiments, reuse the ones
+//! the output directory keeps, run the others (`jobs` at once, each single-threaded and
+//! seeded), then compare and write the reports.
+//!
+//! Runs are keyed by their config, so two experiments that need the same run share it,
+//! and a second invocation re-executes nothing that finished.
+
+use crate::catalogue::{Experiment, RunSpec, Scale};
+use crate::compare::{self, Cell, Missing};
+use crate::reference::{self, ReferenceCell};
+use crate::report::{self, RunRecord};
+use crate::store::Store;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use workloads::{Control, Experiment as Run, Progress};
+
+/// What to run and where.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub scale: Scale,
+    /// Runs at once.
+    pub jobs: usize,
+    pub out: PathBuf,
+    /// Write into an existing directory that is not a reproduce output directory.
+    pub overwrite: bool,
+}
+
+/// What an invocation did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Every cell of the experiments, in catalogue order.
+    pub cells: Vec<Cell>,
+    /// Runs made now, taken from the output directory, and failed.
+    pub executed: usize,
+    pub reused: usize,
+    pub failed: usize,
+}
+
+/// A run to make (or reuse), shared by the experiments that need it.
+struct Planned {
+    spec: RunSpec,
+    /// The id and run label of the first experiment that needs it, for progress lines.
+    name: String,
+    key: String,
+}
+
+/// A run's result, or why it failed.
+type RunResult = Result<Value, String>;
+
+/// Runs `experiments` and writes their reports and `summary.json` under `options.out`.
+/// `log` gets one progress line at a time (the caller prints it on stderr).
+pub fn reproduce(
+    experiments: &[&Experiment],
+    options: &Options,
+    log: &(dyn Fn(String) + Sync),
+) -> Result<Outcome, String> {
+    let reference = reference::load()?;
+    let store = Store::open(&options.out, options.overwrite)?;
+    let (planned, plans) = plan(experiments, options.scale);
+    let results = run_all(&store, &planned, options.jobs, log);
+    let executed = results.iter().filter(|r| matches!(r, (Ok(_), true))).count();
+    let reused = results.iter().filter(|r| matches!(r, (Ok(_), false))).count();
+    let failed = results.iter().filter(|r| r.0.is_err()).count();
+    let by_key: HashMap<&str, &RunResult> =
+        planned.iter().map(|p| p.key.as_str()).zip(results.iter().map(|r| &r.0)).collect();
+    let mut all_cells = Vec::new();
+    for (e, specs) in experiments.iter().zip(&plans) {
+        let cells = experiment(&store, e, options.scale, specs, &by_key, &reference)?;
+        all_cells.extend(cells);
+    }
+    let summary = report::summary_json(options.scale, &all_cells);
+    store.write("summary.json", &(serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n"))?;
+    Ok(Outcome { cells: all_cells, executed, reused, failed })
+}
+
+/// Every distinct run of the experiments (in first-need order), and per experiment
+/// its runs with their keys.
+fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(RunSpec, String)>>) {
+    let mut planned: Vec<Planned> = Vec::new();
+    let mut plans = Vec::new();
+    for e in experiments {
+        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.runs)(scale));
+        let mut keyed = Vec::new();
+        for spec in specs {
+            let key = Store::key(&spec.config);
+            if planned.iter().all(|p| p.key != key) {
+                planned.push(Planned {
+                    spec: spec.clone(),
+                    name: format!("{} {}", e.id, spec.label),
+                    key: key.clone(),
+                });
+            }
+            keyed.push((spec, key));
+        }
+        plans.push(keyed);
+    }
+    (planned, plans)
+}
+
+/// Each planned run's result and whether it was executed now (not reused), in order.
+fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String) + Sync)) -> Vec<(RunResult, bool)> {
+    let total = planned.len();
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, (RunResult, bool))>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, total.max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = planned.get(i) else { return };
+                let tag = format!("[{}/{total}] {}", i + 1, p.name);
+                let outcome = match store.load(&p.spec.config) {
+                    Some(result) => {
+                        log(format!("{tag}: reused runs/{}.json", p.key));
+                        (Ok(result), false)
+                    }
+                    None => (execute(store, p, &tag, log), true),
+                };
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, outcome));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Makes one run, logging its start, each quarter of its simulated time, and its end
+/// or failure; keeps the result in the store.
+fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
+    let result = run_and_keep(store, p, tag, log);
+    if let Err(e) = &result {
+        log(format!("{tag}: FAILED: {e}"));
+    }
+    result
+}
+
+fn run_and_keep(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
+    let run = Run::new(p.spec.config.clone()).map_err(|e| e.to_string())?;
+    log(format!("{tag}: running ({})", run.size()));
+    let mut quarter = 0;
+    let r = run
+        .run(&mut |progress| {
+            if let Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } = progress {
+                let reached = (sim_seconds / total_sim_seconds.max(f64::MIN_POSITIVE) * 4.0) as u32;
+                if reached > quarter && reached < 4 {
+                    quarter = reached;
+                    log(format!(
+                        "{tag}: {}% of {total_sim_seconds:.0} simulated s, {throughput_tps:.0} tps",
+                        quarter * 25
+                    ));
+                }
+            }
+            Control::Continue
+        })
+        .map_err(|e| e.to_string())?;
+    let value = r.to_json();
+    store.save(&p.spec.config, &value)?;
+    log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.wall_seconds, r.metrics.throughput_tps));
+    Ok(value)
+}
+
+/// Compares one experiment and writes `ID.md` and `ID.json`.
+fn experiment(
+    store: &Store,
+    e: &Experiment,
+    scale: Scale,
+    specs: &[(RunSpec, String)],
+    results: &HashMap<&str, &RunResult>,
+    reference: &[ReferenceCell],
+) -> Result<Vec<Cell>, String> {
+    let outcome = |key: &str| results.get(key).copied();
+    let values: Vec<Option<&Value>> = specs.iter().map(|(_, k)| outcome(k).and_then(|r| r.as_ref().ok())).collect();
+    let records: Vec<RunRecord> = specs
+        .iter()
+        .map(|(spec, key)| {
+            let r = outcome(key);
+            RunRecord {
+                label: spec.label.clone(),
+                key: key.clone(),
+                wall_seconds: r
+                    .and_then(|r| r.as_ref().ok())
+                    .and_then(|v| v.get("wall_seconds"))
+                    .and_then(Value::as_f64),
+                error: r.and_then(|r| r.as_ref().err()).cloned(),
+            }
+        })
+        .collect();
+    let first_error = records.iter().find_map(|r| r.error.as_deref());
+    let (ours, missing) = match &e.implementation {
+        None => (Vec::new(), Some(Missing::NotImplemented)),
+        Some(i) => ((i.cells)(&values), first_error.map(Missing::RunFailed)),
+    };
+    let cells = compare::join(e.id, reference, &ours, missing);
+    let stem = e.file_stem();
+    store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &records, &cells))?;
+    let json = report::experiment_json(e, scale, &records, &cells);
+    store.write(&format!("{stem}.json"), &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"))?;
+    Ok(cells)
+}

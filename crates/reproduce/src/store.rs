@@ -1,0 +1,137 @@
+//! The output directory: what `reproduce` keeps between invocations.
+//!
+//! Layout: `DIR/.deltaflash-reproduce` (the marker that says the tool made this
+//! directory), `DIR/runs/KEY.json` (one finished run: its config and its result, KEY a
+//! hash of the config), and the reports (`DIR/ID.md`, `DIR/ID.json`, `DIR/summary.json`).
+//! A run whose file exists, with the same config in it, is reused, so an interrupted
+//! `reproduce` resumes where it stopped. Every file is written to a temporary name and
+//! renamed, so an interruption never leaves a half-written run behind.
+//!
+//! The tool writes only into a directory it made (or an empty one); any other existing
+//! directory is refused unless the caller allows overwriting.
+
+use serde_json::{json, Value};
+use std::fs;
+use std::path::{Path, PathBuf};
+use workloads::ExperimentConfig;
+
+/// The file that marks a directory as `reproduce`'s.
+pub const MARKER: &str = ".deltaflash-reproduce";
+const RUNS: &str = "runs";
+
+/// An opened output directory.
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Opens `dir`, creating it if it does not exist. An existing directory must carry
+    /// the marker or be empty, unless `overwrite`.
+    pub fn open(dir: &Path, overwrite: bool) -> Result<Store, String> {
+        let shown = dir.display();
+        if dir.exists() {
+            if !dir.is_dir() {
+                return Err(format!("--out {shown}: exists and is not a directory"));
+            }
+            let marked = dir.join(MARKER).is_file();
+            let empty = fs::read_dir(dir).map_err(|e| format!("--out {shown}: {e}"))?.next().is_none();
+            if !marked && !empty && !overwrite {
+                return Err(format!(
+                    "--out {shown}: exists and is not a reproduce output directory (it has no {MARKER}); \
+                     choose another --out, or pass --overwrite to write into it"
+                ));
+            }
+        }
+        fs::create_dir_all(dir.join(RUNS)).map_err(|e| format!("--out {shown}: {e}"))?;
+        let store = Store { dir: dir.to_path_buf() };
+        store.write(MARKER, "deltaflash reproduce output directory\n")?;
+        Ok(store)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The key of a run: a 64-bit FNV-1a hash of its config's JSON, in hex. The stored
+    /// file keeps the config itself, so a collision is detected, not reused.
+    pub fn key(config: &ExperimentConfig) -> String {
+        let text = serde_json::to_string(config).unwrap_or_default();
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{hash:016x}")
+    }
+
+    fn run_file(&self, key: &str) -> PathBuf {
+        self.dir.join(RUNS).join(format!("{key}.json"))
+    }
+
+    /// The stored result of the run of `config`, if one was kept for exactly it.
+    pub fn load(&self, config: &ExperimentConfig) -> Option<Value> {
+        let text = fs::read_to_string(self.run_file(&Self::key(config))).ok()?;
+        let mut stored: Value = serde_json::from_str(&text).ok()?;
+        let same = stored.get("input_config") == serde_json::to_value(config).ok().as_ref();
+        same.then(|| stored.get_mut("result").map(Value::take)).flatten()
+    }
+
+    /// Keeps a finished run's result.
+    pub fn save(&self, config: &ExperimentConfig, result: &Value) -> Result<(), String> {
+        let stored = json!({ "input_config": config, "result": result });
+        let text = serde_json::to_string_pretty(&stored).map_err(|e| e.to_string())? + "\n";
+        self.write(&format!("{RUNS}/{}.json", Self::key(config)), &text)
+    }
+
+    /// Writes `name` (relative to the directory) through a temporary file and a rename.
+    pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
+        let path = self.dir.join(name);
+        let temporary = self.dir.join(format!("{name}.partial"));
+        fs::write(&temporary, text).map_err(|e| format!("{}: {e}", temporary.display()))?;
+        fs::rename(&temporary, &path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_foreign_directory_is_refused_an_empty_or_own_one_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let foreign = tmp.path().join("foreign");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("notes.txt"), "mine").unwrap();
+        let e = Store::open(&foreign, false).err().expect("refused");
+        assert!(e.contains("not a reproduce output directory"), "{e}");
+        assert!(!foreign.join(MARKER).exists(), "nothing written into a refused directory");
+        Store::open(&foreign, true).expect("--overwrite writes into it");
+        assert_eq!(fs::read_to_string(foreign.join("notes.txt")).unwrap(), "mine");
+
+        let empty = tmp.path().join("empty");
+        fs::create_dir(&empty).unwrap();
+        Store::open(&empty, false).expect("an empty directory is taken");
+        Store::open(&empty, false).expect("and again, now marked");
+        let file = tmp.path().join("file");
+        fs::write(&file, "x").unwrap();
+        assert!(Store::open(&file, true).err().unwrap().contains("not a directory"));
+    }
+
+    #[test]
+    fn a_run_is_found_by_its_config_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("out"), false).unwrap();
+        let config = ExperimentConfig::default();
+        assert_eq!(store.load(&config), None);
+        store.save(&config, &json!({"throughput_tps": 5.0})).unwrap();
+        assert_eq!(store.load(&config), Some(json!({"throughput_tps": 5.0})));
+        let mut other = config.clone();
+        other.seed = 2;
+        assert_ne!(Store::key(&config), Store::key(&other));
+        assert_eq!(store.load(&other), None);
+        // A file under the key whose config differs (a collision) is not reused.
+        let path = store.run_file(&Store::key(&other));
+        fs::write(&path, serde_json::to_string(&json!({"input_config": config, "result": {}})).unwrap()).unwrap();
+        assert_eq!(store.load(&other), None);
+    }
+}
