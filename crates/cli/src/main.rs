@@ -13,6 +13,7 @@ mod engine_compare;
 mod index_bench;
 mod inspect;
 mod memory;
+mod mount;
 mod recovery_bench;
 mod runner;
 mod serve;
@@ -106,6 +107,13 @@ enum Command {
     /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
     /// through the Python package.
     Sweep(sweep::SweepArgs),
+    /// Serve a storage (NoFTL region or any FTL) as MOUNTPOINT/disk through FUSE, so
+    /// unmodified programs run on emulated flash; live counters in MOUNTPOINT/stats.json.
+    /// --fs ext4 --at DIR also attaches a loop device and mounts ext4 at DIR.
+    Mount(mount::MountArgs),
+    /// End a `deltaflash mount` session (given its mount point or its --at directory):
+    /// unmount, detach, flush and close the image.
+    Unmount(mount::UnmountArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file.
@@ -257,6 +265,8 @@ fn main() -> ExitCode {
         Command::IndexBench(args) => index_bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Sweep(args) => exit_on(sweep::run(args)),
+        Command::Mount(args) => mount::run(args),
+        Command::Unmount(args) => mount::unmount(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {
