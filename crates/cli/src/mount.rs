@@ -74,8 +74,12 @@ fn storage_choice(text: &str) -> Result<StorageChoice, String> {
 
 pub fn run(args: MountArgs) -> Result<(), String> {
     let storage = storage_choice(&args.storage)?;
-    if !args.mountpoint.is_dir() {
-        return Err(format!("{}: not a directory (the mount point must exist)", args.mountpoint.display()));
+    check_mountpoint(&args.mountpoint)?;
+    if let Some(at) = &args.at {
+        check_mountpoint(at).map_err(|e| format!("--at {e}"))?;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err("FUSE is not available here: /dev/fuse is missing (load the fuse module)".into());
     }
     if args.device.no_data {
         return Err("a mounted disk needs page data; drop --no-data".into());
@@ -97,6 +101,16 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     device.into_device().storage_mut().flush().map_err(|e| format!("closing the image: {e}"))?;
     eprintln!("unmounted {}", args.mountpoint.display());
     Ok(())
+}
+
+/// A mount point must be an existing, empty directory: mounting over files would hide them.
+fn check_mountpoint(dir: &Path) -> Result<(), String> {
+    let mut entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: {e} (the directory must exist)", dir.display()))?;
+    match entries.next() {
+        None => Ok(()),
+        Some(_) => Err(format!("{}: not empty (mount on an empty directory)", dir.display())),
+    }
 }
 
 /// The storage: opened from an existing image (rebuilt from flash, as after a power

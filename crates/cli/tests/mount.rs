@@ -26,6 +26,10 @@ struct Session {
 
 impl Session {
     fn start(dir: &Path, image: &Path, storage: &str, ext4: bool) -> Session {
+        Session::start_with(dir, image, storage, ext4, &[])
+    }
+
+    fn start_with(dir: &Path, image: &Path, storage: &str, ext4: bool, extra: &[&str]) -> Session {
         let mnt = dir.join("mnt");
         let at = dir.join("fs");
         std::fs::create_dir_all(&mnt).unwrap();
@@ -35,6 +39,7 @@ impl Session {
             .map(|s| s.to_string())
             .collect();
         args.push(image.display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
         if ext4 {
             args.extend(["--fs".into(), "ext4".into(), "--at".into(), at.display().to_string()]);
         }
@@ -94,7 +99,9 @@ impl Session {
                 .filter(|m| Some(&m.at) == at.canonicalize().ok().as_ref())
                 .map(|m| m.source)
                 .collect();
-            let _ = Command::new("umount").arg("-l").arg(at).status();
+            if mount::is_mounted(at) {
+                let _ = Command::new("umount").arg("-l").arg(at).status();
+            }
             for dev in loops {
                 let _ = Command::new("losetup").arg("-d").arg(dev).status();
             }
@@ -199,5 +206,163 @@ fn ext4_on_the_disk_survives_a_kill_9_and_checks_clean() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    session.unmount();
+}
+
+fn deltaflash(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(args).output().unwrap()
+}
+
+fn loops_over(file: &Path) -> String {
+    let out = Command::new("losetup").arg("-j").arg(file).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Refusals before anything is mounted, and a failure part-way (mkfs on a disk too small
+/// for ext4) that undoes the loop device and the FUSE mount it had set up.
+#[test]
+fn bad_input_is_refused_and_leaves_nothing_mounted() {
+    if !can_mount() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::write(mnt.join("mine.txt"), "a user's file").unwrap();
+    let image = dir.path().join("dev.img");
+    let out = deltaflash(&["mount", "--image", image.to_str().unwrap(), mnt.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!image.exists(), "a refused mount created the image");
+    assert_eq!(std::fs::read_to_string(mnt.join("mine.txt")).unwrap(), "a user's file");
+
+    // An image another session holds.
+    let held = tempfile::tempdir().unwrap();
+    let session = Session::start(held.path(), &held.path().join("dev.img"), "ftl:page", false);
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let img = held.path().join("dev.img");
+    let out = deltaflash(&["mount", "--image", img.to_str().unwrap(), empty.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!mount::is_mounted(&empty));
+    session.unmount();
+
+    // mkfs fails on a 16 KiB disk: the loop device and the FUSE mount are undone.
+    let at = dir.path().join("fs");
+    std::fs::create_dir(&at).unwrap();
+    let tiny = dir.path().join("tiny.img");
+    let out = deltaflash(&[
+        "mount",
+        "--storage",
+        "noftl",
+        "--chips",
+        "1",
+        "--blocks-per-chip",
+        "16",
+        "--pages-per-block",
+        "4",
+        "--page-bytes",
+        "512",
+        "--over-provisioning",
+        "0.5",
+        "--image",
+        tiny.to_str().unwrap(),
+        "--fs",
+        "ext4",
+        "--at",
+        at.to_str().unwrap(),
+        empty.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "mkfs.ext4 on 16 KiB succeeded?");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mkfs.ext4"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!mount::is_mounted(&empty) && !mount::is_mounted(&at));
+    assert_eq!(loops_over(&empty.join("disk")), "", "a loop device stayed attached");
+}
+
+/// A punched hole reaches the FTL: rewriting a full disk whose pages were trimmed first
+/// makes GC copy far fewer pages than rewriting the same disk untrimmed.
+#[test]
+fn trim_reaches_the_ftl_and_saves_gc_copies() {
+    if !can_mount() {
+        return;
+    }
+    let migrations = |punch: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let log = std::fs::File::create(dir.path().join("log")).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+            .args(["mount", "--storage", "ftl:page", "--chips", "2", "--blocks-per-chip", "64"])
+            .arg(&mnt)
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut session = Session { child: None, mnt: mnt.clone(), at: None };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !mnt.join("disk").exists() {
+            assert!(child.try_wait().unwrap().is_none() && Instant::now() < deadline, "the mount did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        session.child = Some(child);
+        let file = OpenOptions::new().read(true).write(true).open(session.disk()).unwrap();
+        let size = file.metadata().unwrap().len();
+        let chunk = vec![0x5au8; 1 << 20];
+        let mut at = 0;
+        while at < size {
+            let n = chunk.len().min((size - at) as usize);
+            file.write_all_at(&chunk[..n], at).unwrap();
+            at += n as u64;
+        }
+        if punch {
+            rustix::fs::fallocate(
+                &file,
+                rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
+                0,
+                size,
+            )
+            .unwrap();
+        }
+        // Random 4 KiB overwrites over the whole disk, as much as its size.
+        let pages = size / 4096;
+        let mut x: u64 = 12345;
+        for _ in 0..pages {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            file.write_all_at(&chunk[..4096], (x >> 33) % pages * 4096).unwrap();
+        }
+        drop(file);
+        let gc = session.stats()["gc_page_migrations"].as_u64().unwrap();
+        session.unmount();
+        gc
+    };
+    let (kept, trimmed) = (migrations(false), migrations(true));
+    assert!(kept > 0, "the untrimmed rewrite made GC copy nothing");
+    assert!(trimmed * 2 < kept, "GC copies with trim {trimmed}, without {kept}");
+}
+
+/// `--latency emulate`: a program waits for the device, so its writes take at least the
+/// simulated latencies the stats report.
+#[test]
+fn emulated_latency_holds_each_request_until_its_simulated_completion() {
+    if !can_mount() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let session =
+        Session::start_with(dir.path(), &dir.path().join("dev.img"), "ftl:page", false, &["--latency", "emulate"]);
+    let file = OpenOptions::new().write(true).open(session.disk()).unwrap();
+    let started = Instant::now();
+    for i in 0..200u64 {
+        file.write_all_at(&[7u8; 4096], i * 4096).unwrap();
+    }
+    let elapsed = started.elapsed();
+    drop(file);
+    let stats = session.stats();
+    let latency = &stats["write_latency_us"];
+    assert_eq!(latency["count"].as_u64(), Some(200), "{stats}");
+    // At least half the writes took p50 or longer.
+    let floor = Duration::from_secs_f64(100.0 * latency["p50"].as_f64().unwrap() / 1e6);
+    assert!(elapsed >= floor, "200 writes took {elapsed:?}, under the simulated {floor:?}");
+    assert_eq!(stats["latency_mode"], "emulate");
     session.unmount();
 }

@@ -44,7 +44,7 @@ pub fn attach_ext4(disk: &Path, at: &Path) -> Result<Attached, String> {
 impl Attached {
     fn mount(&mut self) -> Result<(), String> {
         // blkid exits 2 when it finds no file system signature.
-        let found = Command::new("blkid").args(["-p", &self.loop_device]).status();
+        let found = Command::new("blkid").args(["-p", &self.loop_device]).stdout(std::process::Stdio::null()).status();
         if matches!(found, Ok(status) if status.code() == Some(2)) {
             eprintln!("making ext4 on {} (a new disk)", self.loop_device);
             // No discard pass over the whole new disk: it holds nothing yet.
