@@ -38,6 +38,7 @@ mod engine_compare;
 mod index_bench;
 mod inspect;
 mod memory;
+mod mount;
 mod output;
 mod recovery_bench;
 mod reproduce;
@@ -136,6 +137,13 @@ enum Command {
     /// Run the papers' tables and figures and compare every cell with the paper's value
     /// (within, direction, opposite, n/a); --list names the experiments.
     Reproduce(reproduce::ReproduceArgs),
+    /// Serve a storage (NoFTL region or any FTL) as MOUNTPOINT/disk through FUSE, so
+    /// unmodified programs run on emulated flash; live counters in MOUNTPOINT/stats.json.
+    /// --fs ext4 --at DIR also attaches a loop device and mounts ext4 at DIR.
+    Mount(mount::MountArgs),
+    /// End a `deltaflash mount` session (given its mount point or its --at directory):
+    /// unmount, detach, flush and close the image.
+    Unmount(mount::UnmountArgs),
     /// Show geometry, regions, wear and page states of a device image.
     Inspect {
         /// Device image file (a regular file: a FIFO, device or directory is refused).
@@ -305,6 +313,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Sweep(args) => exit_on(sweep::run(args)),
         Command::Reproduce(args) => exit_on(reproduce::run(args)),
+        Command::Mount(args) => mount::run(args),
+        Command::Unmount(args) => mount::unmount(args),
         Command::Inspect { image } => inspect::run(&image),
     };
     match result {

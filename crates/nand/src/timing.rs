@@ -309,13 +309,25 @@ pub struct Timelines {
     channels: Vec<Calendar>,
     /// One calendar per command the host interface serves at once; empty: no limit.
     host: Vec<Calendar>,
+    /// Simulated time each chip has been booked busy, in total (for utilisation).
+    chip_busy_ns: Vec<u64>,
 }
 
 impl Timelines {
     /// Timelines of `chips` chips on `channels` channels; `host_queue_depth` limits
     /// the commands in flight at once (0: no limit).
     pub fn new(chips: u32, channels: u32, host_queue_depth: u32) -> Self {
-        Timelines { chips: calendars(chips), channels: calendars(channels), host: calendars(host_queue_depth) }
+        Timelines {
+            chips: calendars(chips),
+            channels: calendars(channels),
+            host: calendars(host_queue_depth),
+            chip_busy_ns: vec![0; chips as usize],
+        }
+    }
+
+    /// Total simulated time `chip` has been busy with operations booked so far.
+    pub fn chip_busy_ns(&self, chip: u32) -> u64 {
+        self.chip_busy_ns[chip as usize]
     }
 
     /// A host slot free over `[from, to)` (which one, and where the window goes in
@@ -396,6 +408,7 @@ impl Timelines {
             }
             // Three different calendars: each slot is still where its lookup found it.
             self.chips[chip].reserve(on_chip, start + chip_ns);
+            self.chip_busy_ns[chip] += chip_ns;
             if let Some(slot) = on_channel {
                 self.channels[channel].reserve(slot, bus + transfer_ns);
             }
