@@ -18,6 +18,8 @@ mkdir -p "$OUT"
 PARTS=("$@")
 [[ ${#PARTS[@]} -gt 0 ]] || PARTS=(a b c)
 WORK=$(mktemp -d)
+# PostgreSQL's server runs as the postgres user, who must reach the --at directory.
+chmod 711 "$WORK"
 MNT=$WORK/mnt
 AT=$WORK/fs
 mkdir -p "$MNT" "$AT"

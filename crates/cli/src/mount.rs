@@ -66,8 +66,8 @@ fn storage_choice(text: &str) -> Result<StorageChoice, String> {
     }
     text.strip_prefix("ftl:").and_then(FtlKind::parse).map(StorageChoice::Ftl).ok_or_else(|| {
         format!(
-            "--storage `{}`: expected noftl or ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ftl:nolgn",
-            text.chars().take(80).collect::<String>()
+            "--storage {}: expected noftl or ftl:page, ftl:dftl, ftl:block, ftl:bast, ftl:fast, ftl:nolgn",
+            workloads::limits::quote(text)
         )
     })
 }
