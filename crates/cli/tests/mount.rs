@@ -207,6 +207,11 @@ fn ext4_on_the_disk_survives_a_kill_9_and_checks_clean() {
         String::from_utf8_lossy(&out.stderr)
     );
     session.unmount();
+
+    // A clean unmount and remount keeps it too.
+    let session = Session::start(dir.path(), &image, "ftl:page", true);
+    assert_eq!(std::fs::read(&file).unwrap(), body, "the file after a clean unmount and remount");
+    session.unmount();
 }
 
 fn deltaflash(args: &[&str]) -> std::process::Output {
@@ -247,6 +252,19 @@ fn bad_input_is_refused_and_leaves_nothing_mounted() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("locked"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!mount::is_mounted(&empty));
     session.unmount();
+
+    // No /dev/fuse (a mount namespace with an empty /dev): refused before anything is made.
+    let bin = env!("CARGO_BIN_EXE_deltaflash");
+    let script = format!(
+        "mount -t tmpfs tmpfs /dev && exec {bin} mount --image {} {}",
+        dir.path().join("nofuse.img").display(),
+        empty.display()
+    );
+    let out = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("/dev/fuse is missing"), "{said}");
+    assert!(!dir.path().join("nofuse.img").exists(), "a refused mount created the image");
 
     // mkfs fails on a 16 KiB disk: the loop device and the FUSE mount are undone.
     let at = dir.path().join("fs");

@@ -46,7 +46,7 @@ impl Attached {
         // blkid exits 2 when it finds no file system signature.
         let found = Command::new("blkid").args(["-p", &self.loop_device]).stdout(std::process::Stdio::null()).status();
         if matches!(found, Ok(status) if status.code() == Some(2)) {
-            eprintln!("making ext4 on {} (a new disk)", self.loop_device);
+            crate::note(format_args!("making ext4 on {} (a new disk)", self.loop_device));
             // No discard pass over the whole new disk: it holds nothing yet.
             run("mkfs.ext4", &["-q", "-E", "nodiscard", &self.loop_device])?;
         }

@@ -184,7 +184,7 @@ impl Filesystem for DiskFs {
                 match disk.read(offset, len) {
                     Ok(bytes) => reply.data(&bytes),
                     Err(e) => {
-                        eprintln!("deltaflash mount: read at byte {offset}: {e}");
+                        crate::note(format_args!("deltaflash mount: read at byte {offset}: {e}"));
                         reply.error(Errno::EIO)
                     }
                 }
@@ -222,7 +222,7 @@ impl Filesystem for DiskFs {
         match disk.write(offset, data) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => {
-                eprintln!("deltaflash mount: write at byte {offset}: {e}");
+                crate::note(format_args!("deltaflash mount: write at byte {offset}: {e}"));
                 reply.error(Errno::EIO)
             }
         }
@@ -254,7 +254,7 @@ impl Filesystem for DiskFs {
         match self.disk().flush() {
             Ok(()) => reply.ok(),
             Err(e) => {
-                eprintln!("deltaflash mount: fsync: {e}");
+                crate::note(format_args!("deltaflash mount: fsync: {e}"));
                 reply.error(Errno::EIO)
             }
         }
@@ -286,7 +286,7 @@ impl Filesystem for DiskFs {
         match result {
             Ok(()) => reply.ok(),
             Err(e) => {
-                eprintln!("deltaflash mount: fallocate at byte {offset}: {e}");
+                crate::note(format_args!("deltaflash mount: fallocate at byte {offset}: {e}"));
                 reply.error(Errno::EIO)
             }
         }

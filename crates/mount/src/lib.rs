@@ -24,6 +24,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A line on standard error; a closed stderr is no reason to stop serving.
+pub(crate) fn note(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// The source name the kernel's mount table shows for a session.
 const FS_NAME: &str = "deltaflash";
 
@@ -52,14 +58,17 @@ pub fn serve(
     if let Some(at) = ext4_at {
         match attach::attach_ext4(&mountpoint.join("disk"), at) {
             Ok(a) => {
-                eprintln!("ext4 on {} mounted at {}", a.loop_device, at.display());
+                crate::note(format_args!("ext4 on {} mounted at {}", a.loop_device, at.display()));
                 attached = Some(a);
             }
             Err(e) => failure = Some(e),
         }
     }
     if failure.is_none() {
-        eprintln!("serving {} (Ctrl-C or `deltaflash unmount` ends it)", mountpoint.join("disk").display());
+        crate::note(format_args!(
+            "serving {} (Ctrl-C or `deltaflash unmount` ends it)",
+            mountpoint.join("disk").display()
+        ));
         while !stop.load(Ordering::Relaxed) && is_mounted(mountpoint) {
             std::thread::sleep(Duration::from_millis(100));
         }
