@@ -97,15 +97,7 @@ fn case(kind: FtlKind, seed: u64, power_loss: bool) -> Option<bool> {
 }
 
 fn run(kind: FtlKind) {
-    let mut reported = 0;
-    for seed in 0..cases() {
-        for power_loss in [false, true] {
-            reported += u32::from(case(kind, seed, power_loss) == Some(true));
-        }
-    }
-    if cases() >= 25 {
-        assert!(reported > 0, "{kind:?}: no flip was ever reported");
-    }
+    bit_rot::run_flip_cases(&format!("{kind:?}"), cases(), 25, |seed, power_loss| case(kind, seed, power_loss));
 }
 
 #[test]

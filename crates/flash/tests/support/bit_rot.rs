@@ -113,3 +113,20 @@ impl Storage for BitRot {
         }
     }
 }
+
+/// Runs `case(seed, power_loss)` for every seed below `cases`, after a clean close and
+/// after a power loss; a case returns whether a read reported the flip as corruption
+/// (`None`: no page to flip). With at least `enough` seeds some flip must have reached
+/// a newest copy and been reported (flips land in stale pages too).
+#[allow(dead_code)] // corruption.rs compiles this module without the integrity runs
+pub fn run_flip_cases(label: &str, cases: u64, enough: u64, mut case: impl FnMut(u64, bool) -> Option<bool>) {
+    let mut reported = 0;
+    for seed in 0..cases {
+        for power_loss in [false, true] {
+            reported += u32::from(case(seed, power_loss) == Some(true));
+        }
+    }
+    if cases >= enough {
+        assert!(reported > 0, "{label}: no flip was ever reported");
+    }
+}
