@@ -55,8 +55,11 @@ pub struct SqlArgs {
     #[arg(long)]
     read_only: bool,
     /// When a commit is made durable against power loss (SQLite's meaning): `full`
-    /// fdatasyncs the image at every commit, `normal` at checkpoints, `off` never.
-    /// Process death (`kill -9`) loses no returned commit in any mode.
+    /// fdatasyncs the image at every commit (and before a block's second program since
+    /// the last sync, so a power loss leaves only states a NAND power cut can); `normal`
+    /// at checkpoints and before a data page whose log records are not synced yet, so a
+    /// power loss loses a suffix of commits; `off` never. Process death (`kill -9`)
+    /// loses no returned commit in any mode.
     #[arg(long, value_enum, default_value_t = SyncArg::Full)]
     sync: SyncArg,
 }
