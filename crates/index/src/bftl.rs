@@ -299,6 +299,9 @@ impl NodeStore for Bftl {
         for e in self.ntt.remove(&id).unwrap_or_default() {
             self.release(e.lpn);
         }
+        // Its units still in the reservation buffer go too: the id is reused, and the
+        // next node under it must not inherit them at the commit or a rebuild.
+        self.reserved_units.retain(|&(owner, _, _)| owner != id);
         self.live[id as usize] = false;
         self.free_ids.push(id);
         Ok(())
