@@ -9,7 +9,7 @@
 use flash::ftl::{self, Ftl, FtlConfig, FtlKind};
 use flash::ipl::{IplConfig, IplStore};
 use flash::{Error, Flash, GcConfig, IpaMode, PageDevice, RegionId, RegionSpec, VictimPolicy, WearConfig};
-use nand::{CellType, Device, Geometry, Latencies, MemoryStorage, Ppn};
+use nand::{Device, Geometry, Latencies, MemoryStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -18,6 +18,7 @@ use support::bit_rot::{BitRot, Flip};
 
 mod support {
     pub mod bit_rot;
+    pub mod geometry;
 }
 
 const PAGE: usize = 512;
@@ -31,16 +32,12 @@ fn cases() -> u64 {
 
 fn geometry() -> Geometry {
     Geometry {
-        channels: 2,
-        chips_per_channel: 1,
         blocks_per_chip: 24,
         pages_per_block: 8,
-        page_bytes: PAGE as u32,
         oob_bytes: 96,
-        cell: CellType::Slc,
         nop: 4,
-        endurance: 1_000_000,
         latencies: Latencies::slc_typical(),
+        ..support::geometry::small_geometry(PAGE as u32)
     }
 }
 
@@ -195,16 +192,7 @@ fn case(kind: Kind, seed: u64, power_loss: bool) -> Option<bool> {
     let mut device = store.into_device();
     // Power off (or a clean close and restart): only the durable point is known.
     device.power_on();
-    let g = geometry();
-    let complete: Vec<Ppn> = (0..g.total_pages())
-        .map(Ppn)
-        .filter(|&p| device.storage().program_count(p) > 0 && !device.may_be_torn(p))
-        .collect();
-    if complete.is_empty() {
-        return None;
-    }
-    let ppn = complete[rng.gen_range(0..complete.len())];
-    armed.lock().unwrap().push((ppn, rng.gen_range(0..g.raw_page_bytes()), rng.gen_range(0..8)));
+    let ppn = support::bit_rot::flip_a_completed_page(&device, &armed, &mut rng)?;
     device.power_on();
     let what = format!("{kind:?} seed {seed} power loss {power_loss} flip in {ppn:?}");
     let mut store = match kind.open(device) {

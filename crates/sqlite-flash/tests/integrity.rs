@@ -6,7 +6,7 @@
 //! and scenario (`make long` runs 1,000).
 
 use flash::ftl::{FtlConfig, FtlKind};
-use nand::{Device, Geometry, MemoryStorage, Ppn};
+use nand::{Device, Geometry, MemoryStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sqlite_flash::{Error, FileStore};
@@ -68,13 +68,7 @@ fn case(kind: FtlKind, seed: u64, power_loss: bool) -> Option<bool> {
     }
     let mut device = store.into_ftl().into_device();
     device.power_on();
-    let g = geometry();
-    let complete: Vec<Ppn> = (0..g.total_pages())
-        .map(Ppn)
-        .filter(|&p| device.storage().program_count(p) > 0 && !device.may_be_torn(p))
-        .collect();
-    let ppn = *complete.get(rng.gen_range(0..complete.len().max(1)))?;
-    armed.lock().unwrap().push((ppn, rng.gen_range(0..g.raw_page_bytes()), rng.gen_range(0..8)));
+    let ppn = bit_rot::flip_a_completed_page(&device, &armed, &mut rng)?;
     device.power_on();
     let what = format!("{kind:?} seed {seed} power loss {power_loss} flip in {ppn:?}");
     let opened = flash::ftl::open(device, 0).map_err(Error::from).and_then(|(ftl, done)| FileStore::open(ftl, done));

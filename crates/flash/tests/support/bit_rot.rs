@@ -130,3 +130,21 @@ pub fn run_flip_cases(label: &str, cases: u64, enough: u64, mut case: impl FnMut
         assert!(reported > 0, "{label}: no flip was ever reported");
     }
 }
+
+/// Arms one flipped bit in a random page of `device` that the durable point proves
+/// complete (programmed, and `!may_be_torn`); it lands at the next power-on. `None`
+/// when no page is complete.
+#[allow(dead_code)] // corruption.rs compiles this module without the integrity runs
+pub fn flip_a_completed_page(device: &nand::Device, armed: &Mutex<Vec<Flip>>, rng: &mut impl rand::Rng) -> Option<Ppn> {
+    let g = device.geometry();
+    let complete: Vec<Ppn> = (0..g.total_pages())
+        .map(Ppn)
+        .filter(|&p| device.storage().program_count(p) > 0 && !device.may_be_torn(p))
+        .collect();
+    if complete.is_empty() {
+        return None;
+    }
+    let ppn = complete[rng.gen_range(0..complete.len())];
+    armed.lock().unwrap().push((ppn, rng.gen_range(0..g.raw_page_bytes()), rng.gen_range(0..8)));
+    Some(ppn)
+}
