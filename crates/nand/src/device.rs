@@ -417,8 +417,8 @@ impl Device {
 mod tests {
     use super::*;
     use crate::geometry::CellType;
+    use crate::geometry::Latencies;
     use crate::storage::MemoryStorage;
-    use crate::timing::Latencies;
 
     fn geometry(cell: CellType) -> Geometry {
         Geometry {

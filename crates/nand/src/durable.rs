@@ -201,8 +201,8 @@ impl DurablePoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::Latencies;
     use crate::geometry::{CellType, Geometry};
-    use crate::timing::Latencies;
 
     fn geometry() -> Geometry {
         Geometry {

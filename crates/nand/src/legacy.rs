@@ -16,10 +16,10 @@
 //! [`ImageError`] naming the file and the byte offset — never a panic. The geometry
 //! decoder here is shared with the version 3 header.
 
+use crate::geometry::Latencies;
 use crate::geometry::{CellType, Geometry, Ppn};
 use crate::image::{ImageError, MAX_CONFIG_BYTES};
 use crate::storage::MemoryStorage;
-use crate::timing::Latencies;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,5 @@
-//! Simulated time: latencies and per-chip / per-channel busy timelines.
+//! Simulated time: per-chip and per-channel busy timelines over the datasheet latencies
+//! ([`crate::geometry::Latencies`]).
 //!
 //! Time is in nanoseconds and is always passed in by the caller; nothing here reads a
 //! clock. An operation issued at `now` starts when its chip (and, for data transfer, its
@@ -20,83 +21,10 @@
 //! bytes cross (the board's write cache lets the array work go on in the background);
 //! an erase carries no data and holds none.
 
-use crate::geometry::PageType;
 use serde::{Deserialize, Serialize};
 
 /// Simulated nanoseconds.
 pub type SimTime = u64;
-
-/// Array and bus latencies of one device.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Latencies {
-    /// Array read time per page type (LSB, CSB, MSB).
-    pub read_ns: [u64; 3],
-    /// Array program time per page type (LSB, CSB, MSB).
-    pub program_ns: [u64; 3],
-    pub erase_ns: u64,
-    /// Channel transfer time per byte, in picoseconds (2500 ps/B = 400 MB/s).
-    pub transfer_ps_per_byte: u64,
-    /// Commands the host interface serves at once (0: no limit beyond the chips and
-    /// channels). See the module comment.
-    #[serde(default)]
-    pub host_queue_depth: u32,
-}
-
-impl Latencies {
-    /// Same array times for every page type.
-    pub fn uniform(read_ns: u64, program_ns: u64, erase_ns: u64, transfer_ps_per_byte: u64) -> Self {
-        Latencies {
-            read_ns: [read_ns; 3],
-            program_ns: [program_ns; 3],
-            erase_ns,
-            transfer_ps_per_byte,
-            host_queue_depth: 0,
-        }
-    }
-
-    /// Typical SLC datasheet values: read 25 µs, program 200 µs, erase 1.5 ms, 400 MB/s bus.
-    pub fn slc_typical() -> Self {
-        Self::uniform(25_000, 200_000, 1_500_000, 2_500)
-    }
-
-    /// Typical MLC values: LSB read 50 µs / program 500 µs, MSB read 80 µs / program
-    /// 1.5 ms, erase 3 ms, 400 MB/s bus. LSB pages program several times faster than MSB
-    /// pages, which is why pSLC mode is also faster (IPA appendix C.2).
-    pub fn mlc_typical() -> Self {
-        Latencies {
-            read_ns: [50_000, 65_000, 80_000],
-            program_ns: [500_000, 1_000_000, 1_500_000],
-            erase_ns: 3_000_000,
-            transfer_ps_per_byte: 2_500,
-            host_queue_depth: 0,
-        }
-    }
-
-    /// Typical TLC values: reads 60/80/100 µs, programs 700 µs / 1.5 ms / 3 ms (LSB/CSB/
-    /// MSB), erase 5 ms, 400 MB/s bus.
-    pub fn tlc_typical() -> Self {
-        Latencies {
-            read_ns: [60_000, 80_000, 100_000],
-            program_ns: [700_000, 1_500_000, 3_000_000],
-            erase_ns: 5_000_000,
-            transfer_ps_per_byte: 2_500,
-            host_queue_depth: 0,
-        }
-    }
-
-    /// Time to move `bytes` over the channel, rounded up to whole nanoseconds.
-    pub fn transfer_ns(&self, bytes: usize) -> u64 {
-        (bytes as u64 * self.transfer_ps_per_byte).div_ceil(1000)
-    }
-
-    pub fn read_array_ns(&self, page_type: PageType) -> u64 {
-        self.read_ns[page_type.index()]
-    }
-
-    pub fn program_array_ns(&self, page_type: PageType) -> u64 {
-        self.program_ns[page_type.index()]
-    }
-}
 
 /// When an operation started and when it completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -452,16 +380,6 @@ impl Timelines {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn transfer_rounds_up() {
-        let l = Latencies::uniform(0, 0, 0, 2_500);
-        assert_eq!(l.transfer_ns(4096), 10_240);
-        assert_eq!(l.transfer_ns(1), 3);
-        assert_eq!(l.transfer_ns(0), 0);
-        // A 50-byte delta moves ~80x faster than a 4 KiB page.
-        assert!(l.transfer_ns(50) * 80 <= l.transfer_ns(4096));
-    }
 
     #[test]
     fn read_queues_on_chip_then_channel() {
