@@ -14,7 +14,7 @@
 
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
-use crate::image::ImageError;
+use crate::image_format::ImageError;
 use crate::storage::{Span, Storage, SyncPoint};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -38,7 +38,7 @@
 //!
 //! Durability ([`SyncMode`], SQLite's meaning): every write is a completed `pwrite`
 //! before the operation returns, so `kill -9` loses nothing; `fdatasync` runs at
-//! [`SyncPoint`]s as the mode says, and after every configuration write unless `Off`;
+//! [`SyncPoint`](crate::SyncPoint)s as the mode says, and after every configuration write unless `Off`;
 //! under `Full` also before a block's second program since the last one and before an
 //! erase, so a power loss (which may keep any subset of the unsynced writes) leaves at
 //! most each block's last operation lost or torn, as a NAND power cut would. The file
@@ -47,9 +47,9 @@
 //!
 //! One writer: an open image holds an OS advisory lock (`flock`): exclusive for
 //! read-write, shared for read-only, taken without waiting. A read-only open refuses
-//! every mutation with [`Error::ReadOnly`] and never writes the file.
+//! every mutation with [`Error::ReadOnly`](crate::Error::ReadOnly) and never writes the file.
 //!
-//! Versions 1 and 2 (whole-file images, see [`crate::legacy`]) still open: read-only
+//! Versions 1 and 2 (whole-file images, see `legacy.rs`) still open: read-only
 //! they are just read; read-write they are converted once to version 3 in a temporary
 //! file in the image's own directory (`tempfile`), then renamed over the image. That is
 //! the only temporary file; no other file is ever created, replaced or deleted.
@@ -58,217 +58,27 @@
 //! [`ImageError`] naming the file and the byte offset, never a panic.
 
 use crate::durable::DurablePoint;
-use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
-use crate::image_io::{FileLayer, ImageIo};
+use crate::image_format::{
+    block_record, config_slot, Layout, BLOCK_RECORD_BYTES, HEADER_BYTES, MAGIC, MAX_CONFIG_BYTES, SLOT_HEADER_BYTES,
+    VERSION,
+};
+pub use crate::image_format::{ImageError, SyncMode};
+use crate::image_io::FileLayer;
 use crate::legacy::{encode_geometry, read_legacy, ImageReader};
-use crate::storage::{MemoryStorage, Span, SyncPoint};
-use std::collections::HashSet;
-use std::fmt;
+use crate::storage::image_file::ImageFile;
+use crate::storage::MemoryStorage;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Seek};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-
-pub(crate) const MAGIC: &[u8; 8] = b"DFIMAGE\0";
-const VERSION: u32 = 3;
-/// Bytes reserved for the header (it uses about 120).
-const HEADER_BYTES: u64 = 4096;
-/// Bytes of one configuration slot, its 16-byte header included.
-const CONFIG_SLOT_BYTES: u64 = 1 << 20;
-const SLOT_HEADER_BYTES: usize = 16;
-/// The largest configuration area an image holds.
-pub(crate) const MAX_CONFIG_BYTES: u32 = (CONFIG_SLOT_BYTES as usize - SLOT_HEADER_BYTES) as u32;
-const BLOCK_RECORD_BYTES: u64 = 8;
-
-/// When an image-backed device `fdatasync`s (SQLite's `synchronous` meanings).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SyncMode {
-    /// Never: a power loss may lose any write since the file was opened, and may keep
-    /// some later writes while losing earlier ones. Process death loses nothing.
-    Off,
-    /// At [`SyncPoint::Checkpoint`]s and [`SyncPoint::WriteAhead`]s only (and
-    /// configuration writes): a power loss may lose the commits since the last
-    /// checkpoint (a suffix of them), or leave a page torn that the flash layer then
-    /// refuses as corrupt.
-    Normal,
-    /// At every [`SyncPoint`], so every commit that returned survives a power loss;
-    /// also before a block's second program since the last sync and before an erase,
-    /// so what a power loss keeps is a state NAND can be left in.
-    #[default]
-    Full,
-}
+use std::path::Path;
 
 /// How to open an image.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImageOptions {
-    /// Shared lock, no writes: every mutation is refused with [`Error::ReadOnly`].
+    /// Shared lock, no writes: every mutation is refused with [`Error::ReadOnly`](crate::Error::ReadOnly).
     pub read_only: bool,
     pub sync: SyncMode,
-}
-
-/// Why an image could not be created, opened or synced.
-#[derive(Debug)]
-pub enum ImageError {
-    Io {
-        path: PathBuf,
-        source: io::Error,
-    },
-    /// Another process holds the image's lock (a writer, or readers when opening to write).
-    Locked {
-        path: PathBuf,
-    },
-    /// `create_image` on a path that already exists: it is never overwritten.
-    Exists {
-        path: PathBuf,
-    },
-    Truncated {
-        path: PathBuf,
-        offset: u64,
-        what: String,
-    },
-    BadMagic {
-        path: PathBuf,
-    },
-    UnsupportedVersion {
-        path: PathBuf,
-        version: u32,
-    },
-    Corrupt {
-        path: PathBuf,
-        offset: u64,
-        what: String,
-    },
-    ChecksumMismatch {
-        path: PathBuf,
-        stored: u32,
-        computed: u32,
-    },
-}
-
-impl fmt::Display for ImageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ImageError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            ImageError::Locked { path } => write!(f, "image {} is locked by another process", path.display()),
-            ImageError::Exists { path } => {
-                write!(f, "image {} already exists (open it, or choose a new path)", path.display())
-            }
-            ImageError::Truncated { path, offset, what } => {
-                write!(f, "{}: truncated image: file ends at byte {offset} while reading {what}", path.display())
-            }
-            ImageError::BadMagic { path } => {
-                write!(f, "{}: not a DeltaFlash device image (bad magic)", path.display())
-            }
-            ImageError::UnsupportedVersion { path, version } => write!(
-                f,
-                "{}: image format version {version} is not supported (this build reads 1 to {VERSION})",
-                path.display()
-            ),
-            ImageError::Corrupt { path, offset, what } => {
-                write!(f, "{}: corrupt image at byte {offset}: {what}", path.display())
-            }
-            ImageError::ChecksumMismatch { path, stored, computed } => write!(
-                f,
-                "{}: corrupt image: checksum {stored:#010x} stored, {computed:#010x} computed",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ImageError {}
-
-/// Where each part of a version 3 image lives, derived from the geometry alone.
-#[derive(Clone, Copy, Debug)]
-struct Layout {
-    blocks_at: u64,
-    counts_at: u64,
-    data_at: u64,
-    raw_page_bytes: u64,
-    pages_per_block: u64,
-    /// Length of the whole (sparse) file without the durable point area, which starts
-    /// here.
-    file_bytes: u64,
-    /// Pages on the device, for the durable point area (per block 4 bytes, then per
-    /// page 1).
-    pages: u64,
-    blocks: u64,
-}
-
-impl Layout {
-    /// `None` when the device would not fit in a 64-bit file.
-    fn of(g: &Geometry) -> Option<Layout> {
-        let blocks = g.total_blocks() as u64;
-        let pages = blocks.checked_mul(g.pages_per_block as u64)?;
-        let raw_page_bytes = g.raw_page_bytes() as u64;
-        let blocks_at = HEADER_BYTES + 2 * CONFIG_SLOT_BYTES;
-        let counts_at = blocks_at.checked_add(blocks.checked_mul(BLOCK_RECORD_BYTES)?)?;
-        let data_at = counts_at.checked_add(pages)?.checked_next_multiple_of(4096)?;
-        let file_bytes = data_at.checked_add(pages.checked_mul(raw_page_bytes)?)?;
-        Some(Layout {
-            blocks_at,
-            counts_at,
-            data_at,
-            raw_page_bytes,
-            pages_per_block: g.pages_per_block as u64,
-            file_bytes,
-            pages,
-            blocks,
-        })
-    }
-
-    fn slot_at(slot: usize) -> u64 {
-        HEADER_BYTES + slot as u64 * CONFIG_SLOT_BYTES
-    }
-
-    fn block_at(&self, block: BlockId) -> u64 {
-        self.blocks_at + block.0 as u64 * BLOCK_RECORD_BYTES
-    }
-
-    fn page_at(&self, ppn: Ppn) -> u64 {
-        self.data_at + ppn.0 as u64 * self.raw_page_bytes
-    }
-
-    /// Where the durable point's erase entry of `block` lives.
-    fn durable_erase_at(&self, block: u32) -> u64 {
-        self.file_bytes + block as u64 * 4
-    }
-
-    /// Where the durable point's page counts of `block` start.
-    fn durable_counts_at(&self, block: u32) -> u64 {
-        self.file_bytes + self.blocks * 4 + block as u64 * self.pages_per_block
-    }
-
-    /// Where the durable point's configuration generation lives.
-    fn durable_config_at(&self) -> u64 {
-        self.file_bytes + self.blocks * 4 + self.pages
-    }
-
-    /// Length of the file with its durable point area.
-    fn with_durable_bytes(&self) -> u64 {
-        self.durable_config_at() + 8
-    }
-}
-
-fn block_record(erase_count: u32, needs_erase: bool) -> [u8; 8] {
-    let mut record = [0u8; 8];
-    record[..4].copy_from_slice(&erase_count.to_le_bytes());
-    record[4] = needs_erase as u8;
-    record
-}
-
-/// A configuration slot's bytes: header (generation, length, crc32) then the area.
-fn config_slot(generation: u64, bytes: &[u8]) -> Vec<u8> {
-    let mut slot = Vec::with_capacity(SLOT_HEADER_BYTES + bytes.len());
-    slot.extend_from_slice(&generation.to_le_bytes());
-    slot.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&slot);
-    hasher.update(bytes);
-    slot.extend_from_slice(&hasher.finalize().to_le_bytes());
-    slot.extend_from_slice(bytes);
-    slot
 }
 
 /// The lock of an image whose contents were detached into memory
@@ -284,223 +94,6 @@ impl MemoryStorage {
     /// file stays byte-identical. `None` for a storage without an image.
     pub fn detach_image(&mut self) -> Option<ImageLock> {
         self.image.take().map(|file| ImageLock { _file: file })
-    }
-}
-
-/// The open image file behind a [`MemoryStorage`]: it writes each mutation through at
-/// its offset and syncs as the mode says. Holds the file's lock while open.
-pub(crate) struct ImageFile {
-    file: Box<dyn ImageIo>,
-    path: PathBuf,
-    read_only: bool,
-    sync: SyncMode,
-    layout: Layout,
-    /// Generation of the newest valid configuration, and the slot holding it.
-    config_generation: u64,
-    config_slot: usize,
-    /// The first failed write-through: the file lags memory from there on, so every
-    /// later mutation is refused with it.
-    failed: Option<Error>,
-    /// Writes since the last `fdatasync`.
-    dirty: bool,
-    /// Blocks programmed or erased since the last `fdatasync` (kept under `Full`).
-    unsynced_blocks: HashSet<u32>,
-}
-
-impl ImageFile {
-    pub(crate) fn writable(&self, operation: &'static str) -> Result<(), Error> {
-        if self.read_only {
-            return Err(Error::ReadOnly { path: self.path.display().to_string(), operation });
-        }
-        self.failed.clone().map_or(Ok(()), Err)
-    }
-
-    fn pwrite(&mut self, at: u64, bytes: &[u8]) -> Result<(), Error> {
-        self.dirty = true;
-        let written = self.file.write_all_at(bytes, at);
-        written.map_err(|e| self.fail(at, e))
-    }
-
-    /// Records a failed write or sync: the file may lag memory from here on (a failed
-    /// `fdatasync` may have dropped earlier writes), so every later mutation is refused.
-    fn fail(&mut self, offset: u64, e: io::Error) -> Error {
-        let error = Error::Io { path: self.path.display().to_string(), offset, message: e.to_string() };
-        self.failed = Some(error.clone());
-        error
-    }
-
-    /// `fdatasync`, if anything was written since the last one. A failure is recorded
-    /// like a failed write (Linux may drop the dirty pages a failed `fdatasync` was
-    /// writing, so a retry that succeeds would not make them durable).
-    fn sync_if_dirty(&mut self) -> io::Result<()> {
-        if self.dirty {
-            if let Err(e) = self.file.sync_data() {
-                self.fail(0, io::Error::new(e.kind(), format!("fdatasync: {e}")));
-                return Err(e);
-            }
-            self.dirty = false;
-            self.unsynced_blocks.clear();
-        }
-        Ok(())
-    }
-
-    /// [`ImageFile::sync_if_dirty`] inside a device operation.
-    fn sync_now(&mut self) -> Result<(), Error> {
-        self.sync_if_dirty().map_err(|e| Error::Io {
-            path: self.path.display().to_string(),
-            offset: 0,
-            message: format!("fdatasync: {e}"),
-        })
-    }
-
-    /// Under `Full`, keeps a power loss to states a NAND power cut can leave: a disk may
-    /// keep any subset of the writes since the last `fdatasync`, so before the second
-    /// program or erase of a block since then, and before any erase, the file is
-    /// synced. A cut then loses or tears at most a block's last operation, never an
-    /// earlier page of it (which the flash layers' rebuilds would refuse as corrupt),
-    /// and never an erase without the copies made before it.
-    fn order_before(&mut self, block: u32, erase: bool) -> Result<(), Error> {
-        if self.sync != SyncMode::Full {
-            return Ok(());
-        }
-        if erase || self.unsynced_blocks.contains(&block) {
-            self.sync_now()?;
-        }
-        self.unsynced_blocks.insert(block);
-        Ok(())
-    }
-
-    /// Writes a program through: `raw` is the page's raw bytes after it (empty for a
-    /// metadata-only device), `count` its new program count.
-    pub(crate) fn write_program(
-        &mut self,
-        ppn: Ppn,
-        count: u8,
-        raw: &[u8],
-        spans: &[Span],
-        first: bool,
-    ) -> Result<(), Error> {
-        self.order_before(ppn.0 / self.layout.pages_per_block as u32, false)?;
-        let page_at = self.layout.page_at(ppn);
-        let count_at = self.layout.counts_at + ppn.0 as u64;
-        if first {
-            if !raw.is_empty() {
-                self.pwrite(page_at, raw)?;
-            }
-            return self.pwrite(count_at, &[count]);
-        }
-        self.pwrite(count_at, &[count])?;
-        if !raw.is_empty() {
-            for span in spans {
-                let range = span.offset..span.offset + span.bytes.len();
-                self.pwrite(page_at + span.offset as u64, &raw[range])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes an erase through: the first `erased_pages` pages of `block` are erased
-    /// and it has `erase_count` cycles; `complete` clears its needs-erase mark.
-    pub(crate) fn write_erase(
-        &mut self,
-        block: BlockId,
-        erase_count: u32,
-        erased_pages: u32,
-        complete: bool,
-    ) -> Result<(), Error> {
-        self.order_before(block.0, true)?;
-        let record_at = self.layout.block_at(block);
-        self.pwrite(record_at, &block_record(erase_count, true))?;
-        let counts_at = self.layout.counts_at + block.0 as u64 * self.layout.pages_per_block;
-        self.pwrite(counts_at, &vec![0; erased_pages as usize])?;
-        self.punch_pages(self.layout.page_at(Ppn(block.0 * self.layout.pages_per_block as u32)), erased_pages)?;
-        if complete {
-            self.pwrite(record_at, &block_record(erase_count, false))?;
-        }
-        Ok(())
-    }
-
-    /// Frees the disk space of `pages` erased pages from `at` (a hole reads as zeros,
-    /// so bytes of a page whose program count reached the disk before its data after a
-    /// power loss read as a torn program, never as the page's content before the erase).
-    /// File systems without hole punching keep the stale bytes, which the zero program
-    /// counts already hide.
-    fn punch_pages(&mut self, at: u64, pages: u32) -> Result<(), Error> {
-        self.dirty = true;
-        let punched = self.file.punch_hole(at, pages as u64 * self.layout.raw_page_bytes);
-        punched.map_err(|e| self.fail(at, e))
-    }
-
-    /// Writes a new configuration into the older slot and syncs it (unless `Off`).
-    pub(crate) fn write_config(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        if bytes.len() > MAX_CONFIG_BYTES as usize {
-            return Err(Error::OutOfRange {
-                what: "configuration area bytes",
-                value: bytes.len() as u64,
-                limit: MAX_CONFIG_BYTES as u64,
-            });
-        }
-        let slot = 1 - self.config_slot;
-        self.pwrite(Layout::slot_at(slot), &config_slot(self.config_generation + 1, bytes))?;
-        if self.sync != SyncMode::Off {
-            self.sync_now()?;
-        }
-        self.config_generation += 1;
-        self.config_slot = slot;
-        Ok(())
-    }
-
-    /// Syncs as the mode says; true when everything written so far is durable.
-    pub(crate) fn sync(&mut self, point: SyncPoint) -> Result<bool, ImageError> {
-        let wanted = match self.sync {
-            SyncMode::Off => false,
-            SyncMode::Normal => point != SyncPoint::Commit,
-            SyncMode::Full => true,
-        };
-        if !wanted {
-            return Ok(!self.dirty && self.failed.is_none());
-        }
-        // A write that failed before: the file lacks it, so this point is not durable.
-        if let Some(failed) = &self.failed {
-            return Err(ImageError::Io { path: self.path.clone(), source: io::Error::other(failed.to_string()) });
-        }
-        self.sync_if_dirty().map_err(|source| ImageError::Io { path: self.path.clone(), source })?;
-        Ok(!self.dirty && self.failed.is_none())
-    }
-
-    /// Generation of the newest configuration written.
-    pub(crate) fn config_generation(&self) -> u64 {
-        self.config_generation
-    }
-
-    /// Writes the durable point entries of `blocks`, and its configuration generation
-    /// if `config` (after a sync made the device's writes durable); syncs them at a
-    /// checkpoint.
-    pub(crate) fn write_durable_point(
-        &mut self,
-        durable: &DurablePoint,
-        blocks: &[u32],
-        config: bool,
-        point: SyncPoint,
-    ) -> Result<(), ImageError> {
-        if self.read_only || (blocks.is_empty() && !config) {
-            return Ok(());
-        }
-        let as_image_error = |path: &Path, e: Error| ImageError::Io { path: path.into(), source: io::Error::other(e) };
-        if config {
-            let at = self.layout.durable_config_at();
-            self.pwrite(at, &durable.config_generation().to_le_bytes()).map_err(|e| as_image_error(&self.path, e))?;
-        }
-        for &b in blocks {
-            let entry = durable.entry(b);
-            let (counts_at, erase_at) = (self.layout.durable_counts_at(b), self.layout.durable_erase_at(b));
-            self.pwrite(counts_at, entry.counts).map_err(|e| as_image_error(&self.path, e))?;
-            self.pwrite(erase_at, &entry.erase.to_le_bytes()).map_err(|e| as_image_error(&self.path, e))?;
-        }
-        if point == SyncPoint::Checkpoint {
-            self.sync(point)?;
-        }
-        Ok(())
     }
 }
 
@@ -542,18 +135,7 @@ impl MemoryStorage {
         write_whole(&file, &storage, &layout).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
         sync_directory(path)?;
-        storage.image = Some(ImageFile {
-            file: layer(file),
-            path: path.into(),
-            read_only: false,
-            sync,
-            layout,
-            config_generation: 0,
-            config_slot: 1,
-            failed: None,
-            dirty: false,
-            unsynced_blocks: HashSet::new(),
-        });
+        storage.image = Some(ImageFile::new(layer(file), path.into(), false, sync, layout, 0, 1));
         Ok(storage)
     }
 
@@ -612,18 +194,15 @@ impl MemoryStorage {
             // An image from before the durable point: add its area (holes: no record).
             file.set_len(layout.with_durable_bytes()).map_err(io_err)?;
         }
-        storage.image = Some(ImageFile {
-            file: layer(file),
-            path: path.into(),
-            read_only: options.read_only,
-            sync: options.sync,
+        storage.image = Some(ImageFile::new(
+            layer(file),
+            path.into(),
+            options.read_only,
+            options.sync,
             layout,
             config_generation,
             config_slot,
-            failed: None,
-            dirty: false,
-            unsynced_blocks: HashSet::new(),
-        });
+        ));
         Ok(storage)
     }
 }

@@ -18,7 +18,7 @@
 
 use crate::geometry::Latencies;
 use crate::geometry::{CellType, Geometry, Ppn};
-use crate::image::{ImageError, MAX_CONFIG_BYTES};
+use crate::image_format::{ImageError, MAX_CONFIG_BYTES};
 use crate::storage::MemoryStorage;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ impl<R: Read> ImageReader<R> {
     /// its checksum).
     pub(crate) fn after_version(inner: R, path: &Path, file_bytes: u64, version: u32) -> Self {
         let mut hasher = crc32fast::Hasher::new();
-        hasher.update(crate::image::MAGIC);
+        hasher.update(crate::image_format::MAGIC);
         hasher.update(&version.to_le_bytes());
         ImageReader { file_bytes, inner, hasher, offset: 12, path: path.to_path_buf() }
     }

@@ -2,7 +2,7 @@
 //!
 //! [`FlashSqlite`] formats or opens a conventional FTL over a NAND device, puts
 //! SQLite's files on it through the file layer ([`files`]), registers a VFS for the
-//! instance ([`vfs`], the crate's only `unsafe` code) and opens a connection. Every
+//! instance (`vfs.rs`, the crate's only `unsafe` code) and opens a connection. Every
 //! byte SQLite writes reaches the flash through the FTL with the device's timing;
 //! simulated time also advances by a CPU cost per statement and by
 //! [`FlashSqlite::charge_cpu_ns`], so throughput and latency come out in simulated

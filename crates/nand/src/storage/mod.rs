@@ -18,9 +18,12 @@ use crate::cells::{self, BlockCells, Cells};
 use crate::durable::DurablePoint;
 use crate::error::Error;
 use crate::geometry::{BlockId, Geometry, Ppn};
-use crate::image::{ImageError, ImageFile};
+use crate::image_format::ImageError;
 use crate::pool::{PagePool, NO_BUFFER};
+use image_file::ImageFile;
 use prefetch_index::prefetch_index;
+
+pub(crate) mod image_file;
 
 /// Bytes to program at `offset` of the raw page (data area first, then OOB).
 #[derive(Clone, Copy, Debug)]
@@ -49,7 +52,7 @@ impl<'a> Span<'a> {
 }
 
 /// A point where an upper layer wants its writes durable; what happens there depends on
-/// the store's sync mode (see [`crate::image::SyncMode`]).
+/// the store's sync mode (see [`crate::SyncMode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPoint {
     /// A transaction commit returned to its caller.
@@ -152,7 +155,7 @@ pub trait Storage: Send {
     fn power_on(&mut self) {}
     /// Whether a power cut could have interrupted the last program of `ppn`: it was
     /// programmed (or its block erased) after the last durable point and not seen
-    /// complete since power-on (see [`crate::durable`]). A page for which this is false
+    /// complete since power-on (see `durable.rs`). A page for which this is false
     /// completed: a failed check on it is corruption, never a torn write. Stores
     /// without a record answer true (every page may be torn).
     fn may_be_torn(&self, _ppn: Ppn) -> bool {
@@ -184,7 +187,7 @@ pub struct MemoryStorage {
     pub(crate) pool: PagePool,
     pub(crate) config_area: Vec<u8>,
     pub(crate) image: Option<ImageFile>,
-    /// What was complete at the last durability point (see [`crate::durable`]).
+    /// What was complete at the last durability point (see `durable.rs`).
     pub(crate) durable: DurablePoint,
     /// Scratch page register (OOB part) for copybacks.
     register: Vec<u8>,
