@@ -28,8 +28,8 @@ mod stored;
 
 pub use error::{DeltaRefusal, Error};
 pub use ftl_volume::FtlVolume;
-pub use ipl::{IplConfig, IplCounters, IplStore};
-pub use page_device::PageDevice;
+pub use ipl::{IplConfig, IplStore};
+pub use page_device::{IplCounters, PageDevice};
 pub use policy::VictimPolicy;
 pub use region::{ChipPages, Occupancy, RebuildReport, Region, RegionCounters, RegionRead, WearStats, WriteHint};
 pub use spec::{GcConfig, IpaMode, RegionSpec, WearConfig};

@@ -32,11 +32,11 @@
 
 use crate::error::Error;
 use crate::ftl::FtlCounters;
-use crate::ipl::IplCounters;
 use crate::region::{Occupancy, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
 use crate::{Flash, RegionId};
 use nand::{Device, OpTiming, SimTime, SyncPoint};
+use serde::Serialize;
 
 /// Regions of logical flash pages that a storage engine reads and writes.
 pub trait PageDevice: Send {
@@ -275,4 +275,52 @@ pub(crate) fn write_each(
         span.end_ns = span.end_ns.max(t.end_ns);
     }
     Ok(span)
+}
+
+/// What an In-Page Logging store did, per region (and summed over regions): the counts
+/// a [`PageDevice`] on IPL reports beside the flash counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IplCounters {
+    /// Data flash pages read by host reads.
+    pub page_reads: u64,
+    /// Log sectors applied by host reads (the IPL read overhead)…
+    pub log_sector_reads: u64,
+    /// …and the log flash pages read to get them.
+    pub log_page_reads: u64,
+    /// Data flash pages programmed by first writes.
+    pub page_writes: u64,
+    pub log_sector_writes: u64,
+    pub log_records: u64,
+    pub merges: u64,
+    /// Flash pages (data and log) read by merges.
+    pub merge_page_reads: u64,
+    pub merge_page_writes: u64,
+    /// Blocks erased (merges and reuse of units left dirty by a power cut).
+    pub erases: u64,
+}
+
+impl IplCounters {
+    pub fn add(&mut self, o: &IplCounters) {
+        self.combine(o, |a, b| a + b);
+    }
+
+    /// The counts since `earlier`.
+    pub fn since(&self, earlier: &IplCounters) -> IplCounters {
+        let mut out = *self;
+        out.combine(earlier, |a, b| a - b);
+        out
+    }
+
+    fn combine(&mut self, o: &IplCounters, f: impl Fn(u64, u64) -> u64) {
+        self.page_reads = f(self.page_reads, o.page_reads);
+        self.log_sector_reads = f(self.log_sector_reads, o.log_sector_reads);
+        self.log_page_reads = f(self.log_page_reads, o.log_page_reads);
+        self.page_writes = f(self.page_writes, o.page_writes);
+        self.log_sector_writes = f(self.log_sector_writes, o.log_sector_writes);
+        self.log_records = f(self.log_records, o.log_records);
+        self.merges = f(self.merges, o.merges);
+        self.merge_page_reads = f(self.merge_page_reads, o.merge_page_reads);
+        self.merge_page_writes = f(self.merge_page_writes, o.merge_page_writes);
+        self.erases = f(self.erases, o.erases);
+    }
 }

@@ -5,6 +5,10 @@
 
 use crate::error::Error;
 
+/// Prefix of a conventional FTL's configuration area (then its `FtlConfig` as JSON,
+/// whose `kind` names the FTL).
+pub(crate) const FTL_MAGIC: &[u8] = b"DFFTL1";
+
 /// The configuration area's `format` field of NoFTL regions and of an IPL store.
 pub(crate) const REGIONS_FORMAT: &str = "deltaflash-regions";
 pub(crate) const IPL_FORMAT: &str = "deltaflash-ipl";
@@ -27,16 +31,20 @@ fn holds(area: &[u8]) -> Option<(Option<&'static str>, String)> {
     if area.is_empty() {
         return None;
     }
-    if area.starts_with(crate::ftl::CONFIG_MAGIC) {
-        let described = match crate::ftl::stored_config(area) {
-            Ok(config) => format!("{FTL} ({})", config.kind.name()),
-            Err(_) => FTL.into(),
-        };
-        return Some((Some(FTL), described));
-    }
     #[derive(serde::Deserialize)]
     struct Format {
         format: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct FtlKind {
+        kind: String,
+    }
+    if let Some(json) = area.strip_prefix(FTL_MAGIC) {
+        let described = match serde_json::from_slice::<FtlKind>(json) {
+            Ok(ftl) => format!("{FTL} ({})", ftl.kind),
+            Err(_) => FTL.into(),
+        };
+        return Some((Some(FTL), described));
     }
     let format = serde_json::from_slice::<Format>(area).ok()?.format;
     Some(match format.as_str() {
@@ -59,12 +67,19 @@ mod tests {
         assert!(other_than(b"not json", REGIONS).is_none());
         assert_eq!(other_than(ipl, REGIONS).unwrap().to_string(), "the device holds an IPL store, not NoFTL regions");
         assert_eq!(other_than(regions, IPL).unwrap().to_string(), "the device holds NoFTL regions, not an IPL store");
-        let mut ftl = crate::ftl::CONFIG_MAGIC.to_vec();
+        let mut ftl = FTL_MAGIC.to_vec();
         ftl.extend_from_slice(b"{broken");
         assert_eq!(
             other_than(&ftl, REGIONS).unwrap().to_string(),
             "the device holds a conventional FTL, not NoFTL regions"
         );
         assert!(other_than(&ftl, FTL).is_none());
+        // A whole FTL configuration: the error names its kind as the FTL names itself.
+        for kind in crate::ftl::FtlKind::ALL {
+            let mut area = FTL_MAGIC.to_vec();
+            area.extend(serde_json::to_vec(&crate::ftl::FtlConfig::new(kind)).unwrap());
+            let expected = format!("the device holds a conventional FTL ({}), not an IPL store", kind.name());
+            assert_eq!(other_than(&area, IPL).unwrap().to_string(), expected);
+        }
     }
 }

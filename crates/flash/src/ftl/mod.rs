@@ -288,7 +288,7 @@ pub const TAG_BYTES: usize = 24;
 
 /// Prefix of the FTL configuration in the device's configuration area (then the
 /// [`FtlConfig`] as JSON); distinct from the NoFTL region layout, which is plain JSON.
-pub const CONFIG_MAGIC: &[u8] = b"DFFTL1";
+pub const CONFIG_MAGIC: &[u8] = crate::stored::FTL_MAGIC;
 
 /// Lays a fresh FTL of `config.kind` over the whole device (erasing it) and stores the
 /// configuration in the device's configuration area.

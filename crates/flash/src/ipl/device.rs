@@ -6,7 +6,7 @@
 use super::format::Record;
 use super::IplStore;
 use crate::error::{DeltaRefusal, Error};
-use crate::ipl::IplCounters;
+use crate::page_device::IplCounters;
 use crate::page_device::PageDevice;
 use crate::region::{Occupancy, Region, RegionCounters, RegionRead, WearStats};
 use crate::spec::RegionSpec;
