@@ -28,7 +28,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
 use workloads::config::WorkloadConfig;
-use workloads::registry::Params;
+use workloads::params::Params;
 use workloads::sqlite::kv::{BATCH, NUM, VALUE_SIZE};
 use workloads::sqlite::runner::run_registered;
 use workloads::sqlite::ycsb::{OPERATIONS, RECORDS};

@@ -12,10 +12,12 @@
 
 pub mod bank;
 pub mod config;
+pub mod config_error;
 pub mod driver;
 pub mod experiment;
 pub mod limits;
 pub mod linkbench;
+pub mod params;
 pub mod registry;
 pub mod sqlite;
 pub mod tatp;

@@ -39,7 +39,7 @@
 //! for nodes, from a fixed epoch), so a seed gives the same database.
 
 use crate::limits::CountRange;
-use crate::registry::WorkloadParams;
+use crate::params::WorkloadParams;
 use crate::workload::{FirstProblem, TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::{TableId, Transaction};

@@ -7,7 +7,7 @@
 //! as the specification expects; those transactions roll back.
 
 use crate::limits::CountRange;
-use crate::registry::WorkloadParams;
+use crate::params::WorkloadParams;
 use crate::workload::{FirstProblem, TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;

@@ -5,7 +5,7 @@
 //! the sum of the history deltas.
 
 use crate::limits::CountRange;
-use crate::registry::WorkloadParams;
+use crate::params::WorkloadParams;
 use crate::workload::{TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;

@@ -8,7 +8,7 @@
 //! keying and think times are not modelled (the driver's terminals are closed loops).
 
 use crate::limits::CountRange;
-use crate::registry::WorkloadParams;
+use crate::params::WorkloadParams;
 use crate::workload::{TxOutcome, Workload};
 use crate::{err as e, int};
 use engine::db::TableId;

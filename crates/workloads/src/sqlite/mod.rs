@@ -23,8 +23,8 @@ pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
 
-use crate::config::ConfigError;
-use crate::registry::{parse_params, Params};
+use crate::config_error::ConfigError;
+use crate::params::{parse_params, Params};
 use nand::SimTime;
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{Connection, Params as SqlParams, Row};
@@ -232,7 +232,7 @@ impl<'h> Session<'h> {
 }
 
 /// A SQLite workload's parameters (serde, defaults, unknown names refused), as
-/// [`crate::registry::WorkloadParams`] is for the engine's workloads.
+/// [`crate::params::WorkloadParams`] is for the engine's workloads.
 pub trait SqliteParams: Serialize + DeserializeOwned + Default + std::fmt::Debug + 'static {
     const NAME: &'static str;
     const ABOUT: &'static str;

@@ -10,7 +10,7 @@
 
 use super::{FlashSnapshot, Session, SqliteHost, SqliteWorkload};
 use crate::experiment::{Consistency, GIT_COMMIT};
-use crate::registry::Params;
+use crate::params::Params;
 use crate::Control;
 use hdrhistogram::Histogram;
 use nand::SimTime;
