@@ -96,7 +96,7 @@ fn storage_name(device: &dyn PageDevice) -> String {
 /// How the database logs changes and makes commits durable. The provided methods are
 /// those of a journal without a log (no records, nothing to force, truncate or recover);
 /// a journal with a log overrides every one of them.
-pub trait Journal: Send {
+pub trait Journal: Send + std::any::Any {
     fn kind(&self) -> JournalKind;
     /// Whether changes are logged as records (else pages only get LSNs stamped).
     fn logs_changes(&self) -> bool {
@@ -161,10 +161,6 @@ pub trait Journal: Send {
     }
     /// The log's own device, if it has one (taken out at close or crash).
     fn take_external(&mut self) -> Option<Box<dyn PageDevice>> {
-        None
-    }
-    /// The NoLgn journal's commit group (`None` for the other journals).
-    fn nolgn(&mut self) -> Option<&mut crate::nolgn::NolgnJournal> {
         None
     }
 }

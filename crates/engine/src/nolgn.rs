@@ -42,11 +42,8 @@
 //! group; `catalog` is the catalog as of the last group commit while the group is open.
 
 use crate::catalog::Catalog;
-use crate::db::Database;
-use crate::error::{Error, Result};
 use crate::journal::{Journal, JournalKind};
-use crate::txn::{Active, TxState};
-use nand::{SimTime, SyncPoint};
+use nand::SimTime;
 
 /// The journal without a log over NoLgn-FTL (the module comment).
 pub struct NolgnJournal {
@@ -77,9 +74,56 @@ impl NolgnJournal {
         }
     }
 
-    /// Whether a member of the group is still open.
-    fn member_open(&self, active: &Active) -> bool {
-        self.members.iter().any(|m| *m != 0 && active.contains_key(m))
+    /// `tx` (0: outside transactions) is about to change pages or the catalog: it joins
+    /// the group, which a first member opens with `catalog` (the catalog before it).
+    pub(crate) fn join(&mut self, tx: u64, catalog: impl FnOnce() -> Catalog) {
+        if self.catalog.is_none() {
+            self.start_lsn = self.next_page_lsn;
+            self.catalog = Some(catalog());
+        }
+        if !self.members.contains(&tx) {
+            self.members.push(tx);
+        }
+    }
+
+    /// The number of `id`'s commit: the next one if it changed something, else 0.
+    pub(crate) fn number_commit(&mut self, id: u64) -> u64 {
+        if self.members.contains(&id) {
+            self.next_commit += 1;
+            self.next_commit - 1
+        } else {
+            0
+        }
+    }
+
+    /// Whether a group is open (a member changed something since the last group commit).
+    pub(crate) fn group_open(&self) -> bool {
+        self.catalog.is_some()
+    }
+
+    /// Whether `id` is the group's only member.
+    pub(crate) fn only_member(&self, id: u64) -> bool {
+        self.members.contains(&id) && self.members.iter().all(|&m| m == id)
+    }
+
+    /// Whether a member of the group is still open (`is_open` says which are).
+    pub(crate) fn member_open(&self, is_open: impl Fn(u64) -> bool) -> bool {
+        self.members.iter().any(|&m| m != 0 && is_open(m))
+    }
+
+    /// The group committed, durable at `done`: it ends.
+    pub(crate) fn committed(&mut self, done: SimTime) {
+        self.close_group();
+        self.durable = self.next_commit;
+        self.durable_at = done;
+    }
+
+    /// The group is dropped: it ends, giving back its first page LSN and the catalog as
+    /// it was before it (`None` if no group was open).
+    pub(crate) fn drop_group(&mut self) -> (u64, Option<Catalog>) {
+        let dropped = (self.start_lsn, self.catalog.take());
+        self.close_group();
+        dropped
     }
 
     /// Ends the group: nothing of it is open in the device any more.
@@ -110,132 +154,5 @@ impl Journal for NolgnJournal {
     }
     fn durable_at(&self) -> SimTime {
         self.durable_at
-    }
-    fn nolgn(&mut self) -> Option<&mut NolgnJournal> {
-        Some(self)
-    }
-}
-
-impl Database {
-    /// `tx` (0: outside transactions) is about to change pages or the catalog: it joins
-    /// the group, which a first member opens (its catalog and LSN noted).
-    pub(crate) fn nolgn_join(&mut self, tx: u64) {
-        let Some(j) = self.journal.nolgn() else { return };
-        if j.catalog.is_none() {
-            j.start_lsn = j.next_page_lsn;
-            j.catalog = Some(self.catalog.clone());
-        }
-        if !j.members.contains(&tx) {
-            j.members.push(tx);
-        }
-    }
-
-    /// Commit of `id` (already out of `active`): its number, and the group commit if
-    /// no member is left open. 0 for a transaction that changed nothing.
-    pub(crate) fn nolgn_commit(&mut self, id: u64) -> Result<u64> {
-        let active = &self.active;
-        let Some(j) = self.journal.nolgn() else { return Ok(0) };
-        let number = if j.members.contains(&id) {
-            j.next_commit += 1;
-            j.next_commit - 1
-        } else {
-            0
-        };
-        if j.catalog.is_some() && !j.member_open(active) {
-            let start = self.pool.now();
-            self.commit_group(false)?;
-            self.pool.stats.commit_wait_ns += self.pool.now() - start;
-        }
-        Ok(number)
-    }
-
-    /// Roll-back of `id` (already out of `active`), as the module comment says.
-    pub(crate) fn nolgn_roll_back(&mut self, id: u64, state: TxState) -> Result<()> {
-        let active = &self.active;
-        let Some(j) = self.journal.nolgn() else { return Ok(()) };
-        if j.members.contains(&id) && j.members.iter().all(|&m| m == id) {
-            self.keep_undo(state.undo);
-            return self.abort_group();
-        }
-        let alone = j.catalog.is_some() && !j.member_open(active);
-        self.undo(id, state.last, &state.undo)?;
-        self.keep_undo(state.undo);
-        if alone {
-            self.commit_group(false)?;
-        }
-        self.pool.clean(&mut *self.journal)
-    }
-
-    /// A checkpoint: the group commits if no member is open; else its pages and the
-    /// catalog are written in its transaction (stolen, not yet durable).
-    pub(crate) fn nolgn_checkpoint(&mut self) -> Result<()> {
-        let active = &self.active;
-        let Some(j) = self.journal.nolgn() else { return Ok(()) };
-        if j.member_open(active) {
-            self.pool.flush_all(&mut *self.journal)?;
-            self.catalog.next_lsn = self.journal.next_page_lsn();
-            return self.save_catalog();
-        }
-        self.commit_group(true)
-    }
-
-    /// The durability point: every dirty page and the catalog (`always`, or if it
-    /// changed) in the device's transaction, the last one marked as its end, then the
-    /// FTL's commit and a sync. A failure rolls the group back (module comment).
-    fn commit_group(&mut self, always: bool) -> Result<()> {
-        let now = self.pool.now();
-        let result = self.write_group(always);
-        let Some(j) = self.journal.nolgn() else { return Ok(()) };
-        match result {
-            Ok(done) => {
-                j.close_group();
-                j.durable = j.next_commit;
-                j.durable_at = done;
-                self.pool.set_now(done.max(now));
-                Ok(())
-            }
-            Err(e) => {
-                // The group cannot commit: nothing of it may stay half written. An abort
-                // that fails too (a power cut) leaves it to the FTL's recovery.
-                let _ = self.abort_group();
-                Err(match e {
-                    Error::Flash(flash::Error::P2pFull { entries }) => Error::Full(format!(
-                        "NoLgn-FTL: the transaction group's pages outgrew the P2P table ({entries} entries) at its \
-                         commit; the group was rolled back (commit smaller transactions or raise the FTL's p2p_entries)"
-                    )),
-                    other => other,
-                })
-            }
-        }
-    }
-
-    fn write_group(&mut self, always: bool) -> Result<SimTime> {
-        self.pool.store_mut().device_mut().prepare_commit_tx()?;
-        self.pool.flush_all(&mut *self.journal)?;
-        self.catalog.next_lsn = self.journal.next_page_lsn();
-        let at = self.pool.now();
-        let device = self.pool.store_mut().device_mut();
-        if always {
-            self.catalog.save(device, at)?;
-        } else {
-            self.catalog.save_if_changed(device, at)?;
-        }
-        let done = device.commit_tx(at)?;
-        Ok(device.sync(SyncPoint::Commit, done)?.max(at))
-    }
-
-    /// Drops the group: the FTL's abort, the buffered changes, the catalog as before.
-    fn abort_group(&mut self) -> Result<()> {
-        let now = self.pool.now();
-        let Some(j) = self.journal.nolgn() else { return Ok(()) };
-        let (start, catalog) = (j.start_lsn, j.catalog.take());
-        j.close_group();
-        self.pool.store_mut().device_mut().abort_tx(now)?;
-        self.pool.forget_changed_since(start)?;
-        if let Some(catalog) = catalog {
-            self.regions = crate::db::region_pages(self.pool.store(), &catalog)?;
-            self.catalog = catalog;
-        }
-        Ok(())
     }
 }

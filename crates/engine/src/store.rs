@@ -294,7 +294,7 @@ impl PageStore {
         let applied = delta::apply_records(scheme, buf, body_end, whole)?;
         page::check(buf, body_end)?;
         if matches!(page::kind(buf), k if k == page::Kind::Leaf as u8 || k == page::Kind::Inner as u8) {
-            crate::btree::check_entries(buf, body_end)?;
+            crate::node::check_entries(buf, body_end)?;
         }
         if page::page_no(buf) != pid.page {
             return Err(Error::Corrupt(format!(

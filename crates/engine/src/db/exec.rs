@@ -3,6 +3,7 @@
 //! the row operations of [`Database`], with the access-path choice for WHERE clauses
 //! and the schema printed back as DDL.
 
+use super::txn::Transaction;
 use crate::btree;
 use crate::catalog::{Catalog, IndexDef, RegionEntry, TableDef, Tablespace};
 use crate::db::{coerce, extent_pages, pages, Database, Object, QueryResult, TableId, LOG, SYSTEM};
@@ -10,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::heap::{self, Rid};
 use crate::space::{ObjectSpace, RegionPages};
 use crate::sql::{self, AlterChange, Condition, SetExpr, Statement};
-use crate::txn::Transaction;
 use crate::types::{self, Column, Value};
 use flash::{IpaMode, RegionId, RegionSpec};
 

@@ -1,7 +1,8 @@
 //! The `Database`: create or open one on a page device, the Rust API (begin/commit,
 //! insert, get, update, delete, range scans) and the row and index operations under
-//! it. Statements (`Database::execute`) are in `exec.rs`, transactions in `txn.rs`,
-//! restart in `recovery.rs`.
+//! it. Statements (`Database::execute`) are in the child module `exec`, transactions
+//! in `txn`, the `nolgn` journal's transaction groups in `nolgn_group`; restart is in
+//! `recovery.rs`.
 //!
 //! Every table is a heap file; its primary key, if any, is a unique B+-tree index named
 //! `<table>_pkey`, and every index maps its key (plus the RID when not unique) to the
@@ -26,11 +27,15 @@ use crate::journal::{AriesJournal, Journal, JournalKind, NoJournal};
 use crate::nolgn::NolgnJournal;
 use crate::space::{ObjectSpace, RegionPages};
 use crate::store::{ObjectCounters, PageStore};
-pub use crate::txn::Transaction;
-use crate::txn::{Active, Dropped};
 use crate::types::{self, Column, ColumnType, Value};
 use flash::{Flash, IpaMode, PageDevice, RegionId, RegionSpec};
 use nand::{Device, SimTime};
+pub use txn::Transaction;
+use txn::{Active, Dropped};
+
+mod exec;
+mod nolgn_group;
+pub mod txn;
 
 /// How big the buffer pool is.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,7 +143,7 @@ pub struct Database {
     /// Transactions dropped while open, to roll back at the next call.
     pub(crate) dropped: Dropped,
     /// The transaction statements run in (`BEGIN` opened it).
-    pub(crate) sql_tx: crate::exec::SqlTx,
+    pub(crate) sql_tx: exec::SqlTx,
     /// When the open commit group's log flush is due.
     pub(crate) group_deadline: Option<SimTime>,
     /// The log's end when flash last held everything with a checkpoint (after a
@@ -371,7 +376,7 @@ impl Database {
             catalog,
             regions,
             options,
-            instance: crate::txn::next_instance(),
+            instance: txn::next_instance(),
             next_tx: 1,
             active: Active::new(),
             dropped: Dropped::default(),
