@@ -40,7 +40,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{FirstProblem, TxOutcome, Workload, WorkloadError};
+use crate::workload::{FirstProblem, TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::{TableId, Transaction};
 use engine::types::Value;
@@ -674,12 +674,7 @@ impl Workload for Linkbench {
         Ok(())
     }
 
-    fn transaction(
-        &mut self,
-        db: &mut Database,
-        _terminal: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, WorkloadError> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let r = rng.gen::<f64>() * 100.0;
         let mut acc = 0.0;
         let drawn = MIX.iter().find(|(_, share)| {

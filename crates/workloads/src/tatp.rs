@@ -8,7 +8,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{FirstProblem, TxOutcome, Workload, WorkloadError};
+use crate::workload::{FirstProblem, TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -199,12 +199,7 @@ impl Workload for Tatp {
         Ok(())
     }
 
-    fn transaction(
-        &mut self,
-        db: &mut Database,
-        _terminal: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, WorkloadError> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let t = self.ids(db)?;
         let s = self.s_id(rng);
         let pick = rng.gen_range(0..100);

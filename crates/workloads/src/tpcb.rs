@@ -6,7 +6,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{TxOutcome, Workload, WorkloadError};
+use crate::workload::{TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -157,12 +157,7 @@ impl Workload for Tpcb {
         Ok(())
     }
 
-    fn transaction(
-        &mut self,
-        db: &mut Database,
-        _terminal: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, WorkloadError> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let [b, t, a, h] = self.tables(db)?;
         let Draw { teller, branch, account, delta } = Draw::next(self.scale, rng);
         let delta = Value::Int(delta);

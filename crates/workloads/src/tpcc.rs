@@ -9,7 +9,7 @@
 
 use crate::limits::CountRange;
 use crate::registry::WorkloadParams;
-use crate::workload::{TxOutcome, Workload, WorkloadError};
+use crate::workload::{TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -676,12 +676,7 @@ impl Workload for Tpcc {
         Ok(())
     }
 
-    fn transaction(
-        &mut self,
-        db: &mut Database,
-        terminal: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, WorkloadError> {
+    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let w = terminal as i64 % self.warehouses + 1;
         let total: u32 = self.mix.0.iter().sum();
         let mut pick = rng.gen_range(0..total.max(1));

@@ -15,6 +15,9 @@ pub struct TxOutcome {
     pub operations: u32,
 }
 
+/// What a workload's transaction returns.
+pub type TxResult = Result<TxOutcome, WorkloadError>;
+
 /// A workload: its schema and load, its transactions, its consistency check.
 pub trait Workload {
     fn name(&self) -> &'static str;
@@ -25,12 +28,7 @@ pub trait Workload {
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
     ) -> Result<(), WorkloadError>;
-    fn transaction(
-        &mut self,
-        db: &mut Database,
-        terminal: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, WorkloadError>;
+    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> TxResult;
     /// The workload's consistency conditions; `Err` names the first that fails.
     fn check(&mut self, db: &mut Database) -> Result<(), String>;
     /// Table names (for `ipa_objects`).
