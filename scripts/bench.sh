@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Simulator speed and memory benchmarks for docs/benchmarks.md (issue 21): ftl-bench
+# Simulator speed and memory benchmarks for docs/benchmarks.md: ftl-bench
 # uniform 4 KiB writes at spare factor 0.10, greedy GC, with page bytes and timing and
-# metadata-only (--no-data) on 256 MiB, 4 GiB and 64 GiB devices, and issue 16's
+# metadata-only (--no-data) on 256 MiB, 4 GiB and 64 GiB devices, and
 # sqlite-bench overwrites on an aged 16 GB device. Each case runs RUNS times (default 3);
 # the best and median speed, the least CPU time (user + sys, from /usr/bin/time) and the
 # peak RSS (VmHWM, as the command reports it) are printed as a Markdown table, with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The IPL B+-tree paper's Tables 3 and 4 (ipl-btree-in-page-logging.txt §4.3) and the
-# index-bench speed figures (issue 15 part 6) on DeltaFlash: 1,000,000 random inserts
+# index-bench speed figures on DeltaFlash: 1,000,000 random inserts
 # (seed 1, 100 buffer frames, preset ipl-slc), then 100,000 point queries and 1,000
 # range scans, into each index: BFTL 2 KB (FAST, 30% and 10% log blocks), BFTL 8 KB
 # (30%), μ-Tree, the IPL B+-tree, and a traditional B+-tree on the page FTL, BAST and

@@ -1,5 +1,5 @@
 //! `deltaflash compare --engines deltaflash:0x0,deltaflash:2x3,sqlite`: our engine and
-//! real SQLite on the same emulated flash (issue 16 part 6). Every engine runs the same
+//! real SQLite on the same emulated flash. Every engine runs the same
 //! workload (TPC-B or TPC-C, `--workload`) at the same scale, on the same device preset
 //! and size, from the same seed, for the same number of measured transactions
 //! (`--transactions`), and one table puts them side by side: host writes, flash

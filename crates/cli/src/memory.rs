@@ -4,7 +4,7 @@
 //! [`MemoryReport`] is what `bench` (engine and SQLite) and `ftl-bench` print and put in
 //! their JSON: the peak RSS, what the run keeps ([`Kept`]: the emulated device's bytes,
 //! the maps and tables of the regions or FTL over it, and the pages the engine's buffer
-//! pool holds), and the peak RSS per byte kept (issue 21's bound is at most 1.5). The
+//! pool holds), and the peak RSS per byte kept (the project's memory target is at most 1.5). The
 //! ratio to the device alone is kept beside it.
 
 use serde::Serialize;

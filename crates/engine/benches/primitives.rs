@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the engine's hot-path primitives (issue 21 part 3): the page
+//! Criterion benchmarks of the engine's hot-path primitives: the page
 //! diff that feeds the log and the IPA rule (over the whole page and over the ranges an
 //! operation wrote), delta-record encoding and decoding, a buffer-pool hit, one logged
 //! row update (page change, before-image rebuild, diff), and a primary-key lookup
@@ -67,7 +67,7 @@ fn diff(c: &mut Criterion) {
 }
 
 /// The log's diff of one operation's change (8 bytes of a row and the 8-byte LSN): over
-/// the whole page as before session 27, and over the two ranges the operation wrote.
+/// the whole page, and over the two ranges the operation wrote.
 fn log_diff(c: &mut Criterion) {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let (before, mut after) = page_pair(&mut rng, 0);

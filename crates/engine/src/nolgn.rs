@@ -1,5 +1,5 @@
 //! The `nolgn` journal: no log at all, the database on NoLgn-FTL, whose transactional
-//! writes make a commit atomic (Zhou et al., "no-logging" FTL, §3; issue 17 part 4).
+//! writes make a commit atomic (Zhou et al., "no-logging" FTL, §3).
 //!
 //! Every page write and trim goes to the device's open transaction
 //! ([`flash::PageDevice::start_transactions`]): the FTL writes the new version out of

@@ -1,4 +1,4 @@
-//! Logging by written ranges (session 27): the spans an operation logs, found over the
+//! Logging by written ranges: the spans an operation logs, found over the
 //! byte ranges its page mutations wrote, are the spans of a whole-page diff; and the
 //! IPA write-back, which compares only the ranges written since the last flash write,
 //! puts every change on flash (more pages than frames, so pages are evicted and

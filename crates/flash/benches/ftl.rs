@@ -1,4 +1,4 @@
-//! Criterion benches of the flash layer (issue 21 part 5): a host write through the
+//! Criterion benches of the flash layer: a host write through the
 //! page-level FTL in steady state, with page bytes kept and metadata only, under
 //! sequential overwrites (GC finds fully invalid victims and only erases) and uniform
 //! random overwrites (GC copies valid pages: write amplification about 5 at 10%

@@ -1,4 +1,4 @@
-//! Criterion benches of the device model (issue 21 part 5): a page program, a copyback,
+//! Criterion benches of the device model: a page program, a copyback,
 //! a page read and a block erase through [`Device`], with page bytes kept and metadata only, and the
 //! timing calendars on their own (issued in time order, and by 32 issuers whose clocks
 //! spread as a closed-loop driver's do). `cargo bench -p nand`; the figures are for

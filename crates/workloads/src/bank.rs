@@ -413,5 +413,5 @@ fn check(db: &mut Database, config: &BankConfig, told: &Told) -> Result<(), Stri
             return Err(format!("index history_src has {} rows for src {src}, the table {want}", rows.len()));
         }
     }
-    db.commit(tx).map(|_| ()).map_err(err)
+    db.commit(tx).map(|_| ()).map_err(|e| e.to_string())
 }

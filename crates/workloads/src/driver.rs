@@ -22,7 +22,7 @@
 //! transaction latencies (start to completion, a group commit's wait included) from
 //! one the driver keeps for the transactions started after the warm-up.
 
-use crate::workload::Workload;
+use crate::workload::{Workload, WorkloadError};
 use engine::buffer::PoolStats;
 use engine::latency::{self, quantile_ms};
 use engine::store::ObjectCounters;
@@ -54,19 +54,33 @@ pub enum Control {
 }
 
 /// Why a run ended without metrics.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum RunError {
     /// The callback answered [`Control::Stop`] this many simulated seconds into the run.
     Stopped { sim_seconds: f64 },
     /// The workload or the engine failed.
-    Failed(String),
+    Failed(WorkloadError),
+    /// The DDL the run switches to (`switch_ddl`) failed.
+    SwitchDdl(engine::Error),
+}
+
+impl RunError {
+    /// A data region had no free extent left for an object to grow into.
+    pub fn is_no_free_extent(&self) -> bool {
+        match self {
+            RunError::Stopped { .. } => false,
+            RunError::Failed(e) => e.is_no_free_extent(),
+            RunError::SwitchDdl(e) => matches!(e, engine::Error::NoFreeExtent { .. }),
+        }
+    }
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunError::Stopped { sim_seconds } => write!(f, "stopped after {sim_seconds:.1} simulated seconds"),
-            RunError::Failed(e) => f.write_str(e),
+            RunError::Failed(e) => write!(f, "{e}"),
+            RunError::SwitchDdl(e) => write!(f, "the switch DDL: {e}"),
         }
     }
 }
@@ -282,7 +296,7 @@ impl Latencies {
         let io = db.io_latencies_mut();
         let p = Percentiles::of(io.reads(), io.writes(), &self.interval_transactions);
         let fold = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
-            into.add(from).map_err(|e| RunError::Failed(format!("latency histogram: {e:?}")))
+            into.add(from).map_err(|e| RunError::Failed(format!("latency histogram: {e:?}").into()))
         };
         fold(&mut self.reads, io.reads())?;
         fold(&mut self.writes, io.writes())?;
@@ -490,7 +504,7 @@ pub fn run(
         let next = next.map(|(t, &c)| (t, c));
         if let Some(deadline) = db.group_deadline() {
             if next.is_none_or(|(_, c)| deadline <= c) {
-                db.flush_group().map_err(|e| RunError::Failed(e.to_string()))?;
+                db.flush_group().map_err(|e| RunError::Failed(e.into()))?;
                 terms.release(db, &mut lat.interval_transactions);
                 continue;
             }
@@ -544,7 +558,7 @@ pub fn run(
         db.set_now(now);
         if let Some((_, ddl)) = switch.take_if(|(at, _)| now >= *at) {
             let before = db.pool_stats();
-            db.execute(ddl).map_err(|e| RunError::Failed(format!("the switch DDL: {e}")))?;
+            db.execute(ddl).map_err(RunError::SwitchDdl)?;
             if warm.is_some() {
                 switch_cost = Some(SwitchCost { nanos: db.now() - now, before, after: db.pool_stats() });
             }
@@ -558,11 +572,14 @@ pub fn run(
         stalled = if last_start == Some(now) { stalled + 1 } else { 0 };
         last_start = Some(now);
         if stalled == STALL_LIMIT && (config.max_transactions.is_none() || warm.is_none()) {
-            return Err(RunError::Failed(format!(
-                "{STALL_LIMIT} transactions in a row started at the same simulated instant, so the \
+            return Err(RunError::Failed(
+                format!(
+                    "{STALL_LIMIT} transactions in a row started at the same simulated instant, so the \
                  run would never reach its end; its transactions take no time (no operation costs \
                  CPU time and none does I/O)"
-            )));
+                )
+                .into(),
+            ));
         }
         let measured = warm.is_some().then_some(now);
         let end = db.log_end_lsn();

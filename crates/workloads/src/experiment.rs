@@ -290,8 +290,9 @@ impl Experiment {
         on_progress: &mut dyn FnMut(Progress) -> Control,
     ) -> Result<ExperimentResult, ExperimentError> {
         let (c, d) = (&self.config, &self.derived);
-        let failed = |db: &Database, stage: Stage, error: String| {
-            let full = error.contains("no free extent").then(|| Fill::of(db));
+        // A failure because a region ran out of extents reports how full each region was.
+        let failed = |db: &Database, stage: Stage, error: String, out_of_extents: bool| {
+            let full = out_of_extents.then(|| Fill::of(db));
             ExperimentError::Failed { stage, error, full, blocks_per_chip: d.geometry.blocks_per_chip }
         };
         let setup = |e: engine::Error| ExperimentError::Failed {
@@ -346,7 +347,8 @@ impl Experiment {
         if on_progress(Progress::Loading { workload: wl.name(), size: &size, scheme: d.scheme }) == Control::Stop {
             return stopped(Stage::Loading);
         }
-        wl.load(&mut db, &placement, &mut rng).map_err(|err| failed(&db, Stage::Loading, err))?;
+        wl.load(&mut db, &placement, &mut rng)
+            .map_err(|err| failed(&db, Stage::Loading, err.to_string(), err.is_no_free_extent()))?;
         let fill = Fill::of(&db);
         if on_progress(Progress::Loaded { wall_seconds: wall.elapsed().as_secs_f64(), fill }) == Control::Stop {
             return stopped(Stage::Loading);
@@ -383,7 +385,7 @@ impl Experiment {
                 RunError::Stopped { sim_seconds } => {
                     ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } }
                 }
-                RunError::Failed(err) => failed(&db, Stage::Running { after_s }, err),
+                err => failed(&db, Stage::Running { after_s }, err.to_string(), err.is_no_free_extent()),
             }
         })?;
         let run_wall_seconds = run_wall.elapsed().as_secs_f64();

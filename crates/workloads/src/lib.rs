@@ -28,13 +28,13 @@ pub mod workload;
 pub use config::{ConfigError, ExperimentConfig};
 pub use driver::Control;
 pub use experiment::{Experiment, ExperimentError, ExperimentResult, Progress};
-pub use workload::Workload;
+pub use workload::{Workload, WorkloadError};
 
 use engine::types::Value;
 
-/// An engine error as the driver's error text.
-pub(crate) fn err(e: engine::Error) -> String {
-    e.to_string()
+/// An engine error as a workload error, its variant kept.
+pub(crate) fn err(e: engine::Error) -> workload::WorkloadError {
+    workload::WorkloadError::Engine(e)
 }
 
 /// An integer column's value (a DECIMAL's scaled integer); 0 for anything else.

@@ -40,7 +40,7 @@
 
 use crate::limits::CountRange;
 use crate::params::WorkloadParams;
-use crate::workload::{FirstProblem, TxOutcome, Workload};
+use crate::workload::{FirstProblem, TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::{TableId, Transaction};
 use engine::types::Value;
@@ -311,7 +311,7 @@ impl Linkbench {
     }
 
     /// The table ids; on first use without a load, also where node ids go on.
-    fn ids(&mut self, db: &mut Database) -> Result<[TableId; 3], String> {
+    fn ids(&mut self, db: &mut Database) -> Result<[TableId; 3], WorkloadError> {
         if let Some(t) = self.tables {
             return Ok(t);
         }
@@ -374,7 +374,7 @@ impl Linkbench {
         id1: i64,
         ty: i64,
         delta: i64,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         let now = Value::Int(Self::now_ms(db));
         let key = [Value::Int(id1), Value::Int(FIRST_LINK_TYPE + ty)];
         let changed = db
@@ -402,7 +402,7 @@ impl Linkbench {
         t: [TableId; 3],
         rng: &mut ChaCha8Rng,
         p_exist: f64,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkloadError> {
         let id1 = self.scatter(self.link_writes.rank(rng));
         let ty = Self::link_type(rng);
         let id2 = self.id2_at(id1, rng.gen_range(0..self.id2_range(id1, ty, p_exist)));
@@ -439,7 +439,7 @@ impl Linkbench {
         tx: &Transaction,
         t: [TableId; 3],
         rng: &mut ChaCha8Rng,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkloadError> {
         let id1 = self.scatter(self.link_writes.rank(rng));
         let ty = Self::link_type(rng);
         let id2 = self.id2_at(id1, rng.gen_range(0..self.id2_range(id1, ty, P_DELETE_EXIST)));
@@ -461,7 +461,7 @@ impl Linkbench {
         t: [TableId; 3],
         rng: &mut ChaCha8Rng,
         n: u64,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkloadError> {
         let id1 = self.scatter(self.link_reads.rank(rng));
         let ty = Self::link_type(rng);
         let range = self.id2_range(id1, ty, P_GET_EXIST);
@@ -490,7 +490,7 @@ impl Linkbench {
         tx: &Transaction,
         t: [TableId; 3],
         rng: &mut ChaCha8Rng,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkloadError> {
         let id1 = self.scatter(self.link_reads.rank(rng));
         let ty = Self::link_type(rng);
         let key = [Value::Int(id1), Value::Int(FIRST_LINK_TYPE + ty), Value::Int(VISIBLE)];
@@ -507,7 +507,7 @@ impl Linkbench {
         tx: &Transaction,
         t: [TableId; 3],
         rng: &mut ChaCha8Rng,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkloadError> {
         let id = Value::Int(rng.gen_range(1..=self.nodes));
         if !db.delete(tx, t[NODE], std::slice::from_ref(&id)).map_err(e)? {
             return Ok(1);
@@ -526,7 +526,13 @@ impl Linkbench {
 
     /// Runs `op`; returns the operation it was (a link fetch of several id2s is a
     /// multiget) and its record operations.
-    fn run(&mut self, op: Op, db: &mut Database, tx: &Transaction, rng: &mut ChaCha8Rng) -> Result<(Op, u32), String> {
+    fn run(
+        &mut self,
+        op: Op,
+        db: &mut Database,
+        tx: &Transaction,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(Op, u32), WorkloadError> {
         let t = self.ids(db)?;
         let ops = match op {
             Op::GetNode => {
@@ -599,7 +605,7 @@ impl Workload for Linkbench {
         db: &mut Database,
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         db.execute(&format!(
             "CREATE TABLE nodetable (id BIGINT PRIMARY KEY, type INT NOT NULL, version BIGINT NOT NULL, time INT NOT NULL, data VARCHAR({MAX_NODE_DATA}) NOT NULL) TABLESPACE {n};
              CREATE TABLE linktable (id1 BIGINT, link_type BIGINT, id2 BIGINT, visibility INT NOT NULL, data VARCHAR({MAX_LINK_DATA}) NOT NULL, time BIGINT NOT NULL, version INT NOT NULL, PRIMARY KEY (id1, link_type, id2)) TABLESPACE {l};
@@ -668,7 +674,7 @@ impl Workload for Linkbench {
         Ok(())
     }
 
-    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let r = rng.gen::<f64>() * 100.0;
         let mut acc = 0.0;
         let drawn = MIX.iter().find(|(_, share)| {

@@ -8,7 +8,7 @@
 
 use crate::limits::CountRange;
 use crate::params::WorkloadParams;
-use crate::workload::{FirstProblem, TxOutcome, Workload};
+use crate::workload::{FirstProblem, TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -84,7 +84,7 @@ impl Tatp {
         Tatp { subscribers: subscribers.max(1), tables: None }
     }
 
-    fn ids(&mut self, db: &Database) -> Result<[TableId; 4], String> {
+    fn ids(&mut self, db: &Database) -> Result<[TableId; 4], WorkloadError> {
         if let Some(t) = self.tables {
             return Ok(t);
         }
@@ -106,7 +106,7 @@ impl Tatp {
         tx: &engine::db::Transaction,
         t: TableId,
         nbr: &Value,
-    ) -> Result<Option<i64>, String> {
+    ) -> Result<Option<i64>, WorkloadError> {
         let rows = db
             .scan_index(tx, t, "subscriber_nbr", std::slice::from_ref(nbr), std::slice::from_ref(nbr), 1)
             .map_err(e)?;
@@ -128,7 +128,7 @@ impl Workload for Tatp {
         db: &mut Database,
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         let cols = |prefix: &str| (1..=10).map(|i| format!("{prefix}_{i} INT")).collect::<Vec<_>>().join(", ");
         db.execute(&format!(
             "CREATE TABLE subscriber (s_id INT PRIMARY KEY, sub_nbr VARCHAR(15) NOT NULL, {}, {}, {}, msc_location INT, vlr_location INT) TABLESPACE {s};
@@ -199,12 +199,12 @@ impl Workload for Tatp {
         Ok(())
     }
 
-    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let t = self.ids(db)?;
         let s = self.s_id(rng);
         let pick = rng.gen_range(0..100);
         let tx = db.begin();
-        let done = |db: &mut Database, tx, committed: bool, operations: u32| -> Result<TxOutcome, String> {
+        let done = |db: &mut Database, tx, committed: bool, operations: u32| -> Result<TxOutcome, WorkloadError> {
             if committed {
                 db.commit(tx).map_err(e)?;
             } else {

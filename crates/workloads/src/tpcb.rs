@@ -6,7 +6,7 @@
 
 use crate::limits::CountRange;
 use crate::params::WorkloadParams;
-use crate::workload::{TxOutcome, Workload};
+use crate::workload::{TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -97,7 +97,7 @@ impl Tpcb {
         Tpcb { scale: scale.max(1), next_history: 1, tables: None }
     }
 
-    fn tables(&mut self, db: &Database) -> Result<[TableId; 4], String> {
+    fn tables(&mut self, db: &Database) -> Result<[TableId; 4], WorkloadError> {
         if let Some(t) = self.tables {
             return Ok(t);
         }
@@ -122,7 +122,7 @@ impl Workload for Tpcb {
         db: &mut Database,
         placement: &dyn Fn(&str) -> String,
         _rng: &mut ChaCha8Rng,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         db.execute(&format!(
             "CREATE TABLE branch (b_id INT PRIMARY KEY, b_balance BIGINT NOT NULL, b_filler CHAR(88)) TABLESPACE {};
              CREATE TABLE teller (t_id INT PRIMARY KEY, t_b_id INT NOT NULL, t_balance BIGINT NOT NULL, t_filler CHAR(84)) TABLESPACE {};
@@ -157,7 +157,7 @@ impl Workload for Tpcb {
         Ok(())
     }
 
-    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn transaction(&mut self, db: &mut Database, _terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let [b, t, a, h] = self.tables(db)?;
         let Draw { teller, branch, account, delta } = Draw::next(self.scale, rng);
         let delta = Value::Int(delta);
@@ -185,7 +185,7 @@ impl Workload for Tpcb {
     fn check(&mut self, db: &mut Database) -> Result<(), String> {
         let [branch, teller, account, history] = self.tables(db)?;
         // One row at a time: the account and history tables need not fit in memory.
-        let sum = |db: &mut Database, t: TableId, col: usize| -> Result<i64, String> {
+        let sum = |db: &mut Database, t: TableId, col: usize| -> Result<i64, WorkloadError> {
             let tx = db.begin();
             let mut sum = 0;
             db.for_each_row(&tx, t, |r| sum += int(&r[col])).map_err(e)?;

@@ -9,7 +9,7 @@
 
 use crate::limits::CountRange;
 use crate::params::WorkloadParams;
-use crate::workload::{TxOutcome, Workload};
+use crate::workload::{TxOutcome, TxResult, Workload, WorkloadError};
 use crate::{err as e, int};
 use engine::db::TableId;
 use engine::types::Value;
@@ -164,7 +164,7 @@ impl Tpcc {
         Tpcc { warehouses: warehouses.max(1), mix, load, run, tables: None }
     }
 
-    fn tables(&mut self, db: &Database) -> Result<Tables, String> {
+    fn tables(&mut self, db: &Database) -> Result<Tables, WorkloadError> {
         if let Some(t) = self.tables {
             return Ok(t);
         }
@@ -240,7 +240,7 @@ impl Tpcc {
         w: i64,
         d: i64,
         rng: &mut ChaCha8Rng,
-    ) -> Result<Option<Vec<Value>>, String> {
+    ) -> Result<Option<Vec<Value>>, WorkloadError> {
         if rng.gen_bool(0.6) {
             let last = Value::Text(last_name(nurand(rng, 255, 0, 999, self.run.c_last)));
             let key = [Value::Int(w), Value::Int(d), last];
@@ -255,7 +255,7 @@ impl Tpcc {
         db.get(tx, t.customer, &[Value::Int(w), Value::Int(d), Value::Int(c)]).map_err(e)
     }
 
-    fn new_order(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn new_order(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
         let t = self.tables(db)?;
         let d = rng.gen_range(1..=DISTRICTS);
         let c = nurand(rng, 1023, 1, CUSTOMERS, self.run.c_id);
@@ -353,7 +353,7 @@ impl Tpcc {
         Ok(TxOutcome { committed: true, operations: ops })
     }
 
-    fn payment(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn payment(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
         let t = self.tables(db)?;
         let d = rng.gen_range(1..=DISTRICTS);
         let (c_w, c_d) = if self.warehouses == 1 || rng.gen_range(1..=100) <= 85 {
@@ -409,7 +409,7 @@ impl Tpcc {
         Ok(TxOutcome { committed: true, operations: 8 })
     }
 
-    fn order_status(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn order_status(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
         let t = self.tables(db)?;
         let d = rng.gen_range(1..=DISTRICTS);
         let tx = db.begin();
@@ -428,7 +428,7 @@ impl Tpcc {
         Ok(TxOutcome { committed: true, operations: ops })
     }
 
-    fn delivery(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn delivery(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
         let t = self.tables(db)?;
         let carrier = rng.gen_range(1..=10i64);
         let tx = db.begin();
@@ -476,7 +476,7 @@ impl Tpcc {
         w: i64,
         terminal: usize,
         rng: &mut ChaCha8Rng,
-    ) -> Result<TxOutcome, String> {
+    ) -> Result<TxOutcome, WorkloadError> {
         let t = self.tables(db)?;
         let d = (terminal as i64 / self.warehouses) % DISTRICTS + 1;
         let threshold = rng.gen_range(10..=20i64);
@@ -500,7 +500,7 @@ impl Tpcc {
     }
 
     /// Rows of a table for one SQL-free check: all of them, by primary key order.
-    fn all(db: &mut Database, t: TableId) -> Result<Vec<Vec<Value>>, String> {
+    fn all(db: &mut Database, t: TableId) -> Result<Vec<Vec<Value>>, WorkloadError> {
         let tx = db.begin();
         let rows = db.scan(&tx, t, &[], &[]).map_err(e)?;
         db.commit(tx).map_err(e)?;
@@ -522,7 +522,7 @@ impl Workload for Tpcc {
         db: &mut Database,
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkloadError> {
         db.execute(&Tpcc::schema(placement)).map_err(e)?;
         let t = self.tables(db)?;
         let mut tx = db.begin();
@@ -531,7 +531,7 @@ impl Workload for Tpcc {
                        tx: &mut engine::db::Transaction,
                        table: TableId,
                        row: &[Value]|
-         -> Result<(), String> {
+         -> Result<(), WorkloadError> {
             db.insert(tx, table, row).map_err(e)?;
             pending += 1;
             if pending % 1000 == 0 {
@@ -676,7 +676,7 @@ impl Workload for Tpcc {
         Ok(())
     }
 
-    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> TxResult {
         let w = terminal as i64 % self.warehouses + 1;
         let total: u32 = self.mix.0.iter().sum();
         let mut pick = rng.gen_range(0..total.max(1));

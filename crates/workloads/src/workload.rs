@@ -15,6 +15,9 @@ pub struct TxOutcome {
     pub operations: u32,
 }
 
+/// What a workload's transaction returns.
+pub type TxResult = Result<TxOutcome, WorkloadError>;
+
 /// A workload: its schema and load, its transactions, its consistency check.
 pub trait Workload {
     fn name(&self) -> &'static str;
@@ -24,12 +27,66 @@ pub trait Workload {
         db: &mut Database,
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
-    ) -> Result<(), String>;
-    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> Result<TxOutcome, String>;
+    ) -> Result<(), WorkloadError>;
+    fn transaction(&mut self, db: &mut Database, terminal: usize, rng: &mut ChaCha8Rng) -> TxResult;
     /// The workload's consistency conditions; `Err` names the first that fails.
     fn check(&mut self, db: &mut Database) -> Result<(), String>;
     /// Table names (for `ipa_objects`).
     fn tables(&self) -> Vec<&'static str>;
+}
+
+/// Why a workload's load or transaction failed. An engine error is kept whole, so the
+/// driver and the experiment decide on its variant (a region out of extents), never on
+/// its text.
+#[derive(Debug)]
+pub enum WorkloadError {
+    /// The engine refused or failed an operation.
+    Engine(engine::Error),
+    /// The workload's own finding (a row that should exist and does not, a stalled run).
+    Failed(String),
+}
+
+impl WorkloadError {
+    /// A data region had no free extent left for an object to grow into.
+    pub fn is_no_free_extent(&self) -> bool {
+        matches!(self, WorkloadError::Engine(engine::Error::NoFreeExtent { .. }))
+    }
+}
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkloadError::Engine(e) => write!(f, "{e}"),
+            WorkloadError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+impl From<engine::Error> for WorkloadError {
+    fn from(e: engine::Error) -> Self {
+        WorkloadError::Engine(e)
+    }
+}
+
+impl From<String> for WorkloadError {
+    fn from(m: String) -> Self {
+        WorkloadError::Failed(m)
+    }
+}
+
+impl From<&str> for WorkloadError {
+    fn from(m: &str) -> Self {
+        WorkloadError::Failed(m.to_string())
+    }
+}
+
+/// A consistency check reports text: it names a problem, nothing decides on it.
+impl From<WorkloadError> for String {
+    fn from(e: WorkloadError) -> Self {
+        e.to_string()
+    }
 }
 
 /// The problem with the smallest key a consistency check has met so far: rows reach a

@@ -124,3 +124,15 @@ fn a_bad_schema_is_named_as_the_schema() {
     let message = err.message(&|field| if field == "engine.schema" { "--schema x.sql".into() } else { field.into() });
     assert!(message.starts_with("--schema x.sql: tables without a ts_<table> tablespace need one named ts_data"));
 }
+
+/// A region that runs out of extents while loading is reported with how full the data
+/// regions were; the engine's `NoFreeExtent` is carried up as a variant to decide that.
+#[test]
+fn a_load_that_outgrows_its_region_reports_how_full_it_was() {
+    let mut config = ExperimentConfig::from_toml(SMALL_TPCB).unwrap();
+    config.device.blocks_per_chip = Some(32);
+    let err = Experiment::new(config).unwrap().run(&mut |_| Control::Continue).unwrap_err();
+    let ExperimentError::Failed { stage: Stage::Loading, full: Some(fill), .. } = &err else { panic!("{err}") };
+    assert!(fill.database_mib > 0.0 && fill.database_mib <= fill.data_regions_mib * 1.01, "{fill:?}");
+    assert!(err.to_string().contains("give the device more flash"), "{err}");
+}

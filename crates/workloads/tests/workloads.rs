@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use workloads::driver::{self, Control, DriverConfig};
 use workloads::workload::TxOutcome;
-use workloads::Workload;
+use workloads::{Workload, WorkloadError};
 
 /// A run of `terminals` terminals, 10 µs of CPU per operation, no progress lines and
 /// no switch; tests override what they need.
@@ -228,10 +228,15 @@ fn a_workload_that_does_no_work_stops_with_an_error_not_a_hang() {
         fn name(&self) -> &'static str {
             "idle"
         }
-        fn load(&mut self, _: &mut Database, _: &dyn Fn(&str) -> String, _: &mut ChaCha8Rng) -> Result<(), String> {
+        fn load(
+            &mut self,
+            _: &mut Database,
+            _: &dyn Fn(&str) -> String,
+            _: &mut ChaCha8Rng,
+        ) -> Result<(), WorkloadError> {
             Ok(())
         }
-        fn transaction(&mut self, _: &mut Database, _: usize, _: &mut ChaCha8Rng) -> Result<TxOutcome, String> {
+        fn transaction(&mut self, _: &mut Database, _: usize, _: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
             Ok(TxOutcome { committed: true, operations: 0 })
         }
         fn check(&mut self, _: &mut Database) -> Result<(), String> {

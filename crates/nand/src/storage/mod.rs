@@ -711,7 +711,7 @@ mod tests {
         }
     }
 
-    /// The case the property below found (session 34): a compaction placed the empty
+    /// The case the property below found: a compaction placed the empty
     /// OOB range of an unwritten page at the arena's end; a torn erase then truncated
     /// the arena below it, and reading that page's OOB panicked.
     #[test]

@@ -1,4 +1,4 @@
-//! Workloads on real SQLite (issue 16 parts 4, 6 and 8): `sqlite-bench` (fillrandom,
+//! Workloads on real SQLite: `sqlite-bench` (fillrandom,
 //! overwrite, readrandom), YCSB core workloads A–F, TPC-C and TPC-B in SQL, run one
 //! transaction at a time on one connection, timed in simulated time.
 //!
