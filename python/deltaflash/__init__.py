@@ -5,6 +5,8 @@
   DataFrame; ``resolve(...)`` the checked config.
 - ``sweep(grid, backend="local"|"ray", processes=N)`` a grid of experiments → DataFrame,
   written incrementally and resumable (``out=``).
+- ``advise(...)`` the IPA advisor on a baseline run → ``Advice`` (per-object
+  statistics, the recommended layout and its DDL, the configs that run it).
 - ``Device`` / ``Region`` (page writes, in-place appends, counters) and
   ``Database.open(path).execute(sql)`` for small experiments.
 - ``deltaflash.plot`` figures with matplotlib (imported on first use).
@@ -17,6 +19,7 @@ release the GIL; Ctrl-C stops a run with ``KeyboardInterrupt``.
 from typing import Any
 
 from ._deltaflash import GIT_COMMIT, PRESETS, CancelToken, Cancelled, ConfigError, DeltaflashError
+from .advisor import Advice, advise
 from .device import Database, Device, PageRead, Region
 from .experiment import FIELDS, Result, build_config, compare, resolve, run, table
 from .sweep import load_grid, read_results, sweep
@@ -29,6 +32,7 @@ for _error in (DeltaflashError, ConfigError, Cancelled):
 
 __all__ = [
     "GIT_COMMIT",
+    "Advice",
     "PRESETS",
     "FIELDS",
     "CancelToken",
@@ -40,6 +44,7 @@ __all__ = [
     "PageRead",
     "Region",
     "Result",
+    "advise",
     "build_config",
     "compare",
     "load_grid",
