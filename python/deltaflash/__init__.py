@@ -3,7 +3,7 @@
 - ``run(...)`` one experiment → ``Result`` (``.metrics``, ``.timeseries``,
   ``.per_object``, ``.to_json()``); ``compare(..., schemes=[...])`` → the Table-7
   DataFrame; ``resolve(...)`` the checked config.
-- ``sweep(grid, backend="local"|"ray", processes=N)`` a grid of experiments → DataFrame,
+- ``sweep(grid, backend="local"|"ray", workers=N)`` a grid of experiments → DataFrame,
   written incrementally and resumable (``out=``).
 - ``advise(...)`` the IPA advisor on a baseline run → ``Advice`` (per-object
   statistics, the recommended layout and its DDL, the configs that run it).
@@ -25,8 +25,8 @@ from .experiment import FIELDS, Result, build_config, compare, resolve, run, tab
 from .sweep import load_grid, read_results, sweep
 from ._deltaflash import registered_workloads as _registered_workloads
 
-# The exceptions are named as the package exports them, so that they pickle (a sweep's
-# worker processes and Ray tasks send them back).
+# The exceptions are named as the package exports them, so that they pickle (Ray tasks
+# send them back).
 for _error in (DeltaflashError, ConfigError, Cancelled):
     _error.__module__ = __name__
 
