@@ -42,3 +42,15 @@ def test_the_baseline_image_is_kept_only_when_named(tmp_path):
     image = tmp_path / "baseline.img"
     df.advise(**TINY, image=str(image))
     assert image.exists()
+
+
+def test_a_missing_image_or_a_bad_result_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / "no-such.img"
+    with pytest.raises(df.DeltaflashError, match="no-such.img"):
+        df._deltaflash.advise_baseline(str(missing), "{}", "title")
+    image = tmp_path / "kept.img"
+    df.advise(**TINY, image=str(image))
+    with pytest.raises(df.DeltaflashError, match="the baseline run's result"):
+        df._deltaflash.advise_baseline(str(image), "{not json", "title")
+    with pytest.raises(df.DeltaflashError, match=r'no "objects" array'):
+        df._deltaflash.advise_baseline(str(image), "{}", "title")
