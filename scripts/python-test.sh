@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python package `deltaflash` (python/, native module crates/python) with
 # maturin into a virtualenv and runs its pytest suite, Ray tests on a local Ray instance
-# of 2 workers included.
+# of 2 workers included, and examples/ipa-tour.ipynb executed in a kernel (nbclient).
 #
 # The virtualenv (target/python-venv, or $DELTAFLASH_VENV) gets the pinned packages of
 # python/requirements-test.txt once; it is rebuilt only when that file changes (Ray's

@@ -3,8 +3,10 @@
 - ``run(...)`` one experiment → ``Result`` (``.metrics``, ``.timeseries``,
   ``.per_object``, ``.to_json()``); ``compare(..., schemes=[...])`` → the Table-7
   DataFrame; ``resolve(...)`` the checked config.
-- ``sweep(grid, backend="local"|"ray", processes=N)`` a grid of experiments → DataFrame,
+- ``sweep(grid, backend="local"|"ray", workers=N)`` a grid of experiments → DataFrame,
   written incrementally and resumable (``out=``).
+- ``advise(...)`` the IPA advisor on a baseline run → ``Advice`` (per-object
+  statistics, the recommended layout and its DDL, the configs that run it).
 - ``Device`` / ``Region`` (page writes, in-place appends, counters) and
   ``Database.open(path).execute(sql)`` for small experiments.
 - ``deltaflash.plot`` figures with matplotlib (imported on first use).
@@ -17,18 +19,20 @@ release the GIL; Ctrl-C stops a run with ``KeyboardInterrupt``.
 from typing import Any
 
 from ._deltaflash import GIT_COMMIT, PRESETS, CancelToken, Cancelled, ConfigError, DeltaflashError
+from .advisor import Advice, advise
 from .device import Database, Device, PageRead, Region
 from .experiment import FIELDS, Result, build_config, compare, resolve, run, table
 from .sweep import load_grid, read_results, sweep
 from ._deltaflash import registered_workloads as _registered_workloads
 
-# The exceptions are named as the package exports them, so that they pickle (a sweep's
-# worker processes and Ray tasks send them back).
+# The exceptions are named as the package exports them, so that they pickle (Ray tasks
+# send them back).
 for _error in (DeltaflashError, ConfigError, Cancelled):
     _error.__module__ = __name__
 
 __all__ = [
     "GIT_COMMIT",
+    "Advice",
     "PRESETS",
     "FIELDS",
     "CancelToken",
@@ -40,6 +44,7 @@ __all__ = [
     "PageRead",
     "Region",
     "Result",
+    "advise",
     "build_config",
     "compare",
     "load_grid",

@@ -18,7 +18,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--grid", required=True, help="grid file: [base] config and [grid] fields → values")
     s.add_argument("--out", help="JSON-lines results file (default: GRID.results.jsonl); resumed if it exists")
     s.add_argument("--ray", metavar="ADDRESS", help="run on Ray: `auto`, `local` or a cluster's address")
-    s.add_argument("--processes", type=int, help="local worker processes (default: one per core)")
+    s.add_argument(
+        "--workers", "--processes", dest="workers", type=int, help="points run at once locally (default: one per core)"
+    )
     s.add_argument("--retries", type=int, default=1, help="tries again of a failed point (default 1)")
     args = parser.parse_args(argv)
     out = args.out or os.path.splitext(args.grid)[0] + ".results.jsonl"
@@ -30,7 +32,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             out=out,
             backend="ray" if args.ray else "local",
             address=None if args.ray in (None, "local") else args.ray,
-            processes=args.processes,
+            workers=args.workers,
             retries=args.retries,
         )
     except (ConfigError, DeltaflashError, ValueError) as e:

@@ -37,6 +37,13 @@ def resolve_config(config_json: str) -> str:
 def storage_config(text: str) -> str:
     """`noftl`, `ipl` or `ftl:KIND` as the config's storage value (JSON)."""
 
+def advise_baseline(image: str, result_json: str, title: str) -> str:
+    """The IPA advisor on a baseline run's image and result JSON: JSON with objects,
+    recommendation, ddl (headed by title), log_records and sources."""
+
+def check_grid_points(points: int, yes: bool) -> None:
+    """Raises ConfigError for a grid of more than 10,000 points unless yes."""
+
 def registered_workloads() -> List[Tuple[str, str, str]]:
     """(name, about, default parameters as JSON) of each registered workload."""
 

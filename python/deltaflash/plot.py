@@ -1,6 +1,9 @@
 """Figures with matplotlib, as in docs/results.md: the update-size CDF (Table 1 and
 appendix A), a metric over simulated time, a Table-7 comparison, and a sweep's metric
 against one grid column. Each draws on ``ax`` (a new figure's if None) and returns it.
+
+A new figure lays itself out (matplotlib's constrained layout): its labels stay inside
+it. On an ``ax`` of the caller's, the layout is the caller's figure's.
 """
 
 from __future__ import annotations
@@ -12,12 +15,29 @@ import pandas as pd
 from .experiment import Result
 
 
+#: The size of a new figure in inches: matplotlib's default width, a little lower.
+FIGSIZE = (6.4, 4.0)
+
+#: The least width in inches the bars of ``compare`` keep beside their row labels.
+BARS_WIDTH_IN = 4.0
+
+
 def _axes(ax: Any) -> Any:
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(6.4, 4.0))[1]
+    return plt.subplots(figsize=FIGSIZE, layout="constrained")[1]
+
+
+def _widen_for_row_labels(ax: Any) -> None:
+    """Widens the figure so that the row labels, as rendered, leave the bars
+    ``BARS_WIDTH_IN``: constrained layout makes room for labels within the figure's
+    width, but a figure narrower than its labels would squeeze the bars to nothing."""
+    figure = ax.figure
+    figure.draw_without_rendering()
+    labels_in = max((t.get_window_extent().width for t in ax.get_yticklabels()), default=0.0) / figure.dpi
+    figure.set_figwidth(max(figure.get_figwidth(), labels_in + BARS_WIDTH_IN))
 
 
 def update_size_cdf(buckets: Sequence[int]) -> pd.DataFrame:
@@ -60,7 +80,8 @@ def timeseries(
     results: Union[Result, Iterable[Result], Mapping[str, Result]], metric: str = "throughput_tps", ax: Any = None
 ) -> Any:
     """``metric`` of each interval line over simulated seconds, one line per result
-    (labelled by scheme, or by the mapping's keys). Needs runs with ``interval=``."""
+    (labelled by scheme, or by the mapping's keys). Runs have interval lines unless
+    they were run with ``interval=0`` or ``None``."""
     if isinstance(results, Result):
         labelled: Dict[str, Result] = {f"[{results.scheme}]": results}
     elif isinstance(results, Mapping):
@@ -71,7 +92,7 @@ def timeseries(
     for label, r in labelled.items():
         ts = r.timeseries
         if ts.empty:
-            raise ValueError(f"{label} has no interval lines: run it with interval=SECONDS")
+            raise ValueError(f"{label} has no interval lines: it ran with interval=0 or None")
         if metric not in ts:
             raise KeyError(f"no interval metric `{metric}` (metrics: {', '.join(c for c in ts if c != 'sim_seconds')})")
         ax.plot(ts["sim_seconds"], ts[metric], marker=".", label=label)
@@ -84,7 +105,8 @@ def timeseries(
 
 def compare(df: pd.DataFrame, metrics: Optional[Sequence[str]] = None, ax: Any = None) -> Any:
     """The change of each scheme against the baseline (the ``Δ%`` columns of a
-    ``deltaflash.compare`` DataFrame), one bar group per metric."""
+    ``deltaflash.compare`` DataFrame), one bar group per metric. A new figure is as
+    wide as its row labels need."""
     deltas = [c for c in df.columns if c.endswith("Δ%")]
     if not deltas:
         raise ValueError("the DataFrame has no Δ% columns: compare at least two schemes")
@@ -99,6 +121,7 @@ def compare(df: pd.DataFrame, metrics: Optional[Sequence[str]] = None, ax: Any =
     missing = [m for m in chosen if m not in df.index]
     if missing:
         raise KeyError(f"no rows {missing} in the table")
+    new_figure = ax is None
     ax = _axes(ax)
     df.loc[chosen, deltas].plot.barh(ax=ax)
     ax.axvline(0, color="black", linewidth=0.8)
@@ -106,6 +129,8 @@ def compare(df: pd.DataFrame, metrics: Optional[Sequence[str]] = None, ax: Any =
     ax.set_xlabel(f"change against {df.columns[0]} [%]")
     ax.set_ylabel("")
     ax.grid(True, axis="x", alpha=0.3)
+    if new_figure:
+        _widen_for_row_labels(ax)
     return ax
 
 

@@ -1,5 +1,7 @@
 """Parameter sweeps: the Cartesian product of a grid, each point an independent seeded
-experiment, run in local worker processes or as Ray tasks, collected in one DataFrame.
+experiment, run on worker threads of this process or as Ray tasks, collected in one
+DataFrame. Local sweeps work from any script, with or without a
+``if __name__ == "__main__":`` guard.
 
 Results are appended to a JSON-lines file as each point finishes, one line per point:
 ``{"point": {...}, "result": {...}}`` or ``{"point": {...}, "error": "..."}``. A sweep
@@ -91,28 +93,31 @@ def _ends_cut(path: str) -> bool:
         return f.read(1) != b"\n"
 
 
-def run_point(base: Optional[Dict[str, Any]], point: Point) -> str:
+def run_point(base: Optional[Dict[str, Any]], point: Point, cancel: Optional[_deltaflash.CancelToken] = None) -> str:
     """One point's run; the ``Result`` as JSON. Module-level so Ray can ship it."""
     from .experiment import run
 
-    return run(base, **point).to_json()
+    return run(base, cancel=cancel, **point).to_json()
 
 
 class _Local:
-    """Worker processes; the runs release the GIL, but a process per point isolates a
-    run's memory and lets Ctrl-C reach every run."""
+    """Worker threads of this process. A run releases the GIL, so threads run in
+    parallel, and unlike worker processes they need no ``if __name__ == "__main__":``
+    guard in the calling script (a spawned process re-imports the script's module and
+    would start the sweep again). Ctrl-C reaches the main thread only: it cancels the
+    runs through their shared ``CancelToken``."""
 
-    def __init__(self, processes: Optional[int]):
+    def __init__(self, workers: Optional[int]):
         import concurrent.futures
-        import multiprocessing
 
-        self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=processes or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers or os.cpu_count() or 1, thread_name_prefix="deltaflash-sweep"
         )
         self.futures = concurrent.futures
+        self.token = _deltaflash.CancelToken()
 
     def submit(self, base: Optional[Dict[str, Any]], point: Point) -> Any:
-        return self.pool.submit(run_point, base, point)
+        return self.pool.submit(run_point, base, point, self.token)
 
     def wait(self, pending: List[Any]) -> Iterator[Tuple[Any, Optional[str], Optional[BaseException]]]:
         done, _ = self.futures.wait(pending, return_when=self.futures.FIRST_COMPLETED)
@@ -121,6 +126,7 @@ class _Local:
             yield f, (None if error else f.result()), error
 
     def cancel(self, pending: List[Any]) -> None:
+        self.token.cancel()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
@@ -168,6 +174,7 @@ def sweep(
     grid: Mapping[str, Sequence[Any]],
     *,
     backend: str = "local",
+    workers: Optional[int] = None,
     processes: Optional[int] = None,
     base: Optional[Dict[str, Any]] = None,
     out: Optional[str] = None,
@@ -181,7 +188,8 @@ def sweep(
     """Runs every point of ``grid`` (config fields or ``run`` keywords → lists of values)
     on top of ``base`` (a config dict) and ``fixed`` (``run`` keywords for all points).
 
-    ``backend="local"`` runs ``processes`` worker processes (default: one per core);
+    ``backend="local"`` runs ``workers`` points at once on threads of this process
+    (default: one per core; ``processes`` is another name for it);
     ``backend="ray"`` submits Ray tasks (``ray.init(address=address)`` unless Ray is
     initialised already: one machine by default, unchanged on a cluster). ``out``: the
     JSON-lines results file to append to and resume from. ``yes=True`` runs a grid of
@@ -209,7 +217,7 @@ def sweep(
     todo = [p for p in all_points if key(p) not in done]
     errors: Dict[str, str] = {}
 
-    runner = _Ray(address, retries) if backend == "ray" else _Local(processes)
+    runner = _Ray(address, retries) if backend == "ray" else _Local(workers or processes)
     bar = None
     if progress:
         from tqdm.auto import tqdm

@@ -3,9 +3,9 @@ the device against a model of its pages, and the SQL engine."""
 
 import json
 import os
+import queue
 import random
 import signal
-import sys
 import threading
 import time
 
@@ -63,6 +63,28 @@ def test_same_seed_same_dataframe():
     assert not row(a).equals(row(c))
 
 
+def test_timeseries_is_filled_by_default():
+    ts = df.run(**TINY).timeseries
+    # A line every fiftieth of the measured second.
+    assert len(ts) == 50
+    assert ts["sim_seconds"].iloc[0] == pytest.approx(1.0 / 50, abs=0.002)
+    assert ts["sim_seconds"].iloc[-1] == pytest.approx(1.0, abs=0.002)
+    assert (ts["throughput_tps"] > 0).all()
+
+
+@pytest.mark.parametrize("off", [0, None])
+def test_interval_0_or_none_turns_the_timeseries_off(off):
+    assert df.run(**TINY, interval=off).timeseries.empty
+    assert df.run(**TINY, **{"driver.progress_interval_s": off or 0.0}).timeseries.empty
+
+
+def test_interval_lines_do_not_change_the_run():
+    lines, none = df.run(**TINY), df.run(**TINY, interval=0)
+    assert {k: v for k, v in lines.row().items() if k not in WALL_CLOCK} == {
+        k: v for k, v in none.row().items() if k not in WALL_CLOCK
+    }
+
+
 def test_compare_is_table_7():
     table, results = df.compare(**TINY, schemes=["0x0", "2x4"], return_results=True)
     assert list(table.columns) == ["[0x0]", "[2x4]", "[2x4] Δ%"]
@@ -113,20 +135,30 @@ def test_ctrl_c_stops_a_run():
 
 
 def test_gil_is_released_during_a_run():
-    ticks = 0
-    runner = threading.Thread(target=df.run, kwargs={**TINY, "sim_time": 4.0})
-    started = time.monotonic()
+    """This thread runs a fixed amount of Python code after the run's first progress
+    report, then cancels the run. A run holding the GIL would let this thread go on only
+    once it had ended by itself, so the order alone tells: no clock is read."""
+    # SimpleQueue.put is C code: calling it runs no Python bytecode of the runner thread,
+    # which could hand this thread the GIL between two reports of a run holding it.
+    reports = queue.SimpleQueue()
+    token = df.CancelToken()
+    ended = []
+
+    def run():
+        try:
+            df.run(**{**TINY, "sim_time": 60.0}, cancel=token, on_progress=reports.put)
+            ended.append("by itself")
+        except df.Cancelled:
+            ended.append("cancelled")
+
+    runner = threading.Thread(target=run)
     runner.start()
-    while runner.is_alive():
-        ticks += 1
-        time.sleep(0.001)
-    elapsed = time.monotonic() - started
-    # A run holding the GIL would leave this thread a tick per switch interval (5 ms) at
-    # best; released, it ticks about once a millisecond. Relative to the run's length,
-    # so a faster engine does not fail it.
-    switch = sys.getswitchinterval()
-    assert elapsed > 0.05, f"the run took only {elapsed:.3f} s: too short to tell"
-    assert ticks > 2 * elapsed / switch, f"{ticks} ticks in {elapsed:.3f} s"
+    reports.get()
+    squares = sum(i * i for i in range(100_000))
+    token.cancel()
+    runner.join()
+    assert squares == 333328333350000
+    assert ended == ["cancelled"], "the run ended before another thread could run Python code"
 
 
 def test_resolve_fills_defaults():

@@ -49,6 +49,27 @@ def test_compare_bars_are_the_deltas(runs):
     assert widths == pytest.approx(table.loc[["Host writes", "Throughput [tps]"], "[2x4] Δ%"].tolist())
 
 
+def test_compare_labels_lie_inside_the_figure(runs):
+    table, _ = runs
+    long_label = "WRITE I/O latency [ms] of every page written back"
+    renamed = table.rename(index={"WRITE I/O latency [ms]": long_label})
+    for frame, metrics in ((table, None), (renamed, ["Host writes", long_label])):
+        ax = plot.compare(frame, metrics=metrics)
+        figure = ax.figure
+        figure.canvas.draw()
+        inside = figure.bbox
+        # The row labels one by one, and everything drawn around the axes (tick labels
+        # within the view, the axis label, the legend).
+        boxes = [(t.get_text(), t.get_window_extent()) for t in ax.get_yticklabels()]
+        boxes.append(("the axes with their labels", ax.get_tightbbox()))
+        for what, box in boxes:
+            assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, (
+                f"{what!r} at {box} outside the figure {inside}"
+            )
+        # The bars keep their width beside the labels.
+        assert ax.get_window_extent().width >= 0.5 * plot.BARS_WIDTH_IN * figure.dpi
+
+
 def test_sweep_lines_per_hue():
     import pandas as pd
 

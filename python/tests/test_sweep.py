@@ -2,8 +2,13 @@
 written as they finish and an interrupted sweep resumes; failures are retried and kept."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import textwrap
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -22,7 +27,7 @@ def frame(sweep_df):
 @pytest.fixture(scope="module")
 def local(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "local.jsonl"
-    return out, df.sweep(GRID, base=df.build_config(**TINY), out=str(out), processes=2, progress=False)
+    return out, df.sweep(GRID, base=df.build_config(**TINY), out=str(out), workers=2, progress=False)
 
 
 def test_local_sweep_is_the_grid_of_single_runs(local):
@@ -45,7 +50,7 @@ def test_sweep_resumes_from_its_file(local, tmp_path):
     partial.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])
     ran = []
     again = df.sweep(
-        GRID, base=df.build_config(**TINY), out=str(partial), processes=2, progress=False,
+        GRID, base=df.build_config(**TINY), out=str(partial), workers=2, progress=False,
         on_result=lambda point, r: ran.append(point),
     )
     done_before = {key(json.loads(l)["point"]) for l in lines[:2]}
@@ -59,7 +64,7 @@ def test_sweep_resumes_from_its_file(local, tmp_path):
 def test_failed_points_are_retried_then_recorded(tmp_path):
     out = tmp_path / "fail.jsonl"
     result = df.sweep(
-        {"blocks_per_chip": [32, 64]}, base=df.build_config(**TINY), out=str(out), processes=2, retries=1, progress=False
+        {"blocks_per_chip": [32, 64]}, base=df.build_config(**TINY), out=str(out), workers=2, retries=1, progress=False
     )
     assert result.loc[0, "error"].startswith("DeltaflashError: loading stopped")
     assert pd.isna(result.loc[1, "error"]) and result.loc[1, "transactions"] > 0
@@ -78,6 +83,48 @@ def test_ray_sweep_equals_local_sweep(local, ray_local, tmp_path):
     result = df.sweep(GRID, base=df.build_config(**TINY), out=str(out), backend="ray", progress=False)
     pd.testing.assert_frame_equal(frame(result), frame(first))
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_a_plain_script_sweeps_locally(tmp_path):
+    """A script without ``if __name__ == "__main__":``, run as a program: worker
+    processes would import it again and start the sweep once more in each."""
+    script = tmp_path / "plain_sweep.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import deltaflash as df
+
+            frame = df.sweep({{"scheme": ["0x0", "2x4"]}}, base=df.build_config(**{TINY!r}), progress=False)
+            print(frame[["scheme", "transactions"]].to_json(orient="records"))
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout)
+    assert [r["scheme"] for r in rows] == ["0x0", "2x4"] and all(r["transactions"] > 0 for r in rows), rows
+
+
+def test_processes_is_another_name_for_workers(tmp_path):
+    frame = df.sweep({"seed": [1]}, base=df.build_config(**TINY), processes=1, progress=False)
+    assert frame.loc[0, "transactions"] > 0 and "error" not in frame
+
+
+def test_ctrl_c_stops_a_local_sweep_and_its_runs(tmp_path):
+    """Ctrl-C reaches the main thread only; the sweep cancels the runs on its worker
+    threads, which are gone when KeyboardInterrupt arrives."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            df.sweep({"seed": [1, 2]}, base=df.build_config(**{**TINY, "sim_time": 300.0}), workers=2, progress=False)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - start < 60
+    assert not [t for t in threading.enumerate() if t.name.startswith("deltaflash-sweep")]
 
 
 def test_grid_file_from_the_command_line(tmp_path):
@@ -103,7 +150,7 @@ warmup_s = 0.2
 """
     )
     done = subprocess.run(
-        [sys.executable, "-m", "deltaflash", "sweep", "--grid", str(grid), "--processes", "2"],
+        [sys.executable, "-m", "deltaflash", "sweep", "--grid", str(grid), "--workers", "2"],
         capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr

@@ -7,10 +7,13 @@
 //! writes, writes by changed body bytes: eviction granularity) and, from the ARIES log,
 //! its updates per page and their sizes (the log has no evictions, so skew is measured
 //! on updates). [`analyze`] gives the statistics, [`recommend`] the layout, [`render`]
-//! the table, DDL and SVG plots. Every figure names its source. No I/O, no randomness.
+//! the table, DDL and SVG plots. Every figure names its source. The analysis does no
+//! I/O and draws no random numbers; [`baseline`] reads a finished run's image and
+//! result into an [`Input`].
 
 #![forbid(unsafe_code)]
 
+pub mod baseline;
 pub mod model;
 pub mod render;
 

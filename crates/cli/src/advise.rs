@@ -12,20 +12,18 @@
 //! the recommendation applied as `ALTER … SET IPA` at that time. Determinism makes the
 //! second run equal the analysed one up to the switch; the interval lines check it.
 //!
-//! Sources: the ARIES log (records still in the log region after the run, read with
-//! `engine::log::history`) has updates and their byte ranges but no evictions, so the
-//! eviction figures come from the engine's per-object counters of the measured run.
-//! A database image or result that does not parse is an error naming the file.
+//! Reading the image and the result is `advisor::baseline`'s job (its sources are
+//! listed there); a database image or result that does not parse is an error naming
+//! the file.
 
 use crate::bench::{run_with_bar, show, BenchArgs, Spelling};
 use crate::output::{OutputFile, OverwriteArg};
-use advisor::{Input, ObjectInput, Policy, Recommendation};
+use advisor::baseline::{read_image, Analysis, FromImage};
+use advisor::Recommendation;
 use clap::Args;
-use engine::logrec::Body;
-use engine::{Database, DbOptions, IpaScheme};
+use engine::IpaScheme;
 use indicatif::MultiProgress;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use workloads::{Experiment, ExperimentConfig, ExperimentResult};
 
@@ -137,105 +135,6 @@ pub(crate) fn dashboard_analysis(config: &ExperimentConfig, image: &Path, result
     }))
 }
 
-/// What the image holds: objects with pages and log updates, and the device.
-struct FromImage {
-    input: Input,
-    log_records: usize,
-}
-
-/// Reads the catalog and the log of a database image.
-fn read_image(path: &Path) -> Result<FromImage, String> {
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    // A scratch copy in memory: opening (restart, closing checkpoint) leaves the image as it is.
-    let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
-    let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
-    let _lock = storage.detach_image();
-    let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
-    let catalog = db.catalog().clone();
-    let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
-    let region = |name: &str| device.region_id(name);
-    let log = region(engine::db::LOG)
-        .ok_or_else(|| at(&"the database keeps no log region (it was not written with the ARIES journal)"))?;
-    let system_chips = region(engine::db::SYSTEM).map_or(0, |r| device.chips(r).len());
-    let (log_chips, geometry) = (device.chips(log).len(), device.device().geometry().clone());
-    let records = engine::log::history(device.as_mut(), log, 0).map_err(|e| at(&e))?;
-
-    let mut objects = Vec::new();
-    let mut owner: HashMap<(u16, u32), usize> = HashMap::new();
-    let tables = catalog.tables.iter().map(|t| (t.name.clone(), "table", t.name.clone(), &t.space));
-    let indexes = catalog.indexes.iter().map(|i| (i.name.clone(), "index", i.table.clone(), &i.space));
-    for (name, kind, table, space) in tables.chain(indexes) {
-        let mut pages = 0;
-        for (k, &start) in space.extents.iter().enumerate() {
-            let used = if k + 1 == space.extents.len() { space.used_in_last } else { space.extent_pages };
-            for p in start..start + used {
-                owner.insert((space.region, p), objects.len());
-            }
-            pages += used as u64;
-        }
-        pages = pages.saturating_sub(space.free.len() as u64);
-        objects.push(ObjectInput { name, kind: kind.into(), table, pages, ..Default::default() });
-    }
-    let mut per_page: HashMap<(u16, u32), u64> = HashMap::new();
-    for (_, record) in &records {
-        if let Body::Update { page, ranges } = &record.body {
-            let Some(&i) = owner.get(&(page.region, page.page)) else { continue };
-            *per_page.entry((page.region, page.page)).or_default() += 1;
-            objects[i].update_bytes.push(ranges.iter().map(|r| r.after.len() as u64).sum());
-        }
-    }
-    for (key, count) in per_page {
-        if let Some(&i) = owner.get(&key) {
-            objects[i].page_updates.push(count);
-        }
-    }
-    let data_chips = geometry.chips().saturating_sub((system_chips + log_chips) as u32).max(1);
-    Ok(FromImage {
-        input: Input {
-            objects,
-            page_bytes: catalog.page_bytes,
-            flash_page_bytes: device.page_bytes(),
-            cell: geometry.cell,
-            data_chips,
-        },
-        log_records: records.len(),
-    })
-}
-
-/// Adds the per-object counters of a `bench --json` result to `input`.
-fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(), String> {
-    let objects = result
-        .get("objects")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{source}: no \"objects\" array (is it a `bench --json` result?)"))?;
-    for (k, o) in objects.iter().enumerate() {
-        let field = |name: &str| {
-            o.get(name).and_then(Value::as_u64).ok_or_else(|| format!("{source}: objects[{k}].{name} is not a count"))
-        };
-        let name =
-            o.get("name").and_then(Value::as_str).ok_or_else(|| format!("{source}: objects[{k}] has no name"))?;
-        let sizes = o
-            .get("update_size_writes")
-            .and_then(Value::as_array)
-            .filter(|a| a.len() == engine::store::UPDATE_SIZE_BUCKETS)
-            .ok_or_else(|| {
-                format!(
-                    "{source}: objects[{k}].update_size_writes is not {} counts",
-                    engine::store::UPDATE_SIZE_BUCKETS
-                )
-            })?;
-        let Some(target) = input.objects.iter_mut().find(|t| t.name == name) else {
-            return Err(format!("{source}: object `{name}` is not in the database image's catalog"));
-        };
-        target.reads = field("reads")?;
-        target.writes = field("out_of_place_writes")? + field("in_place_appends")?;
-        for (b, v) in target.write_sizes.iter_mut().zip(sizes) {
-            *b = v.as_u64().ok_or_else(|| format!("{source}: objects[{k}].update_size_writes holds {v}"))?;
-        }
-    }
-    Ok(())
-}
-
 fn advise(
     config: ExperimentConfig,
     spelling: Spelling,
@@ -243,11 +142,7 @@ fn advise(
     from_image: FromImage,
     source: &str,
 ) -> Result<Advice, String> {
-    let FromImage { mut input, log_records } = from_image;
-    add_counters(&mut input, &baseline, source)?;
-    let stats = advisor::analyze(&input);
-    let recommendation = advisor::recommend(&input, &Policy::default())
-        .ok_or_else(|| format!("{source} wrote no data pages in its measured time: nothing to advise on"))?;
+    let Analysis { stats, recommendation, log_records } = advisor::baseline::analyze(from_image, &baseline, source)?;
     Ok(Advice { config, spelling, baseline, stats, recommendation, log_records })
 }
 

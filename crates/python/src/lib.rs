@@ -1,8 +1,8 @@
 //! `deltaflash._deltaflash`: the native module under the Python package `deltaflash`
 //! (python/). A thin binding with no logic of its own: experiments go through the
 //! `workloads` experiment API as JSON configs and results, the device through
-//! `flash::Flash`, SQL through `engine::Database`. The Python package turns the JSON
-//! into dicts and DataFrames.
+//! `flash::Flash`, SQL through `engine::Database`, the IPA advisor through
+//! `advisor::baseline`. The Python package turns the JSON into dicts and DataFrames.
 //!
 //! Invariants: a run releases the GIL (`allow_threads`) and takes it back only to look
 //! for signals and to call the progress callback, at most every 100 ms of wall time, so
@@ -12,6 +12,7 @@
 //! [`CancelToken`], [`DeltaflashError`] for everything else; nothing here panics on
 //! bad input.
 
+mod advice;
 mod database;
 mod device;
 mod experiment;
@@ -52,6 +53,7 @@ fn _deltaflash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment::registered_workloads, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::storage_config, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::check_grid_points, m)?)?;
+    m.add_function(wrap_pyfunction!(advice::advise_baseline, m)?)?;
     m.add_class::<device::Device>()?;
     m.add_class::<database::Database>()?;
     Ok(())
