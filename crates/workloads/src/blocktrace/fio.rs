@@ -32,10 +32,12 @@ impl Fio {
         self.version = match line.trim() {
             "fio version 2 iolog" => Some(2),
             "fio version 3 iolog" => Some(3),
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "expected `fio version 2 iolog` or `fio version 3 iolog`, found {} (fio's version 1 logs are not read)",
                 quote(other)
-            )),
+            ))
+            }
         };
         Ok(Parsed::NOTHING)
     }
