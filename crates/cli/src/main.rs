@@ -41,6 +41,7 @@ mod memory;
 mod mount;
 mod output;
 mod recovery_bench;
+mod replay;
 mod reproduce;
 mod runner;
 mod serve;
@@ -81,8 +82,10 @@ enum Command {
     /// Drive one NoFTL region with synthetic page writes (and appends); report write
     /// amplification, GC work, latency and simulator speed.
     FtlBench(FtlBenchArgs),
-    /// Replay a page trace (W/R/D/T lines) against one region.
-    Replay(ReplayArgs),
+    /// Replay a trace against one region or an FTL: our page traces (W/R/D/T lines) or
+    /// block traces (MSR Cambridge, blkparse, fio iolog, SPC), closed or open timing;
+    /// reports latency percentiles. docs/traces.md describes the formats.
+    Replay(replay::ReplayArgs),
     /// An SQL shell on a database image (created if new): DDL (CREATE REGION /
     /// TABLESPACE / TABLE / INDEX, DROP), INSERT, SELECT, UPDATE, DELETE, BEGIN/COMMIT,
     /// and the dot commands .help .tables .schema .stats .mode .quit. Interactive on a
@@ -259,18 +262,6 @@ struct FtlBenchArgs {
     delta_bytes: usize,
 }
 
-#[derive(Args)]
-struct ReplayArgs {
-    #[command(flatten)]
-    common: CommonArgs,
-    /// Trace file: `W lpn`, `R lpn`, `D lpn offset len`, `T lpn`; `#` comments.
-    #[arg(long)]
-    trace: PathBuf,
-    /// Write every logical page once before replaying.
-    #[arg(long)]
-    fill: bool,
-}
-
 /// The command line; `-5` after a numeric flag is its value (refused by the flag's
 /// range, naming the flag), not an unknown option.
 fn parse_command_line() -> Cli {
@@ -297,7 +288,7 @@ fn main() -> ExitCode {
     let cli = parse_command_line();
     let result = match cli.command {
         Command::FtlBench(args) => ftl_bench(args),
-        Command::Replay(args) => replay(args),
+        Command::Replay(args) => replay::run(args),
         Command::Sql(args) => sql::run(args),
         Command::Sqlite(args) => sqlite_shell::run(args),
         Command::Bench(cmd) => exit_on(bench::bench(cmd)),
@@ -453,7 +444,7 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
     };
     with_progress(warmup, "warm-up", || step(&mut runner))?;
     eprintln!("measuring: {} operations", args.writes);
-    let start = runner.snapshot();
+    let start = runner.start_measurement();
     with_progress(args.writes, "measure", || step(&mut runner))?;
     let measured = runner.measure(&start);
 
@@ -469,62 +460,7 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             "delta_bytes": args.delta_bytes,
         }),
     );
-    report("ftl-bench", config, logical, warmup, &measured, json.as_ref())?;
-    runner.finish().map_err(err)
-}
-
-fn replay(args: ReplayArgs) -> Result<(), String> {
-    let json = args.common.run.json_file()?;
-    let text = std::fs::read_to_string(&args.trace).map_err(|e| format!("{}: {e}", args.trace.display()))?;
-    let source = args.trace.display().to_string();
-    let ops = trace::parse(&text, &source)?;
-    let wants_deltas = ops.iter().any(|(_, op)| matches!(op, trace::TraceOp::Delta { .. }));
-    let target = target(&args.common, wants_deltas)?;
-    let page_bytes = target.device().geometry().page_bytes as usize;
-    // Replayed pages are a stamp and erased bytes, so appends may go anywhere after it.
-    let mut runner = Runner::new(target, args.common.run.queue_depth, page_bytes - 16);
-    let logical = runner.logical_pages();
-    if let Some((line, op)) = ops.iter().find(|(_, op)| op.lpn() >= logical) {
-        return Err(format!("{source}:{line}: lpn {} is beyond the region's {logical} logical pages", op.lpn()));
-    }
-    let past_end =
-        |op: &trace::TraceOp| matches!(*op, trace::TraceOp::Delta { offset, len, .. } if offset + len > page_bytes);
-    if let Some((line, trace::TraceOp::Delta { offset, len, .. })) = ops.iter().find(|(_, op)| past_end(op)) {
-        return Err(format!(
-            "{source}:{line}: a delta of {len} bytes at offset {offset} runs past the end of the {page_bytes}-byte page"
-        ));
-    }
-    let err = |e: flash::Error| e.to_string();
-    if args.fill {
-        fill(&mut runner)?;
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(args.common.run.seed);
-    let start = runner.snapshot();
-    let mut next = ops.iter();
-    with_progress(ops.len() as u64, "replay", || {
-        let (line, op) = next.next().expect("one op per step");
-        let result = match *op {
-            trace::TraceOp::Write { lpn } => runner.write(lpn),
-            trace::TraceOp::Read { lpn } => runner.read(lpn),
-            trace::TraceOp::Trim { lpn } => runner.trim(lpn),
-            trace::TraceOp::Delta { lpn, offset, len } => {
-                let bytes: Vec<u8> = (0..len).map(|_| rng.gen::<u8>() & 0x7F).collect();
-                runner.append_at_offset(lpn, offset, &bytes)
-            }
-        };
-        result.map_err(|e| format!("{source}:{line}: {e}"))
-    })?;
-    let measured = runner.measure(&start);
-    let config = config(
-        &args.common,
-        &runner,
-        json!({
-            "trace": source,
-            "trace_operations": ops.len(),
-            "fill": args.fill,
-        }),
-    );
-    report("replay", config, logical, 0, &measured, json.as_ref())?;
+    report("ftl-bench", config, logical, warmup, &measured, &[], json.as_ref())?;
     runner.finish().map_err(err)
 }
 
@@ -542,16 +478,19 @@ fn config(common: &CommonArgs, runner: &Runner, mut specific: serde_json::Value)
     specific
 }
 
-/// Prints the table and writes the JSON file.
+/// Prints the table and writes the JSON file; `extra` are the command's own counts
+/// (table label, JSON key, value).
 fn report(
     command: &str,
     config: serde_json::Value,
     logical: u32,
     warmup: u64,
     m: &Measured,
+    extra: &[(&str, &str, u64)],
     json_file: Option<&output::OutputFile>,
 ) -> Result<(), String> {
-    let rows: Vec<Row> = m.rows().into_iter().map(|(k, v)| Row::kv(&k, v)).collect();
+    let mut rows: Vec<Row> = m.rows().into_iter().map(|(k, v)| Row::kv(&k, v)).collect();
+    rows.extend(extra.iter().map(|(label, _, v)| Row::kv(label, v)));
     print_table(&rows);
     if let Some(file) = json_file {
         let mut value = serde_json::to_value(m).expect("metrics serialize");
@@ -560,6 +499,9 @@ fn report(
         object.insert("config".into(), config);
         object.insert("logical_pages".into(), json!(logical));
         object.insert("warmup_operations".into(), json!(warmup));
+        for (_, key, v) in extra {
+            object.insert((*key).into(), json!(v));
+        }
         let text = serde_json::to_string_pretty(&value).expect("json");
         file.write((text + "\n").as_bytes())?;
         eprintln!("metrics written to {}", file.path().display());

@@ -7,10 +7,18 @@
 //! keep a delta area of erased bytes at the end, where appends go in order, as in the
 //! IPA page layout. An append the region refuses becomes an out-of-place write of the
 //! page with its area reset, as a DBMS would do.
+//!
+//! A host request may span pages (a block trace's 64 KiB write): [`Runner::begin`]
+//! issues it, its page operations all start then (`*_page_at`), and
+//! [`Runner::end_request`] frees its slot when its last page completes. Issued open
+//! (at an arrival time, see [`Runner::begin`]) or closed (when a slot frees). Read and
+//! write latencies per request go to HDR histograms for percentiles.
 
 use crate::memory::{Kept, MemoryReport};
+use engine::latency::{histogram, Percentiles};
 use flash::ftl::{Ftl, FtlCounters};
 use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats, WriteHint};
+use hdrhistogram::Histogram;
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -33,10 +41,33 @@ impl Issuer {
         self.now
     }
 
+    /// Open issue: at `arrival` (never before an earlier request: the host queue is
+    /// FIFO), or later when `depth` requests are still in flight then.
+    fn next_issue_time_open(&mut self, arrival: SimTime) -> SimTime {
+        self.now = self.now.max(arrival);
+        while self.in_flight.peek().is_some_and(|&Reverse(end)| end <= self.now) {
+            self.in_flight.pop();
+        }
+        self.next_issue_time()
+    }
+
+    /// When every request in flight has completed (`now` if none is).
+    fn drained_at(&self) -> SimTime {
+        self.in_flight.iter().map(|&Reverse(end)| end).max().unwrap_or(self.now).max(self.now)
+    }
+
     fn complete(&mut self, end: SimTime) {
         self.in_flight.push(Reverse(end));
         self.last_completion = self.last_completion.max(end);
     }
+}
+
+/// Which latency histogram a request goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    Read,
+    /// A page write or an append (both are host writes).
+    Write,
 }
 
 /// Operation counts and latency sums of the runner itself.
@@ -183,6 +214,9 @@ pub struct Runner {
     pub target: Target,
     issuer: Issuer,
     stats: RunnerStats,
+    /// Latency per read and per write request (ns) since [`Runner::start_measurement`].
+    read_latency_ns: Histogram<u64>,
+    write_latency_ns: Histogram<u64>,
     keeps_data: bool,
     page: Vec<u8>,
     page_bytes: usize,
@@ -207,6 +241,8 @@ impl Runner {
             target,
             issuer: Issuer { depth: queue_depth.max(1), in_flight: BinaryHeap::new(), now: 0, last_completion: 0 },
             stats: RunnerStats::default(),
+            read_latency_ns: histogram(),
+            write_latency_ns: histogram(),
             keeps_data,
             page: if keeps_data { page } else { Vec::new() },
             page_bytes,
@@ -236,9 +272,58 @@ impl Runner {
         }
     }
 
+    /// Starts a measured phase: the snapshot to measure from, and empty latency
+    /// histograms.
+    pub fn start_measurement(&mut self) -> Snapshot {
+        self.read_latency_ns.reset();
+        self.write_latency_ns.reset();
+        self.snapshot()
+    }
+
+    /// The simulated time the issuer has reached (the last completion, or later).
+    pub fn sim_now(&self) -> SimTime {
+        self.issuer.last_completion.max(self.issuer.now)
+    }
+
+    /// Issues a request: closed (`None`: when one of the `queue_depth` requests in
+    /// flight completes) or open (at `arrival`, or later if `queue_depth` requests are
+    /// in flight then). Its page operations start at the time returned.
+    pub fn begin(&mut self, arrival: Option<SimTime>) -> SimTime {
+        match arrival {
+            None => self.issuer.next_issue_time(),
+            Some(at) => self.issuer.next_issue_time_open(at),
+        }
+    }
+
+    /// Ends a request whose last page completed at `end` (`None`: it touched no page
+    /// and holds no slot): frees its slot then and records `end - from` as its latency.
+    pub fn end_request(&mut self, kind: Option<RequestKind>, from: SimTime, end: Option<SimTime>) {
+        let Some(end) = end else { return };
+        self.issuer.complete(end);
+        let histogram = match kind {
+            Some(RequestKind::Read) => &mut self.read_latency_ns,
+            Some(RequestKind::Write) => &mut self.write_latency_ns,
+            None => return,
+        };
+        histogram.saturating_record(end.saturating_sub(from).max(1));
+    }
+
+    /// When a flush issued at `now` completes: once every request in flight has.
+    pub fn flush_done_at(&self, now: SimTime) -> SimTime {
+        self.issuer.drained_at().max(now)
+    }
+
     /// Out-of-place write of a stamped page with an empty delta area.
     pub fn write(&mut self, lpn: u32) -> Result<(), Error> {
         let now = self.issuer.next_issue_time();
+        let end = self.write_page_at(lpn, now)?;
+        self.end_request(Some(RequestKind::Write), now, Some(end));
+        Ok(())
+    }
+
+    /// One page of a request: an out-of-place write of a stamped page starting at
+    /// `now`; when it completes.
+    pub fn write_page_at(&mut self, lpn: u32, now: SimTime) -> Result<SimTime, Error> {
         self.versions += 1;
         if self.keeps_data {
             self.page[..4].copy_from_slice(&lpn.to_le_bytes());
@@ -248,8 +333,7 @@ impl Runner {
         self.reset_append(lpn);
         self.stats.writes += 1;
         self.stats.write_latency_ns += timing.latency_from(now);
-        self.issuer.complete(timing.end_ns);
-        Ok(())
+        Ok(timing.end_ns)
     }
 
     /// Hints that `lpn` will be written soon (see [`flash::Region::prefetch_write`]);
@@ -290,7 +374,7 @@ impl Runner {
                 self.append_at[lpn as usize] = (offset + bytes.len()) as u32;
                 self.stats.deltas += 1;
                 self.stats.delta_latency_ns += timing.latency_from(now);
-                self.issuer.complete(timing.end_ns);
+                self.end_request(Some(RequestKind::Write), now, Some(timing.end_ns));
                 Ok(())
             }
             Err(Error::DeltaRefused { .. }) => {
@@ -303,25 +387,38 @@ impl Runner {
 
     pub fn read(&mut self, lpn: u32) -> Result<(), Error> {
         let now = self.issuer.next_issue_time();
-        match self.target.read(lpn, now)? {
+        let end = self.read_page_at(lpn, now)?;
+        self.end_request(Some(RequestKind::Read), now, end);
+        Ok(())
+    }
+
+    /// One page of a request: a read starting at `now`; when it completes, `None` for a
+    /// page never written (counted, no flash work).
+    pub fn read_page_at(&mut self, lpn: u32, now: SimTime) -> Result<Option<SimTime>, Error> {
+        let end = self.target.read(lpn, now)?;
+        match end {
             Some(end) => {
                 self.stats.reads += 1;
                 self.stats.read_latency_ns += end - now;
-                self.issuer.complete(end);
             }
             None => self.stats.unmapped_reads += 1,
         }
-        Ok(())
+        Ok(end)
     }
 
     pub fn trim(&mut self, lpn: u32) -> Result<(), Error> {
         let now = self.issuer.next_issue_time();
-        if let Some(timing) = self.target.trim(lpn, now)? {
-            self.issuer.complete(timing.end_ns);
-        }
+        let end = self.trim_page_at(lpn, now)?;
+        self.end_request(None, now, end);
+        Ok(())
+    }
+
+    /// One page of a request: a trim at `now`; when its flash work (if any) completes.
+    pub fn trim_page_at(&mut self, lpn: u32, now: SimTime) -> Result<Option<SimTime>, Error> {
+        let end = self.target.trim(lpn, now)?.map(|t| t.end_ns);
         self.reset_append(lpn);
         self.stats.trims += 1;
-        Ok(())
+        Ok(end)
     }
 
     /// What happened since `start`.
@@ -378,6 +475,8 @@ impl Runner {
             write_latency_us_mean: mean_us(s1.write_latency_ns - s0.write_latency_ns, s1.writes - s0.writes),
             delta_latency_us_mean: mean_us(s1.delta_latency_ns - s0.delta_latency_ns, s1.deltas - s0.deltas),
             read_latency_us_mean: mean_us(s1.read_latency_ns - s0.read_latency_ns, s1.reads - s0.reads),
+            read_latency_us: Percentiles::of_ns(&self.read_latency_ns),
+            write_latency_us: Percentiles::of_ns(&self.write_latency_ns),
             pe_min: wear.pe_min,
             pe_mean: wear.pe_mean,
             pe_max: wear.pe_max,
@@ -423,6 +522,11 @@ pub struct Measured {
     pub write_latency_us_mean: f64,
     pub delta_latency_us_mean: f64,
     pub read_latency_us_mean: f64,
+    /// Per read request since [`Runner::start_measurement`] (a request of several
+    /// pages completes with its last page; queueing included).
+    pub read_latency_us: Percentiles,
+    /// Per write request (page writes and appends), likewise.
+    pub write_latency_us: Percentiles,
     pub pe_min: u32,
     pub pe_mean: f64,
     pub pe_max: u32,
@@ -453,6 +557,8 @@ impl Measured {
             ("GC erases per host write".into(), f(self.erases_per_host_write, 4)),
             ("mean write latency (µs)".into(), f(self.write_latency_us_mean, 1)),
             ("mean write_delta latency (µs)".into(), f(self.delta_latency_us_mean, 1)),
+            ("read latency p50 / p95 / p99 / p99.9 / max (µs)".into(), self.read_latency_us.cell()),
+            ("write latency p50 / p95 / p99 / p99.9 / max (µs)".into(), self.write_latency_us.cell()),
             ("P/E cycles min / mean / max".into(), format!("{} / {:.1} / {}", self.pe_min, self.pe_mean, self.pe_max)),
             ("simulated seconds".into(), f(self.sim_seconds, 3)),
             ("wall seconds".into(), f(self.wall_seconds, 3)),

@@ -32,6 +32,42 @@ pub fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
     }
 }
 
+/// The percentiles every command reports for a latency (`read_latency_us`,
+/// `write_latency_us`, …), in microseconds; all 0 for an empty histogram. `count` is
+/// the number of latencies recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// The percentiles of a histogram of nanoseconds.
+    pub fn of_ns(h: &Histogram<u64>) -> Percentiles {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Percentiles {
+            count: h.len(),
+            p50: us(h.value_at_quantile(0.50)),
+            p95: us(h.value_at_quantile(0.95)),
+            p99: us(h.value_at_quantile(0.99)),
+            p99_9: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
+
+    /// `p50 / p95 / p99 / p99.9 / max` for a table cell, one decimal.
+    pub fn cell(&self) -> String {
+        format!("{:.1} / {:.1} / {:.1} / {:.1} / {:.1}", self.p50, self.p95, self.p99, self.p99_9, self.max)
+    }
+}
+
 /// Page read and page write latencies since the last reset.
 #[derive(Clone, Debug)]
 pub struct IoLatencies {
@@ -94,6 +130,21 @@ mod tests {
         assert_eq!(quantile_ms(l.writes(), 0.5), 0.0, "no writes recorded");
         l.reset();
         assert_eq!(quantile_ms(l.reads(), 0.99), 0.0, "reset empties");
+    }
+
+    #[test]
+    fn percentiles_are_in_microseconds_and_zero_when_empty() {
+        let mut h = histogram();
+        assert_eq!(Percentiles::of_ns(&h), Percentiles::default());
+        for us in 1..=1000u64 {
+            h.record(us * 1000).expect("within bounds");
+        }
+        let p = Percentiles::of_ns(&h);
+        assert_eq!(p.count, 1000);
+        for (got, want) in [(p.p50, 500.0), (p.p95, 950.0), (p.p99, 990.0), (p.p99_9, 999.0), (p.max, 1000.0)] {
+            assert!((got - want).abs() <= want * 0.01, "{got} µs, want {want}");
+        }
+        assert!(p.cell().starts_with("50"), "{}", p.cell());
     }
 
     #[test]

@@ -7,10 +7,12 @@
 //! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`linkbench`]: LinkBench. [`bank`]: the
 //! power-cut torture test. [`sqlite`]: sqlite-bench, YCSB and TPC-C on real SQLite, behind a host trait.
+//! [`blocktrace`]: block traces (MSR Cambridge, blkparse, fio iologs, SPC) read as requests.
 
 #![forbid(unsafe_code)]
 
 pub mod bank;
+pub mod blocktrace;
 pub mod config;
 pub mod config_error;
 pub mod driver;
