@@ -339,7 +339,7 @@ async fn the_device_counts_appended_pages_per_chip_on_noftl_and_none_on_an_ftl()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tags_run_sets_and_delete_touch_only_the_dashboards_own_records() {
     let dir = tempfile::tempdir().unwrap();
-    drop(open(dir.path(), 1, 4));
+    open(dir.path(), 1, 4).shutdown();
     // A record put into runs/ by hand: listed, but never tagged or deleted.
     let foreign = serde_json::to_string(&json!({"id": 5, "label": "by hand", "status": "done",
         "submitted_unix_s": 1, "config": {"workload": {"name": "tpcb"}}}))
@@ -363,22 +363,23 @@ async fn tags_run_sets_and_delete_touch_only_the_dashboards_own_records() {
     assert!(ours["wall_seconds"].as_f64().unwrap() > 0.0, "{ours}");
     assert_eq!(runs.iter().find(|r| r["id"] == 5).unwrap()["deletable"], false);
 
-    let put =
-        |id: u64, body: Value| call(&app, "PUT", &format!("/api/runs/{id}/tags"), Some(body.to_string().into_bytes()));
-    let (status, summary) = put(id, json!({"tags": ["a", "b"], "sets": []})).await;
+    async fn put(app: &axum::Router, id: u64, body: Value) -> (StatusCode, Value) {
+        call(app, "PUT", &format!("/api/runs/{id}/tags"), Some(body.to_string().into_bytes())).await
+    }
+    let (status, summary) = put(&app, id, json!({"tags": ["a", "b"], "sets": []})).await;
     assert_eq!(status, StatusCode::OK, "{summary}");
     assert_eq!((&summary["tags"], &summary["sets"]), (&json!(["a", "b"]), &json!([])));
-    let (status, e) = put(id, json!({"tags": ["x\ny"]})).await;
+    let (status, e) = put(&app, id, json!({"tags": ["x\ny"]})).await;
     assert_eq!((status, e["field"].as_str()), (StatusCode::BAD_REQUEST, Some("tags")), "{e}");
-    let (status, e) = put(5, json!({"tags": ["a"]})).await;
+    let (status, e) = put(&app, 5, json!({"tags": ["a"]})).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
-    let (status, _) = put(77, json!({"tags": ["a"]})).await;
+    let (status, _) = put(&app, 77, json!({"tags": ["a"]})).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // A run under way is neither tagged nor deleted.
     let (_, long) = submit(&app, "long", small_config(600.0)).await;
     let long = long["id"].as_u64().unwrap();
-    assert_eq!(put(long, json!({"tags": ["a"]})).await.0, StatusCode::CONFLICT);
+    assert_eq!(put(&app, long, json!({"tags": ["a"]})).await.0, StatusCode::CONFLICT);
     assert_eq!(call(&app, "DELETE", &format!("/api/runs/{long}"), None).await.0, StatusCode::CONFLICT);
     call(&app, "POST", &format!("/api/runs/{long}/cancel"), None).await;
     wait_final(&app, long).await;
