@@ -127,9 +127,7 @@ function route() {
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.page === page);
   if (page !== 'live' && liveSource) { liveSource.close(); liveSource = null; }
   const pages = { live: showLive, runs: showRuns, compare: showCompare, analyzer: showAnalyzer, device: showDevice };
-  if (pages[page]) {
-    pages[page](arg).then(() => { document.body.dataset.page = page; }).catch((e) => console.error(e));
-  }
+  if (pages[page]) pages[page](arg).catch((e) => console.error(e));
 }
 
 // The newest run matching `pred`, for pages opened without an id.
@@ -612,7 +610,10 @@ const COLUMN_TITLES = {
 const COLUMN_ORDER = ['name', 'table', 'kind', 'pages', 'reads', 'updates', 'evictions', 'read_write_ratio', 'changed_bytes_per_eviction_mean'];
 const columnRank = (key) => {
   const k = COLUMN_ORDER.indexOf(key);
-  return k >= 0 ? k : key.startsWith('skew.') ? 100 : key.startsWith('fits.') ? 200 : 300;
+  const hot = key.match(/^skew\.hottest_(\d+)_pct$/);
+  if (k >= 0) return k;
+  if (hot) return 100 + hot[1] / 1000; // 1%, 10%, 20%
+  return key.startsWith('skew.') ? 100 : key.startsWith('fits.') ? 200 : 300;
 };
 function columnTitle(key) {
   if (COLUMN_TITLES[key]) return COLUMN_TITLES[key];

@@ -314,7 +314,7 @@ function heatMap({ title, chips, blocks, value, scales, tip, width = defaultWidt
     const bx = width - barW - 70;
     g.appendChild(svgEl('text', { x: bx - 4, y: y + 11, 'text-anchor': 'end', class: 'legend-text' }, fmt(s.lo)));
     g.appendChild(svgEl('rect', { x: bx, y: y + 1, width: barW, height: 12, fill: s.hi > s.lo ? `url(#${grad.id})` : viridis(0), stroke: '#666', 'stroke-width': 0.5, class: 'scale-bar' }));
-    g.appendChild(svgEl('text', { x: bx + barW + 4, y: y + 11, class: 'legend-text' }, `${fmt(s.hi)} erases`));
+    g.appendChild(svgEl('text', { x: bx + barW + 4, y: y + 11, class: 'legend-text' }, `${fmt(s.hi)} ${s.hi === 1 ? 'erase' : 'erases'}`));
     svg.appendChild(g);
   });
   if (tip) {

@@ -51,10 +51,13 @@ async function fillSmallRun(label, scenario) {
   }
 }
 
-async function runToEnd(label, scenario) {
+// A run to its end; `seconds` of measured simulated time (3 s wrap the log several
+// times and erase blocks of the IPA region: the heat map has something to show).
+async function runToEnd(label, scenario, seconds = 0.5) {
   await page.goto(`${base}/#new`);
   await page.waitForSelector('body[data-ready="true"]');
   await fillSmallRun(label, scenario);
+  await page.fill('#f-duration', String(seconds));
   await page.click('#submit-run');
   await page.waitForURL(/#live\/\d+$/);
   await page.waitForSelector('#live-status[data-status="done"]', { timeout: 90_000 });
@@ -171,6 +174,7 @@ test('an invalid region layout is refused at its line and column', async () => {
 test('a run goes live: the chart grows, then the result shows', async () => {
   await page.goto(`${base}/#new`);
   await fillSmallRun('baseline tatp', 'analyzer');
+  await page.fill('#f-duration', '3'); // as long as the selective run it is compared with
   await page.fill('#f-sets', 'tatp study');
   await page.click('#submit-run');
   await page.waitForURL(/#live\/\d+$/);
@@ -201,7 +205,7 @@ test('a run goes live: the chart grows, then the result shows', async () => {
 });
 
 test('two runs compare in the Table 7 layout and export a numeric CSV', async () => {
-  runs.selective = await runToEnd(SELECTIVE_LABEL, 'selective');
+  runs.selective = await runToEnd(SELECTIVE_LABEL, 'selective', 3);
   await page.goto(`${base}/#runs`);
   await page.waitForSelector('#runs-table table');
   await page.check(`#runs-table input.pick[value="${runs.baseline}"]`);
@@ -276,14 +280,14 @@ test('the device heat map has axes, a scale per region and a hover', async () =>
 // The two runs through the API, when the tests above did not make them (run alone,
 // e.g. against another version of the page).
 async function ensureRuns() {
-  const small = (label, ipa, schema) => ({ label, config: { device: { chips: 8, blocks_per_chip: 32 }, engine: { ipa, ...(schema ? { schema } : {}) },
-    workload: { name: 'tatp', subscribers: 1000 }, driver: { warmup_s: 0, sim_time_s: 0.5, terminals: 4 } } });
+  const small = (label, ipa, schema, seconds) => ({ label, config: { device: { chips: 8, blocks_per_chip: 32 }, engine: { ipa, ...(schema ? { schema } : {}) },
+    workload: { name: 'tatp', subscribers: 1000 }, driver: { warmup_s: 0, sim_time_s: seconds, terminals: 4 } } });
   const start = async (key, request) => {
     if (runs[key]) return;
     runs[key] = (await (await page.request.post(`${base}/api/runs`, { data: request })).json()).id;
   };
-  await start('baseline', small('baseline tatp', '0x0'));
-  await start('selective', small(SELECTIVE_LABEL, '2x4', 'CREATE REGION hot (${IPA}, MAX_CHIPS=1);\nCREATE TABLESPACE ts_subscriber (REGION=hot);\nCREATE REGION cold (IPA_MODE=none);\nCREATE TABLESPACE ts_data (REGION=cold);'));
+  await start('baseline', small('baseline tatp', '0x0', null, 3));
+  await start('selective', small(SELECTIVE_LABEL, '2x4', 'CREATE REGION hot (${IPA}, MAX_CHIPS=1);\nCREATE TABLESPACE ts_subscriber (REGION=hot);\nCREATE REGION cold (IPA_MODE=none);\nCREATE TABLESPACE ts_data (REGION=cold);', 3));
   for (const id of [runs.baseline, runs.selective]) {
     for (let k = 0; k < 600; k++) {
       const r = await (await page.request.get(`${base}/api/runs/${id}`)).json();
