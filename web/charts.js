@@ -273,7 +273,7 @@ function viridis(t) {
 function heatMap({ title, chips, blocks, value, scales, tip, width = defaultWidth() }) {
   const rowH = Math.max(16, Math.min(32, Math.floor(260 / Math.max(1, chips))));
   const legendRows = scales.length;
-  const { svg, m, W, H } = frame({ title, width, plotHeight: chips * rowH, xLabel: 'block', yLabel: 'chip', extraBottom: 0 });
+  const { svg, m, W, H } = frame({ title, width, plotHeight: chips * rowH, xLabel: 'block', yLabel: 'chip' });
   const height = +svg.getAttribute('height') + legendRows * 30 + 8;
   svg.setAttribute('height', height);
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
@@ -381,4 +381,4 @@ function exportPng(svg, name) {
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(svgText(svg));
 }
 
-window.Charts = { lineChart, barChart, stackedBarChart, heatMap, attachTip, exportSvg, exportPng, download, fmt, PALETTE, STATE_COLOURS };
+window.Charts = { lineChart, barChart, stackedBarChart, heatMap, attachTip, exportSvg, exportPng, download, fmt, STATE_COLOURS };
