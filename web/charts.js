@@ -188,8 +188,10 @@ function lineChart({ title, series, xLabel, yLabel, width = defaultWidth(), heig
   const x0 = xs.length ? Math.min(...xs) : 0, x1 = xs.length ? Math.max(...xs) : 1;
   const scale = yScale(pts.map((p) => p[1]), log);
   const Y = drawYAxis(svg, m, W, H, scale);
-  const xt = niceTicks(x0, x1 > x0 ? x1 : x0 + 1, Math.max(3, Math.floor(W / 80)));
-  const [xa, xb] = [xt[0], xt[xt.length - 1]];
+  // The x axis runs from 0 (or the least value, if negative) to the last point, so
+  // that the series end at the right frame; ticks fall inside.
+  const [xa, xb] = [Math.min(0, x0), x1 > Math.min(0, x0) ? x1 : Math.min(0, x0) + 1];
+  const xt = niceTicks(xa, xb, Math.max(3, Math.floor(W / 80))).filter((t) => t >= xa && t <= xb * (1 + 1e-9));
   const X = (v) => m.l + ((v - xa) / (xb - xa || 1)) * W;
   for (const t of xt) svg.appendChild(svgEl('text', { x: X(t), y: m.t + H + 14, 'text-anchor': 'middle', class: 'tick' }, tickText(t)));
   for (const s of series) {
