@@ -156,6 +156,11 @@ impl Flash {
         self.regions[id.0].chip_pages(&self.device)
     }
 
+    /// Page states of each block of a region, per chip ([`Region::block_pages`]).
+    pub fn block_pages(&self, id: RegionId) -> Vec<Vec<ChipPages>> {
+        self.regions[id.0].block_pages(&self.device)
+    }
+
     /// Makes the device durable where it has a durable form (an image file).
     pub fn flush(&mut self) -> Result<(), Error> {
         Ok(self.device.storage_mut().flush()?)

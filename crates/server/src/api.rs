@@ -9,21 +9,24 @@
 //! | `GET /api/runs/ID` | a run's record (result, interval lines, device, analysis), or its live state |
 //! | `GET /api/runs/ID/events` | Server-Sent Events: the live state at least once a second until the run ends |
 //! | `POST /api/runs/ID/cancel` | stops a queued or running run |
+//! | `PUT /api/runs/ID/tags` | replaces an ended run's tags and run sets (`{"tags", "sets"}`) |
+//! | `DELETE /api/runs/ID` | deletes an ended run's record, only one the dashboard wrote |
 //!
 //! Errors are JSON `{"error", "field"?, "line"?, "column"?}` with a 4xx/5xx status:
-//! 400 bad input, 404 no such run, 409 the run has ended, 413 body too large, 503 queue
-//! full or shutting down. Only ids of digits reach the store.
+//! 400 bad input, 403 a record the dashboard did not write, 404 no such run, 409 the
+//! run has ended (cancel) or not yet (tags, delete), 413 body too large, 503 queue full
+//! or shutting down. Only ids of digits reach the store.
 
-use crate::pool::Pool;
-use crate::store::parse_id;
-use crate::validate::{self, Refusal};
+use crate::pool::{Pool, Unchanged};
+use crate::store::{parse_id, Untouched};
+use crate::validate::{self, Annotation, Refusal};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use futures_util::Stream;
 use rand::SeedableRng;
@@ -62,10 +65,11 @@ pub fn router(pool: Arc<Pool>) -> Router {
         .route("/api/meta", get(meta))
         .route("/api/validate", post(validate_run))
         .route("/api/runs", post(submit).get(list))
-        .route("/api/runs/{id}", get(run))
+        .route("/api/runs/{id}", get(run).delete(delete))
         .route("/api/runs/{id}/events", get(events))
         .route("/api/runs/{id}/cancel", post(cancel))
-        .route("/api/{*rest}", get(not_found).post(not_found))
+        .route("/api/runs/{id}/tags", put(annotate))
+        .route("/api/{*rest}", get(not_found).post(not_found).put(not_found).delete(not_found))
         .layer(DefaultBodyLimit::max(validate::MAX_BODY_BYTES))
         .with_state(pool)
 }
@@ -210,6 +214,42 @@ async fn cancel(State(pool): State<Arc<Pool>>, Path(id): Path<String>) -> Answer
         }
         None => Err(ApiError::new(StatusCode::NOT_FOUND, format!("no run {id}"))),
     }
+}
+
+/// The answer to a change refused on run `id`.
+fn unchanged(id: u64, why: Unchanged) -> ApiError {
+    match why {
+        Unchanged::Pending => ApiError::new(StatusCode::CONFLICT, format!("run {id} has not ended; wait until it has")),
+        Unchanged::Stored(Untouched::NotFound) => ApiError::new(StatusCode::NOT_FOUND, format!("no run {id}")),
+        Unchanged::Stored(Untouched::Foreign) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("runs/{id}.json was not written by this dashboard (no \"written_by\" mark); it is left alone"),
+        ),
+        Unchanged::Stored(Untouched::Io(e)) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+async fn delete(State(pool): State<Arc<Pool>>, Path(id): Path<String>) -> Answer {
+    let id = run_id(&id)?;
+    tokio::task::spawn_blocking(move || pool.delete(id))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|why| unchanged(id, why))?;
+    Ok(Json(json!({ "id": id, "deleted": true })).into_response())
+}
+
+async fn annotate(
+    State(pool): State<Arc<Pool>>,
+    Path(id): Path<String>,
+    payload: Result<Bytes, BytesRejection>,
+) -> Answer {
+    let id = run_id(&id)?;
+    let a = Annotation::check_body(&body(payload)?)?;
+    let summary = tokio::task::spawn_blocking(move || pool.annotate(id, &a.tags, &a.sets))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|why| unchanged(id, why))?;
+    Ok(Json(summary).into_response())
 }
 
 /// The live state as events: one at once, then on each change but at most four a

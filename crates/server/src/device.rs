@@ -1,7 +1,8 @@
 //! The Device page's data: a finished run's device image read back, as `inspect` reads
 //! one: the erase count of every block (for the heat map, chip by chip), the page
 //! states of every chip, and, on NoFTL, each region's chips and page states (free,
-//! valid, invalid, trim records).
+//! valid, invalid, trim records), and each block's valid, appended and invalid pages
+//! (the heat map's hover).
 //!
 //! Per chip the states add up to the chip's pages. On NoFTL a region's chips count
 //! free, valid, appended (live with an in-place append), invalid and unused pages
@@ -26,6 +27,9 @@ pub struct DeviceSnapshot {
     pub erase_counts: Vec<u32>,
     /// Page states of each chip, chip 0 first.
     pub chip_pages: Vec<ChipStates>,
+    /// Valid, appended and invalid pages of each block, indexed as `erase_counts`; empty
+    /// without a NoFTL region layout, and zero in blocks no region covers.
+    pub block_pages: BlockPages,
     pub regions: Vec<RegionPages>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -63,6 +67,14 @@ fn programmed_per_chip(device: &Device) -> Vec<ChipStates> {
         .collect()
 }
 
+/// Per block page states, indexed as [`DeviceSnapshot::erase_counts`].
+#[derive(Debug, Default, Serialize)]
+pub struct BlockPages {
+    pub valid: Vec<u32>,
+    pub appended: Vec<u32>,
+    pub invalid: Vec<u32>,
+}
+
 /// One NoFTL region's page states.
 #[derive(Debug, Serialize)]
 pub struct RegionPages {
@@ -91,6 +103,7 @@ pub fn snapshot(path: &Path) -> Result<DeviceSnapshot, String> {
         pages_per_block: g.pages_per_block,
         erase_counts,
         chip_pages: programmed_per_chip(&device),
+        block_pages: BlockPages::default(),
         regions: Vec::new(),
         note: None,
     };
@@ -109,11 +122,23 @@ pub fn snapshot(path: &Path) -> Result<DeviceSnapshot, String> {
             return Ok(snapshot);
         }
     };
+    let blocks = g.total_blocks() as usize;
+    let b = &mut snapshot.block_pages;
+    (b.valid, b.appended, b.invalid) = (vec![0; blocks], vec![0; blocks], vec![0; blocks]);
     for region in flash.regions() {
         let Some(id) = flash.region_id(region.name()) else { continue };
         for c in flash.chip_pages(id) {
             if let Some(slot) = snapshot.chip_pages.get_mut(c.chip as usize) {
                 *slot = c.into();
+            }
+        }
+        for (k, block) in flash.block_pages(id).into_iter().flatten().enumerate() {
+            let at = block.chip as usize * g.blocks_per_chip as usize + k % g.blocks_per_chip as usize;
+            let b = &mut snapshot.block_pages;
+            if at < blocks {
+                b.valid[at] = block.valid_pages as u32;
+                b.appended[at] = block.appended_pages as u32;
+                b.invalid[at] = block.invalid_pages as u32;
             }
         }
         let o = flash.occupancy(id);

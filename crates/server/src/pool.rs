@@ -11,7 +11,7 @@
 //! [`Pool::shutdown`] nothing is queued and every run has been stored. A panic inside a
 //! run (a bug) is caught and stored as a failure, so a worker never dies.
 
-use crate::store::{Store, Summary};
+use crate::store::{Store, Summary, Untouched, WRITTEN_BY};
 use crate::validate::Checked;
 use crate::AnalyzeFn;
 use serde_json::{json, Value};
@@ -56,6 +56,8 @@ pub struct Live {
     pub label: String,
     pub config: ExperimentConfig,
     pub submitted_unix_s: u64,
+    pub tags: Vec<String>,
+    pub sets: Vec<String>,
     cancel: AtomicBool,
     state: Mutex<LiveState>,
     /// Bumped on every change; event streams wait on it.
@@ -133,6 +135,14 @@ impl Live {
             "error": s.error,
         })
     }
+}
+
+/// Why a stored run was not changed or deleted.
+#[derive(Debug, PartialEq)]
+pub enum Unchanged {
+    /// It has not ended (its record is written when it does).
+    Pending,
+    Stored(Untouched),
 }
 
 /// Why a run was not queued.
@@ -239,6 +249,8 @@ impl Pool {
             id,
             label,
             config: checked.config,
+            tags: checked.tags,
+            sets: checked.sets,
             submitted_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             cancel: AtomicBool::new(false),
             state: Mutex::new(LiveState { phase: "queued", ..LiveState::default() }),
@@ -267,6 +279,30 @@ impl Pool {
             }
         }
         all.into_values().collect()
+    }
+
+    /// Deletes a run's record (only one the dashboard wrote, of a run that ended).
+    pub fn delete(&self, id: u64) -> Result<(), Unchanged> {
+        let mut inner = self.inner();
+        if inner.live.get(&id).is_some_and(|l| !l.status().is_final()) {
+            return Err(Unchanged::Pending);
+        }
+        self.store.delete(id).map_err(Unchanged::Stored)?;
+        inner.history.remove(&id);
+        inner.live.remove(&id);
+        Ok(())
+    }
+
+    /// Replaces a stored run's tags and run sets; its new summary.
+    pub fn annotate(&self, id: u64, tags: &[String], sets: &[String]) -> Result<Summary, Unchanged> {
+        let mut inner = self.inner();
+        if inner.live.get(&id).is_some_and(|l| !l.status().is_final()) {
+            return Err(Unchanged::Pending);
+        }
+        let record = self.store.annotate(id, tags, sets).map_err(Unchanged::Stored)?;
+        let summary = Summary::of(&record).ok_or(Unchanged::Stored(Untouched::Foreign))?;
+        inner.history.insert(id, summary.clone());
+        Ok(summary)
     }
 
     /// Queued and running runs.
@@ -403,7 +439,10 @@ impl Pool {
             "id": live.id,
             "label": live.label,
             "status": status.name(),
+            "written_by": WRITTEN_BY,
             "submitted_unix_s": live.submitted_unix_s,
+            "tags": live.tags,
+            "sets": live.sets,
             "config": live.config,
             "seed": live.config.seed,
             "git_commit": workloads::experiment::GIT_COMMIT,
@@ -439,16 +478,14 @@ fn is_baseline(c: &ExperimentConfig) -> bool {
 }
 
 fn summary_of_live(live: &Live) -> Value {
-    let c = &live.config;
-    json!({
+    let record = json!({
         "id": live.id,
         "label": live.label,
         "status": live.status().name(),
-        "workload": c.workload.name,
-        "ipa": c.engine.ipa,
-        "storage": c.storage.to_string(),
         "submitted_unix_s": live.submitted_unix_s,
-        "has_analysis": false,
-        "has_device": false,
-    })
+        "config": live.config,
+        "tags": live.tags,
+        "sets": live.sets,
+    });
+    Summary::of(&record).map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null))
 }

@@ -7,12 +7,19 @@
 //! only names the store makes (`ID.json.tmp`, `tmp/ID.img`), and only in a directory that
 //! is new, empty or already a data directory (it has the `lock` file): a directory of the
 //! user's with a `tmp/` in it is refused, not cleaned.
+//!
+//! Every record the dashboard writes says so (`"written_by": "deltaflash serve"`); only
+//! such a record is ever deleted ([`Store::delete`]), so a file put into `runs/` by hand
+//! or by another tool stays. Tags and run sets live in the record ([`Store::annotate`]).
 
 use serde::Serialize;
 use serde_json::Value;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The `written_by` value of the records this dashboard writes.
+pub const WRITTEN_BY: &str = "deltaflash serve";
 
 /// What the run list shows of a run, kept in memory; the full record stays on disk.
 #[derive(Clone, Debug, Serialize)]
@@ -21,35 +28,61 @@ pub struct Summary {
     pub label: String,
     pub status: String,
     pub workload: String,
+    /// The workload's parameters (scale, warehouses, …) without its name.
+    pub params: Value,
     pub ipa: String,
     pub storage: String,
+    pub seed: Option<u64>,
+    pub warmup_s: Option<f64>,
+    pub sim_time_s: Option<f64>,
+    /// Wall seconds of the whole run (loading included), when it finished.
+    pub wall_seconds: Option<f64>,
     pub submitted_unix_s: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throughput_tps: Option<f64>,
     pub has_analysis: bool,
     pub has_device: bool,
+    pub tags: Vec<String>,
+    pub sets: Vec<String>,
+    /// The record was written by this dashboard, so it may delete it.
+    pub deletable: bool,
 }
 
 impl Summary {
     /// The summary of a stored record; `None` if it lacks the fields every record has.
     pub fn of(record: &Value) -> Option<Summary> {
         let text = |v: &Value| v.as_str().map(str::to_string);
+        let names = |key: &str| -> Vec<String> {
+            record.get(key).and_then(Value::as_array).map_or_else(Vec::new, |a| a.iter().filter_map(text).collect())
+        };
         let config = record.get("config")?;
+        let mut params = config.get("workload").cloned().unwrap_or_else(|| Value::Object(Default::default()));
+        if let Some(map) = params.as_object_mut() {
+            map.remove("name");
+        }
         Some(Summary {
             id: record.get("id")?.as_u64()?,
             label: text(record.get("label")?)?,
             status: text(record.get("status")?)?,
             workload: config.pointer("/workload/name").and_then(text).unwrap_or_default(),
+            params,
             ipa: config.pointer("/engine/ipa").and_then(text).unwrap_or_default(),
             storage: match config.get("storage") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
                 _ => String::new(),
             },
+            seed: config.get("seed").and_then(Value::as_u64),
+            warmup_s: config.pointer("/driver/warmup_s").and_then(Value::as_f64),
+            sim_time_s: config.pointer("/driver/sim_time_s").and_then(Value::as_f64),
+            wall_seconds: record.pointer("/result/wall_seconds").and_then(Value::as_f64),
             submitted_unix_s: record.get("submitted_unix_s")?.as_u64()?,
             throughput_tps: record.pointer("/result/throughput_tps").and_then(Value::as_f64),
             has_analysis: record.get("analysis").is_some_and(|a| !a.is_null()),
             has_device: record.get("device").is_some_and(|d| !d.is_null()),
+            tags: names("tags"),
+            sets: names("sets"),
+            deletable: written_here(record),
         })
     }
 }
@@ -151,6 +184,43 @@ impl Store {
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
     }
+
+    /// Deletes run `id`'s record, only if the dashboard wrote it.
+    pub fn delete(&self, id: u64) -> Result<(), Untouched> {
+        let record = self.load(id).map_err(Untouched::Io)?.ok_or(Untouched::NotFound)?;
+        if !written_here(&record) {
+            return Err(Untouched::Foreign);
+        }
+        let path = self.record_path(id);
+        fs::remove_file(&path).map_err(|e| Untouched::Io(format!("{}: {e}", path.display())))
+    }
+
+    /// Replaces run `id`'s tags and run sets; the updated record.
+    pub fn annotate(&self, id: u64, tags: &[String], sets: &[String]) -> Result<Value, Untouched> {
+        let mut record = self.load(id).map_err(Untouched::Io)?.ok_or(Untouched::NotFound)?;
+        if !written_here(&record) {
+            return Err(Untouched::Foreign);
+        }
+        let map = record.as_object_mut().ok_or(Untouched::Foreign)?;
+        map.insert("tags".into(), serde_json::json!(tags));
+        map.insert("sets".into(), serde_json::json!(sets));
+        self.save(id, &record).map_err(Untouched::Io)?;
+        Ok(record)
+    }
+}
+
+/// Whether the dashboard wrote `record` (its `written_by` mark).
+fn written_here(record: &Value) -> bool {
+    record.get("written_by").and_then(Value::as_str) == Some(WRITTEN_BY)
+}
+
+/// Why a stored record was not changed or deleted.
+#[derive(Debug, PartialEq)]
+pub enum Untouched {
+    NotFound,
+    /// The record was not written by this dashboard.
+    Foreign,
+    Io(String),
 }
 
 /// Refuses a `--data` directory that holds files but is not a data directory (no `lock`).
@@ -207,6 +277,34 @@ mod tests {
         let left = |name: &str| data.join(name).exists();
         assert!(!left("tmp/7.img") && !left("runs/8.json.tmp"), "its own leftovers go");
         assert!(left("tmp/keep.img") && left("runs/x.json.tmp"), "other names stay");
+    }
+
+    #[test]
+    fn only_records_the_dashboard_wrote_are_deleted_or_tagged() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _, _) = Store::open(dir.path()).unwrap();
+        let record = |id: u64| {
+            json!({"id": id, "label": "a", "status": "done", "submitted_unix_s": 5,
+            "config": {"workload": {"name": "tpcb", "scale": 2}, "seed": 7}})
+        };
+        let mut ours = record(1);
+        ours["written_by"] = json!(WRITTEN_BY);
+        store.save(1, &ours).unwrap();
+        let foreign = serde_json::to_string(&record(2)).unwrap();
+        fs::write(dir.path().join("runs/2.json"), &foreign).unwrap();
+        let tags = vec!["paper".to_string()];
+        assert_eq!(store.annotate(2, &tags, &[]), Err(Untouched::Foreign));
+        assert_eq!(store.delete(2), Err(Untouched::Foreign));
+        assert_eq!(fs::read_to_string(dir.path().join("runs/2.json")).unwrap(), foreign, "left as it was");
+        assert_eq!(store.delete(3), Err(Untouched::NotFound));
+        let tagged = store.annotate(1, &tags, &["sweep".to_string()]).unwrap();
+        let s = Summary::of(&tagged).unwrap();
+        assert_eq!((s.tags, s.sets, s.deletable), (tags, vec!["sweep".to_string()], true));
+        assert_eq!((s.seed, s.params), (Some(7), json!({"scale": 2})));
+        assert_eq!(store.load(1).unwrap().unwrap(), tagged);
+        store.delete(1).unwrap();
+        assert!(!dir.path().join("runs/1.json").exists());
+        assert!(!Summary::of(&record(2)).unwrap().deletable);
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub const DEFAULT_INTERVALS: f64 = 100.0;
 pub const MAX_LABEL_CHARS: usize = 80;
 pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
 pub const MAX_JOBS: usize = 16;
+/// Tags and run sets per run, and characters per name.
+pub const MAX_NAMES: usize = 16;
+pub const MAX_NAME_CHARS: usize = 40;
 
 /// What a client sends to start a run.
 #[derive(Debug, Deserialize)]
@@ -41,6 +44,52 @@ pub struct RunRequest {
     pub label: String,
     /// An [`ExperimentConfig`] as JSON; missing fields take their defaults.
     pub config: Value,
+    /// Free-form tags, and the run sets the run belongs to (a sweep's runs share one).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub sets: Vec<String>,
+}
+
+/// A run's tags and run sets, as `PUT /api/runs/ID/tags` replaces them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Annotation {
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub sets: Vec<String>,
+}
+
+impl Annotation {
+    /// Parses and checks a body: names trimmed, duplicates dropped, bounded.
+    pub fn check_body(body: &[u8]) -> Result<Annotation, Refusal> {
+        let a: Annotation = serde_json::from_slice(body)
+            .map_err(|e| Refusal::new(cut_quoted(&format!("the body is not {{\"tags\": […], \"sets\": […]}}: {e}"))))?;
+        Ok(Annotation { tags: check_names("tags", a.tags)?, sets: check_names("sets", a.sets)? })
+    }
+}
+
+/// Tag or run-set names: trimmed, non-empty, at most [`MAX_NAME_CHARS`] characters
+/// without control characters, at most [`MAX_NAMES`] of them, each once.
+pub fn check_names(field: &str, names: Vec<String>) -> Result<Vec<String>, Refusal> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let name = name.trim().to_string();
+        if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(Refusal::field(
+                field,
+                format!("{name:?}: 1 to {MAX_NAME_CHARS} characters, no control characters"),
+            ));
+        }
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    if out.len() > MAX_NAMES {
+        return Err(Refusal::field(field, format!("at most {MAX_NAMES}, got {}", out.len())));
+    }
+    Ok(out)
 }
 
 /// Why a request is refused.
@@ -89,6 +138,8 @@ impl From<ConfigError> for Refusal {
 pub struct Checked {
     pub label: String,
     pub config: ExperimentConfig,
+    pub tags: Vec<String>,
+    pub sets: Vec<String>,
 }
 
 /// Parses and checks a request body.
@@ -109,6 +160,7 @@ pub fn check(request: RunRequest) -> Result<Checked, Refusal> {
     if label.chars().count() > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
         return Err(Refusal::field("label", format!("at most {MAX_LABEL_CHARS} characters, no control characters")));
     }
+    let (tags, sets) = (check_names("tags", request.tags)?, check_names("sets", request.sets)?);
     let mut config: ExperimentConfig = serde_json::from_value(request.config).map_err(|e| {
         // serde_json names no field for a value tree; the message names it.
         Refusal::field("config", e)
@@ -162,7 +214,7 @@ pub fn check(request: RunRequest) -> Result<Checked, Refusal> {
         ExperimentError::Config(c) => Refusal::from(c),
         other => Refusal::new(other.to_string()),
     })?;
-    Ok(Checked { label, config: experiment.config().clone() })
+    Ok(Checked { label, config: experiment.config().clone(), tags, sets })
 }
 
 /// The region layout's SQL: bounded, and parsed with `${IPA}` standing for region
@@ -190,7 +242,7 @@ mod tests {
     use serde_json::json;
 
     fn request(config: Value) -> RunRequest {
-        RunRequest { label: "t".into(), config }
+        RunRequest { label: "t".into(), config, tags: Vec::new(), sets: Vec::new() }
     }
 
     #[test]
@@ -216,7 +268,7 @@ mod tests {
         let image = json!({"device": {"blocks_per_chip": 64, "image": "/etc/passwd"}});
         assert_eq!(field(image), "device.image");
         assert_eq!(field(json!({"bogus": 1})), "config");
-        let long = RunRequest { label: "x".repeat(81), config: json!({}) };
+        let long = RunRequest { label: "x".repeat(81), ..request(json!({})) };
         assert_eq!(check(long).unwrap_err().field.as_deref(), Some("label"));
     }
 
@@ -233,6 +285,20 @@ mod tests {
             check_schema(&"-".repeat(MAX_SCHEMA_BYTES + 1)).unwrap_err().field.as_deref(),
             Some("engine.schema")
         );
+    }
+
+    #[test]
+    fn tags_and_sets_are_trimmed_bounded_and_named_in_refusals() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(check_names("tags", names(&[" a ", "b", "a"])).unwrap(), names(&["a", "b"]));
+        for bad in [names(&[""]), names(&["x\ny"]), names(&[&"x".repeat(41)])] {
+            assert_eq!(check_names("tags", bad).unwrap_err().field.as_deref(), Some("tags"));
+        }
+        let many: Vec<String> = (0..17).map(|k| k.to_string()).collect();
+        assert!(check_names("sets", many).unwrap_err().error.contains("at most 16"));
+        let a = Annotation::check_body(br#"{"tags": ["paper"], "sets": ["sweep 1"]}"#).unwrap();
+        assert_eq!((a.tags, a.sets), (names(&["paper"]), names(&["sweep 1"])));
+        assert!(Annotation::check_body(br#"{"tags": [], "path": "/"}"#).unwrap_err().error.contains("unknown field"));
     }
 
     #[test]

@@ -74,6 +74,19 @@ fn chip_states(device: &Value) -> Vec<Value> {
         let sum: u64 = states.iter().map(|s| c[format!("{s}_pages")].as_u64().unwrap()).sum();
         assert_eq!(sum, pages, "chip {i}: {c}");
     }
+    // Per block (the heat map's hover): valid, appended and invalid add up to the chip's.
+    let blocks = device["blocks_per_chip"].as_u64().unwrap() as usize;
+    for state in ["valid", "appended", "invalid"] {
+        let per_block = device["block_pages"][state].as_array().unwrap();
+        if per_block.is_empty() {
+            continue;
+        }
+        assert_eq!(per_block.len(), chips.len() * blocks, "{state}");
+        for (i, c) in chips.iter().enumerate() {
+            let sum: u64 = per_block[i * blocks..(i + 1) * blocks].iter().map(|v| v.as_u64().unwrap()).sum();
+            assert_eq!(sum, c[format!("{state}_pages")].as_u64().unwrap(), "chip {i} {state}: {c}");
+        }
+    }
     chips
 }
 
@@ -320,5 +333,71 @@ async fn the_device_counts_appended_pages_per_chip_on_noftl_and_none_on_an_ftl()
     let chips = chip_states(&ftl["device"]);
     assert!(chips.iter().all(|c| c["appended_pages"] == 0 && c["valid_pages"] == 0), "{chips:?}");
     assert!(chips.iter().any(|c| c["programmed_pages"].as_u64() > Some(0)), "{chips:?}");
+    dashboard.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_run_sets_and_delete_touch_only_the_dashboards_own_records() {
+    let dir = tempfile::tempdir().unwrap();
+    open(dir.path(), 1, 4).shutdown();
+    // A record put into runs/ by hand: listed, but never tagged or deleted.
+    let foreign = serde_json::to_string(&json!({"id": 5, "label": "by hand", "status": "done",
+        "submitted_unix_s": 1, "config": {"workload": {"name": "tpcb"}}}))
+    .unwrap();
+    std::fs::write(dir.path().join("runs/5.json"), &foreign).unwrap();
+    let dashboard = open(dir.path(), 1, 4);
+    let app = dashboard.router();
+    let body = json!({"label": "tagged", "config": small_config(0.1), "tags": ["paper "], "sets": ["sweep A"]});
+    let (status, answer) = call(&app, "POST", "/api/runs", Some(serde_json::to_vec(&body).unwrap())).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let id = answer["id"].as_u64().unwrap();
+    assert_eq!(id, 6, "ids continue after the foreign record's");
+    let record = wait_final(&app, id).await;
+    assert_eq!((&record["tags"], &record["sets"]), (&json!(["paper"]), &json!(["sweep A"])), "{record}");
+
+    let (_, list) = call(&app, "GET", "/api/runs", None).await;
+    let runs = list["runs"].as_array().unwrap();
+    let ours = runs.iter().find(|r| r["id"] == id).unwrap();
+    assert_eq!((&ours["seed"], &ours["params"], &ours["deletable"]), (&json!(1), &json!({"scale": 1}), &json!(true)));
+    assert_eq!(ours["sim_time_s"], json!(0.1));
+    assert!(ours["wall_seconds"].as_f64().unwrap() > 0.0, "{ours}");
+    assert_eq!(runs.iter().find(|r| r["id"] == 5).unwrap()["deletable"], false);
+
+    async fn put(app: &axum::Router, id: u64, body: Value) -> (StatusCode, Value) {
+        call(app, "PUT", &format!("/api/runs/{id}/tags"), Some(body.to_string().into_bytes())).await
+    }
+    let (status, summary) = put(&app, id, json!({"tags": ["a", "b"], "sets": []})).await;
+    assert_eq!(status, StatusCode::OK, "{summary}");
+    assert_eq!((&summary["tags"], &summary["sets"]), (&json!(["a", "b"]), &json!([])));
+    let (status, e) = put(&app, id, json!({"tags": ["x\ny"]})).await;
+    assert_eq!((status, e["field"].as_str()), (StatusCode::BAD_REQUEST, Some("tags")), "{e}");
+    let (status, e) = put(&app, 5, json!({"tags": ["a"]})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{e}");
+    let (status, _) = put(&app, 77, json!({"tags": ["a"]})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A run under way is neither tagged nor deleted.
+    let (_, long) = submit(&app, "long", small_config(600.0)).await;
+    let long = long["id"].as_u64().unwrap();
+    assert_eq!(put(&app, long, json!({"tags": ["a"]})).await.0, StatusCode::CONFLICT);
+    assert_eq!(call(&app, "DELETE", &format!("/api/runs/{long}"), None).await.0, StatusCode::CONFLICT);
+    call(&app, "POST", &format!("/api/runs/{long}/cancel"), None).await;
+    wait_final(&app, long).await;
+
+    for (uri, expected) in [
+        ("/api/runs/5", StatusCode::FORBIDDEN),
+        ("/api/runs/..%2F5", StatusCode::BAD_REQUEST),
+        ("/api/runs/77", StatusCode::NOT_FOUND),
+    ] {
+        let (status, e) = call(&app, "DELETE", uri, None).await;
+        assert_eq!(status, expected, "{uri}: {e}");
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("runs/5.json")).unwrap(), foreign, "the foreign record stays");
+    let (status, e) = call(&app, "DELETE", &format!("/api/runs/{id}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{e}");
+    assert!(!dir.path().join(format!("runs/{id}.json")).exists());
+    assert_eq!(call(&app, "GET", &format!("/api/runs/{id}"), None).await.0, StatusCode::NOT_FOUND);
+    let (_, list) = call(&app, "GET", "/api/runs", None).await;
+    assert!(list["runs"].as_array().unwrap().iter().all(|r| r["id"] != id), "{list}");
     dashboard.shutdown();
 }

@@ -174,6 +174,20 @@ pub struct ChipPages {
     pub unused_pages: u64,
 }
 
+impl ChipPages {
+    /// The sum of two counts of the same chip (its `chip` is `other`'s).
+    fn plus(self, other: ChipPages) -> ChipPages {
+        ChipPages {
+            chip: other.chip,
+            free_pages: self.free_pages + other.free_pages,
+            valid_pages: self.valid_pages + other.valid_pages,
+            appended_pages: self.appended_pages + other.appended_pages,
+            invalid_pages: self.invalid_pages + other.invalid_pages,
+            unused_pages: self.unused_pages + other.unused_pages,
+        }
+    }
+}
+
 /// A page as read through the region.
 pub struct RegionRead<'d> {
     pub timing: OpTiming,
@@ -489,33 +503,44 @@ impl Region {
 
     /// Page states of each of the region's chips, in the order of [`Region::chips`].
     pub fn chip_pages(&self, dev: &Device) -> Vec<ChipPages> {
+        self.block_pages(dev)
+            .into_iter()
+            .map(|blocks| blocks.into_iter().fold(ChipPages::default(), ChipPages::plus))
+            .collect()
+    }
+
+    /// Page states of each block: per chip (in the order of [`Region::chips`]) one entry
+    /// per block, `chip` set; a chip's add up to its [`Region::chip_pages`].
+    pub fn block_pages(&self, dev: &Device) -> Vec<Vec<ChipPages>> {
         let ppb = self.geometry.pages_per_block as u64;
-        let mut out = Vec::with_capacity(self.chips.len());
-        for (slot, &chip) in self.chips.iter().enumerate() {
+        let block = |slot: usize, chip: u32, b: u32| {
             let mut c = ChipPages { chip, ..ChipPages::default() };
-            for b in 0..self.geometry.blocks_per_chip {
-                if self.blocks[self.local_block(slot, b)].state == BlockState::Retired {
-                    c.unused_pages += ppb;
-                    continue;
-                }
-                c.unused_pages += ppb - self.usable_per_block as u64;
-                let block = self.block_id(slot, b);
-                for i in 0..self.usable_per_block {
-                    let ppn = self.geometry.ppn(block, i * self.stride);
-                    if dev.storage().program_count(ppn) == 0 {
-                        c.free_pages += 1;
-                    } else if !self.is_live(ppn) {
-                        c.invalid_pages += 1;
-                    } else if self.pages[self.local_page(ppn)].slots > 0 {
-                        c.appended_pages += 1;
-                    } else {
-                        c.valid_pages += 1;
-                    }
+            if self.blocks[self.local_block(slot, b)].state == BlockState::Retired {
+                c.unused_pages = ppb;
+                return c;
+            }
+            c.unused_pages = ppb - self.usable_per_block as u64;
+            let block = self.block_id(slot, b);
+            for i in 0..self.usable_per_block {
+                let ppn = self.geometry.ppn(block, i * self.stride);
+                if dev.storage().program_count(ppn) == 0 {
+                    c.free_pages += 1;
+                } else if !self.is_live(ppn) {
+                    c.invalid_pages += 1;
+                } else if self.pages[self.local_page(ppn)].slots > 0 {
+                    c.appended_pages += 1;
+                } else {
+                    c.valid_pages += 1;
                 }
             }
-            out.push(c);
-        }
-        out
+            c
+        };
+        let blocks_per_chip = self.geometry.blocks_per_chip;
+        self.chips
+            .iter()
+            .enumerate()
+            .map(|(slot, &chip)| (0..blocks_per_chip).map(|b| block(slot, chip, b)).collect())
+            .collect()
     }
 
     // ---- addressing ------------------------------------------------------------------
