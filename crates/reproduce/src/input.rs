@@ -1,4 +1,5 @@
-//! What a run is: its input, one of several kinds (an engine experiment, …), each a
+//! What a run is: its input, one of several kinds (an engine experiment, an index
+//! benchmark, …), each a
 //! serialisable config that alone reproduces the run, and how a run of each kind is
 //! checked and executed.
 //!
@@ -17,25 +18,33 @@
 //! Nothing else changes: planning, the store, the reports and the progress lines take
 //! any kind.
 
+use index::bench::{self, IndexBenchConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use workloads::experiment::GIT_COMMIT;
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
 /// Where a run sends its progress lines (the runner prefixes and prints them).
 pub type Log<'a> = &'a (dyn Fn(String) + Sync);
 
-/// The input of one run.
+/// The input of one run. Not boxed: an invocation holds a few hundred at most, and a
+/// variant constructs from its config as is.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "config", rename_all = "snake_case")]
 pub enum RunInput {
     /// A workload on the engine (`workloads::Experiment`), as `bench` runs it.
     Engine(ExperimentConfig),
+    /// A flash-aware B+-tree benchmark (`index::bench`), as `index-bench` runs it.
+    Index(IndexBenchConfig),
 }
 
 /// How runs of one kind are checked and made.
 pub trait RunKind {
     /// Checks the config as the run would, without running; the error names the problem.
     fn check(&self) -> Result<(), String>;
+    /// The run's conditions in one line, for the report beside its label.
+    fn conditions(&self) -> String;
     /// Makes the run. `tag` prefixes every line sent to `log` (start, progress, end).
     /// The result's JSON has the run's wall-clock seconds as `wall_seconds`.
     fn execute(&self, tag: &str, log: Log) -> Result<Value, String>;
@@ -46,6 +55,7 @@ impl RunInput {
     pub fn kind(&self) -> &dyn RunKind {
         match self {
             RunInput::Engine(config) => config,
+            RunInput::Index(config) => config,
         }
     }
 
@@ -55,7 +65,6 @@ impl RunInput {
     pub fn key_text(&self) -> String {
         let text = match self {
             RunInput::Engine(config) => serde_json::to_string(config),
-            #[allow(unreachable_patterns)]
             tagged => serde_json::to_string(tagged),
         };
         text.unwrap_or_default()
@@ -71,6 +80,10 @@ impl RunInput {
         self.kind().check()
     }
 
+    pub fn conditions(&self) -> String {
+        self.kind().conditions()
+    }
+
     pub fn execute(&self, tag: &str, log: Log) -> Result<Value, String> {
         self.kind().execute(tag, log)
     }
@@ -79,6 +92,25 @@ impl RunInput {
 impl RunKind for ExperimentConfig {
     fn check(&self) -> Result<(), String> {
         Experiment::new(self.clone()).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn conditions(&self) -> String {
+        let params: Vec<String> = self.workload.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let storage = serde_json::to_string(&self.storage).unwrap_or_default();
+        let blocks = self.device.blocks_per_chip.map_or(String::new(), |b| format!(", {b} blocks per chip"));
+        format!(
+            "{} ({}) on {}{blocks}; storage {}; IPA [{}] {}; buffer {}%; {} s warm-up, {} s measured; seed {}",
+            self.workload.name,
+            params.join(", "),
+            self.device.preset,
+            storage.trim_matches('"'),
+            self.engine.ipa,
+            self.engine.ipa_mode,
+            self.engine.buffer_share * 100.0,
+            self.driver.warmup_s,
+            self.driver.sim_time_s,
+            self.seed
+        )
     }
 
     /// Logs the start, each quarter of the simulated time, and the end.
@@ -106,6 +138,50 @@ impl RunKind for ExperimentConfig {
     }
 }
 
+impl RunKind for IndexBenchConfig {
+    fn check(&self) -> Result<(), String> {
+        IndexBenchConfig::check(self)
+    }
+
+    fn conditions(&self) -> String {
+        let logs = match self.log_block_count {
+            Some(n) => format!("{n} log blocks"),
+            None => format!("log blocks {}%", self.log_blocks_percent),
+        };
+        format!(
+            "{:?} on {:?} ({logs}), {} B nodes, {} {:?} inserts, {} queries, {} scans, {} frames, {}; seed {}",
+            self.index,
+            self.storage,
+            self.node_bytes,
+            self.inserts,
+            self.order,
+            self.queries,
+            self.scans,
+            self.buffer_frames,
+            self.device,
+            self.seed
+        )
+        .to_lowercase()
+    }
+
+    /// Logs the start, each quarter of each phase, and the end.
+    fn execute(&self, tag: &str, log: Log) -> Result<Value, String> {
+        log(format!("{tag}: running ({} inserts, {} frames)", self.inserts, self.buffer_frames));
+        let mut quarter = 0;
+        let r = bench::run(self, &mut |p| {
+            let reached = (p.done * 4 / p.total.max(1)) as u32;
+            if p.done == 0 {
+                quarter = 0;
+            } else if reached > quarter && reached < 4 {
+                quarter = reached;
+                log(format!("{tag}: {} {}% of {}", p.phase, quarter * 25, p.total));
+            }
+        })?;
+        log(format!("{tag}: done in {:.1} wall s, {:.0} simulated I/O s inserting", r.wall_seconds, r.insert.sim_io_s));
+        Ok(r.to_json(GIT_COMMIT))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +195,12 @@ mod tests {
         let tagged = serde_json::to_value(&input).unwrap();
         assert_eq!(tagged["kind"], "engine");
         assert_eq!(serde_json::from_value::<RunInput>(tagged).unwrap(), input);
+    }
+
+    #[test]
+    fn another_kind_is_keyed_on_its_tagged_json() {
+        let input = RunInput::Index(IndexBenchConfig::new(index::IndexKind::Ipl));
+        assert!(input.key_text().starts_with(r#"{"kind":"index","config":{"index":"ipl","#), "{}", input.key_text());
+        assert_eq!(input.key_json(), serde_json::to_value(&input).unwrap());
     }
 }

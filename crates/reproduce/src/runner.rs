@@ -140,7 +140,7 @@ fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync))
     result
 }
 
-/// Compares one experiment and writes `ID.md` and `ID.json`.
+/// Compares one experiment and writes `ID.md`, `ID.json`, and `ID.svg` if it has a figure.
 fn experiment(
     store: &Store,
     e: &Experiment,
@@ -157,6 +157,7 @@ fn experiment(
             let r = outcome(key);
             RunRecord {
                 label: spec.label.clone(),
+                conditions: spec.input.conditions(),
                 key: key.clone(),
                 wall_seconds: r
                     .and_then(|r| r.as_ref().ok())
@@ -173,8 +174,12 @@ fn experiment(
     };
     let cells = compare::join(e.id, reference, &ours, missing);
     let stem = e.file_stem();
-    store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &records, &cells))?;
-    let json = report::experiment_json(e, scale, &records, &cells);
+    let notes = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.notes)(scale));
+    if let Some(plot) = e.implementation.as_ref().and_then(|i| i.plot) {
+        store.write(&format!("{stem}.svg"), &plot(&values, &cells).to_svg())?;
+    }
+    store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &notes, &records, &cells))?;
+    let json = report::experiment_json(e, scale, &notes, &records, &cells);
     store.write(&format!("{stem}.json"), &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"))?;
     Ok(cells)
 }

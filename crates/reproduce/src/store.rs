@@ -4,7 +4,7 @@
 //! directory), `DIR/runs/KEY.json` (one finished run: its input's key JSON as
 //! `input_config` and its `result`, KEY a hash of that JSON; see
 //! [`RunInput::key_text`]), and the reports (`DIR/ID.md`, `DIR/ID.json`,
-//! `DIR/summary.json`).
+//! `DIR/summary.json`, and `DIR/ID.svg` for an experiment with a figure).
 //! A run whose file exists, with the same input in it, is reused, so an interrupted
 //! `reproduce` resumes where it stopped. Every file is written to a temporary name and
 //! renamed, so an interruption never leaves a half-written run behind.
