@@ -19,6 +19,7 @@
 //! any kind.
 
 use index::bench::{self, IndexBenchConfig};
+use index::Storage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::experiment::GIT_COMMIT;
@@ -144,24 +145,25 @@ impl RunKind for IndexBenchConfig {
     }
 
     fn conditions(&self) -> String {
-        let logs = match self.log_block_count {
-            Some(n) => format!("{n} log blocks"),
-            None => format!("log blocks {}%", self.log_blocks_percent),
+        let lower = |v: &dyn std::fmt::Debug| format!("{v:?}").to_lowercase();
+        let logs = match (self.storage, self.log_block_count) {
+            (Storage::Native, _) => String::new(),
+            (_, Some(n)) => format!(" ({n} log blocks)"),
+            (_, None) => format!(" (log blocks {}% of the data blocks)", self.log_blocks_percent),
         };
         format!(
-            "{:?} on {:?} ({logs}), {} B nodes, {} {:?} inserts, {} queries, {} scans, {} frames, {}; seed {}",
-            self.index,
-            self.storage,
+            "{} on {}{logs}, {} B nodes, {} {} inserts, {} queries, {} scans, {} frames, {}; seed {}",
+            lower(&self.index),
+            lower(&self.storage),
             self.node_bytes,
             self.inserts,
-            self.order,
+            lower(&self.order),
             self.queries,
             self.scans,
             self.buffer_frames,
             self.device,
             self.seed
         )
-        .to_lowercase()
     }
 
     /// Logs the start, each quarter of each phase, and the end.
