@@ -8,7 +8,7 @@
 use crate::compare::Cell;
 use crate::input::RunInput;
 use crate::svg::Plot;
-use crate::{ipa, ipa_ipl, ipl, linkbench};
+use crate::{buffer_plot, ipa, ipa_ipl, ipl, linkbench};
 use serde_json::Value;
 use workloads::ExperimentConfig;
 
@@ -162,12 +162,14 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table9",
         description: "IPA Table 9: TPC-C, eager eviction, [0x0] vs [2x3], buffers 10-90%",
-        implementation: Some(Implementation::new(ipa::table9_runs, ipa::table9_cells)),
+        implementation: Some(Implementation::new(ipa::table9_runs, ipa::table9_cells).plot(buffer_plot::effects_by_buffer)),
     },
     Experiment {
         id: "ipa:table10",
         description: "IPA Table 10: TPC-C, non-eager eviction and late checkpoints, [0x0] vs [2xM], buffers 10-90%",
-        implementation: Some(Implementation::new(ipa::table10_runs, ipa::table10_cells)),
+        implementation: Some(
+            Implementation::new(ipa::table10_runs, ipa::table10_cells).plot(buffer_plot::effects_by_buffer),
+        ),
     },
     Experiment {
         id: "ipa:fig6",

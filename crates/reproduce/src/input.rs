@@ -22,6 +22,7 @@ use index::bench::{self, IndexBenchConfig};
 use index::Storage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use workloads::config::StorageConfig;
 use workloads::experiment::GIT_COMMIT;
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
@@ -97,7 +98,12 @@ impl RunKind for ExperimentConfig {
 
     fn conditions(&self) -> String {
         let params: Vec<String> = self.workload.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let storage = serde_json::to_string(&self.storage).unwrap_or_default();
+        let storage = match &self.storage {
+            StorageConfig::Ipl(c) => {
+                format!("ipl ({} B log region per unit, {} B sectors)", c.log_region_bytes, c.sector_bytes)
+            }
+            other => serde_json::to_string(other).unwrap_or_default(),
+        };
         let blocks = self.device.blocks_per_chip.map_or(String::new(), |b| format!(", {b} blocks per chip"));
         format!(
             "{} ({}) on {}{blocks}; storage {}; IPA [{}] {}; buffer {}%; {} s warm-up, {} s measured; seed {}",

@@ -9,7 +9,7 @@
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.
-//! [`svg`]: a figure as SVG. [`runner`]: one invocation, from ids to reports.
+//! [`svg`]: a figure as SVG ([`buffer_plot`]: the figure of a table by buffer size). [`runner`]: one invocation, from ids to reports.
 //!
 //! Engine runs go through the experiment API of `workloads` (the same as `bench` and
 //! `compare`), index runs through `index::bench` (the same as `index-bench`); nothing
@@ -17,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod buffer_plot;
 pub mod catalogue;
 pub mod compare;
 pub mod input;
