@@ -1,7 +1,6 @@
 //! What a run is: its input, one of several kinds (an engine experiment, an index
-//! benchmark, …), each a
-//! serialisable config that alone reproduces the run, and how a run of each kind is
-//! checked and executed.
+//! benchmark, …), each a serialisable config that alone reproduces the run, and how a
+//! run of each kind is checked, described and executed.
 //!
 //! The store keys a run on its input's JSON ([`RunInput::key_text`]): an engine run on
 //! its `ExperimentConfig` alone (so output directories written before there were other
@@ -12,8 +11,8 @@
 //! 1. a variant of [`RunInput`] holding the kind's config (serde-serialisable);
 //! 2. one arm in [`RunInput::kind`] returning that config as a [`RunKind`];
 //! 3. `impl RunKind` for the config (in this module or the experiment module that
-//!    uses it): `check` without running, `execute` to a result JSON with a top-level
-//!    `wall_seconds`.
+//!    uses it): `check` without running, `conditions` in one line for the report,
+//!    `execute` to a result JSON with a top-level `wall_seconds`.
 //!
 //! Nothing else changes: planning, the store, the reports and the progress lines take
 //! any kind.
