@@ -232,7 +232,7 @@ pub fn fig6_notes(scale: Scale) -> Vec<String> {
             if scale == Scale::Full {
                 "The counts, at the paper's size."
             } else {
-                "Below the paper's size the tree fills fewer data blocks, so the FTLs get the shares the text gives (11% and 22% of the data blocks): 16 or 32 log blocks would exceed a small tree's data blocks and leave the FTLs almost no merges."
+                "Below the paper's size the tree fills fewer data blocks, so the FTLs get the shares the text gives (11% and 22% of the data blocks): 16 or 32 log blocks would exceed a small tree's data blocks and leave the FTLs almost no merges. The shares then round to a few log blocks (the runs' files give the count); where both come to the same count, the two lines of an FTL coincide."
             }
         ),
         format!(
