@@ -7,13 +7,10 @@
 use crate::output::OverwriteArg;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
-use index::{build, BTree, IndexKind, IndexSpec, NodeStore, Storage};
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use serde_json::json;
+use index::bench::{self, BenchProgress, IndexBenchConfig, Phase};
+use index::{IndexKind, Storage};
+use indicatif::ProgressBar;
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum IndexArg {
@@ -32,7 +29,7 @@ pub enum StorageArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Order {
+pub enum OrderArg {
     Random,
     Sequential,
 }
@@ -63,8 +60,8 @@ pub struct IndexBenchArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 24))]
     buffer_frames: usize,
     /// Key order of the inserts.
-    #[arg(long, value_enum, default_value_t = Order::Random)]
-    order: Order,
+    #[arg(long, value_enum, default_value_t = OrderArg::Random)]
+    order: OrderArg,
     /// Point queries after the inserts (random inserted keys).
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(0..=1 << 30))]
     queries: u32,
@@ -108,208 +105,120 @@ fn percent(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Counters at one moment, to subtract.
-#[derive(Clone, Copy)]
-struct Snapshot {
-    reads: u64,
-    writes: u64,
-    erases: u64,
-    node_reads: u64,
-    extra_reads: u64,
-    merges: u64,
-    compactions: u64,
-    sim_ns: u64,
-    wall: Instant,
-}
-
-impl Snapshot {
-    fn of(tree: &BTree<Box<dyn NodeStore>>) -> Snapshot {
-        let s = tree.store();
-        let d = s.device().counters();
-        let c = s.counters();
-        // A copyback (FTL merges) is a page read and a page program on the chip.
-        Snapshot {
-            reads: d.page_reads + d.copybacks,
-            writes: d.page_programs + d.reprograms + d.copybacks,
-            erases: d.erases,
-            node_reads: c.node_reads,
-            extra_reads: c.extra_reads,
-            merges: c.merges,
-            compactions: c.compactions,
-            sim_ns: s.now(),
-            wall: Instant::now(),
+impl IndexBenchArgs {
+    /// The library's config of these arguments.
+    fn config(&self) -> IndexBenchConfig {
+        let index = match self.index {
+            IndexArg::Ipl => IndexKind::Ipl,
+            IndexArg::Btree => IndexKind::Btree,
+            IndexArg::Bftl => IndexKind::Bftl,
+            IndexArg::Mutree => IndexKind::MuTree,
+        };
+        let storage = match self.storage {
+            Some(StorageArg::Page) => Storage::Page,
+            Some(StorageArg::Bast) => Storage::Bast,
+            Some(StorageArg::Fast) => Storage::Fast,
+            Some(StorageArg::Native) => Storage::Native,
+            None => bench::default_storage(index),
+        };
+        IndexBenchConfig {
+            index,
+            storage,
+            log_blocks_percent: self.log_blocks,
+            log_block_count: self.log_block_count,
+            node_bytes: self.node_bytes,
+            inserts: self.inserts,
+            buffer_frames: self.buffer_frames,
+            order: match self.order {
+                OrderArg::Random => bench::Order::Random,
+                OrderArg::Sequential => bench::Order::Sequential,
+            },
+            queries: self.queries,
+            scans: self.scans,
+            scan_keys: self.scan_keys,
+            compaction_threshold: self.compaction_threshold,
+            log_region_bytes: self.log_region_bytes,
+            sector_bytes: self.sector_bytes,
+            blocks: self.blocks,
+            device: self.device.clone(),
+            seed: self.seed,
         }
-    }
-
-    /// The phase from `self` to `end` as a JSON object.
-    fn phase(&self, end: &Snapshot, operations: u64) -> serde_json::Value {
-        let reads = end.reads - self.reads;
-        let node_reads = end.node_reads - self.node_reads;
-        let extra_reads = end.extra_reads - self.extra_reads;
-        json!({
-            "operations": operations,
-            "flash_reads": reads,
-            "node_reads": node_reads,
-            "additional_reads": extra_reads,
-            "internal_reads": reads - node_reads - extra_reads,
-            "flash_writes": end.writes - self.writes,
-            "erases": end.erases - self.erases,
-            "merges": end.merges - self.merges,
-            "compactions": end.compactions - self.compactions,
-            "sim_io_s": (end.sim_ns - self.sim_ns) as f64 / 1e9,
-            "wall_s": end.wall.duration_since(self.wall).as_secs_f64(),
-        })
     }
 }
 
 pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     let json = args.overwrite.check("--json", args.json.as_deref())?;
-    let kind = match args.index {
-        IndexArg::Ipl => IndexKind::Ipl,
-        IndexArg::Btree => IndexKind::Btree,
-        IndexArg::Bftl => IndexKind::Bftl,
-        IndexArg::Mutree => IndexKind::MuTree,
-    };
-    let storage = match args.storage {
-        Some(StorageArg::Page) => Storage::Page,
-        Some(StorageArg::Bast) => Storage::Bast,
-        Some(StorageArg::Fast) => Storage::Fast,
-        Some(StorageArg::Native) => Storage::Native,
-        None if matches!(kind, IndexKind::Btree | IndexKind::Bftl) => Storage::Fast,
-        None => Storage::Native,
-    };
-    let base = nand::Geometry::preset(&args.device)?;
-    let spec = IndexSpec {
-        index: kind,
-        storage,
-        log_share: args.log_blocks / 100.0,
-        log_block_count: args.log_block_count,
-        node_bytes: args.node_bytes,
-        buffer_frames: args.buffer_frames,
-        entries: args.inserts as u64,
-        compaction_threshold: args.compaction_threshold.unwrap_or(0),
-        ipl_log_region_bytes: args.log_region_bytes,
-        ipl_sector_bytes: args.sector_bytes,
-        blocks: args.blocks,
-    };
-    let err = |e: index::Error| e.to_string();
-    let mut tree = build(&spec, &base).map_err(err)?;
-    eprintln!(
-        "{} on {} blocks, {} frames",
-        tree.store().describe(),
-        tree.store().device().geometry().total_blocks(),
-        args.buffer_frames
-    );
-
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let mut keys: Vec<u32> = (1..=args.inserts).collect();
-    if args.order == Order::Random {
-        keys.shuffle(&mut rng);
+    let config = args.config();
+    let mut bar: Option<(&str, ProgressBar)> = None;
+    let r = bench::run(&config, &mut |p: BenchProgress| {
+        if bar.as_ref().is_none_or(|(phase, _)| *phase != p.phase) {
+            if let Some((_, old)) = bar.take() {
+                old.finish_and_clear();
+            }
+            bar = Some((p.phase, crate::progress(p.total, p.phase)));
+        }
+        if let Some((_, b)) = &bar {
+            b.set_position(p.done);
+        }
+    });
+    if let Some((_, b)) = bar {
+        b.finish_and_clear();
     }
-    // What building the index cost (formatting: an FTL's or the IPL store's erases of
-    // every block) is reported apart; the phases count from here, as the paper does.
-    let start = Snapshot::of(&tree);
-    let mut done = 0usize;
-    crate::with_progress(keys.len() as u64, "insert", || {
-        let key = keys[done];
-        done += 1;
-        tree.insert(key, key.wrapping_mul(2_654_435_761)).map(drop).map_err(err)
-    })?;
-    tree.flush().map_err(err)?;
-    let inserted = Snapshot::of(&tree);
-    let usage = tree.store().usage();
-    let height = tree.height();
-
-    let mut missing = 0u64;
-    crate::with_progress(args.queries as u64, "query", || {
-        let key = rng.gen_range(1..=args.inserts);
-        missing += u64::from(tree.search(key).map_err(err)?.is_none());
-        Ok(())
-    })?;
-    if missing > 0 {
-        return Err(format!("{missing} point queries did not find a key that was inserted"));
-    }
-    let queried = Snapshot::of(&tree);
-
-    let mut scanned = 0u64;
-    crate::with_progress(args.scans as u64, "scan", || {
-        let lo = rng.gen_range(1..=args.inserts);
-        let hi = lo.saturating_add(args.scan_keys - 1);
-        tree.range(lo, hi, |_, _| scanned += 1).map_err(err)
-    })?;
-    let scanned_at = Snapshot::of(&tree);
-
-    let phases = [
-        ("insert", start.phase(&inserted, args.inserts as u64)),
-        ("query", inserted.phase(&queried, args.queries as u64)),
-        ("scan", queried.phase(&scanned_at, args.scans as u64)),
-    ];
-    let mut rows = vec![Row::new(
-        [
-            "phase",
-            "ops",
-            "reads",
-            "node reads",
-            "add. reads",
-            "internal reads",
-            "writes",
-            "erases",
-            "merges",
-            "sim I/O s",
-            "wall s",
-        ]
-        .map(String::from)
-        .to_vec(),
-    )];
-    for (name, p) in &phases {
-        let n = |k: &str| p[k].as_u64().unwrap_or(0).to_string();
-        let f = |k: &str| format!("{:.2}", p[k].as_f64().unwrap_or(0.0));
-        rows.push(Row::new(vec![
-            name.to_string(),
-            n("operations"),
-            n("flash_reads"),
-            n("node_reads"),
-            n("additional_reads"),
-            n("internal_reads"),
-            n("flash_writes"),
-            n("erases"),
-            n("merges"),
-            f("sim_io_s"),
-            f("wall_s"),
-        ]));
-    }
-    print_table(&rows);
+    let r = r?;
+    eprintln!("{} on {} blocks, {} frames", r.describe, r.geometry.total_blocks(), config.buffer_frames);
+    print_phases(&[("insert", &r.insert), ("query", &r.query), ("scan", &r.scan)]);
     println!(
-        "  height {height}; blocks used {} data + {} log of {} total; {} entries scanned; \
+        "  height {}; blocks used {} data + {} log of {} total; {} entries scanned; \
          format (not in the phases): {} erases, {} writes",
-        usage.used_blocks, usage.log_blocks, usage.total_blocks, scanned, start.erases, start.writes
+        r.height,
+        r.usage.used_blocks,
+        r.usage.log_blocks,
+        r.usage.total_blocks,
+        r.scanned,
+        r.format.erases,
+        r.format.flash_writes
     );
-    if kind == IndexKind::MuTree && args.scans > 0 {
+    if config.index == IndexKind::MuTree && config.scans > 0 {
         println!("  μ-Tree range scan is our extension (one descent per leaf; the paper's μ-Tree has none)");
     }
     if let Some(file) = &json {
-        let value = json!({
-            "command": "index-bench",
-            "index": format!("{:?}", args.index).to_lowercase(),
-            "storage": format!("{storage:?}").to_lowercase(),
-            "describe": tree.store().describe(),
-            "log_blocks_percent": args.log_blocks,
-            "node_bytes": args.node_bytes,
-            "inserts": args.inserts,
-            "buffer_frames": args.buffer_frames,
-            "order": format!("{:?}", args.order).to_lowercase(),
-            "seed": args.seed,
-            "device": args.device,
-            "geometry": tree.store().device().geometry(),
-            "height": height,
-            "used_blocks": usage.used_blocks,
-            "log_blocks": usage.log_blocks,
-            "total_blocks": usage.total_blocks,
-            "format": json!({ "erases": start.erases, "flash_writes": start.writes, "flash_reads": start.reads }),
-            "phases": phases.iter().map(|(n, p)| (n.to_string(), p.clone())).collect::<serde_json::Map<_, _>>(),
-        });
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+        let text =
+            serde_json::to_string_pretty(&r.to_json(workloads::experiment::GIT_COMMIT)).map_err(|e| e.to_string())?;
         file.write((text + "\n").as_bytes())?;
     }
     Ok(())
+}
+
+fn print_phases(phases: &[(&str, &Phase)]) {
+    let header = [
+        "phase",
+        "ops",
+        "reads",
+        "node reads",
+        "add. reads",
+        "internal reads",
+        "writes",
+        "erases",
+        "merges",
+        "sim I/O s",
+        "wall s",
+    ];
+    let mut rows = vec![Row::new(header.map(String::from).to_vec())];
+    for (name, p) in phases {
+        let counts = [
+            p.operations,
+            p.flash_reads,
+            p.node_reads,
+            p.additional_reads,
+            p.internal_reads,
+            p.flash_writes,
+            p.erases,
+            p.merges,
+        ];
+        let mut row = vec![name.to_string()];
+        row.extend(counts.iter().map(u64::to_string));
+        row.extend([p.sim_io_s, p.wall_s].iter().map(|v| format!("{v:.2}")));
+        rows.push(Row::new(row));
+    }
+    print_table(&rows);
 }

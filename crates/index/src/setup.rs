@@ -20,7 +20,8 @@ use flash::ftl::{FtlConfig, FtlKind};
 use nand::{Device, Geometry, MemoryStorage};
 
 /// Which index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IndexKind {
     /// The IPL B+-tree (nodes in the IPL store).
     Ipl,
@@ -31,7 +32,8 @@ pub enum IndexKind {
 }
 
 /// What the index stands on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Storage {
     Page,
     Bast,

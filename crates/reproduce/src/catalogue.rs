@@ -5,7 +5,10 @@
 //! The cells an experiment computes are named exactly as its rows in the reference file
 //! (a test checks both ways); the values the paper gives are not here.
 
-use crate::ipa;
+use crate::compare::Cell;
+use crate::input::RunInput;
+use crate::svg::Plot;
+use crate::{buffer_plot, ipa, ipa_ipl, ipl, linkbench};
 use serde_json::Value;
 use workloads::ExperimentConfig;
 
@@ -30,12 +33,19 @@ impl Scale {
     }
 }
 
-/// One run an experiment needs: a label for the report, and the config alone that
-/// reproduces it.
+/// One run an experiment needs: a label for the report, and the input alone that
+/// reproduces it (a run of any kind, see [`RunInput`]).
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     pub label: String,
-    pub config: ExperimentConfig,
+    pub input: RunInput,
+}
+
+impl RunSpec {
+    /// An engine run.
+    pub fn engine(label: String, config: ExperimentConfig) -> RunSpec {
+        RunSpec { label, input: RunInput::Engine(config) }
+    }
 }
 
 /// One cell as our runs give it; `value` is `None` where a run failed or the cell
@@ -57,6 +67,31 @@ pub struct Implementation {
     pub runs: fn(Scale) -> Vec<RunSpec>,
     /// The cells from the runs' results (one per [`RunSpec`], in order).
     pub cells: fn(&Results) -> Vec<Ours>,
+    /// The conditions and assumptions its report states where the paper's text is
+    /// silent (each run's own conditions are listed beside it anyway).
+    pub notes: fn(Scale) -> Vec<String>,
+    /// The figure (`ID.svg`) of a figure or of a table with a numeric axis: ours from
+    /// the results, the paper's from the compared cells.
+    pub plot: Option<fn(&Results, &[Cell]) -> Plot>,
+}
+
+impl Implementation {
+    /// Runs and cells, no notes, no figure.
+    pub const fn new(runs: fn(Scale) -> Vec<RunSpec>, cells: fn(&Results) -> Vec<Ours>) -> Implementation {
+        Implementation { runs, cells, notes: no_notes, plot: None }
+    }
+
+    pub const fn notes(self, notes: fn(Scale) -> Vec<String>) -> Implementation {
+        Implementation { notes, ..self }
+    }
+
+    pub const fn plot(self, plot: fn(&Results, &[Cell]) -> Plot) -> Implementation {
+        Implementation { plot: Some(plot), ..self }
+    }
+}
+
+fn no_notes(_: Scale) -> Vec<String> {
+    Vec::new()
 }
 
 /// One table or figure of a paper.
@@ -87,63 +122,91 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table1",
         description: "IPA Table 1: update sizes (changed bytes per page write) in TPC-B, TPC-C, LinkBench at a 75% buffer",
-        implementation: Some(Implementation { runs: ipa::table1_runs, cells: ipa::table1_cells }),
+        implementation: Some(Implementation::new(ipa::table1_runs, ipa::table1_cells)),
     },
-    listed("ipa:table2", "IPA Table 2: IPA [2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)"),
+    Experiment {
+        id: "ipa:table2",
+        description: "IPA Table 2: IPA [2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)",
+        implementation: Some(Implementation::new(ipa_ipl::table2_runs, ipa_ipl::table2_cells).notes(ipa_ipl::table2_notes)),
+    },
     Experiment {
         id: "ipa:table3",
         description: "IPA Table 3: [NxM] sensitivity: share of update I/Os as appends, space overhead, erase reduction (TPC-C, LinkBench)",
-        implementation: Some(Implementation { runs: ipa::table3_runs, cells: ipa::table3_cells }),
+        implementation: Some(Implementation::new(ipa::table3_runs, ipa::table3_cells)),
     },
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation { runs: ipa::table4_runs, cells: ipa::table4_cells }),
+        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells)),
     },
     Experiment {
         id: "ipa:table5",
         description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
-        implementation: Some(Implementation { runs: ipa::table5_runs, cells: ipa::table5_cells }),
+        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells)),
     },
     Experiment {
         id: "ipa:table6",
         description: "IPA Table 6: TPC-B on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x4] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation { runs: ipa::table6_runs, cells: ipa::table6_cells }),
+        implementation: Some(Implementation::new(ipa::table6_runs, ipa::table6_cells)),
     },
     Experiment {
         id: "ipa:table7",
         description: "IPA Table 7: TPC-B on the flash emulator (SLC), [0x0] vs [2x4] and [3x4], buffers 10% and 20%",
-        implementation: Some(Implementation { runs: ipa::table7_runs, cells: ipa::table7_cells }),
+        implementation: Some(Implementation::new(ipa::table7_runs, ipa::table7_cells)),
     },
     Experiment {
         id: "ipa:table8",
         description: "IPA Table 8: TPC-C on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x3] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation { runs: ipa::table8_runs, cells: ipa::table8_cells }),
+        implementation: Some(Implementation::new(ipa::table8_runs, ipa::table8_cells)),
     },
     Experiment {
         id: "ipa:table9",
         description: "IPA Table 9: TPC-C, eager eviction, [0x0] vs [2x3], buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::table9_runs, cells: ipa::table9_cells }),
+        implementation: Some(Implementation::new(ipa::table9_runs, ipa::table9_cells).plot(buffer_plot::effects_by_buffer)),
     },
     Experiment {
         id: "ipa:table10",
         description: "IPA Table 10: TPC-C, non-eager eviction and late checkpoints, [0x0] vs [2xM], buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::table10_runs, cells: ipa::table10_cells }),
+        implementation: Some(
+            Implementation::new(ipa::table10_runs, ipa::table10_cells).plot(buffer_plot::effects_by_buffer),
+        ),
     },
-    listed("ipa:fig6", "IPA Fig. 6: share of update I/Os performed as in-place appends in LinkBench"),
+    Experiment {
+        id: "ipa:fig6",
+        description: "IPA Fig. 6: share of update I/Os performed as in-place appends in LinkBench",
+        implementation: Some(
+            Implementation::new(linkbench::fig6_runs, linkbench::fig6_cells)
+                .notes(linkbench::fig6_notes)
+                .plot(linkbench::fig6_plot),
+        ),
+    },
     Experiment {
         id: "ipa:appendix-a",
         description: "IPA appendix A, Table 11: TPC-C update sizes under non-eager eviction, buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::appendix_a_runs, cells: ipa::appendix_a_cells }),
+        implementation: Some(Implementation::new(ipa::appendix_a_runs, ipa::appendix_a_cells)),
     },
     Experiment {
         id: "demo:table1",
         description: "IPA demo Table I: TATP on OpenSSD, [0x0] vs [2x3] on subscriber and special_facility only (regions)",
-        implementation: Some(Implementation { runs: ipa::demo_table1_runs, cells: ipa::demo_table1_cells }),
+        implementation: Some(Implementation::new(ipa::demo_table1_runs, ipa::demo_table1_cells)),
     },
-    listed("ipl:table3", "IPL Table 3: 1,000,000 random inserts: elapsed time and flash reads, writes, erases per B+-tree"),
-    listed("ipl:table4", "IPL Table 4: read overhead of the IPL B+-tree against the B+-tree on an FTL"),
-    listed("ipl:fig6", "IPL Fig. 6: flash operations of the B+-trees on BAST, FAST and IPL by buffer size"),
+    Experiment {
+        id: "ipl:table3",
+        description: "IPL Table 3: 1,000,000 random inserts: elapsed time and flash reads, writes, erases per B+-tree",
+        implementation: Some(Implementation::new(ipl::table3_runs, ipl::table3_cells).notes(ipl::table3_notes)),
+    },
+    Experiment {
+        id: "ipl:table4",
+        description: "IPL Table 4: read overhead of the IPL B+-tree against the B+-tree on an FTL",
+        implementation: Some(Implementation::new(ipl::table4_runs, ipl::table4_cells).notes(ipl::table4_notes)),
+    },
+    Experiment {
+        id: "ipl:fig6",
+        description: "IPL Fig. 6: flash operations of the B+-trees on BAST, FAST and IPL by buffer size",
+        implementation: Some(
+            Implementation::new(ipl::fig6_runs, ipl::fig6_cells).notes(ipl::fig6_notes).plot(ipl::fig6_plot),
+        ),
+    },
     listed("nolgn:fig6", "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)"),
     listed("nolgn:fig7", "NoLgn Fig. 7: SQLite throughput on Base-WAL, SW-WAL and NoLgn-FTL"),
     listed("nolgn:fig8", "NoLgn Fig. 8: SQLite latency on Base-WAL, SW-WAL and NoLgn-FTL"),

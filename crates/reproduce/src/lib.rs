@@ -1,26 +1,37 @@
 //! reproduce — the papers' tables and figures as experiments, compared cell by cell.
 //!
 //! [`catalogue`]: every experiment by id (`ipa:table7`) and, once implemented, its runs
-//! and how its cells follow from their results ([`ipa`]: the IPA papers' tables).
+//! and how its cells follow from their results, its notes and its figure ([`ipa`]: the
+//! IPA papers' tables; [`ipa_ipl`]: IPA against In-Page Logging; [`linkbench`]: the IPA
+//! paper's Fig. 6; [`ipl`]: the IPL B+-tree paper's tables and figure).
+//! [`input`]: what a run is (an engine experiment, …) and how each kind is executed.
 //! [`reference`]: the papers' values, read from the reference file by the comparison only.
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.
-//! [`runner`]: one invocation, from ids to reports.
+//! [`svg`]: a figure as SVG ([`buffer_plot`]: the figure of a table by buffer size). [`runner`]: one invocation, from ids to reports.
 //!
-//! The runs go through the experiment API of `workloads` (the same as `bench` and
-//! `compare`); nothing here changes the model.
+//! Engine runs go through the experiment API of `workloads` (the same as `bench` and
+//! `compare`), index runs through `index::bench` (the same as `index-bench`); nothing
+//! here changes the model.
 
 #![forbid(unsafe_code)]
 
+pub mod buffer_plot;
 pub mod catalogue;
 pub mod compare;
+pub mod input;
 pub mod ipa;
+pub mod ipa_ipl;
+pub mod ipl;
+pub mod linkbench;
 pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod store;
+pub mod svg;
 pub mod verdict;
 
-pub use catalogue::{Experiment, Scale, CATALOGUE};
+pub use catalogue::{Experiment, RunSpec, Scale, CATALOGUE};
+pub use input::RunInput;
 pub use runner::{reproduce, Options, Outcome};

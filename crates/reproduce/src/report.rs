@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 #[derive(Clone, Debug, Serialize)]
 pub struct RunRecord {
     pub label: String,
+    /// What the run is, in one line (its input's conditions).
+    pub conditions: String,
     /// The run's file: `runs/KEY.json`.
     pub key: String,
     /// Wall seconds of the run when it was made; `None` if it failed.
@@ -35,8 +37,15 @@ fn show_difference(c: &Cell) -> String {
     c.difference.map_or("–".into(), |d| format!("{d:+.1} {}", c.difference_unit))
 }
 
-/// The experiment's Markdown: what it is, its runs, and a row per cell.
-pub fn experiment_markdown(e: &Experiment, scale: Scale, runs: &[RunRecord], cells: &[Cell]) -> String {
+/// The experiment's Markdown: what it is, its notes (conditions and assumptions), its
+/// runs, and a row per cell.
+pub fn experiment_markdown(
+    e: &Experiment,
+    scale: Scale,
+    notes: &[String],
+    runs: &[RunRecord],
+    cells: &[Cell],
+) -> String {
     let mut out = format!("# {}\n\n{}\n\nScale: {}.", e.id, e.description, scale.name());
     let mut sources: Vec<&str> = cells.iter().map(|c| c.source.as_str()).collect();
     sources.dedup();
@@ -47,14 +56,20 @@ pub fn experiment_markdown(e: &Experiment, scale: Scale, runs: &[RunRecord], cel
         out += " Not implemented yet: the paper's values only.";
     }
     out += "\n\n";
+    for note in notes {
+        out += &format!("- {note}\n");
+    }
+    if !notes.is_empty() {
+        out += "\n";
+    }
     if !runs.is_empty() {
-        out += "| run | file | wall s |\n|---|---|---|\n";
+        out += "| run | conditions | file | wall s |\n|---|---|---|---|\n";
         for r in runs {
             let wall = match (&r.error, r.wall_seconds) {
                 (Some(e), _) => format!("FAILED: {e}"),
                 (None, w) => show(w.map(|w| (w * 10.0).round() / 10.0)),
             };
-            out += &format!("| {} | runs/{}.json | {wall} |\n", r.label, r.key);
+            out += &format!("| {} | {} | runs/{}.json | {wall} |\n", r.label, r.conditions, r.key);
         }
         out += "\n";
     }
@@ -78,12 +93,13 @@ pub fn experiment_markdown(e: &Experiment, scale: Scale, runs: &[RunRecord], cel
 }
 
 /// The experiment's JSON.
-pub fn experiment_json(e: &Experiment, scale: Scale, runs: &[RunRecord], cells: &[Cell]) -> Value {
+pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[RunRecord], cells: &[Cell]) -> Value {
     json!({
         "experiment": e.id,
         "description": e.description,
         "implemented": e.implemented(),
         "scale": scale.name(),
+        "notes": notes,
         "runs": runs,
         "cells": cells,
     })

@@ -9,7 +9,7 @@ use workloads::ExperimentConfig;
 fn unrunnable(_: Scale) -> Vec<RunSpec> {
     let mut config = ExperimentConfig::default();
     config.driver.sim_time_s = -1.0;
-    vec![RunSpec { label: "negative time".into(), config }]
+    vec![RunSpec::engine("negative time".into(), config)]
 }
 
 fn no_cells(_: &Results) -> Vec<Ours> {
@@ -21,7 +21,7 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
     let experiment = Experiment {
         id: "test:unrunnable",
         description: "d",
-        implementation: Some(Implementation { runs: unrunnable, cells: no_cells }),
+        implementation: Some(Implementation::new(unrunnable, no_cells)),
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
@@ -36,7 +36,7 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
         "{lines:?}"
     );
     let md = std::fs::read_to_string(out.join("test-unrunnable.md")).unwrap();
-    assert!(md.contains("| negative time | runs/"), "{md}");
+    assert!(md.contains("| negative time | tpcb (") && md.contains("| runs/"), "{md}");
     assert!(md.contains("FAILED: driver.sim_time_s"), "{md}");
     assert_eq!(std::fs::read_dir(out.join("runs")).unwrap().count(), 0, "nothing kept for a failed run");
 }
