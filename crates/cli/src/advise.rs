@@ -1,10 +1,12 @@
 //! `deltaflash advise`: the IPA advisor on a baseline run. It runs the baseline (the
 //! bench flags, without IPA) itself, or reads one (`--analyze IMAGE --baseline
-//! RESULT.json`, both from `bench --ipa 0x0 --image IMAGE --json RESULT.json`), gathers
-//! per object the catalog's pages, the engine's counters and the log's updates, and
-//! prints the `advisor` crate's statistics and recommendation; `--json`, `--ddl` and
-//! `--plots` write them out, `--verify` runs the recommended layout and sets the
-//! measurement beside the prediction.
+//! RESULT.json`, both from `bench --ipa 0x0 --image IMAGE --json RESULT.json`, or
+//! `--log FILE --baseline RESULT.json` with the log `deltaflash log export` wrote),
+//! gathers per object the catalog's pages, the engine's counters and the log's updates
+//! of the measured run (from the result's `measured_from_lsn`; earlier ones are
+//! counted apart), and prints the `advisor` crate's statistics and recommendation;
+//! `--json`, `--ddl` and `--plots` write them out, `--verify` runs the recommended
+//! layout and sets the measurement beside the prediction.
 //!
 //! `--watch` advises mid-run and switches online: it runs the first `--watch-after`
 //! seconds at 0x0 in a data region whose IPA mode allows appends (SET IPA refuses mode
@@ -18,14 +20,15 @@
 //! A database image or result that does not parse is an error naming the file.
 
 use crate::bench::{run_with_bar, show, BenchArgs, Spelling};
+use crate::log_export::{measured_from_lsn, read_file, read_image, read_json};
 use crate::output::{OutputFile, OverwriteArg};
-use advisor::{Input, ObjectInput, Policy, Recommendation};
+use advisor::io_time::MeasuredTime;
+use advisor::log_file::{Header, Row};
+use advisor::{Baseline, Input, Policy, Recommendation};
 use clap::Args;
-use engine::logrec::Body;
-use engine::{Database, DbOptions, IpaScheme};
+use engine::IpaScheme;
 use indicatif::MultiProgress;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use workloads::{Experiment, ExperimentConfig, ExperimentResult};
 
@@ -35,10 +38,15 @@ pub struct AdviseArgs {
     common: BenchArgs,
     /// Analyse this database image of a finished baseline run (`bench --ipa 0x0
     /// --image IMAGE`) instead of running one; needs --baseline.
-    #[arg(long, value_name = "IMAGE", requires = "baseline")]
+    #[arg(long, value_name = "IMAGE", requires = "baseline", conflicts_with = "log")]
     analyze: Option<PathBuf>,
-    /// The `bench --json` result of the run in --analyze (its per-object counters).
-    #[arg(long, value_name = "RESULT.json", requires = "analyze")]
+    /// Analyse this exported log of a finished baseline run (`deltaflash log export
+    /// IMAGE --out FILE`) instead of running one; needs --baseline.
+    #[arg(long, value_name = "FILE", requires = "baseline")]
+    log: Option<PathBuf>,
+    /// The `bench --json` result of the run in --analyze or --log (its per-object
+    /// counters, GC work, time, and where its measured run begins in the log).
+    #[arg(long, value_name = "RESULT.json")]
     baseline: Option<PathBuf>,
     /// Write the statistics and the recommendation as JSON to this file (a new file;
     /// see --overwrite).
@@ -56,12 +64,12 @@ pub struct AdviseArgs {
     overwrite: OverwriteArg,
     /// Run the recommended layout (same flags and seed) and print predicted against
     /// measured IPA share, space overhead, GC work per host write and throughput.
-    #[arg(long, conflicts_with = "analyze")]
+    #[arg(long, conflicts_with_all = ["analyze", "log"])]
     verify: bool,
     /// Run the workload at 0x0 (in a region whose IPA mode allows appends), advise on
     /// the run so far at --watch-after and apply the recommendation to the running
     /// database as `ALTER … SET IPA`, then run to the end; prints the interval series.
-    #[arg(long, conflicts_with_all = ["analyze", "verify"])]
+    #[arg(long, conflicts_with_all = ["analyze", "log", "verify"])]
     watch: bool,
     /// Simulated seconds into the measurement at which --watch advises and switches
     /// (default: half of --sim-time).
@@ -113,7 +121,7 @@ fn advise_on_config(mut config: ExperimentConfig, spelling: Spelling) -> Result<
     eprintln!("baseline: {} without IPA", config.workload.name);
     let experiment = Experiment::new(config.clone()).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
-    let (from_image, run) = (read_image(&image)?, run);
+    let from_image = read_image(&image)?;
     config.device.image = None;
     advise(config, spelling, run.to_json(), from_image, "the baseline run")
 }
@@ -137,69 +145,45 @@ pub(crate) fn dashboard_analysis(config: &ExperimentConfig, image: &Path, result
     }))
 }
 
-/// What the image holds: objects with pages and log updates, and the device.
-struct FromImage {
-    input: Input,
-    log_records: usize,
-}
-
-/// Reads the catalog and the log of a database image.
-fn read_image(path: &Path) -> Result<FromImage, String> {
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    // A scratch copy in memory: opening (restart, closing checkpoint) leaves the image as it is.
-    let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
-    let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
-    let _lock = storage.detach_image();
-    let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
-    let catalog = db.catalog().clone();
-    let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
-    let region = |name: &str| device.region_id(name);
-    let log = region(engine::db::LOG)
-        .ok_or_else(|| at(&"the database keeps no log region (it was not written with the ARIES journal)"))?;
-    let system_chips = region(engine::db::SYSTEM).map_or(0, |r| device.chips(r).len());
-    let (log_chips, geometry) = (device.chips(log).len(), device.device().geometry().clone());
-    let records = engine::log::history(device.as_mut(), log, 0).map_err(|e| at(&e))?;
-
-    let mut objects = Vec::new();
-    let mut owner: HashMap<(u16, u32), usize> = HashMap::new();
-    let tables = catalog.tables.iter().map(|t| (t.name.clone(), "table", t.name.clone(), &t.space));
-    let indexes = catalog.indexes.iter().map(|i| (i.name.clone(), "index", i.table.clone(), &i.space));
-    for (name, kind, table, space) in tables.chain(indexes) {
-        let mut pages = 0;
-        for (k, &start) in space.extents.iter().enumerate() {
-            let used = if k + 1 == space.extents.len() { space.used_in_last } else { space.extent_pages };
-            for p in start..start + used {
-                owner.insert((space.region, p), objects.len());
-            }
-            pages += used as u64;
-        }
-        pages = pages.saturating_sub(space.free.len() as u64);
-        objects.push(ObjectInput { name, kind: kind.into(), table, pages, ..Default::default() });
+/// The advisor's input from a log (header and records, from an image or an exported
+/// file) and the baseline's `bench --json` result: the measured run's updates (from
+/// the result's `measured_from_lsn`, else the log header's), the device, GC and time.
+fn input_of(log: (Header, Vec<Row>), result: &Value, source: &str) -> Result<Input, String> {
+    let (header, rows) = log;
+    let measured_from = measured_from_lsn(result).or(header.measured_from_lsn);
+    if measured_from.is_none() {
+        eprintln!(
+            "{source}: no measured_from_lsn: every update record in the log counts as the measured run's (the load's too)"
+        );
     }
-    let mut per_page: HashMap<(u16, u32), u64> = HashMap::new();
-    for (_, record) in &records {
-        if let Body::Update { page, ranges } = &record.body {
-            let Some(&i) = owner.get(&(page.region, page.page)) else { continue };
-            *per_page.entry((page.region, page.page)).or_default() += 1;
-            objects[i].update_bytes.push(ranges.iter().map(|r| r.after.len() as u64).sum());
-        }
-    }
-    for (key, count) in per_page {
-        if let Some(&i) = owner.get(&key) {
-            objects[i].page_updates.push(count);
-        }
-    }
-    let data_chips = geometry.chips().saturating_sub((system_chips + log_chips) as u32).max(1);
-    Ok(FromImage {
-        input: Input {
-            objects,
-            page_bytes: catalog.page_bytes,
-            flash_page_bytes: device.page_bytes(),
-            cell: geometry.cell,
-            data_chips,
+    let number = |name: &str| result.get(name).and_then(Value::as_f64).unwrap_or(0.0);
+    let count = |name: &str| result.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let per_transaction =
+        |name: &str| result.pointer(&format!("/time_per_transaction_ms/{name}")).and_then(Value::as_f64).unwrap_or(0.0);
+    let mut input = Input {
+        objects: advisor::log_file::objects(&header, &rows, measured_from)?,
+        page_bytes: header.page_bytes,
+        flash_page_bytes: header.flash_page_bytes,
+        cell: header.cell,
+        data_chips: header.data_chips,
+        pages_per_chip: header.pages_per_chip,
+        latencies: header.latencies,
+        baseline: Baseline {
+            gc_page_migrations: count("gc_page_migrations"),
+            gc_erases: count("gc_erases"),
+            time: MeasuredTime {
+                throughput_tps: number("throughput_tps"),
+                transaction_ms: per_transaction("response"),
+                cpu_ms: per_transaction("other"),
+                read_latency_ms: number("read_latency_ms"),
+                write_latency_ms: number("write_latency_ms"),
+            },
+            warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
+            measured_s: number("sim_seconds"),
         },
-        log_records: records.len(),
-    })
+    };
+    add_counters(&mut input, result, source)?;
+    Ok(input)
 }
 
 /// Adds the per-object counters of a `bench --json` result to `input`.
@@ -240,11 +224,11 @@ fn advise(
     config: ExperimentConfig,
     spelling: Spelling,
     baseline: Value,
-    from_image: FromImage,
+    log: (Header, Vec<Row>),
     source: &str,
 ) -> Result<Advice, String> {
-    let FromImage { mut input, log_records } = from_image;
-    add_counters(&mut input, &baseline, source)?;
+    let log_records = log.1.len();
+    let input = input_of(log, &baseline, source)?;
     let stats = advisor::analyze(&input);
     let recommendation = advisor::recommend(&input, &Policy::default())
         .ok_or_else(|| format!("{source} wrote no data pages in its measured time: nothing to advise on"))?;
@@ -303,14 +287,9 @@ pub(crate) fn space_overhead_pct(result: &Value, baseline: &Value) -> f64 {
 
 /// Predicted beside measured, as rows of (metric, predicted, measured).
 fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String)> {
-    let (b, p) = (&advice.baseline, &advice.recommendation.selective);
+    let (b, p) = (&advice.baseline, &advice.recommendation.predicted.advised);
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
-    let ratio = |name: &str| {
-        let base = metric(b, name);
-        (show(base * (1.0 - p.gc_reduction)), show(metric(measured, name)))
-    };
-    let (mig_p, mig_m) = ratio("gc_migrations_per_host_write");
-    let (era_p, era_m) = ratio("gc_erases_per_host_write");
+    let both = |name: &str, predicted: f64| (name.to_string(), show(predicted), show(metric(measured, name)));
     vec![
         ("IPA share of host writes".into(), pct(p.ipa_share), pct(ipa_share(measured))),
         (
@@ -318,13 +297,15 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
             format!("{:.2}%", p.space_overhead_db_pct),
             format!("{:.2}%", space_overhead_pct(measured, b)),
         ),
-        ("GC migrations per host write".into(), mig_p, mig_m),
-        ("GC erases per host write".into(), era_p, era_m),
-        (
-            "throughput [tps] (baseline as predicted)".into(),
-            show(metric(b, "throughput_tps")),
-            show(metric(measured, "throughput_tps")),
-        ),
+        both("out_of_place_writes", p.out_of_place_writes),
+        both("in_place_appends", p.in_place_appends),
+        both("gc_page_migrations", p.gc_page_migrations),
+        both("gc_erases", p.gc_erases),
+        both("gc_migrations_per_host_write", p.gc_migrations_per_host_write),
+        both("gc_erases_per_host_write", p.gc_erases_per_host_write),
+        both("throughput_tps", p.time.throughput_tps),
+        both("read_latency_ms", p.time.read_latency_ms),
+        both("write_latency_ms", p.time.write_latency_ms),
     ]
 }
 
@@ -485,18 +466,22 @@ fn plots(advice: &Advice) -> [String; 2] {
 pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
     let outputs = Outputs::check(&args)?;
     let mut watch_plan = None;
-    let advice = match (&args.analyze, &args.baseline) {
-        (Some(image), Some(result)) => {
+    let advice = match (&args.analyze, &args.log, &args.baseline) {
+        (image, log, Some(result)) => {
             let source = result.display().to_string();
-            let text = std::fs::read_to_string(result).map_err(|e| format!("{source}: {e}"))?;
-            let baseline: Value = serde_json::from_str(&text).map_err(|e| format!("{source}: {e}"))?;
+            let baseline = read_json(result)?;
             let config = baseline
                 .get("config")
                 .map(|c| ExperimentConfig::from_json(&c.to_string()))
                 .ok_or_else(|| format!("{source}: no \"config\" (is it a `bench --json` result?)"))?
                 .map_err(|e| format!("{source}: config: {e}"))?;
             let (_, spelling) = args.common.config(None)?;
-            advise(config, spelling, baseline, read_image(image)?, &source)?
+            let log = match (image, log) {
+                (Some(image), _) => read_image(image)?,
+                (None, Some(file)) => read_file(file)?,
+                (None, None) => return Err("--baseline goes with --analyze IMAGE or --log FILE".into()),
+            };
+            advise(config, spelling, baseline, log, &source)?
         }
         _ if args.watch => {
             let (config, spelling) = watch_config(&args)?;
