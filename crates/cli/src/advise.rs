@@ -289,7 +289,8 @@ pub(crate) fn space_overhead_pct(result: &Value, baseline: &Value) -> f64 {
 fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String)> {
     let (b, p) = (&advice.baseline, &advice.recommendation.predicted.advised);
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
-    let both = |name: &str, predicted: f64| (name.to_string(), show(predicted), show(metric(measured, name)));
+    let both =
+        |label: &str, name: &str, predicted: f64| (label.to_string(), show(predicted), show(metric(measured, name)));
     vec![
         ("IPA share of host writes".into(), pct(p.ipa_share), pct(ipa_share(measured))),
         (
@@ -297,15 +298,15 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
             format!("{:.2}%", p.space_overhead_db_pct),
             format!("{:.2}%", space_overhead_pct(measured, b)),
         ),
-        both("out_of_place_writes", p.out_of_place_writes),
-        both("in_place_appends", p.in_place_appends),
-        both("gc_page_migrations", p.gc_page_migrations),
-        both("gc_erases", p.gc_erases),
-        both("gc_migrations_per_host_write", p.gc_migrations_per_host_write),
-        both("gc_erases_per_host_write", p.gc_erases_per_host_write),
-        both("throughput_tps", p.time.throughput_tps),
-        both("read_latency_ms", p.time.read_latency_ms),
-        both("write_latency_ms", p.time.write_latency_ms),
+        both("out-of-place writes", "out_of_place_writes", p.out_of_place_writes),
+        both("in-place appends", "in_place_appends", p.in_place_appends),
+        both("GC page migrations", "gc_page_migrations", p.gc_page_migrations),
+        both("GC erases", "gc_erases", p.gc_erases),
+        both("GC migrations per host write", "gc_migrations_per_host_write", p.gc_migrations_per_host_write),
+        both("GC erases per host write", "gc_erases_per_host_write", p.gc_erases_per_host_write),
+        both("throughput [tps]", "throughput_tps", p.time.throughput_tps),
+        both("read latency [ms]", "read_latency_ms", p.time.read_latency_ms),
+        both("write latency [ms]", "write_latency_ms", p.time.write_latency_ms),
     ]
 }
 
