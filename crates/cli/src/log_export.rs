@@ -7,7 +7,7 @@
 //! The image is opened read-only (a scratch copy in memory): exporting never changes
 //! it. A file that does not parse is an error naming the file and the line.
 
-use crate::output::OverwriteArg;
+use crate::output::{OutputFile, OverwriteArg};
 use advisor::log_file::{self, Header, ObjectEntry, Row};
 use clap::{Args, Subcommand};
 use engine::logrec::Body;
@@ -47,7 +47,7 @@ struct ExportArgs {
 
 pub fn run(args: LogArgs) -> Result<bool, String> {
     let LogCommand::Export(args) = args.command;
-    let out = OverwriteArg::check(&args.overwrite, "--out", Some(&args.out))?.expect("--out is required");
+    let out = OutputFile::check("--out", &args.out, args.overwrite.overwrite)?;
     let (mut header, rows) = read_image(&args.image)?;
     if let Some(result) = &args.baseline {
         header.measured_from_lsn = measured_from_lsn(&read_json(result)?);
