@@ -2,9 +2,11 @@
 //! flash operations, timed with the device's array and transfer times, and the
 //! baseline's measured CPU share.
 //!
-//! Device busy time of a run is B = Σ reads·t_read + out-of-place writes·t_program +
-//! appends·t_append + migrations·(t_read + t_program) + erases·t_erase (per region, with
-//! the page types its mode programs). A transaction's time is its CPU part (the
+//! A region's busy time is Σ reads·t_read + out-of-place writes·t_program +
+//! appends·t_append + migrations·(t_read + t_program) + erases·t_erase (with the page
+//! types its mode programs); the device's busy time B is that of the busiest region per
+//! chip (the caller's `Service`), the bottleneck of a layout that puts the hot tables on
+//! part of the chips. A transaction's time is its CPU part (the
 //! baseline's `time_per_transaction_ms.other`, taken as unchanged) plus its I/O waits,
 //! which scale with B: T' = cpu + (T − cpu)·B'/B. Closed-loop terminals give throughput
 //! ∝ 1/T. A page latency is its service time plus a queueing delay (the baseline's
