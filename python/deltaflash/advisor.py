@@ -21,8 +21,9 @@ from .experiment import Result, _set, build_config, run
 
 class Advice:
     """What the advisor made of a baseline run: ``objects`` (one row per table and
-    index), ``recommendation`` (dict: ``scheme``, ``mode``, ``tables``, the predicted
-    ``selective`` and ``global`` effect, ``reasoning``), ``ddl``, and ``baseline`` (the
+    index), ``recommendation`` (dict: ``scheme``, ``mode``, ``tables``, the
+    ``predicted`` effect of the advised layout, of global IPA and the baseline,
+    ``reasoning``), ``ddl``, and ``baseline`` (the
     run's ``Result``). ``selective_config()`` and ``global_config()`` are the configs
     that run the recommended layout and the same scheme on every object."""
 
@@ -62,10 +63,21 @@ class Advice:
 
     @property
     def predicted(self) -> pd.DataFrame:
-        """The predicted effect of the selective layout and of global IPA: share of
-        host writes as appends, GC reduction, space overhead."""
-        r = self.recommendation
-        return pd.DataFrame({"selective": r["selective"], "global": r["global"]})
+        """The predicted effect of the advised (selective) layout and of global IPA,
+        beside the baseline's: share of host writes as appends, GC work and its
+        reduction, space overhead, and the I/O-time model's throughput and latencies
+        (``time_*`` rows). One row per scalar; per-region detail stays in
+        ``recommendation["predicted"]``."""
+        p = self.recommendation["predicted"]
+
+        def flat(prediction: Dict[str, Any]) -> Dict[str, Any]:
+            row = {k: v for k, v in prediction.items() if not isinstance(v, (list, dict))}
+            row.update({f"time_{k}": v for k, v in prediction["time"].items()})
+            return row
+
+        return pd.DataFrame(
+            {"baseline": flat(p["baseline"]), "selective": flat(p["advised"]), "global": flat(p["global"])}
+        )
 
     def global_config(self) -> Dict[str, Any]:
         """The baseline's config with the recommended scheme on every object."""

@@ -1,29 +1,30 @@
 //! Reading a finished baseline run (a run without IPA) into the advisor's [`Input`]:
-//! per object the catalog's pages and the ARIES log's updates from its database image,
-//! and the engine's counters from its `bench --json` result; then [`analyze`] runs the
-//! analysis and the recommendation on them. Shared by the command line (`deltaflash
-//! advise`, the dashboard's analyzer) and the Python package.
+//! the catalog's objects, the device and the ARIES log's records from its database
+//! image ([`read_image`], or an exported log file, [`crate::log_file`]), and the
+//! engine's counters, GC work and time from its `bench --json` result; then
+//! [`analyze`] runs the analysis and the recommendation on them. Shared by the command
+//! line (`deltaflash advise`, `deltaflash log export`, the dashboard's analyzer) and
+//! the Python package.
 //!
 //! Sources: the log (records still in the log region after the run, read with
 //! `engine::log::history`) has updates and their byte ranges but no evictions, so the
 //! eviction figures come from the engine's per-object counters of the measured run. A
 //! database image or result that does not parse is an error naming the file.
 
-use crate::{Input, ObjectInput, ObjectStats, Policy, Recommendation};
+use crate::io_time::MeasuredTime;
+use crate::log_file::{self, Header, ObjectEntry, Row};
+use crate::{Baseline, Input, ObjectStats, Policy, Recommendation};
 use engine::logrec::Body;
 use engine::{Database, DbOptions};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// What the image holds: objects with pages and log updates, and the device.
-pub struct FromImage {
-    pub input: Input,
-    pub log_records: usize,
-}
+/// A log as the advisor reads it: its header and its records.
+pub type Log = (Header, Vec<Row>);
 
-/// Reads the catalog and the log of a database image.
-pub fn read_image(path: &Path) -> Result<FromImage, String> {
+/// Reads the catalog, the device and the log of a database image.
+pub fn read_image(path: &Path) -> Result<Log, String> {
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     // A scratch copy in memory: opening (restart, closing checkpoint) leaves the image as it is.
     let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
@@ -41,9 +42,10 @@ pub fn read_image(path: &Path) -> Result<FromImage, String> {
 
     let mut objects = Vec::new();
     let mut owner: HashMap<(u16, u32), usize> = HashMap::new();
-    let tables = catalog.tables.iter().map(|t| (t.name.clone(), "table", t.name.clone(), &t.space));
-    let indexes = catalog.indexes.iter().map(|i| (i.name.clone(), "index", i.table.clone(), &i.space));
-    for (name, kind, table, space) in tables.chain(indexes) {
+    let mut by_id: HashMap<u32, usize> = HashMap::new();
+    let tables = catalog.tables.iter().map(|t| (t.id, t.name.clone(), "table", t.name.clone(), &t.space));
+    let indexes = catalog.indexes.iter().map(|i| (i.id, i.name.clone(), "index", i.table.clone(), &i.space));
+    for (id, name, kind, table, space) in tables.chain(indexes) {
         let mut pages = 0;
         for (k, &start) in space.extents.iter().enumerate() {
             let used = if k + 1 == space.extents.len() { space.used_in_last } else { space.extent_pages };
@@ -53,36 +55,109 @@ pub fn read_image(path: &Path) -> Result<FromImage, String> {
             pages += used as u64;
         }
         pages = pages.saturating_sub(space.free.len() as u64);
-        objects.push(ObjectInput { name, kind: kind.into(), table, pages, ..Default::default() });
+        by_id.insert(id, objects.len());
+        objects.push(ObjectEntry { name, kind: kind.into(), table, pages });
     }
-    let mut per_page: HashMap<(u16, u32), u64> = HashMap::new();
-    for (_, record) in &records {
-        if let Body::Update { page, ranges } = &record.body {
-            let Some(&i) = owner.get(&(page.region, page.page)) else { continue };
-            *per_page.entry((page.region, page.page)).or_default() += 1;
-            objects[i].update_bytes.push(ranges.iter().map(|r| r.after.len() as u64).sum());
-        }
-    }
-    for (key, count) in per_page {
-        if let Some(&i) = owner.get(&key) {
-            objects[i].page_updates.push(count);
-        }
-    }
+    let name_of = |i: Option<&usize>| i.map(|&i| objects[i].name.clone());
+    let rows = records
+        .iter()
+        .map(|(lsn, record)| {
+            let mut row = Row {
+                lsn: *lsn,
+                tx: record.tx,
+                kind: String::new(),
+                object: None,
+                region: None,
+                page: None,
+                bytes: None,
+            };
+            let mut on_page = |kind: &str, page: &engine::store::PageId, bytes: u64| {
+                row.kind = kind.into();
+                row.object = name_of(owner.get(&(page.region, page.page)));
+                (row.region, row.page, row.bytes) = (Some(page.region), Some(page.page), Some(bytes));
+            };
+            let changed = |ranges: &[engine::logrec::Range]| ranges.iter().map(|r| r.after.len() as u64).sum();
+            match &record.body {
+                Body::Update { page, ranges } => on_page("update", page, changed(ranges)),
+                Body::Clr { page, ranges, .. } => on_page("clr", page, changed(ranges)),
+                Body::Format { page, ranges } => on_page("format", page, changed(ranges)),
+                Body::Image { page, bytes } => on_page("image", page, bytes.len() as u64),
+                Body::Alloc { object, page, .. } | Body::Free { object, page } => {
+                    row.kind = if matches!(record.body, Body::Alloc { .. }) { "alloc" } else { "free" }.into();
+                    (row.object, row.page) = (name_of(by_id.get(object)), Some(*page));
+                }
+                Body::Commit => row.kind = "commit".into(),
+                Body::End => row.kind = "end".into(),
+                Body::Checkpoint { .. } => row.kind = "checkpoint".into(),
+            }
+            row
+        })
+        .collect();
     let data_chips = geometry.chips().saturating_sub((system_chips + log_chips) as u32).max(1);
-    Ok(FromImage {
-        input: Input {
-            objects,
-            page_bytes: catalog.page_bytes,
-            flash_page_bytes: device.page_bytes(),
-            cell: geometry.cell,
-            data_chips,
+    let header = Header {
+        format: log_file::FORMAT.into(),
+        version: log_file::VERSION,
+        page_bytes: catalog.page_bytes,
+        flash_page_bytes: device.page_bytes(),
+        cell: geometry.cell,
+        data_chips,
+        pages_per_chip: geometry.blocks_per_chip as u64 * geometry.pages_per_block as u64,
+        latencies: geometry.latencies.clone(),
+        objects,
+        measured_from_lsn: None,
+    };
+    Ok((header, rows))
+}
+
+/// Where a result's measured run begins in the log (`None` in results written before
+/// it was recorded, or without a log).
+pub fn measured_from_lsn(result: &Value) -> Option<u64> {
+    result.get("measured_from_lsn").and_then(Value::as_u64)
+}
+
+/// The advisor's input from a log (header and records, from an image or an exported
+/// file) and the baseline's `bench --json` result: the measured run's updates (from
+/// the result's `measured_from_lsn`, else the log header's), the device, GC and time.
+pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String> {
+    let (header, rows) = log;
+    let measured_from = measured_from_lsn(result).or(header.measured_from_lsn);
+    if measured_from.is_none() {
+        eprintln!(
+            "{source}: no measured_from_lsn: every update record in the log counts as the measured run's (the load's too)"
+        );
+    }
+    let number = |name: &str| result.get(name).and_then(Value::as_f64).unwrap_or(0.0);
+    let count = |name: &str| result.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let per_transaction =
+        |name: &str| result.pointer(&format!("/time_per_transaction_ms/{name}")).and_then(Value::as_f64).unwrap_or(0.0);
+    let mut input = Input {
+        objects: log_file::objects(&header, &rows, measured_from)?,
+        page_bytes: header.page_bytes,
+        flash_page_bytes: header.flash_page_bytes,
+        cell: header.cell,
+        data_chips: header.data_chips,
+        pages_per_chip: header.pages_per_chip,
+        latencies: header.latencies,
+        baseline: Baseline {
+            gc_page_migrations: count("gc_page_migrations"),
+            gc_erases: count("gc_erases"),
+            time: MeasuredTime {
+                throughput_tps: number("throughput_tps"),
+                transaction_ms: per_transaction("response"),
+                cpu_ms: per_transaction("other"),
+                read_latency_ms: number("read_latency_ms"),
+                write_latency_ms: number("write_latency_ms"),
+            },
+            warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
+            measured_s: number("sim_seconds"),
         },
-        log_records: records.len(),
-    })
+    };
+    add_counters(&mut input, result, source)?;
+    Ok(input)
 }
 
 /// Adds the per-object counters of a `bench --json` result to `input`.
-pub fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(), String> {
+fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(), String> {
     let objects = result
         .get("objects")
         .and_then(Value::as_array)
@@ -119,15 +194,15 @@ pub fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(
 pub struct Analysis {
     pub stats: Vec<ObjectStats>,
     pub recommendation: Recommendation,
-    /// Log records read from the image.
+    /// Log records read.
     pub log_records: usize,
 }
 
-/// The statistics and the recommendation of a baseline run: what its image holds and
-/// its `bench --json` result (`source` names the result in errors).
-pub fn analyze(from_image: FromImage, result: &Value, source: &str) -> Result<Analysis, String> {
-    let FromImage { mut input, log_records } = from_image;
-    add_counters(&mut input, result, source)?;
+/// The statistics and the recommendation of a baseline run: its log and its
+/// `bench --json` result (`source` names the result in errors).
+pub fn analyze(log: Log, result: &Value, source: &str) -> Result<Analysis, String> {
+    let log_records = log.1.len();
+    let input = input_of(log, result, source)?;
     let stats = crate::analyze(&input);
     let recommendation = crate::recommend(&input, &Policy::default())
         .ok_or_else(|| format!("{source} wrote no data pages in its measured time: nothing to advise on"))?;

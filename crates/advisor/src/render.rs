@@ -6,6 +6,7 @@
 //! tables (indexes follow their table). Object names are the catalog's, which the SQL
 //! lexer reads back as identifiers.
 
+use crate::layout::Prediction;
 use crate::{model, ObjectStats, Recommendation, SOURCES};
 use std::fmt::Write;
 
@@ -16,7 +17,9 @@ fn pct(v: f64) -> String {
 /// The per-object statistics as an aligned text table, the sources under it.
 pub fn table(stats: &[ObjectStats]) -> String {
     let mut header: Vec<String> =
-        ["object", "kind", "pages", "updates", "evictions", "bytes/evict", "r/w"].map(String::from).to_vec();
+        ["object", "kind", "pages", "updates", "upd. before", "evictions", "bytes/evict", "r/w"]
+            .map(String::from)
+            .to_vec();
     header.extend(crate::FIT_SCHEMES.iter().map(|(n, m)| format!("fit {n}x{m}")));
     header.extend(["top 1%", "top 10%", "top 20%"].map(String::from));
     let mut rows = vec![header];
@@ -26,6 +29,7 @@ pub fn table(stats: &[ObjectStats]) -> String {
             s.kind.clone(),
             s.pages.to_string(),
             s.updates.to_string(),
+            s.updates_before_measurement.to_string(),
             s.evictions.to_string(),
             format!("{:.1}", s.changed_bytes_per_eviction_mean),
             s.read_write_ratio.map_or("–".into(), |r| format!("{r:.2}")),
@@ -64,7 +68,7 @@ fn aligned(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The recommendation with its reasoning and the predictions.
+/// The recommendation with its reasoning and the predictions beside the baseline.
 pub fn recommendation(r: &Recommendation) -> String {
     let mut out = format!(
         "Recommendation: IPA [{}], V = {}, IPA_MODE={}, tables in the IPA region: {}\n",
@@ -76,20 +80,29 @@ pub fn recommendation(r: &Recommendation) -> String {
     for line in &r.reasoning {
         let _ = writeln!(out, "  - {line}");
     }
+    let (b, a, g) = (&r.predicted.baseline, &r.predicted.advised, &r.predicted.global);
+    let row = |name: &str, f: &dyn Fn(&Prediction) -> String| vec![name.to_string(), f(b), f(a), f(g)];
+    let count = |v: f64| format!("{v:.0}");
     let rows = vec![
-        vec!["predicted".to_string(), format!("selective ({})", r.mode), format!("global ({})", r.global_mode)],
-        vec!["IPA share of host writes".into(), pct(r.selective.ipa_share), pct(r.global.ipa_share)],
-        vec!["GC migrations/erases saved".into(), pct(r.selective.gc_reduction), pct(r.global.gc_reduction)],
         vec![
-            "space overhead (database)".into(),
-            format!("{:.2}%", r.selective.space_overhead_db_pct),
-            format!("{:.2}%", r.global.space_overhead_db_pct),
+            "predicted over the baseline's run".to_string(),
+            "baseline (measured)".to_string(),
+            format!("advised ({})", r.mode),
+            format!("global ({})", r.global_mode),
         ],
-        vec![
-            "space overhead (IPA page)".into(),
-            format!("{:.2}%", r.selective.space_overhead_page_pct),
-            format!("{:.2}%", r.global.space_overhead_page_pct),
-        ],
+        row("IPA share of host writes", &|p| pct(p.ipa_share)),
+        row("out-of-place writes", &|p| count(p.out_of_place_writes)),
+        row("in-place appends", &|p| count(p.in_place_appends)),
+        row("GC page migrations", &|p| count(p.gc_page_migrations)),
+        row("GC erases", &|p| count(p.gc_erases)),
+        row("GC migrations per host write", &|p| format!("{:.4}", p.gc_migrations_per_host_write)),
+        row("GC migrations saved (steady state)", &|p| pct(p.gc_reduction)),
+        row("flash programs saved (steady state)", &|p| pct(p.flash_program_reduction)),
+        row("throughput [tps]", &|p| format!("{:.1}", p.time.throughput_tps)),
+        row("read latency [ms]", &|p| format!("{:.3}", p.time.read_latency_ms)),
+        row("write latency [ms]", &|p| format!("{:.3}", p.time.write_latency_ms)),
+        row("space overhead (database)", &|p| format!("{:.2}%", p.space_overhead_db_pct)),
+        row("space overhead (IPA page)", &|p| format!("{:.2}%", p.space_overhead_page_pct)),
     ];
     out + "\n" + &aligned(&rows)
 }
@@ -108,8 +121,8 @@ pub fn ddl(r: &Recommendation, title: &str) -> String {
         out,
         "-- IPA region: {} (with their indexes); predicted {:.1}% of host writes as appends, {:.2}% space overhead.",
         ipa.join(", "),
-        r.selective.ipa_share * 100.0,
-        r.selective.space_overhead_db_pct
+        r.predicted.advised.ipa_share * 100.0,
+        r.predicted.advised.space_overhead_db_pct
     );
     let all_in = ipa.len() == r.tables.len();
     let chips = if all_in { String::new() } else { format!(", MAX_CHIPS={}", r.ipa_chips) };
@@ -273,7 +286,8 @@ mod tests {
     fn the_ddl_places_the_chosen_tables_in_the_ipa_region() {
         let r = recommend(&input(), &Policy::default()).unwrap();
         let text = ddl(&r, "test");
-        assert!(text.contains("CREATE REGION ipa (IPA_MODE=slc, IPA=3x1, V=12, MAX_CHIPS=1);"), "{text}");
+        let region = format!("CREATE REGION ipa (IPA_MODE=slc, IPA={}, V=12, MAX_CHIPS=1);", r.scheme);
+        assert!(text.contains(&region), "{text}");
         assert!(text.contains("CREATE TABLESPACE ts_hot (REGION=ipa);"));
         assert!(text.contains("CREATE TABLESPACE ts_data (REGION=plain);"));
         assert!(!text.contains("ts_cold"));

@@ -1,10 +1,12 @@
 //! `deltaflash advise`: the IPA advisor on a baseline run. It runs the baseline (the
 //! bench flags, without IPA) itself, or reads one (`--analyze IMAGE --baseline
-//! RESULT.json`, both from `bench --ipa 0x0 --image IMAGE --json RESULT.json`), gathers
-//! per object the catalog's pages, the engine's counters and the log's updates, and
-//! prints the `advisor` crate's statistics and recommendation; `--json`, `--ddl` and
-//! `--plots` write them out, `--verify` runs the recommended layout and sets the
-//! measurement beside the prediction.
+//! RESULT.json`, both from `bench --ipa 0x0 --image IMAGE --json RESULT.json`, or
+//! `--log FILE --baseline RESULT.json` with the log `deltaflash log export` wrote),
+//! gathers per object the catalog's pages, the engine's counters and the log's updates
+//! of the measured run (from the result's `measured_from_lsn`; earlier ones are
+//! counted apart), and prints the `advisor` crate's statistics and recommendation;
+//! `--json`, `--ddl` and `--plots` write them out, `--verify` runs the recommended
+//! layout and sets the measurement beside the prediction.
 //!
 //! `--watch` advises mid-run and switches online: it runs the first `--watch-after`
 //! seconds at 0x0 in a data region whose IPA mode allows appends (SET IPA refuses mode
@@ -12,13 +14,16 @@
 //! the recommendation applied as `ALTER … SET IPA` at that time. Determinism makes the
 //! second run equal the analysed one up to the switch; the interval lines check it.
 //!
-//! Reading the image and the result is `advisor::baseline`'s job (its sources are
-//! listed there); a database image or result that does not parse is an error naming
-//! the file.
+//! Sources: the ARIES log (records still in the log region after the run, read with
+//! `engine::log::history`) has updates and their byte ranges but no evictions, so the
+//! eviction figures come from the engine's per-object counters of the measured run.
+//! A database image or result that does not parse is an error naming the file.
 
 use crate::bench::{run_with_bar, show, BenchArgs, Spelling};
+use crate::log_export::{read_file, read_json};
 use crate::output::{OutputFile, OverwriteArg};
-use advisor::baseline::{read_image, Analysis, FromImage};
+use advisor::baseline::read_image;
+use advisor::log_file::{Header, Row};
 use advisor::Recommendation;
 use clap::Args;
 use engine::IpaScheme;
@@ -33,10 +38,15 @@ pub struct AdviseArgs {
     common: BenchArgs,
     /// Analyse this database image of a finished baseline run (`bench --ipa 0x0
     /// --image IMAGE`) instead of running one; needs --baseline.
-    #[arg(long, value_name = "IMAGE", requires = "baseline")]
+    #[arg(long, value_name = "IMAGE", requires = "baseline", conflicts_with = "log")]
     analyze: Option<PathBuf>,
-    /// The `bench --json` result of the run in --analyze (its per-object counters).
-    #[arg(long, value_name = "RESULT.json", requires = "analyze")]
+    /// Analyse this exported log of a finished baseline run (`deltaflash log export
+    /// IMAGE --out FILE`) instead of running one; needs --baseline.
+    #[arg(long, value_name = "FILE", requires = "baseline")]
+    log: Option<PathBuf>,
+    /// The `bench --json` result of the run in --analyze or --log (its per-object
+    /// counters, GC work, time, and where its measured run begins in the log).
+    #[arg(long, value_name = "RESULT.json")]
     baseline: Option<PathBuf>,
     /// Write the statistics and the recommendation as JSON to this file (a new file;
     /// see --overwrite).
@@ -54,12 +64,12 @@ pub struct AdviseArgs {
     overwrite: OverwriteArg,
     /// Run the recommended layout (same flags and seed) and print predicted against
     /// measured IPA share, space overhead, GC work per host write and throughput.
-    #[arg(long, conflicts_with = "analyze")]
+    #[arg(long, conflicts_with_all = ["analyze", "log"])]
     verify: bool,
     /// Run the workload at 0x0 (in a region whose IPA mode allows appends), advise on
     /// the run so far at --watch-after and apply the recommendation to the running
     /// database as `ALTER … SET IPA`, then run to the end; prints the interval series.
-    #[arg(long, conflicts_with_all = ["analyze", "verify"])]
+    #[arg(long, conflicts_with_all = ["analyze", "log", "verify"])]
     watch: bool,
     /// Simulated seconds into the measurement at which --watch advises and switches
     /// (default: half of --sim-time).
@@ -111,7 +121,7 @@ fn advise_on_config(mut config: ExperimentConfig, spelling: Spelling) -> Result<
     eprintln!("baseline: {} without IPA", config.workload.name);
     let experiment = Experiment::new(config.clone()).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
-    let (from_image, run) = (read_image(&image)?, run);
+    let from_image = read_image(&image)?;
     config.device.image = None;
     advise(config, spelling, run.to_json(), from_image, "the baseline run")
 }
@@ -139,10 +149,11 @@ fn advise(
     config: ExperimentConfig,
     spelling: Spelling,
     baseline: Value,
-    from_image: FromImage,
+    log: (Header, Vec<Row>),
     source: &str,
 ) -> Result<Advice, String> {
-    let Analysis { stats, recommendation, log_records } = advisor::baseline::analyze(from_image, &baseline, source)?;
+    let advisor::baseline::Analysis { stats, recommendation, log_records } =
+        advisor::baseline::analyze(log, &baseline, source)?;
     Ok(Advice { config, spelling, baseline, stats, recommendation, log_records })
 }
 
@@ -198,14 +209,10 @@ pub(crate) fn space_overhead_pct(result: &Value, baseline: &Value) -> f64 {
 
 /// Predicted beside measured, as rows of (metric, predicted, measured).
 fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String)> {
-    let (b, p) = (&advice.baseline, &advice.recommendation.selective);
+    let (b, p) = (&advice.baseline, &advice.recommendation.predicted.advised);
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
-    let ratio = |name: &str| {
-        let base = metric(b, name);
-        (show(base * (1.0 - p.gc_reduction)), show(metric(measured, name)))
-    };
-    let (mig_p, mig_m) = ratio("gc_migrations_per_host_write");
-    let (era_p, era_m) = ratio("gc_erases_per_host_write");
+    let both =
+        |label: &str, name: &str, predicted: f64| (label.to_string(), show(predicted), show(metric(measured, name)));
     vec![
         ("IPA share of host writes".into(), pct(p.ipa_share), pct(ipa_share(measured))),
         (
@@ -213,13 +220,15 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
             format!("{:.2}%", p.space_overhead_db_pct),
             format!("{:.2}%", space_overhead_pct(measured, b)),
         ),
-        ("GC migrations per host write".into(), mig_p, mig_m),
-        ("GC erases per host write".into(), era_p, era_m),
-        (
-            "throughput [tps] (baseline as predicted)".into(),
-            show(metric(b, "throughput_tps")),
-            show(metric(measured, "throughput_tps")),
-        ),
+        both("out-of-place writes", "out_of_place_writes", p.out_of_place_writes),
+        both("in-place appends", "in_place_appends", p.in_place_appends),
+        both("GC page migrations", "gc_page_migrations", p.gc_page_migrations),
+        both("GC erases", "gc_erases", p.gc_erases),
+        both("GC migrations per host write", "gc_migrations_per_host_write", p.gc_migrations_per_host_write),
+        both("GC erases per host write", "gc_erases_per_host_write", p.gc_erases_per_host_write),
+        both("throughput [tps]", "throughput_tps", p.time.throughput_tps),
+        both("read latency [ms]", "read_latency_ms", p.time.read_latency_ms),
+        both("write latency [ms]", "write_latency_ms", p.time.write_latency_ms),
     ]
 }
 
@@ -380,18 +389,22 @@ fn plots(advice: &Advice) -> [String; 2] {
 pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
     let outputs = Outputs::check(&args)?;
     let mut watch_plan = None;
-    let advice = match (&args.analyze, &args.baseline) {
-        (Some(image), Some(result)) => {
+    let advice = match (&args.analyze, &args.log, &args.baseline) {
+        (image, log, Some(result)) => {
             let source = result.display().to_string();
-            let text = std::fs::read_to_string(result).map_err(|e| format!("{source}: {e}"))?;
-            let baseline: Value = serde_json::from_str(&text).map_err(|e| format!("{source}: {e}"))?;
+            let baseline = read_json(result)?;
             let config = baseline
                 .get("config")
                 .map(|c| ExperimentConfig::from_json(&c.to_string()))
                 .ok_or_else(|| format!("{source}: no \"config\" (is it a `bench --json` result?)"))?
                 .map_err(|e| format!("{source}: config: {e}"))?;
             let (_, spelling) = args.common.config(None)?;
-            advise(config, spelling, baseline, read_image(image)?, &source)?
+            let log = match (image, log) {
+                (Some(image), _) => read_image(image)?,
+                (None, Some(file)) => read_file(file)?,
+                (None, None) => return Err("--baseline goes with --analyze IMAGE or --log FILE".into()),
+            };
+            advise(config, spelling, baseline, log, &source)?
         }
         _ if args.watch => {
             let (config, spelling) = watch_config(&args)?;

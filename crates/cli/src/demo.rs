@@ -70,8 +70,8 @@ fn table(advice: &Advice, global: &Value, selective: &Value) -> String {
     }
     out += &format!(
         "| Predicted IPA share [%] | – | {:.1} | | {:.1} | |\n",
-        r.global.ipa_share * 100.0,
-        r.selective.ipa_share * 100.0
+        r.predicted.global.ipa_share * 100.0,
+        r.predicted.advised.ipa_share * 100.0
     );
     out
 }

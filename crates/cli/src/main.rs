@@ -37,6 +37,7 @@ mod engine_bench;
 mod engine_compare;
 mod index_bench;
 mod inspect;
+mod log_export;
 mod memory;
 mod mount;
 mod output;
@@ -105,6 +106,10 @@ enum Command {
     /// table and index its update sizes, skew and read/write ratio, and recommend an IPA
     /// region layout ([N×M], V, mode, tables) with the predicted effect.
     Advise(advise::AdviseArgs),
+    /// The ARIES log of a database image: `log export IMAGE --out FILE` writes it as
+    /// JSON lines (the catalog's objects, then one record a line), which `advise --log`
+    /// reads.
+    Log(log_export::LogArgs),
     /// The IPA demo's scenarios on one seed: baseline, advisor, global IPA, selective
     /// IPA in the advised regions, side by side.
     Demo(demo::DemoArgs),
@@ -295,6 +300,7 @@ fn main() -> ExitCode {
         Command::Compare(cmd) => exit_on(bench::compare(cmd)),
         Command::Check(cmd) => exit_on(bench::check(cmd)),
         Command::Advise(args) => exit_on(advise::advise_command(args)),
+        Command::Log(args) => exit_on(log_export::run(args)),
         Command::Demo(args) => exit_on(demo::run(args)),
         Command::EngineBench(args) => engine_bench::run(args),
         Command::SqliteCompare(args) => sqlite_compare::run(args),

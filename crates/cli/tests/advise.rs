@@ -116,3 +116,131 @@ fn advise_watch_refuses_a_switch_outside_the_measured_time() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--watch-after 1: the switch must fall inside the measured time"), "{stderr}");
 }
+
+/// TPC-B at scale 1 on a 4-chip device (as the same-results fixture runs it), shortly.
+fn tiny_tpcb() -> Vec<&'static str> {
+    [
+        &["--workload", "tpcb", "--sim-time", "1", "--warmup", "0.5"][..],
+        &["--chips", "4", "--blocks-per-chip", "96", "--pages-per-block", "64"],
+    ]
+    .concat()
+}
+
+/// A baseline run (`bench --ipa 0x0 --image --json`) in `dir`: its image and result.
+fn baseline(dir: &Path, run: &[&str]) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (image, result) = (dir.join("base.img"), dir.join("base.json"));
+    ok(&[&["bench", "--ipa", "0x0", "--image", path(&image), "--json", path(&result)], run].concat());
+    (image, result)
+}
+
+/// `advise --analyze` on a baseline: the advice JSON.
+fn analyze(dir: &Path, image: &Path, result: &Path) -> serde_json::Value {
+    let report = dir.join("advice.json");
+    ok(&["advise", "--analyze", path(image), "--baseline", path(result), "--json", path(&report)]);
+    json(&report)
+}
+
+fn object<'a>(advice: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    advice["objects"].as_array().unwrap().iter().find(|o| o["name"] == name).unwrap_or_else(|| panic!("{name}"))
+}
+
+/// The advised layout costs no more space than any global layout predicted to save as
+/// much GC work; selective and global differ where some table takes no appends.
+fn check_space_against_global(advice: &serde_json::Value) {
+    let r = &advice["recommendation"];
+    let (advised, global) = (&r["predicted"]["advised"], &r["predicted"]["global"]);
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    for c in r["candidates"].as_array().unwrap().iter().filter(|c| c["layout"] == "global") {
+        assert!(
+            f(c, "flash_program_reduction") < f(advised, "flash_program_reduction")
+                || f(c, "space_overhead_db_pct") >= f(advised, "space_overhead_db_pct"),
+            "{c} saves as much for less space than {advised}"
+        );
+    }
+    let tables = r["tables"].as_array().unwrap();
+    if tables.iter().any(|t| t["in_ipa_region"] == false && t["writes"].as_u64().unwrap() > 0) {
+        assert!(f(global, "space_overhead_db_pct") > f(advised, "space_overhead_db_pct"), "{r}");
+        assert_ne!(f(global, "flash_program_reduction"), f(advised, "flash_program_reduction"), "{r}");
+    }
+    assert!(r["reasoning"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains("global")), "{r}");
+}
+
+#[test]
+fn tpcb_statistics_are_the_measured_runs_and_the_layout_costs_no_more_than_global() {
+    let dir = tempfile::tempdir().unwrap();
+    let (image, result) = baseline(dir.path(), &tiny_tpcb());
+    assert!(json(&result)["measured_from_lsn"].as_u64().unwrap() > 0);
+    let advice = analyze(dir.path(), &image, &result);
+    // The run looks accounts up by key and never changes a key: the load's inserts are
+    // counted apart, and the measured run shows no update of account_pkey.
+    let pkey = object(&advice, "account_pkey");
+    assert_eq!(pkey["updates"], 0, "{pkey}");
+    assert!(pkey["updates_before_measurement"].as_u64().unwrap() > 0, "{pkey}");
+    assert!(object(&advice, "account")["updates"].as_u64().unwrap() > 0);
+    check_space_against_global(&advice);
+    // The predictions are the model's, not copies of the baseline or of the IPA share.
+    let p = &advice["recommendation"]["predicted"]["advised"];
+    let base = json(&result);
+    assert_ne!(p["throughput_tps"].as_f64(), base["throughput_tps"].as_f64(), "{p}");
+    assert_ne!(p["gc_reduction"].as_f64(), p["ipa_share"].as_f64(), "{p}");
+}
+
+#[test]
+fn tatp_layout_costs_no_more_space_than_global_for_the_same_benefit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (image, result) = baseline(dir.path(), &tiny());
+    check_space_against_global(&analyze(dir.path(), &image, &result));
+}
+
+#[test]
+fn advise_reads_an_exported_log_as_it_reads_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let (image, result) = baseline(dir.path(), &tiny());
+    let log = dir.path().join("log.jsonl");
+    ok(&["log", "export", path(&image), "--out", path(&log), "--baseline", path(&result)]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["format"], "deltaflash-log");
+    assert_eq!(header["measured_from_lsn"], json(&result)["measured_from_lsn"]);
+    assert!(text.lines().skip(1).any(|l| l.contains(r#""type":"update","object":"subscriber""#)));
+    let (from_log, from_image) = (dir.path().join("log-advice.json"), analyze(dir.path(), &image, &result));
+    ok(&["advise", "--log", path(&log), "--baseline", path(&result), "--json", path(&from_log)]);
+    let from_log = json(&from_log);
+    assert_eq!(from_log["objects"], from_image["objects"]);
+    assert_eq!(from_log["recommendation"], from_image["recommendation"]);
+    // The export never replaces a file, and a broken line is named.
+    let again = deltaflash(&["log", "export", path(&image), "--out", path(&log)]);
+    assert!(!again.status.success());
+    std::fs::write(&log, format!("{}\n{{\"lsn\": \"x\"}}\n", text.lines().next().unwrap())).unwrap();
+    let out = deltaflash(&["advise", "--log", path(&log), "--baseline", path(&result)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("log.jsonl line 2:"), "{stderr}");
+}
+
+/// `advise --verify` on TPC-B filled to 70% of a small device (GC runs in the measured
+/// second): the predictions against the measured run of the advised layout, within the
+/// tolerances docs/advisor.md states.
+#[test]
+fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("verify.json");
+    let run = ["--workload", "tpcb", "--sim-time", "2", "--warmup", "0.5", "--chips", "4"];
+    let device = ["--blocks-per-chip", "40", "--pages-per-block", "64"];
+    ok(&[&["advise", "--verify", "--json", path(&report)][..], &run, &device].concat());
+    let v = json(&report);
+    let (p, m) = (&v["recommendation"]["predicted"]["advised"], &v["verify"]["result"]);
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert!(f(&v["baseline"], "gc_page_migrations") > 0.0, "the baseline runs GC");
+    let measured_share = f(m, "in_place_appends") / f(m, "host_writes");
+    let within = |what: &str, predicted: f64, measured: f64, tolerance: f64| {
+        assert!((predicted / measured - 1.0).abs() <= tolerance, "{what}: predicted {predicted}, measured {measured}");
+    };
+    within("throughput", f(p, "throughput_tps"), f(m, "throughput_tps"), 0.15);
+    assert!(
+        (f(p, "ipa_share") - measured_share).abs() <= 0.15,
+        "IPA share {} against {measured_share}",
+        p["ipa_share"]
+    );
+    within("host writes", f(p, "out_of_place_writes") + f(p, "in_place_appends"), f(m, "host_writes"), 0.15);
+    within("GC migrations", f(p, "gc_page_migrations"), f(m, "gc_page_migrations"), 3.0);
+}

@@ -14,7 +14,10 @@
 //! **SET TABLESPACE** copies the object into the target tablespace under one
 //! transaction (a table's rows and then all of its indexes, whose entries name the new
 //! RIDs; an index is rebuilt from its table), then swaps the copies in and frees the
-//! old pages with one catalog write. The copies carry names ending in
+//! old pages with one catalog write. A table takes its indexes along into the target
+//! tablespace, as a layout places an index with its table (`bench --schema`, the
+//! advisor's DDL): a table moved to an IPA region has its indexes there too. To keep
+//! an index elsewhere, move it back on its own with `ALTER INDEX … SET TABLESPACE`. The copies carry names ending in
 //! [`MOVING`] until the swap; a restart drops such leftovers of an interrupted move
 //! (the catalog still names the originals), so a crash at any point leaves the object
 //! either where it was or where it went.
@@ -96,8 +99,8 @@ impl Database {
         )))
     }
 
-    /// `ALTER TABLE|INDEX name SET TABLESPACE ts`: copies the object (a table with its
-    /// indexes) into `ts` and swaps the copy in.
+    /// `ALTER TABLE|INDEX name SET TABLESPACE ts`: copies the object (a table with all
+    /// of its indexes) into `ts` and swaps the copy in.
     pub fn alter_tablespace(&mut self, kind: ObjectKind, name: &str, ts: &str) -> Result<QueryResult> {
         let target = self.catalog.tablespace(ts)?.clone();
         if self.catalog.log_region == Some(target.region) {
@@ -108,7 +111,13 @@ impl Database {
             ObjectKind::Table => &self.catalog.tables[self.catalog.table(name)?].tablespace,
             ObjectKind::Index => &self.catalog.indexes[self.catalog.index(name)?].tablespace,
         };
-        if current_ts.eq_ignore_ascii_case(&target.name) && space.region == target.region {
+        let in_target = |ts: &str, region: u16| ts.eq_ignore_ascii_case(&target.name) && region == target.region;
+        let indexes_in_target = kind == ObjectKind::Index
+            || self
+                .catalog
+                .indexes_of(name)
+                .all(|i| in_target(&self.catalog.indexes[i].tablespace, self.catalog.indexes[i].space.region));
+        if in_target(current_ts, space.region) && indexes_in_target {
             return Ok(QueryResult::Done(format!("{name} is already in tablespace {}", target.name)));
         }
         let tx = self.begin();
@@ -135,6 +144,10 @@ impl Database {
         }
         let originals: Vec<String> =
             copies.iter().map(|&c| self.catalog.indexes[c].name.trim_end_matches(MOVING).to_string()).collect();
+        let with_indexes = match (kind, originals.is_empty()) {
+            (ObjectKind::Table, false) => format!(" with its indexes {}", originals.join(", ")),
+            _ => String::new(),
+        };
         for original in originals {
             let i = self.catalog.index(&original)?;
             freed.push(self.catalog.indexes.remove(i).space);
@@ -149,7 +162,7 @@ impl Database {
         }
         self.free_objects(&freed)?;
         let region = &self.catalog.regions[target.region as usize].name;
-        Ok(QueryResult::Done(format!("{name} moved to tablespace {} (region {region})", target.name)))
+        Ok(QueryResult::Done(format!("{name}{with_indexes} moved to tablespace {} (region {region})", target.name)))
     }
 
     /// Drops the copies an interrupted `SET TABLESPACE` left (at restart, or when the
@@ -177,8 +190,8 @@ impl Database {
     }
 
     /// Copies table `name` with its rows into tablespace `ts` as `name~moving`, and
-    /// each of its indexes (in their own tablespaces) over the copy; returns the
-    /// indexes' positions.
+    /// each of its indexes over the copy, also into `ts`; returns the indexes'
+    /// positions.
     fn copy_table(&mut self, tx: u64, name: &str, ts: &str) -> Result<Vec<usize>> {
         let t = self.catalog.table(name)?;
         let (id, space) = self.new_space(ts)?;
@@ -209,9 +222,7 @@ impl Database {
         let indexes: Vec<usize> = self.catalog.indexes_of(name).collect();
         let mut copies = Vec::new();
         for i in indexes {
-            let original = &self.catalog.indexes[i];
-            let ts = original.tablespace.clone();
-            let def = self.index_copy(i, &ts, &format!("{name}{MOVING}"))?;
+            let def = self.index_copy(i, ts, &format!("{name}{MOVING}"))?;
             self.catalog.indexes.push(def);
             let n = self.catalog.indexes.len() - 1;
             copies.push(n);

@@ -210,6 +210,36 @@ fn changes_survive_a_reopen_and_a_crash() {
     assert!(db.catalog().tables.iter().all(|t| !t.name.contains('~')));
 }
 
+#[test]
+fn a_table_moves_with_its_indexes_and_they_stay_there_after_a_reopen() {
+    let mut db = Database::create(common::device(), options()).unwrap();
+    load(&mut db);
+    let expected = rows(&mut db);
+    let done = db.execute("ALTER TABLE kv SET TABLESPACE ts2").unwrap();
+    let engine::QueryResult::Done(message) = &done[0] else { panic!("{done:?}") };
+    assert!(message.contains("with its indexes kv_pkey, kv_v"), "{message}");
+    let placed = |db: &Database| {
+        let c = db.catalog();
+        let r2 = c.regions.iter().position(|r| r.name == "r2").unwrap() as u16;
+        let kv = &c.tables[c.table("kv").unwrap()];
+        let mut spaces = vec![("kv".to_string(), kv.tablespace.clone(), kv.space.region, kv.space.extents.len())];
+        spaces.extend(
+            c.indexes.iter().map(|i| (i.name.clone(), i.tablespace.clone(), i.space.region, i.space.extents.len())),
+        );
+        for (name, ts, region, extents) in spaces {
+            assert_eq!((ts.as_str(), region), ("ts2", r2), "{name}");
+            assert!(extents > 0, "{name} holds pages in r2");
+        }
+    };
+    placed(&db);
+    let mut db = Database::open(db.close().unwrap(), options()).unwrap();
+    placed(&db);
+    assert_eq!(rows(&mut db), expected);
+    // Moving it again where it already is, indexes and all, changes nothing.
+    let again = db.execute("ALTER TABLE kv SET TABLESPACE ts2").unwrap();
+    assert!(matches!(&again[0], engine::QueryResult::Done(m) if m.contains("already in tablespace ts2")), "{again:?}");
+}
+
 /// Flash operations the device has done (the cut counter's unit).
 fn operations(device: &Device) -> u64 {
     let c = device.counters();

@@ -115,6 +115,8 @@ struct Snapshot {
     ipl: Option<IplCounters>,
     ipl_regions: BTreeMap<String, IplCounters>,
     pool: PoolStats,
+    /// The LSN the next log record gets (`None` without a log).
+    log_end_lsn: Option<u64>,
 }
 
 fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> Snapshot {
@@ -126,7 +128,9 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
         .filter_map(|r| dev.ipl_region_counters(r).map(|c| (dev.region_name(r).to_string(), c)))
         .collect();
     let (device, ftl, ipl) = (dev.device().counters(), dev.ftl_counters(), dev.ipl_counters());
-    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, ipl_regions, pool: db.pool_stats() }
+    let log_end_lsn = db.log_lsns().map(|_| db.log_end_lsn());
+    let pool = db.pool_stats();
+    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, ipl_regions, pool, log_end_lsn }
 }
 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
@@ -243,6 +247,11 @@ pub struct Metrics {
     /// Page updates by net changed bytes, all objects (buckets as in
     /// `engine::store::ObjectCounters::update_size_writes`).
     pub update_size_writes: [u64; engine::store::UPDATE_SIZE_BUCKETS],
+    /// The first LSN of the measurement (the log's end when the warm-up ended): the log
+    /// records from it on are the measured run's, those before it the load's and the
+    /// warm-up's (the advisor keeps them apart). Absent without a log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_from_lsn: Option<u64>,
     pub objects: Vec<ObjectResult>,
     pub intervals: Vec<Interval>,
 }
@@ -435,6 +444,7 @@ fn metrics(
         time_per_transaction_ms: breakdown(a, b, terminals, switch),
         switch_ddl_seconds: switch.map(|s| s.nanos as f64 / 1e9),
         update_size_writes: total.update_size_writes,
+        measured_from_lsn: a.log_end_lsn,
         objects,
         intervals,
     }

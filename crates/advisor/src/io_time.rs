@@ -1,0 +1,160 @@
+//! The I/O-time model: a layout's throughput and page latencies from its predicted
+//! flash operations, timed with the device's array and transfer times, and the
+//! baseline's measured CPU share.
+//!
+//! A region's busy time is Σ reads·t_read + out-of-place writes·t_program +
+//! appends·t_append + migrations·(t_read + t_program) + erases·t_erase (with the page
+//! types its mode programs); the device's busy time B is that of the busiest region per
+//! chip (the caller's `Service`), the bottleneck of a layout that puts the hot tables on
+//! part of the chips. A transaction's time is its CPU part (the
+//! baseline's `time_per_transaction_ms.other`, taken as unchanged) plus its I/O waits,
+//! which scale with B: T' = cpu + (T − cpu)·B'/B. Closed-loop terminals give throughput
+//! ∝ 1/T. A page latency is its service time plus a queueing delay (the baseline's
+//! measured latency less its service time), which scales with B'/B as well.
+
+use nand::{CellType, Latencies};
+use serde::Serialize;
+
+/// Mean times of one operation in a region, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpTimes {
+    pub read_ns: f64,
+    pub program_ns: f64,
+    pub append_ns: f64,
+    pub erase_ns: f64,
+}
+
+impl OpTimes {
+    /// The times in a region of `mode` (none, slc, pslc, odd-mlc) on `cell` flash: array
+    /// time averaged over the page types the mode programs, plus the transfer of a
+    /// flash page (an append transfers `delta_bytes`, on an LSB or SLC page).
+    pub fn of(latencies: &Latencies, cell: CellType, mode: &str, flash_page_bytes: usize, delta_bytes: usize) -> Self {
+        let types: &[usize] = match (cell, mode) {
+            (CellType::Slc, _) | (_, "pslc") => &[0],
+            (CellType::Mlc, _) => &[0, 2],
+            (CellType::Tlc, _) => &[0, 1, 2],
+        };
+        let mean = |times: &[u64; 3]| types.iter().map(|&t| times[t] as f64).sum::<f64>() / types.len() as f64;
+        let page = latencies.transfer_ns(flash_page_bytes) as f64;
+        OpTimes {
+            read_ns: mean(&latencies.read_ns) + page,
+            program_ns: mean(&latencies.program_ns) + page,
+            append_ns: latencies.program_ns[0] as f64 + latencies.transfer_ns(delta_bytes) as f64,
+            erase_ns: latencies.erase_ns as f64,
+        }
+    }
+}
+
+/// Flash operations of one region over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RegionWork {
+    pub reads: f64,
+    pub out_of_place_writes: f64,
+    pub in_place_appends: f64,
+    pub gc_page_migrations: f64,
+    pub gc_erases: f64,
+}
+
+impl RegionWork {
+    /// Device busy time of the work, in nanoseconds.
+    pub fn busy_ns(&self, t: &OpTimes) -> f64 {
+        self.reads * t.read_ns
+            + self.out_of_place_writes * t.program_ns
+            + self.in_place_appends * t.append_ns
+            + self.gc_page_migrations * (t.read_ns + t.program_ns)
+            + self.gc_erases * t.erase_ns
+    }
+
+    /// Mean service time of a page write (out-of-place or append), in nanoseconds.
+    pub fn write_service_ns(&self, t: &OpTimes) -> f64 {
+        let writes = self.out_of_place_writes + self.in_place_appends;
+        if writes == 0.0 {
+            return t.program_ns;
+        }
+        (self.out_of_place_writes * t.program_ns + self.in_place_appends * t.append_ns) / writes
+    }
+}
+
+/// What the baseline measured of time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MeasuredTime {
+    pub throughput_tps: f64,
+    /// Mean response time per transaction and its part outside the page I/O and log
+    /// waits (CPU), in milliseconds (`time_per_transaction_ms.response` and `.other`).
+    pub transaction_ms: f64,
+    pub cpu_ms: f64,
+    pub read_latency_ms: f64,
+    pub write_latency_ms: f64,
+}
+
+/// Predicted throughput and latencies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PredictedTime {
+    pub throughput_tps: f64,
+    pub transaction_ms: f64,
+    pub read_latency_ms: f64,
+    pub write_latency_ms: f64,
+}
+
+/// Service times of a layout: device busy time, mean read and mean write service.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Service {
+    pub busy_ns: f64,
+    pub read_ns: f64,
+    pub write_ns: f64,
+}
+
+/// The layout's time from the baseline's measurement and both service times.
+pub fn predict(measured: &MeasuredTime, baseline: &Service, layout: &Service) -> PredictedTime {
+    let load = if baseline.busy_ns > 0.0 { layout.busy_ns / baseline.busy_ns } else { 1.0 };
+    let cpu_ms = measured.cpu_ms.clamp(0.0, measured.transaction_ms);
+    let transaction_ms = cpu_ms + (measured.transaction_ms - cpu_ms) * load;
+    let throughput_tps =
+        if transaction_ms > 0.0 { measured.throughput_tps * measured.transaction_ms / transaction_ms } else { 0.0 };
+    let latency = |measured_ms: f64, base_ns: f64, new_ns: f64| {
+        let queueing_ms = (measured_ms - base_ns / 1e6).max(0.0);
+        new_ns / 1e6 + queueing_ms * load
+    };
+    PredictedTime {
+        throughput_tps,
+        transaction_ms,
+        read_latency_ms: latency(measured.read_latency_ms, baseline.read_ns, layout.read_ns),
+        write_latency_ms: latency(measured.write_latency_ms, baseline.write_ns, layout.write_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_times_follow_the_mode_and_the_page_types() {
+        let l = Latencies::mlc_typical();
+        let odd = OpTimes::of(&l, CellType::Mlc, "odd-mlc", 4096, 100);
+        let pslc = OpTimes::of(&l, CellType::Mlc, "pslc", 4096, 100);
+        let page = l.transfer_ns(4096) as f64;
+        assert_eq!(odd.program_ns, 1_000_000.0 + page);
+        assert_eq!(pslc.program_ns, 500_000.0 + page);
+        assert_eq!(odd.append_ns, pslc.append_ns);
+        assert!(odd.append_ns < pslc.program_ns);
+    }
+
+    #[test]
+    fn half_the_io_time_speeds_up_only_the_io_part() {
+        let m = MeasuredTime {
+            throughput_tps: 100.0,
+            transaction_ms: 10.0,
+            cpu_ms: 2.0,
+            read_latency_ms: 1.0,
+            write_latency_ms: 2.0,
+        };
+        let base = Service { busy_ns: 1e9, read_ns: 500_000.0, write_ns: 1_000_000.0 };
+        let half = Service { busy_ns: 5e8, read_ns: 500_000.0, write_ns: 600_000.0 };
+        let p = predict(&m, &base, &half);
+        assert!((p.transaction_ms - 6.0).abs() < 1e-12);
+        assert!((p.throughput_tps - 100.0 * 10.0 / 6.0).abs() < 1e-9);
+        assert!((p.read_latency_ms - 0.75).abs() < 1e-12);
+        assert!((p.write_latency_ms - (0.6 + 0.5)).abs() < 1e-12);
+        assert_eq!(predict(&m, &base, &base).throughput_tps, 100.0);
+    }
+}

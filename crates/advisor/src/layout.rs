@@ -1,0 +1,386 @@
+//! A layout's predicted effect: which tables sit in an IPA region under which scheme,
+//! and what that does to appends, GC work, space, throughput and latency.
+//!
+//! The data chips hold one region (every table in it, or none in IPA) or two: `ipa`
+//! (the chosen tables, in the layout's IPA mode) and `plain` (the rest, no IPA). Per
+//! region: utilisation u = the flash pages its tables' DB pages take (grown by the delta
+//! area, which leaves less room for tuples) over its flash pages (a pslc region uses one
+//! bit per cell); out-of-place writes = its tables' baseline writes less their
+//! predicted appends ([`crate::model`]), per transaction as in the baseline; GC
+//! migrations by fill and update: the region's free flash pages (its flash pages less
+//! the valid ones) take the first out-of-place writes from the warm-up's start without
+//! GC, and each write past them costs WA(u) − 1 migrations ([`crate::gc`]), × the
+//! baseline's calibration (its measured migrations over this model's for its own single
+//! region); erases per programmed page as measured. Time: [`crate::io_time`], with the
+//! busiest region's work per chip as the device's busy time; counts
+//! are over the measured time, so they grow with the predicted throughput. The eviction
+//! stream (which pages are written when) is taken as the baseline's.
+//! `gc_reduction` and `flash_program_reduction` compare steady states (no fill phase):
+//! the long-run effect, defined also when the baseline ran no GC.
+
+use crate::gc::migrations_per_write;
+use crate::io_time::{self, OpTimes, PredictedTime, RegionWork, Service};
+use crate::{model, Input, ObjectInput};
+use engine::IpaScheme;
+use nand::CellType;
+use serde::Serialize;
+
+/// Per table, the sum of its objects (placement is per table: indexes follow).
+pub struct Table<'a> {
+    pub name: &'a str,
+    pub pages: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub objects: Vec<&'a ObjectInput>,
+}
+
+/// The tables of `input`, in the order their first object appears.
+pub fn tables(input: &Input) -> Vec<Table<'_>> {
+    let mut out: Vec<Table> = Vec::new();
+    for o in &input.objects {
+        let i = match out.iter().position(|t| t.name == o.table) {
+            Some(i) => i,
+            None => {
+                out.push(Table { name: &o.table, pages: 0, reads: 0, writes: 0, objects: Vec::new() });
+                out.len() - 1
+            }
+        };
+        out[i].pages += o.pages;
+        out[i].reads += o.reads;
+        out[i].writes += o.writes;
+        out[i].objects.push(o);
+    }
+    out
+}
+
+/// Share of flash pages that take appends in `mode` on `cell` flash.
+pub fn lsb_share(mode: &str, cell: CellType) -> f64 {
+    match (mode, cell) {
+        ("odd-mlc", CellType::Mlc) => 0.5,
+        ("odd-mlc", CellType::Tlc) => 1.0 / 3.0,
+        _ => 1.0,
+    }
+}
+
+/// Bits per cell.
+pub fn bits(cell: CellType) -> u32 {
+    match cell {
+        CellType::Slc => 1,
+        CellType::Mlc => 2,
+        CellType::Tlc => 3,
+    }
+}
+
+/// Predicted appends of each table under `scheme` in `mode`.
+pub fn appends(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str) -> Vec<f64> {
+    let lsb = lsb_share(mode, input.cell);
+    tables
+        .iter()
+        .map(|t| t.objects.iter().map(|o| model::predicted_appends(&o.write_sizes, o.writes, scheme, lsb)).sum())
+        .collect()
+}
+
+/// One layout: the scheme and mode of the IPA region, its tables and chips.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub scheme: IpaScheme,
+    pub mode: String,
+    /// Per table (as [`tables`] orders them): in the IPA region?
+    pub in_ipa: Vec<bool>,
+    /// Per table: predicted appends under `scheme` in `mode`.
+    pub appends: Vec<f64>,
+    pub ipa_chips: u32,
+}
+
+/// One region of a layout as predicted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegionPrediction {
+    pub name: String,
+    pub mode: String,
+    pub chips: u32,
+    /// Valid flash pages over the region's flash pages.
+    pub utilisation: f64,
+    /// Greedy GC's WA(u) − 1, before the baseline's calibration.
+    pub model_migrations_per_write: f64,
+    #[serde(flatten)]
+    pub work: RegionWork,
+}
+
+/// What a layout is predicted to do over the baseline's measured run (same
+/// transactions): counts, GC work, time, space.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Share of all data page writes that become in-place appends.
+    pub ipa_share: f64,
+    pub out_of_place_writes: f64,
+    pub in_place_appends: f64,
+    pub gc_page_migrations: f64,
+    pub gc_erases: f64,
+    pub gc_migrations_per_host_write: f64,
+    pub gc_erases_per_host_write: f64,
+    /// 1 − the layout's GC migrations per transaction over the baseline's in steady
+    /// state (out-of-place writes × (WA(u) − 1) per region, uncalibrated, so it is
+    /// defined when the baseline ran no GC).
+    pub gc_reduction: f64,
+    /// 1 − the layout's flash programs per transaction over the baseline's in steady
+    /// state: out-of-place writes × WA(u) per region (host programs and GC's). What
+    /// the layouts are weighed by: where GC is negligible (a nearly empty device) it is
+    /// the out-of-place writes saved, where GC dominates the migrations saved.
+    pub flash_program_reduction: f64,
+    #[serde(flatten)]
+    pub time: PredictedTime,
+    /// Delta area per page of the IPA region, in percent of the page.
+    pub space_overhead_page_pct: f64,
+    /// Delta area over the whole database, in percent of its pages.
+    pub space_overhead_db_pct: f64,
+    pub regions: Vec<RegionPrediction>,
+}
+
+/// Out-of-place writes of a measured window that GC has to make room for: the region
+/// starts with `free` flash pages, which the `before` writes (warm-up) and then the
+/// window's `during` writes fill; every write past them is an update in steady state.
+pub fn gc_writes(free: f64, before: f64, during: f64) -> f64 {
+    (before + during - free).max(0.0) - (before - free).max(0.0)
+}
+
+/// Flash pages of `chips` chips in `mode` (pslc keeps one bit per cell).
+fn capacity(input: &Input, chips: u32, mode: &str) -> f64 {
+    chips.max(1) as f64 * input.pages_per_chip.max(1) as f64
+        / if mode == "pslc" { bits(input.cell) as f64 } else { 1.0 }
+}
+
+/// The baseline's calibration: its measured migrations over the fill-and-update
+/// model's for its single region (all tables, no IPA, every data chip).
+struct Calibration {
+    /// Migrations per modelled migration.
+    factor: f64,
+    /// Steady-state modelled migrations and flash programs of the baseline (the bases of
+    /// `gc_reduction` and `flash_program_reduction`).
+    steady_migrations: f64,
+    steady_programs: f64,
+    erases_per_program: f64,
+    work: RegionWork,
+    /// Warm-up writes per measured write.
+    warmup_per_measured: f64,
+    /// Whether free pages fill before GC: not when the baseline ran GC that its free
+    /// pages should have postponed (pages left stale by the load take room the model
+    /// does not see), then every write is an update.
+    fill: bool,
+}
+
+fn calibration(input: &Input, tables: &[Table]) -> Calibration {
+    let flash_per_db = input.page_bytes as f64 / input.flash_page_bytes as f64;
+    let capacity = capacity(input, input.data_chips, "none");
+    let valid = tables.iter().map(|t| t.pages).sum::<u64>() as f64 * flash_per_db;
+    let utilisation = valid / capacity;
+    let work = RegionWork {
+        reads: tables.iter().map(|t| t.reads).sum::<u64>() as f64,
+        out_of_place_writes: tables.iter().map(|t| t.writes).sum::<u64>() as f64,
+        in_place_appends: 0.0,
+        gc_page_migrations: input.baseline.gc_page_migrations as f64,
+        gc_erases: input.baseline.gc_erases as f64,
+    };
+    let b = &input.baseline;
+    let warmup_per_measured = if b.measured_s > 0.0 { b.warmup_s / b.measured_s } else { 0.0 };
+    let writes = work.out_of_place_writes;
+    let filled = gc_writes((capacity - valid).max(0.0), writes * warmup_per_measured, writes);
+    let fill = filled > 0.0 || work.gc_page_migrations == 0.0;
+    let modelled = if fill { filled } else { writes } * migrations_per_write(utilisation);
+    let programs = writes + work.gc_page_migrations;
+    Calibration {
+        factor: if modelled > 0.0 { work.gc_page_migrations / modelled } else { 0.0 },
+        steady_migrations: writes * migrations_per_write(utilisation),
+        steady_programs: writes * (1.0 + migrations_per_write(utilisation)),
+        erases_per_program: if programs > 0.0 { work.gc_erases / programs } else { 0.0 },
+        work,
+        warmup_per_measured,
+        fill,
+    }
+}
+
+/// Mean read and write service of regions' work, and the busy time per transaction
+/// (`per` transactions) of the busiest region's chips: its work over its chips, since a
+/// region whose tables take most of the I/O on part of the chips is the bottleneck.
+fn service(parts: &[(RegionWork, OpTimes, u32)], per: f64) -> Service {
+    let reads: f64 = parts.iter().map(|(w, ..)| w.reads).sum();
+    let writes: f64 = parts.iter().map(|(w, ..)| w.out_of_place_writes + w.in_place_appends).sum();
+    let (first_read, first_write) = parts.first().map_or((0.0, 0.0), |(_, t, _)| (t.read_ns, t.program_ns));
+    let read_ns =
+        if reads > 0.0 { parts.iter().map(|(w, t, _)| w.reads * t.read_ns).sum::<f64>() / reads } else { first_read };
+    let write_ns = if writes > 0.0 {
+        parts.iter().map(|(w, t, _)| w.write_service_ns(t) * (w.out_of_place_writes + w.in_place_appends)).sum::<f64>()
+            / writes
+    } else {
+        first_write
+    };
+    let busiest = parts.iter().map(|(w, t, chips)| w.busy_ns(t) / (*chips).max(1) as f64).fold(0.0, f64::max);
+    Service { busy_ns: busiest / per.max(f64::MIN_POSITIVE), read_ns, write_ns }
+}
+
+/// A region of a layout: its name, mode, chips, and whether it is the IPA region.
+struct Group {
+    name: &'static str,
+    mode: String,
+    chips: u32,
+    ipa: bool,
+}
+
+/// The layout's regions.
+fn groups(input: &Input, tables: &[Table], layout: &Layout) -> Vec<Group> {
+    let ipa_tables = layout.in_ipa.iter().filter(|&&b| b).count();
+    let group = |name, mode: &str, chips, ipa| Group { name, mode: mode.to_string(), chips, ipa };
+    if ipa_tables == 0 {
+        vec![group("data", "none", input.data_chips, false)]
+    } else if ipa_tables == tables.len() {
+        vec![group("ipa", &layout.mode, input.data_chips, true)]
+    } else {
+        let plain_chips = input.data_chips.saturating_sub(layout.ipa_chips).max(1);
+        vec![group("ipa", &layout.mode, layout.ipa_chips, true), group("plain", "none", plain_chips, false)]
+    }
+}
+
+/// Rounds of the throughput ↔ counts iteration at most (it settles in a few dozen).
+const ROUNDS: usize = 200;
+
+/// The layout's prediction.
+pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
+    let flash_per_db = input.page_bytes as f64 / input.flash_page_bytes as f64;
+    let area = layout.scheme.area_bytes();
+    let growth = input.page_bytes as f64 / (input.page_bytes.saturating_sub(area)).max(1) as f64;
+    let times = |mode: &str| {
+        let record = if layout.scheme.n > 0 { area / layout.scheme.n as usize } else { 0 };
+        OpTimes::of(&input.latencies, input.cell, mode, input.flash_page_bytes, record)
+    };
+    let base = calibration(input, tables);
+    let baseline_service = service(&[(base.work, times("none"), input.data_chips)], 1.0);
+    let groups = groups(input, tables, layout);
+    // Counts over the measured time: the baseline's per transaction × the transactions
+    // the layout runs in it (its throughput over the baseline's, from the time model,
+    // which needs the counts: a damped fixed-point iteration).
+    let (mut scale, mut regions, mut time) = (1.0, Vec::new(), PredictedTime::default());
+    let (mut steady_migrations, mut steady_programs) = (0.0, 0.0);
+    for _ in 0..ROUNDS {
+        let mut parts = Vec::new();
+        (regions, steady_migrations, steady_programs) = (Vec::new(), 0.0, 0.0);
+        for g in &groups {
+            let members: Vec<usize> = (0..tables.len()).filter(|&i| layout.in_ipa[i] == g.ipa).collect();
+            let capacity = capacity(input, g.chips, &g.mode);
+            let valid: f64 =
+                members.iter().map(|&i| tables[i].pages as f64 * flash_per_db * if g.ipa { growth } else { 1.0 }).sum();
+            let utilisation = valid / capacity;
+            let writes: f64 = members.iter().map(|&i| tables[i].writes as f64).sum();
+            let appends: f64 = if g.ipa { members.iter().map(|&i| layout.appends[i]).sum() } else { 0.0 };
+            let out_of_place = (writes - appends) * scale;
+            let per_write = migrations_per_write(utilisation);
+            steady_migrations += (writes - appends) * per_write;
+            steady_programs += (writes - appends) * (1.0 + per_write);
+            let free = if base.fill { (capacity - valid).max(0.0) } else { 0.0 };
+            let updated = gc_writes(free, out_of_place * base.warmup_per_measured, out_of_place);
+            let migrations = base.factor * updated * per_write;
+            let work = RegionWork {
+                reads: members.iter().map(|&i| tables[i].reads as f64).sum::<f64>() * scale,
+                out_of_place_writes: out_of_place,
+                in_place_appends: appends * scale,
+                gc_page_migrations: migrations,
+                gc_erases: base.erases_per_program * (out_of_place + migrations),
+            };
+            parts.push((work, times(&g.mode), g.chips));
+            regions.push(RegionPrediction {
+                name: g.name.to_string(),
+                mode: g.mode.clone(),
+                chips: g.chips,
+                utilisation,
+                model_migrations_per_write: per_write,
+                work,
+            });
+        }
+        time = io_time::predict(&input.baseline.time, &baseline_service, &service(&parts, scale));
+        let b = input.baseline.time.throughput_tps;
+        let next = if b > 0.0 { time.throughput_tps / b } else { 1.0 };
+        if (next - scale).abs() < 1e-6 * scale {
+            break;
+        }
+        scale = (scale + next) / 2.0;
+    }
+    let sum = |f: fn(&RegionWork) -> f64| regions.iter().map(|r| f(&r.work)).sum::<f64>();
+    let (out_of_place, appends) = (sum(|w| w.out_of_place_writes), sum(|w| w.in_place_appends));
+    let (migrations, erases) = (sum(|w| w.gc_page_migrations), sum(|w| w.gc_erases));
+    let host_writes = (out_of_place + appends).max(1.0);
+    let gc_reduction = if base.steady_migrations > 0.0 {
+        1.0 - steady_migrations / base.steady_migrations
+    } else {
+        1.0 - out_of_place / base.work.out_of_place_writes.max(1.0) / scale
+    };
+    let flash_program_reduction = 1.0 - steady_programs / base.steady_programs.max(f64::MIN_POSITIVE);
+    let total_pages: u64 = tables.iter().map(|t| t.pages).sum();
+    let ipa_pages: u64 = (0..tables.len()).filter(|&i| layout.in_ipa[i]).map(|i| tables[i].pages).sum();
+    let page_pct = area as f64 * 100.0 / input.page_bytes as f64;
+    Prediction {
+        ipa_share: appends / host_writes,
+        out_of_place_writes: out_of_place,
+        in_place_appends: appends,
+        gc_page_migrations: migrations,
+        gc_erases: erases,
+        gc_migrations_per_host_write: migrations / host_writes,
+        gc_erases_per_host_write: erases / host_writes,
+        gc_reduction,
+        flash_program_reduction,
+        time,
+        space_overhead_page_pct: if ipa_pages == 0 { 0.0 } else { page_pct },
+        space_overhead_db_pct: page_pct * ipa_pages as f64 / total_pages.max(1) as f64,
+        regions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests_support::input;
+
+    fn layout(input: &Input, scheme: IpaScheme, in_ipa: Vec<bool>, ipa_chips: u32) -> Layout {
+        let t = tables(input);
+        Layout { scheme, mode: "slc".into(), appends: appends(input, &t, scheme, "slc"), in_ipa, ipa_chips }
+    }
+
+    #[test]
+    fn free_pages_take_the_first_writes_without_gc() {
+        assert_eq!(gc_writes(100.0, 30.0, 50.0), 0.0);
+        assert_eq!(gc_writes(100.0, 30.0, 90.0), 20.0);
+        assert_eq!(gc_writes(100.0, 130.0, 90.0), 90.0);
+        assert_eq!(gc_writes(0.0, 0.0, 90.0), 90.0);
+    }
+
+    #[test]
+    fn no_ipa_reproduces_the_baseline() {
+        let i = input();
+        let t = tables(&i);
+        let p = predict(&i, &t, &layout(&i, IpaScheme::NONE, vec![false, false], 1));
+        assert_eq!(p.ipa_share, 0.0);
+        assert!((p.gc_page_migrations - i.baseline.gc_page_migrations as f64).abs() < 1e-6);
+        assert!((p.gc_erases - i.baseline.gc_erases as f64).abs() < 1e-6);
+        assert!((p.time.throughput_tps - i.baseline.time.throughput_tps).abs() < 1e-9);
+        assert_eq!(p.gc_reduction, 0.0);
+        assert_eq!(p.regions.len(), 1);
+    }
+
+    #[test]
+    fn appends_cut_gc_and_global_pays_space_where_appends_do_not() {
+        let i = input();
+        let t = tables(&i);
+        let scheme = IpaScheme::new(2, 3, IpaScheme::DEFAULT_V).unwrap();
+        let selective = predict(&i, &t, &layout(&i, scheme, vec![true, false], 1));
+        let global = predict(&i, &t, &layout(&i, scheme, vec![true, true], 10));
+        assert!(selective.gc_reduction > 0.0 && selective.gc_page_migrations < i.baseline.gc_page_migrations as f64);
+        // The hot table's I/O on 1 of the 10 chips: that region is the bottleneck, so
+        // the selective layout is predicted slower than global IPA on every chip.
+        assert!(selective.time.throughput_tps < global.time.throughput_tps);
+        assert!(global.time.throughput_tps > i.baseline.time.throughput_tps);
+        // The cold table's large updates never append: global takes the same appends,
+        // more space, and a fuller region (its delta areas on the cold pages too).
+        let per_transaction = |p: &Prediction| p.in_place_appends / p.time.throughput_tps;
+        assert!((per_transaction(&global) / per_transaction(&selective) - 1.0).abs() < 1e-4);
+        assert!(global.space_overhead_db_pct > selective.space_overhead_db_pct);
+        assert!(global.regions[0].utilisation > i.objects.iter().map(|o| o.pages).sum::<u64>() as f64 / 10_000.0);
+        assert_eq!(selective.regions.len(), 2);
+    }
+}
