@@ -5,8 +5,8 @@
 //! Built from the compared cells alone (they hold ours and the paper's value), so it
 //! follows the reference rows whatever runs the table has.
 
-use crate::catalogue::Results;
 use crate::compare::Cell;
+use crate::experiment::Results;
 use crate::svg::{PaperPoint, Plot, Series};
 
 /// The buffer share in percent of a column `buffer 10% [2x3] Δ%`; `None` for any other.

@@ -1,10 +1,18 @@
 //! Joins an experiment's cells with the paper's: for every reference cell of the
 //! experiment, ours, the difference, the verdict, and why where it is known.
 
-use crate::catalogue::Ours;
 use crate::reference::ReferenceCell;
 use crate::verdict::{self, Kind, Verdict};
 use serde::Serialize;
+
+/// One cell as our runs give it; `value` is `None` where a run failed or the cell
+/// cannot be computed (a change against a baseline of 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ours {
+    pub row: String,
+    pub column: String,
+    pub value: Option<f64>,
+}
 
 /// One compared cell, as `summary.json` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -11,7 +11,7 @@
 //!   those of results.sh (the paper's 50 GB does not fit in memory here);
 //! - `smoke`: a fraction of a second on the smallest database, for tests.
 
-use crate::catalogue::{Ours, Results, RunSpec, Scale};
+use crate::experiment::{Ours, Results, RunSpec, Scale};
 use serde_json::Value;
 use workloads::config::Eviction;
 use workloads::ExperimentConfig;

@@ -17,7 +17,7 @@
 //! migrations) / (evictions·P), RA = (fetches·P + GC migrations) / (fetches·P), erases =
 //! GC erases.
 
-use crate::catalogue::{Ours, Results, RunSpec, Scale};
+use crate::experiment::{Ours, Results, RunSpec, Scale};
 use serde_json::Value;
 use workloads::config::{IplStorageConfig, StorageConfig};
 use workloads::ExperimentConfig;

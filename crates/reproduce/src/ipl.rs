@@ -10,8 +10,8 @@
 //! `smoke` 2,000. The buffer frames scale with the inserts (at least 3), so the buffer
 //! holds the same share of the tree at every scale.
 
-use crate::catalogue::{Ours, Results, RunSpec, Scale};
 use crate::compare::Cell;
+use crate::experiment::{Ours, Results, RunSpec, Scale};
 use crate::input::RunInput;
 use crate::svg::{Plot, Series};
 use index::bench::{IndexBenchConfig, Order};

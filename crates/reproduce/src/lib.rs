@@ -20,6 +20,7 @@
 pub mod buffer_plot;
 pub mod catalogue;
 pub mod compare;
+pub mod experiment;
 pub mod input;
 pub mod ipa;
 pub mod ipa_ipl;
@@ -32,6 +33,7 @@ pub mod store;
 pub mod svg;
 pub mod verdict;
 
-pub use catalogue::{Experiment, RunSpec, Scale, CATALOGUE};
+pub use catalogue::CATALOGUE;
+pub use experiment::{Experiment, RunSpec, Scale};
 pub use input::RunInput;
 pub use runner::{reproduce, Options, Outcome};

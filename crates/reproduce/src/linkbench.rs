@@ -11,8 +11,8 @@
 //! [Nx125] for N = 1..3; `ipa::table5_runs`), shared with it: the curve is each
 //! scheme's share of host writes done as appends, by buffer size.
 
-use crate::catalogue::{Ours, Results, RunSpec, Scale};
 use crate::compare::Cell;
+use crate::experiment::{Ours, Results, RunSpec, Scale};
 use crate::ipa;
 use crate::svg::{Plot, Series};
 use serde_json::Value;

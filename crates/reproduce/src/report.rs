@@ -1,8 +1,8 @@
 //! The reports: one experiment as Markdown and JSON, and the summary (counts per
 //! verdict, `summary.json`).
 
-use crate::catalogue::{Experiment, Scale};
 use crate::compare::Cell;
+use crate::experiment::{Experiment, Scale};
 use crate::verdict::Verdict;
 use serde::Serialize;
 use serde_json::{json, Value};

@@ -6,8 +6,8 @@
 //! and a second invocation re-executes nothing that finished. A run may be of any kind
 //! ([`crate::input`]); the runner only checks, executes and keeps it.
 
-use crate::catalogue::{Experiment, RunSpec, Scale};
 use crate::compare::{self, Cell, Missing};
+use crate::experiment::{Experiment, RunSpec, Scale};
 use crate::reference::{self, ReferenceCell};
 use crate::report::{self, RunRecord};
 use crate::store::Store;

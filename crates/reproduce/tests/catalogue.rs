@@ -3,8 +3,9 @@
 //! gives it, and every reference cell belongs to a listed experiment; every run's config
 //! resolves at every scale; only the comparison reads the reference file.
 
-use reproduce::catalogue::{self, Scale, CATALOGUE};
+use reproduce::catalogue::{self, CATALOGUE};
 use reproduce::reference;
+use reproduce::Scale;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -3,7 +3,8 @@
 //! the experiment's notes and each run's conditions, and a figure writes its SVG with
 //! one marker per paper value.
 
-use reproduce::catalogue::{self, Scale};
+use reproduce::catalogue;
+use reproduce::Scale;
 use reproduce::{reproduce, Options};
 
 /// Runs `id` at smoke scale into a temporary directory; returns the Markdown report and

@@ -1,7 +1,7 @@
 //! One invocation of the runner on a made-up experiment: a run that cannot start is
 //! reported as failed, on the log and in the experiment's report, and nothing is kept.
 
-use reproduce::catalogue::{Experiment, Implementation, Ours, Results, RunSpec, Scale};
+use reproduce::experiment::{Experiment, Implementation, Ours, Results, RunSpec, Scale};
 use reproduce::{reproduce, Options};
 use std::sync::Mutex;
 use workloads::ExperimentConfig;
