@@ -288,19 +288,30 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         println!("  μ-Tree range scan is our extension (one descent per leaf; the paper's μ-Tree has none)");
     }
     if let Some(file) = &json {
-        let value = json!({
+        let mut value = json!({
             "command": "index-bench",
-            "index": format!("{:?}", args.index).to_lowercase(),
-            "storage": format!("{storage:?}").to_lowercase(),
-            "describe": tree.store().describe(),
-            "log_blocks_percent": args.log_blocks,
-            "node_bytes": args.node_bytes,
-            "inserts": args.inserts,
-            "buffer_frames": args.buffer_frames,
-            "order": format!("{:?}", args.order).to_lowercase(),
-            "seed": args.seed,
-            "device": args.device,
-            "geometry": tree.store().device().geometry(),
+            "config": {
+                "index": format!("{:?}", args.index).to_lowercase(),
+                "storage": format!("{storage:?}").to_lowercase(),
+                "describe": tree.store().describe(),
+                "log_blocks_percent": args.log_blocks,
+                "log_block_count": args.log_block_count,
+                "node_bytes": args.node_bytes,
+                "inserts": args.inserts,
+                "buffer_frames": args.buffer_frames,
+                "order": format!("{:?}", args.order).to_lowercase(),
+                "queries": args.queries,
+                "scans": args.scans,
+                "scan_keys": args.scan_keys,
+                "compaction_threshold": spec.compaction_threshold,
+                "log_region_bytes": args.log_region_bytes,
+                "sector_bytes": args.sector_bytes,
+                "blocks": args.blocks,
+                "seed": args.seed,
+                "device": args.device,
+                "geometry": tree.store().device().geometry(),
+                "command_line": crate::rerun::command_line(),
+            },
             "height": height,
             "used_blocks": usage.used_blocks,
             "log_blocks": usage.log_blocks,
@@ -308,6 +319,9 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
             "format": json!({ "erases": start.erases, "flash_writes": start.writes, "flash_reads": start.reads }),
             "phases": phases.iter().map(|(n, p)| (n.to_string(), p.clone())).collect::<serde_json::Map<_, _>>(),
         });
+        for (key, v) in crate::rerun::build_info() {
+            value[key] = v;
+        }
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         file.write((text + "\n").as_bytes())?;
     }

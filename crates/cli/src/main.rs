@@ -35,6 +35,7 @@ mod bench;
 mod demo;
 mod engine_bench;
 mod engine_compare;
+mod ftl_args;
 mod index_bench;
 mod inspect;
 mod memory;
@@ -42,6 +43,7 @@ mod mount;
 mod output;
 mod recovery_bench;
 mod reproduce;
+mod rerun;
 mod runner;
 mod serve;
 mod setup;
@@ -134,6 +136,10 @@ enum Command {
     /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
     /// through the Python package.
     Sweep(sweep::SweepArgs),
+    /// Run a recorded result again from the config in its JSON (bench, compare, sweep,
+    /// ftl-bench, replay, index-bench, engine-bench, recovery-bench) and say whether
+    /// the simulated metrics are identical; exits non-zero if any differ.
+    Rerun(rerun::RerunArgs),
     /// Run the papers' tables and figures and compare every cell with the paper's value
     /// (within, direction, opposite, n/a); --list names the experiments.
     Reproduce(reproduce::ReproduceArgs),
@@ -181,14 +187,8 @@ struct RunArgs {
     /// both.
     #[arg(long, default_value = "noftl", value_parser = ftl_kind)]
     ftl: FtlChoice,
-    /// DFTL: mapping entries its cached mapping table holds.
-    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Dftl).cmt_entries,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    cmt_entries: u32,
-    /// BAST and FAST: log blocks (FAST: one sequential, the rest shared random).
-    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Bast).log_blocks,
-          value_parser = clap::value_parser!(u32).range(2..))]
-    log_blocks: u32,
+    #[command(flatten)]
+    ftl_knobs: ftl_args::FtlKnobArgs,
 }
 
 /// `--ftl`: a NoFTL region (`None`) or a conventional FTL.
@@ -207,13 +207,16 @@ fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
 /// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.
 fn target(common: &CommonArgs, wants_deltas: bool) -> Result<Target, String> {
     let FtlChoice(Some(kind)) = common.run.ftl else {
+        if let Some(flag) = common.run.ftl_knobs.given().first() {
+            return Err(format!("{flag} is an FTL setting; a NoFTL region has no FTL: add --ftl KIND"));
+        }
         return Ok(Target::Region(Box::new(setup::format(&common.device, &common.region, wants_deltas)?)));
     };
     let region = &common.region;
     let mut config = flash::ftl::FtlConfig::new(kind);
     config.over_provisioning = region.over_provisioning;
-    config.cmt_entries = common.run.cmt_entries;
-    config.log_blocks = common.run.log_blocks;
+    common.run.ftl_knobs.check_kind(kind)?;
+    common.run.ftl_knobs.apply(&mut config);
     config.gc = flash::GcConfig {
         policy: region.gc,
         foreground_free_blocks: region.gc_fg_blocks,
@@ -312,6 +315,7 @@ fn main() -> ExitCode {
         Command::IndexBench(args) => index_bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Sweep(args) => exit_on(sweep::run(args)),
+        Command::Rerun(args) => exit_on(rerun::run(args)),
         Command::Reproduce(args) => exit_on(reproduce::run(args)),
         Command::Mount(args) => mount::run(args),
         Command::Unmount(args) => mount::unmount(args),
@@ -467,6 +471,8 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             "hot_fraction": args.hot_fraction,
             "delta_share": args.delta_share,
             "delta_bytes": args.delta_bytes,
+            "writes": args.writes,
+            "warmup": warmup,
         }),
     );
     report("ftl-bench", config, logical, warmup, &measured, json.as_ref())?;
@@ -539,6 +545,7 @@ fn config(common: &CommonArgs, runner: &Runner, mut specific: serde_json::Value)
     object.insert("queue_depth".into(), json!(common.run.queue_depth));
     object.insert("seed".into(), json!(common.run.seed));
     object.insert("no_data".into(), json!(common.device.no_data));
+    object.insert("command_line".into(), json!(rerun::command_line()));
     specific
 }
 
@@ -560,6 +567,7 @@ fn report(
         object.insert("config".into(), config);
         object.insert("logical_pages".into(), json!(logical));
         object.insert("warmup_operations".into(), json!(warmup));
+        object.extend(rerun::build_info().map(|(k, v)| (k.to_string(), v)));
         let text = serde_json::to_string_pretty(&value).expect("json");
         file.write((text + "\n").as_bytes())?;
         eprintln!("metrics written to {}", file.path().display());

@@ -9,7 +9,7 @@
 //! statement or device operation ends the run with an error naming the stage.
 
 use super::{FlashSnapshot, Session, SqliteHost, SqliteWorkload};
-use crate::experiment::{Consistency, GIT_COMMIT};
+use crate::experiment::{Consistency, GIT_COMMIT, VERSION};
 use crate::registry::Params;
 use crate::Control;
 use hdrhistogram::Histogram;
@@ -48,7 +48,7 @@ impl Synchronous {
 }
 
 /// How much of the device is left free by aging before the run (NoLgn-FTL §4.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FreeSpace {
     #[serde(rename = "75%")]
     Pct75,
@@ -79,8 +79,10 @@ impl FreeSpace {
     }
 }
 
-/// How a run is done, apart from the workload's own parameters.
-#[derive(Clone, Debug, Serialize)]
+/// How a run is done, apart from the workload's own parameters and where SQLite runs
+/// (the `run` table of a SQLite experiment, [`crate::config::SqliteConfig`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct SqliteRunConfig {
     pub seed: u64,
     /// Simulated CPU time charged for each SQL statement.
@@ -202,6 +204,7 @@ pub struct SqliteResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
     pub run_wall_seconds: f64,
+    pub version: &'static str,
     pub git_commit: &'static str,
 }
 
@@ -341,6 +344,7 @@ pub fn run(
         kinds,
         consistency_check,
         run_wall_seconds,
+        version: VERSION,
         git_commit: GIT_COMMIT,
     })
 }
