@@ -80,8 +80,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Drive one NoFTL region with synthetic page writes (and appends); report write
-    /// amplification, GC work, latency and simulator speed.
+    /// Drive one NoFTL region (with appends) or a conventional FTL over the whole device
+    /// (--ftl KIND) with synthetic page writes; report write amplification, GC work,
+    /// latency and simulator speed.
     FtlBench(FtlBenchArgs),
     /// Replay a page trace (W/R/D/T lines) against one region.
     Replay(ReplayArgs),

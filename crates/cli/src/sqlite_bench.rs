@@ -378,6 +378,8 @@ fn print_result(r: &SqliteResult) {
         Row::kv("latency p50 [µs]", us(r.latency.p50_us)),
         Row::kv("latency p95 [µs]", us(r.latency.p95_us)),
         Row::kv("latency p99 [µs]", us(r.latency.p99_us)),
+        Row::kv("latency p99.9 [µs]", us(r.latency.p99_9_us)),
+        Row::kv("latency max [µs]", us(r.latency.max_us)),
     ]);
     match &r.flash {
         Some(f) => rows.extend([
@@ -395,7 +397,9 @@ fn print_result(r: &SqliteResult) {
     }
     print_table(&rows);
     let mut kinds = vec![Row::new(
-        ["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs"].map(String::from).into(),
+        ["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs"]
+            .map(String::from)
+            .into(),
     )];
     for (name, k) in &r.kinds {
         kinds.push(Row::new(vec![
@@ -406,6 +410,8 @@ fn print_result(r: &SqliteResult) {
             us(k.latency.p50_us),
             us(k.latency.p95_us),
             us(k.latency.p99_us),
+            us(k.latency.p99_9_us),
+            us(k.latency.max_us),
         ]));
     }
     print_table(&kinds);

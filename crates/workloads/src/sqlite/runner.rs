@@ -113,6 +113,7 @@ pub struct Latency {
     pub p50_us: f64,
     pub p95_us: f64,
     pub p99_us: f64,
+    pub p99_9_us: f64,
     pub max_us: f64,
 }
 
@@ -135,6 +136,7 @@ impl Latency {
             p50_us: us(h.value_at_quantile(0.50)),
             p95_us: us(h.value_at_quantile(0.95)),
             p99_us: us(h.value_at_quantile(0.99)),
+            p99_9_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
         }
     }
@@ -457,6 +459,7 @@ mod tests {
         let l = Latency::of(&h);
         assert!((l.p50_us - 500.0).abs() < 1.0, "{l:?}");
         assert!((l.p99_us - 990.0).abs() < 1.0, "{l:?}");
+        assert!((l.p99_9_us - 999.0).abs() < 1.0, "{l:?}");
         assert!((l.max_us - 1000.0).abs() < 1.0, "{l:?}");
     }
 }
