@@ -162,6 +162,26 @@ impl Snapshot {
     }
 }
 
+/// One phase's operation latencies in simulated nanoseconds (an HDR histogram, as the
+/// engine keeps its page I/O's: `engine::latency`).
+struct OpLatency(hdrhistogram::Histogram<u64>);
+
+impl OpLatency {
+    fn new() -> OpLatency {
+        OpLatency(engine::latency::histogram())
+    }
+
+    fn record(&mut self, ns: u64) {
+        self.0.saturating_record(ns.max(1));
+    }
+
+    /// `p50`, `p95`, `p99`, `p99_9` and `max` in µs; 0 for a phase without operations.
+    fn percentiles_us(&self) -> [(&'static str, f64); 5] {
+        let q = |q: f64| if self.0.is_empty() { 0.0 } else { self.0.value_at_quantile(q) as f64 / 1e3 };
+        [("p50", q(0.5)), ("p95", q(0.95)), ("p99", q(0.99)), ("p99_9", q(0.999)), ("max", self.0.max() as f64 / 1e3)]
+    }
+}
+
 pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     let json = args.overwrite.check("--json", args.json.as_deref())?;
     let kind = match args.index {
@@ -210,10 +230,14 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     // every block) is reported apart; the phases count from here, as the paper does.
     let start = Snapshot::of(&tree);
     let mut done = 0usize;
+    let mut latencies = [OpLatency::new(), OpLatency::new(), OpLatency::new()];
     crate::with_progress(keys.len() as u64, "insert", || {
         let key = keys[done];
         done += 1;
-        tree.insert(key, key.wrapping_mul(2_654_435_761)).map(drop).map_err(err)
+        let t0 = tree.store().now();
+        tree.insert(key, key.wrapping_mul(2_654_435_761)).map_err(err)?;
+        latencies[0].record(tree.store().now() - t0);
+        Ok(())
     })?;
     tree.flush().map_err(err)?;
     let inserted = Snapshot::of(&tree);
@@ -223,7 +247,9 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     let mut missing = 0u64;
     crate::with_progress(args.queries as u64, "query", || {
         let key = rng.gen_range(1..=args.inserts);
+        let t0 = tree.store().now();
         missing += u64::from(tree.search(key).map_err(err)?.is_none());
+        latencies[1].record(tree.store().now() - t0);
         Ok(())
     })?;
     if missing > 0 {
@@ -235,15 +261,27 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     crate::with_progress(args.scans as u64, "scan", || {
         let lo = rng.gen_range(1..=args.inserts);
         let hi = lo.saturating_add(args.scan_keys - 1);
-        tree.range(lo, hi, |_, _| scanned += 1).map_err(err)
+        let t0 = tree.store().now();
+        tree.range(lo, hi, |_, _| scanned += 1).map_err(err)?;
+        latencies[2].record(tree.store().now() - t0);
+        Ok(())
     })?;
     let scanned_at = Snapshot::of(&tree);
 
-    let phases = [
+    let mut phases = [
         ("insert", start.phase(&inserted, args.inserts as u64)),
         ("query", inserted.phase(&queried, args.queries as u64)),
         ("scan", queried.phase(&scanned_at, args.scans as u64)),
     ];
+    let mut latency_rows =
+        vec![Row::new(["phase", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs"].map(String::from).to_vec())];
+    for ((name, p), latency) in phases.iter_mut().zip(&latencies) {
+        let percentiles = latency.percentiles_us();
+        let mut row = vec![name.to_string()];
+        row.extend(percentiles.iter().map(|(_, v)| format!("{v:.1}")));
+        latency_rows.push(Row::new(row));
+        p["latency_us"] = percentiles.into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    }
     let mut rows = vec![Row::new(
         [
             "phase",
@@ -279,6 +317,7 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         ]));
     }
     print_table(&rows);
+    print_table(&latency_rows);
     println!(
         "  height {height}; blocks used {} data + {} log of {} total; {} entries scanned; \
          format (not in the phases): {} erases, {} writes",

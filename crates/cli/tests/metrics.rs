@@ -75,7 +75,7 @@ fn every_key_of_every_command_is_in_the_vocabulary() {
             "64",
         ],
         [&ftl[..], &["--delta-share", "0.2"]].concat(),
-        [&ftl[..], &["--ftl", "bast"]].concat(),
+        [&ftl[..], &["--ftl", "bast", "--log-blocks", "8"]].concat(),
         [&["replay", "--trace", trace], SMALL].concat(),
         vec!["index-bench", "--index", "bftl", "--inserts", "300", "--queries", "10", "--scans", "1"],
         vec!["engine-bench", "--rows", "300", "--ops", "300"],

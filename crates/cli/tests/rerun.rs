@@ -106,11 +106,16 @@ fn every_command_round_trips_through_rerun() {
     let trace = d.join("trace.txt");
     std::fs::write(&trace, "W 1\nW 2\nR 1\nT 2\nW 3\n").unwrap();
     round_trip(d, "replay.json", &[&["replay", "--trace", path(&trace)], SMALL].concat());
-    round_trip(
+    let index = round_trip(
         d,
         "index.json",
         &["index-bench", "--index", "ipl", "--inserts", "300", "--queries", "10", "--scans", "1"],
     );
+    for phase in ["insert", "query", "scan"] {
+        let l = &index["phases"][phase]["latency_us"];
+        assert!(l["p50"].as_f64() <= l["p99_9"].as_f64() && l["p99_9"].as_f64() <= l["max"].as_f64(), "{phase}: {l}");
+        assert!(l["max"].as_f64() > Some(0.0), "{phase}: {l}");
+    }
     round_trip(d, "engine.json", &["engine-bench", "--rows", "300", "--ops", "300"]);
     round_trip(d, "recovery.json", &[&["recovery-bench", "--rows", "300", "--transactions", "50"], SMALL].concat());
 }
