@@ -749,6 +749,19 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
     table.extend(run.table_rows().into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
+    let m = &run.metrics;
+    let mut latencies =
+        vec![Row::new(["latency [µs]", "p50", "p95", "p99", "p99.9", "max"].map(String::from).to_vec())];
+    for (name, l) in [
+        ("page read", m.read_latency_us),
+        ("page write", m.write_latency_us),
+        ("transaction", m.transaction_latency_us),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend([l.p50, l.p95, l.p99, l.p99_9, l.max].map(|v| format!("{v:.1}")));
+        latencies.push(Row::new(row));
+    }
+    print_table(&latencies);
     let memory = crate::memory::MemoryReport::now(crate::memory::Kept {
         device: run.memory_device_bytes,
         mapping: run.memory_mapping_bytes,

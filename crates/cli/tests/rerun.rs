@@ -70,7 +70,14 @@ const SHORT_BENCH: &[&str] = &[
 fn every_command_round_trips_through_rerun() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    round_trip(d, "bench.json", SHORT_BENCH);
+    let bench = round_trip(d, "bench.json", SHORT_BENCH);
+    for name in ["read_latency_us", "write_latency_us", "transaction_latency_us"] {
+        let l = &bench[name];
+        let order = ["p50", "p95", "p99", "p99_9", "max"].map(|q| l[q].as_f64().unwrap_or(-1.0));
+        assert!(order.windows(2).all(|w| 0.0 <= w[0] && w[0] <= w[1]) && order[4] > 0.0, "{name}: {l}");
+    }
+    let p50_ms = bench["transaction_latency_p50_ms"].as_f64().unwrap();
+    assert!((bench["transaction_latency_us"]["p50"].as_f64().unwrap() - p50_ms * 1e3).abs() < 1e-6);
     let sqlite = round_trip(
         d,
         "sqlite.json",
