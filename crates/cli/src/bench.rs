@@ -186,9 +186,10 @@ impl WorkloadArgs {
 /// Options shared by `bench` and `compare`. Defaults are those of `ExperimentConfig`.
 #[derive(Args, Clone)]
 pub struct BenchArgs {
-    /// Experiment file: TOML (JSON if it ends in .json, e.g. the "config" of a result).
-    /// Flags given as well override its values; the preset is the file's
-    /// (`[device] preset`), so --device cannot be combined with it.
+    /// Experiment file: TOML (JSON if it ends in .json, e.g. the "config" of a result);
+    /// one that says engine = "sqlite" is a SQLite run. Flags given as well override its
+    /// values; the preset is the file's (`[device] preset`), so --device cannot be
+    /// combined with it.
     #[arg(long, value_name = "FILE", conflicts_with = "device")]
     config: Option<PathBuf>,
     #[command(flatten)]

@@ -10,14 +10,18 @@
 //! these flags is refused with `--engine deltaflash`, and the engine's own flags with
 //! `--engine sqlite`.
 //!
+//! The flags (or `bench --config FILE` with `engine = "sqlite"`, which flags override)
+//! become one `workloads::config::SqliteConfig`, checked by [`resolve`] and recorded,
+//! resolved, as the JSON's `config`, so `deltaflash rerun` runs it again.
+//!
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
 //! CPU-only clock; `ftl:KIND` is SQLite through the VFS (`sqlite_flash`) on that FTL over
-//! the device the device flags describe. [`open_host`] is the one place that builds the
-//! `SqliteHost`. `--journal` ([`SqliteJournal`], flash storage only) picks the
-//! `sqlite_flash::Journal`: `base-wal` (SQLite's WAL, the default), `sw-wal` (with
-//! `--storage ftl:page`) or `nolgn` (no log on NoLgn-FTL, with `--storage ftl:nolgn`;
-//! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
-//! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
+//! the device the device flags describe, with the FTL flags (`--cmt-entries`, …).
+//! [`open_host`] is the one place that builds the `SqliteHost`. `--journal`
+//! ([`JournalChoice`], flash storage only) picks the `sqlite_flash::Journal`: `base-wal`
+//! (SQLite's WAL, the default), `sw-wal` (with `--storage ftl:page`) or `nolgn` (no log
+//! on NoLgn-FTL, with `--storage ftl:nolgn`; `--group-pages` per FTL commit under `--sync
+//! normal`). `--page-cache-pages` sizes the file layer's write-back page cache.
 
 use crate::memory::{Kept, MemoryReport};
 use crate::table::{print_table, Row};
