@@ -42,7 +42,7 @@ case_args() {
 metric_of() {
   case $1 in
     data-*) echo host_writes_per_wall_second ;;
-    nodata-*) echo flash_page_programs_per_wall_second ;;
+    nodata-*) echo flash_programs_per_wall_second ;;
     sqlite-*) echo run_wall_seconds ;;
   esac
 }
@@ -68,7 +68,7 @@ measure() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 peak = d.get("memory_peak_rss_bytes") or 0
-print(d[sys.argv[2]], peak, d.get("flash_page_programs", 0))
+print(d[sys.argv[2]], peak, d.get("flash_programs", 0))
 EOF
 )
     values+=("$value")

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workloads::config::{Eviction, IplStorageConfig, StorageConfig, WorkloadConfig};
+use workloads::config::{Eviction, IplStorageConfig, SqliteConfig, SqliteStorageConfig, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, quote, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
@@ -186,9 +186,10 @@ impl WorkloadArgs {
 /// Options shared by `bench` and `compare`. Defaults are those of `ExperimentConfig`.
 #[derive(Args, Clone)]
 pub struct BenchArgs {
-    /// Experiment file: TOML (JSON if it ends in .json, e.g. the "config" of a result).
-    /// Flags given as well override its values; the preset is the file's
-    /// (`[device] preset`), so --device cannot be combined with it.
+    /// Experiment file: TOML (JSON if it ends in .json, e.g. the "config" of a result);
+    /// one that says engine = "sqlite" is a SQLite run. Flags given as well override its
+    /// values; the preset is the file's (`[device] preset`), so --device cannot be
+    /// combined with it.
     #[arg(long, value_name = "FILE", conflicts_with = "device")]
     config: Option<PathBuf>,
     #[command(flatten)]
@@ -282,12 +283,8 @@ pub struct BenchArgs {
     /// [default: 512].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     sector_bytes: Option<u32>,
-    /// DFTL: mapping entries its cached mapping table holds.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    cmt_entries: Option<u32>,
-    /// BAST and FAST: log blocks (FAST: one sequential, the rest shared random).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..))]
-    log_blocks: Option<u32>,
+    #[command(flatten)]
+    pub(crate) ftl: crate::ftl_args::FtlArgs,
     /// Check the workload's consistency conditions after the run.
     #[arg(long)]
     check: bool,
@@ -325,6 +322,7 @@ impl Spelling {
             "engine.checkpoint_log_share" => "--checkpoint-log-share",
             "engine.group_commit_us" => "--group-commit-us",
             "engine.log_buffer_bytes" => "--log-buffer-bytes",
+            "engine.journal" => "--journal",
             "engine.schema" => return format!("--schema {}", self.schema.as_deref().unwrap_or("")),
             "driver.terminals" => "--terminals",
             "driver.warmup_s" => "--warmup",
@@ -348,15 +346,42 @@ impl Spelling {
     }
 }
 
-/// Reads an experiment file; a syntax error reads `FILE:LINE:COLUMN: message`.
-fn read_config(path: &Path) -> Result<ExperimentConfig, String> {
+/// An experiment file: the engine's ([`ExperimentConfig`]) or a SQLite run's
+/// ([`SqliteConfig`], which says `engine = "sqlite"`).
+pub(crate) enum ConfigFile {
+    Engine(Box<ExperimentConfig>),
+    Sqlite(Box<SqliteConfig>),
+}
+
+/// Reads an experiment file, TOML (JSON if it ends in .json); a syntax error reads
+/// `FILE:LINE:COLUMN: message`.
+pub(crate) fn read_config_file(path: &Path) -> Result<ConfigFile, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let parsed = if path.extension().is_some_and(|x| x == "json") {
-        ExperimentConfig::from_json(&text)
+    let json = path.extension().is_some_and(|x| x == "json");
+    // `engine` is a string only in a SQLite run's file (the engine's is a table).
+    let engine = if json {
+        serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v.get("engine")?.as_str().map(str::to_owned))
     } else {
-        ExperimentConfig::from_toml(&text)
+        toml::from_str::<toml::Table>(&text).ok().and_then(|t| t.get("engine")?.as_str().map(str::to_owned))
+    };
+    let parsed = match (engine.is_some(), json) {
+        (true, true) => SqliteConfig::from_json(&text).map(|c| ConfigFile::Sqlite(Box::new(c))),
+        (true, false) => SqliteConfig::from_toml(&text).map(|c| ConfigFile::Sqlite(Box::new(c))),
+        (false, true) => ExperimentConfig::from_json(&text).map(|c| ConfigFile::Engine(Box::new(c))),
+        (false, false) => ExperimentConfig::from_toml(&text).map(|c| ConfigFile::Engine(Box::new(c))),
     };
     parsed.map_err(|e| format!("{}:{e}", path.display()))
+}
+
+/// Reads the engine's experiment file.
+fn read_config(path: &Path) -> Result<ExperimentConfig, String> {
+    match read_config_file(path)? {
+        ConfigFile::Engine(c) => Ok(*c),
+        ConfigFile::Sqlite(_) => Err(format!(
+            "{}: a SQLite run (engine = \"sqlite\"); run it with `bench --config`, not with the engine's commands",
+            path.display()
+        )),
+    }
 }
 
 impl BenchArgs {
@@ -365,14 +390,10 @@ impl BenchArgs {
         BenchArgs { storage: Some(storage), ..self.clone() }
     }
 
-    /// The experiment: the file's (or the defaults), with the flags given applied.
-    pub(crate) fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
-        let mut c = match &self.config {
-            Some(path) => read_config(path)?,
-            None => ExperimentConfig::default(),
-        };
+    /// Applies the device flags (and `--image-sync`) to `device`: the file's, or the
+    /// defaults.
+    fn apply_device(&self, device: &mut workloads::config::DeviceConfig) -> Result<(), String> {
         let d = &self.device;
-        let device = &mut c.device;
         if self.config.is_none() {
             device.preset = d.device.clone();
         }
@@ -399,6 +420,16 @@ impl BenchArgs {
             }
             device.image_sync = sync;
         }
+        Ok(())
+    }
+
+    /// The experiment: the file's (or the defaults), with the flags given applied.
+    pub(crate) fn config(&self, ipa: Option<IpaScheme>) -> Result<(ExperimentConfig, Spelling), String> {
+        let mut c = match &self.config {
+            Some(path) => read_config(path)?,
+            None => ExperimentConfig::default(),
+        };
+        self.apply_device(&mut c.device)?;
         self.workload.apply(&mut c.workload);
         match self.storage {
             Some(StorageChoice::Noftl) => c.storage = StorageConfig::Noftl,
@@ -420,11 +451,9 @@ impl BenchArgs {
         } else if self.log_region_bytes.is_some() || self.sector_bytes.is_some() {
             return Err("--log-region-bytes and --sector-bytes need --storage ipl".into());
         }
-        if let StorageConfig::Ftl(ftl) = &mut c.storage {
-            set(&mut ftl.cmt_entries, self.cmt_entries);
-            set(&mut ftl.log_blocks, self.log_blocks);
-        } else if self.cmt_entries.is_some() || self.log_blocks.is_some() {
-            return Err("--cmt-entries and --log-blocks need --storage ftl:dftl, ftl:bast or ftl:fast".into());
+        match &mut c.storage {
+            StorageConfig::Ftl(ftl) => self.ftl.apply(ftl)?,
+            other => self.ftl.refuse_without_ftl(&format!("--storage {other}"))?,
         }
         let e = &mut c.engine;
         set(&mut e.buffer_share, self.buffer);
@@ -631,13 +660,12 @@ fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
     })
 }
 
-/// `bench --engine sqlite`: the workload flags and `--seed`, `--cpu-us`, `--check`,
-/// `--storage` go to the SQLite run; the engine's and the device's flags are refused.
-fn bench_sqlite(cmd: BenchCommand, json: Option<OutputFile>) -> Result<bool, String> {
-    use crate::sqlite_bench::{SqliteRun, SqliteStorage};
+/// `bench --engine sqlite` (or `--config` with a SQLite run's file): the file's config
+/// (or the defaults) with the workload flags, the SQLite flags, the device and FTL flags
+/// and `--seed`, `--cpu-us`, `--check`, `--storage` applied; the engine's flags are refused.
+fn bench_sqlite(cmd: BenchCommand, base: Option<SqliteConfig>, json: Option<OutputFile>) -> Result<bool, String> {
     let c = &cmd.common;
     let engine_only = [
-        ("--config", c.config.is_some()),
         ("--image-sync", c.image_sync.is_some()),
         ("--buffer", c.buffer.is_some()),
         ("--eviction", c.eviction.is_some()),
@@ -653,47 +681,60 @@ fn bench_sqlite(cmd: BenchCommand, json: Option<OutputFile>) -> Result<bool, Str
         ("--group-commit-us", c.group_commit_us.is_some()),
         ("--log-buffer-bytes", c.log_buffer_bytes.is_some()),
         ("--progress", c.progress.is_some()),
-        ("--cmt-entries", c.cmt_entries.is_some()),
-        ("--log-blocks", c.log_blocks.is_some()),
+        ("--log-region-bytes", c.log_region_bytes.is_some()),
+        ("--sector-bytes", c.sector_bytes.is_some()),
+        ("--switch-at", c.switch_at.is_some()),
         ("--ipa", cmd.ipa.is_some()),
     ];
     if let Some((flag, _)) = engine_only.iter().find(|(_, given)| *given) {
         return Err(format!("{flag} is a DeltaFlash engine setting; --engine sqlite does not take it"));
     }
-    let mut workload = WorkloadConfig { name: "sqlite-bench".into(), params: Default::default() };
-    c.workload.apply(&mut workload);
-    let storage = match c.storage {
-        None | Some(StorageChoice::Host) => SqliteStorage::Host,
-        Some(StorageChoice::Noftl) => SqliteStorage::Noftl,
+    let file = c.config.as_ref().map(|p| p.display().to_string());
+    let mut config = base.unwrap_or_default();
+    c.apply_device(&mut config.device)?;
+    c.workload.apply(&mut config.workload);
+    match c.storage {
+        None => {}
+        Some(StorageChoice::Host) => config.storage = SqliteStorageConfig::Host,
+        Some(StorageChoice::Noftl) => {
+            return Err("--storage noftl: SQLite needs a block device; use --storage host or an FTL (ftl:KIND)".into())
+        }
         Some(StorageChoice::Ipl) => {
             return Err("--storage ipl logs changes of the DeltaFlash engine's pages; SQLite needs a block device: \
                         use --storage host or an FTL (ftl:KIND)"
                 .into())
         }
-        Some(StorageChoice::Ftl(kind)) => SqliteStorage::Ftl(kind),
-    };
-    let run =
-        SqliteRun { workload, storage, seed: c.seed, cpu_us: c.cpu_us, check: c.check, json, device: c.device.clone() };
-    crate::sqlite_bench::run(&cmd.sqlite, run)
+        Some(StorageChoice::Ftl(kind)) => config.storage = SqliteStorageConfig::Ftl(FtlConfig::new(kind)),
+    }
+    match &mut config.storage {
+        SqliteStorageConfig::Ftl(ftl) => c.ftl.apply(ftl)?,
+        other => c.ftl.refuse_without_ftl(&format!("SQLite on --storage {other}"))?,
+    }
+    cmd.sqlite.apply_to(&mut config)?;
+    let run = &mut config.run;
+    set(&mut run.seed, c.seed);
+    set(&mut run.cpu_ns_per_statement, c.cpu_us.map(|us| (us * 1000.0).round() as u64));
+    run.check |= c.check;
+    let config = crate::sqlite_bench::resolve(&config, file.as_deref())?;
+    crate::sqlite_bench::run(&config, json.as_ref())
 }
 
 pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     let json = cmd.overwrite.check("--json", cmd.json.as_deref())?;
-    if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite {
-        return bench_sqlite(cmd, json);
-    }
-    // `--journal nolgn` names the engine's journal on NoLgn-FTL, which it keeps anyway.
-    if let Some(journal) = cmd.sqlite.journal() {
-        if journal != crate::sqlite_bench::SqliteJournal::Nolgn
-            || cmd.common.storage != Some(StorageChoice::Ftl(flash::ftl::FtlKind::Nolgn))
-        {
+    let sqlite_file = match cmd.common.config.as_deref().map(read_config_file).transpose()? {
+        Some(ConfigFile::Sqlite(c)) => Some(*c),
+        _ => None,
+    };
+    if cmd.sqlite.engine == crate::sqlite_bench::Engine::Sqlite || sqlite_file.is_some() {
+        if cmd.common.config.is_some() && sqlite_file.is_none() {
+            let path = cmd.common.config.as_ref().map_or(String::new(), |p| p.display().to_string());
             return Err(format!(
-                "--journal {}: the DeltaFlash engine takes --journal nolgn only, with --storage ftl:nolgn \
-                 (where it is chosen anyway; elsewhere it keeps the ARIES log); the other journals need --engine sqlite",
-                journal.name()
+                "--config {path}: an experiment of the DeltaFlash engine; a SQLite run's file says engine = \"sqlite\""
             ));
         }
+        return bench_sqlite(cmd, sqlite_file, json);
     }
+    let journal = cmd.sqlite.journal().map(|j| j.engine()).transpose()?;
     if let Some(flag) = cmd.sqlite.sqlite_only_flags().into_iter().find(|f| *f != "--journal") {
         return Err(format!("{flag} is a setting of SQLite runs; it needs --engine sqlite"));
     }
@@ -701,13 +742,27 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     {
         return Err(format!("--workload {name} runs on SQLite only; add --engine sqlite"));
     }
-    let (config, spelling) = cmd.common.config(cmd.ipa)?;
+    let (mut config, spelling) = cmd.common.config(cmd.ipa)?;
+    set(&mut config.engine.journal, journal.map(Some));
     check_new_image(&config)?;
     let experiment = Experiment::new(config).map_err(|e| spelling.error(&e))?;
     let run = run_with_bar(&experiment, &MultiProgress::new()).map_err(|e| spelling.error(&e))?;
     let mut table = vec![Row::new(vec!["metric".into(), format!("[{}]", run.ipa)])];
     table.extend(run.table_rows().into_iter().map(|(k, v)| Row::new(vec![k.into(), show(v)])));
     print_table(&table);
+    let m = &run.metrics;
+    let mut latencies =
+        vec![Row::new(["latency [µs]", "p50", "p95", "p99", "p99.9", "max"].map(String::from).to_vec())];
+    for (name, l) in [
+        ("page read", m.read_latency_us),
+        ("page write", m.write_latency_us),
+        ("transaction", m.transaction_latency_us),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend([l.p50, l.p95, l.p99, l.p99_9, l.max].map(|v| format!("{v:.1}")));
+        latencies.push(Row::new(row));
+    }
+    print_table(&latencies);
     let memory = crate::memory::MemoryReport::now(crate::memory::Kept {
         device: run.memory_device_bytes,
         mapping: run.memory_mapping_bytes,
@@ -724,6 +779,7 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     if let Some(file) = &json {
         let mut value = run.to_json();
         memory.insert_into(&mut value);
+        value["command"] = serde_json::json!("bench");
         let text = serde_json::to_string_pretty(&value).expect("json") + "\n";
         file.write(text.as_bytes())?;
     }

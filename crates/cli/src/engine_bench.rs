@@ -130,15 +130,27 @@ pub fn run(args: EngineBenchArgs) -> Result<(), String> {
         eviction.plain_ns, eviction.ipa_ns, eviction.appends, eviction.out_of_place
     );
     if let Some(file) = &json {
-        let value = json!({
+        let mut value = json!({
             "command": "engine-bench",
-            "config": { "rows": args.rows, "ops": args.ops, "ipa": scheme.to_string(), "buffer_pages": args.buffer_pages, "log": !args.no_log, "seed": args.seed, "device": args.device.device },
+            "config": {
+                "rows": args.rows,
+                "ops": args.ops,
+                "ipa": scheme.to_string(),
+                "buffer_pages": args.buffer_pages,
+                "log": !args.no_log,
+                "seed": args.seed,
+                "device": args.device.config(),
+                "command_line": crate::rerun::command_line(),
+            },
             "phases": phases.iter().map(|(n, ops, s)| json!({"phase": n, "operations": ops, "wall_seconds": s, "ops_per_wall_second": *ops as f64 / s})).collect::<Vec<_>>(),
             "out_of_place_writes": counters.out_of_place_writes,
             "in_place_appends": counters.in_place_appends,
             "page_write_ns_without_ipa": eviction.plain_ns,
             "page_write_ns_with_ipa": eviction.ipa_ns,
         });
+        for (key, v) in crate::rerun::build_info() {
+            value[key] = v;
+        }
         file.write((serde_json::to_string_pretty(&value).expect("json") + "\n").as_bytes())?;
     }
     Ok(())

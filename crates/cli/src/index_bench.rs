@@ -182,8 +182,12 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         println!("  μ-Tree range scan is our extension (one descent per leaf; the paper's μ-Tree has none)");
     }
     if let Some(file) = &json {
-        let text =
-            serde_json::to_string_pretty(&r.to_json(workloads::experiment::GIT_COMMIT)).map_err(|e| e.to_string())?;
+        let mut value = r.to_json(workloads::experiment::GIT_COMMIT);
+        if let Some(object) = value.as_object_mut() {
+            object.extend(crate::rerun::build_info().map(|(k, v)| (k.to_string(), v)));
+            object.insert("command_line".into(), serde_json::json!(crate::rerun::command_line()));
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         file.write((text + "\n").as_bytes())?;
     }
     Ok(())

@@ -35,6 +35,7 @@ mod bench;
 mod demo;
 mod engine_bench;
 mod engine_compare;
+mod ftl_args;
 mod index_bench;
 mod inspect;
 mod log_export;
@@ -44,6 +45,7 @@ mod output;
 mod recovery_bench;
 mod replay;
 mod reproduce;
+mod rerun;
 mod runner;
 mod serve;
 mod setup;
@@ -80,8 +82,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Drive one NoFTL region with synthetic page writes (and appends); report write
-    /// amplification, GC work, latency and simulator speed.
+    /// Drive one NoFTL region (with appends) or a conventional FTL over the whole device
+    /// (--ftl KIND) with synthetic page writes; report write amplification, GC work,
+    /// latency and simulator speed.
     FtlBench(FtlBenchArgs),
     /// Replay a trace against one region or an FTL: our page traces (W/R/D/T lines) or
     /// block traces (MSR Cambridge, blkparse, fio iolog, SPC), closed or open timing;
@@ -142,6 +145,10 @@ enum Command {
     /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
     /// through the Python package.
     Sweep(sweep::SweepArgs),
+    /// Run a recorded result again from the config in its JSON (bench, compare, sweep,
+    /// ftl-bench, replay, index-bench, engine-bench, recovery-bench) and say whether
+    /// the simulated metrics are identical; exits non-zero if any differ.
+    Rerun(rerun::RerunArgs),
     /// Run the papers' tables and figures and compare every cell with the paper's value
     /// (within, direction, opposite, n/a); --list names the experiments.
     Reproduce(reproduce::ReproduceArgs),
@@ -189,14 +196,8 @@ struct RunArgs {
     /// both.
     #[arg(long, default_value = "noftl", value_parser = ftl_kind)]
     ftl: FtlChoice,
-    /// DFTL: mapping entries its cached mapping table holds.
-    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Dftl).cmt_entries,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    cmt_entries: u32,
-    /// BAST and FAST: log blocks (FAST: one sequential, the rest shared random).
-    #[arg(long, default_value_t = flash::ftl::FtlConfig::new(flash::ftl::FtlKind::Bast).log_blocks,
-          value_parser = clap::value_parser!(u32).range(2..))]
-    log_blocks: u32,
+    #[command(flatten)]
+    ftl_knobs: ftl_args::FtlKnobArgs,
 }
 
 /// `--ftl`: a NoFTL region (`None`) or a conventional FTL.
@@ -215,13 +216,16 @@ fn ftl_kind(text: &str) -> Result<FtlChoice, String> {
 /// The device formatted as the runner's target: region 0 of NoFTL, or the FTL asked for.
 fn target(common: &CommonArgs, wants_deltas: bool) -> Result<Target, String> {
     let FtlChoice(Some(kind)) = common.run.ftl else {
+        if let Some(flag) = common.run.ftl_knobs.given().first() {
+            return Err(format!("{flag} is an FTL setting; a NoFTL region has no FTL: add --ftl KIND"));
+        }
         return Ok(Target::Region(Box::new(setup::format(&common.device, &common.region, wants_deltas)?)));
     };
     let region = &common.region;
     let mut config = flash::ftl::FtlConfig::new(kind);
     config.over_provisioning = region.over_provisioning;
-    config.cmt_entries = common.run.cmt_entries;
-    config.log_blocks = common.run.log_blocks;
+    common.run.ftl_knobs.check_kind(kind)?;
+    common.run.ftl_knobs.apply(&mut config);
     config.gc = flash::GcConfig {
         policy: region.gc,
         foreground_free_blocks: region.gc_fg_blocks,
@@ -309,6 +313,7 @@ fn main() -> ExitCode {
         Command::IndexBench(args) => index_bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Sweep(args) => exit_on(sweep::run(args)),
+        Command::Rerun(args) => exit_on(rerun::run(args)),
         Command::Reproduce(args) => exit_on(reproduce::run(args)),
         Command::Mount(args) => mount::run(args),
         Command::Unmount(args) => mount::unmount(args),
@@ -464,6 +469,8 @@ fn ftl_bench(args: FtlBenchArgs) -> Result<(), String> {
             "hot_fraction": args.hot_fraction,
             "delta_share": args.delta_share,
             "delta_bytes": args.delta_bytes,
+            "writes": args.writes,
+            "warmup": warmup,
         }),
     );
     report("ftl-bench", config, logical, warmup, &measured, &[], json.as_ref())?;
@@ -481,6 +488,7 @@ fn config(common: &CommonArgs, runner: &Runner, mut specific: serde_json::Value)
     object.insert("queue_depth".into(), json!(common.run.queue_depth));
     object.insert("seed".into(), json!(common.run.seed));
     object.insert("no_data".into(), json!(common.device.no_data));
+    object.insert("command_line".into(), json!(rerun::command_line()));
     specific
 }
 
@@ -508,6 +516,7 @@ fn report(
         for (_, key, v) in extra {
             object.insert((*key).into(), json!(v));
         }
+        object.extend(rerun::build_info().map(|(k, v)| (k.to_string(), v)));
         let text = serde_json::to_string_pretty(&value).expect("json");
         file.write((text + "\n").as_bytes())?;
         eprintln!("metrics written to {}", file.path().display());

@@ -25,10 +25,17 @@ pub struct RecoveryBenchArgs {
     /// Seed of the rows updated.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write the figures as JSON to this file (a new file; see --overwrite).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    overwrite: crate::output::OverwriteArg,
 }
 
 pub fn run(args: RecoveryBenchArgs) -> Result<(), String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
     let e = |e: engine::Error| e.to_string();
+    let mut runs = Vec::new();
     let mut rows = vec![Row::new(
         [
             "transactions",
@@ -82,15 +89,44 @@ pub fn run(args: RecoveryBenchArgs) -> Result<(), String> {
         let wall = Instant::now();
         let db = Database::open(device, options).map_err(e)?;
         let wall_s = wall.elapsed().as_secs_f64();
+        let log_bytes_per_transaction = (after.bytes - before.bytes) as f64 / n as f64;
+        let log_page_writes_per_transaction = (after.page_writes - before.page_writes) as f64 / n as f64;
+        let log_bytes_to_read = end - start;
+        let restart_sim_ms = db.now() as f64 / 1e6;
         rows.push(Row::new(vec![
             n.to_string(),
-            format!("{:.0}", (after.bytes - before.bytes) as f64 / n as f64),
-            format!("{:.2}", (after.page_writes - before.page_writes) as f64 / n as f64),
-            format!("{:.1}", (end - start) as f64 / (1 << 20) as f64),
+            format!("{log_bytes_per_transaction:.0}"),
+            format!("{log_page_writes_per_transaction:.2}"),
+            format!("{:.1}", log_bytes_to_read as f64 / (1 << 20) as f64),
             format!("{wall_s:.3}"),
-            format!("{:.1}", db.now() as f64 / 1e6),
+            format!("{restart_sim_ms:.1}"),
         ]));
+        runs.push(serde_json::json!({
+            "transactions": n,
+            "log_bytes_per_transaction": log_bytes_per_transaction,
+            "log_page_writes_per_transaction": log_page_writes_per_transaction,
+            "log_bytes_to_read": log_bytes_to_read,
+            "restart_wall_seconds": wall_s,
+            "restart_sim_ms": restart_sim_ms,
+        }));
     }
     print_table(&rows);
+    if let Some(file) = &json {
+        let mut value = serde_json::json!({
+            "command": "recovery-bench",
+            "config": {
+                "rows": args.rows,
+                "transactions": args.transactions,
+                "seed": args.seed,
+                "device": args.device.config(),
+                "command_line": crate::rerun::command_line(),
+            },
+            "runs": runs,
+        });
+        for (key, v) in crate::rerun::build_info() {
+            value[key] = v;
+        }
+        file.write((serde_json::to_string_pretty(&value).expect("json") + "\n").as_bytes())?;
+    }
     Ok(())
 }

@@ -437,7 +437,7 @@ impl Runner {
             ),
         };
         let wall_seconds = end.wall.duration_since(start.wall).as_secs_f64();
-        let flash_page_programs = (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
+        let flash_programs = (d1.page_programs + d1.copybacks) - (d0.page_programs + d0.copybacks);
         let per_host_write = |x: u64| {
             if host_writes == 0 {
                 0.0
@@ -471,7 +471,7 @@ impl Runner {
             write_amplification,
             migrations_per_host_write: per_host_write(gc_page_migrations),
             erases_per_host_write: per_host_write(gc_erases),
-            flash_page_programs,
+            flash_programs,
             write_latency_us_mean: mean_us(s1.write_latency_ns - s0.write_latency_ns, s1.writes - s0.writes),
             delta_latency_us_mean: mean_us(s1.delta_latency_ns - s0.delta_latency_ns, s1.deltas - s0.deltas),
             read_latency_us_mean: mean_us(s1.read_latency_ns - s0.read_latency_ns, s1.reads - s0.reads),
@@ -483,7 +483,7 @@ impl Runner {
             sim_seconds: end.sim_ns.saturating_sub(start.sim_ns) as f64 / 1e9,
             wall_seconds,
             host_writes_per_wall_second: host_writes as f64 / wall_seconds.max(1e-9),
-            flash_page_programs_per_wall_second: flash_page_programs as f64 / wall_seconds.max(1e-9),
+            flash_programs_per_wall_second: flash_programs as f64 / wall_seconds.max(1e-9),
             memory: MemoryReport::now(Kept {
                 device: self.target.device().storage().memory_bytes(),
                 mapping: self.target.mapping_bytes(),
@@ -518,7 +518,7 @@ pub struct Measured {
     pub migrations_per_host_write: f64,
     pub erases_per_host_write: f64,
     /// Out-of-place programs and GC copies on the device.
-    pub flash_page_programs: u64,
+    pub flash_programs: u64,
     pub write_latency_us_mean: f64,
     pub delta_latency_us_mean: f64,
     pub read_latency_us_mean: f64,
@@ -533,7 +533,7 @@ pub struct Measured {
     pub sim_seconds: f64,
     pub wall_seconds: f64,
     pub host_writes_per_wall_second: f64,
-    pub flash_page_programs_per_wall_second: f64,
+    pub flash_programs_per_wall_second: f64,
     /// Peak RSS, what the device keeps, and their ratio.
     #[serde(flatten)]
     pub memory: MemoryReport,
@@ -563,7 +563,7 @@ impl Measured {
             ("simulated seconds".into(), f(self.sim_seconds, 3)),
             ("wall seconds".into(), f(self.wall_seconds, 3)),
             ("host writes per wall-second".into(), f(self.host_writes_per_wall_second, 0)),
-            ("flash page programs per wall-second".into(), f(self.flash_page_programs_per_wall_second, 0)),
+            ("flash programs per wall-second".into(), f(self.flash_programs_per_wall_second, 0)),
             ("device memory (MiB)".into(), f(self.memory.memory_device_bytes as f64 / MIB, 1)),
             ("mapping memory (MiB)".into(), f(self.memory.memory_mapping_bytes as f64 / MIB, 1)),
             ("peak RSS (MiB)".into(), self.memory.memory_peak_rss_bytes.map_or("–".into(), |b| f(b as f64 / MIB, 1))),

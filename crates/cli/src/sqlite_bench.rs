@@ -10,29 +10,31 @@
 //! these flags is refused with `--engine deltaflash`, and the engine's own flags with
 //! `--engine sqlite`.
 //!
+//! The flags (or `bench --config FILE` with `engine = "sqlite"`, which flags override)
+//! become one `workloads::config::SqliteConfig`, checked by [`resolve`] and recorded,
+//! resolved, as the JSON's `config`, so `deltaflash rerun` runs it again.
+//!
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
 //! CPU-only clock; `ftl:KIND` is SQLite through the VFS (`sqlite_flash`) on that FTL over
-//! the device the device flags describe. [`open_host`] is the one place that builds the
-//! `SqliteHost`. `--journal` ([`SqliteJournal`], flash storage only) picks the
-//! `sqlite_flash::Journal`: `base-wal` (SQLite's WAL, the default), `sw-wal` (with
-//! `--storage ftl:page`) or `nolgn` (no log on NoLgn-FTL, with `--storage ftl:nolgn`;
-//! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
-//! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
+//! the device the device flags describe, with the FTL flags (`--cmt-entries`, …).
+//! [`open_host`] is the one place that builds the `SqliteHost`. `--journal`
+//! ([`JournalChoice`], flash storage only) picks the `sqlite_flash::Journal`: `base-wal`
+//! (SQLite's WAL, the default), `sw-wal` (with `--storage ftl:page`) or `nolgn` (no log
+//! on NoLgn-FTL, with `--storage ftl:nolgn`; `--group-pages` per FTL commit under `--sync
+//! normal`). `--page-cache-pages` sizes the file layer's write-back page cache.
 
 use crate::memory::{Kept, MemoryReport};
-use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
-use flash::ftl::FtlConfig;
 use indicatif::{ProgressBar, ProgressStyle};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
-use workloads::config::WorkloadConfig;
+use workloads::config::{SqliteConfig, SqliteJournal as ConfigJournal, SqliteStorageConfig};
 use workloads::params::Params;
 use workloads::sqlite::kv::{BATCH, NUM, VALUE_SIZE};
 use workloads::sqlite::runner::run_registered;
 use workloads::sqlite::ycsb::{OPERATIONS, RECORDS};
-use workloads::sqlite::{FreeSpace, HostSqlite, SqliteHost, SqliteResult, SqliteRunConfig, Synchronous};
+use workloads::sqlite::{FreeSpace, HostSqlite, SqliteHost, SqliteResult, Synchronous};
 use workloads::Control;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -48,8 +50,8 @@ fn count(range: workloads::limits::CountRange) -> impl Fn(&str) -> Result<u64, S
     move |text| range.parse(text)
 }
 
-/// Who keeps SQLite's transactions atomic on flash: `--journal` of `bench --engine
-/// sqlite` and of `torture --engine sqlite`.
+/// Who keeps SQLite's transactions atomic on flash: `--journal` of `torture --engine
+/// sqlite`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum SqliteJournal {
     /// SQLite's write-ahead log through the file layer.
@@ -94,6 +96,62 @@ impl SqliteJournal {
     }
 }
 
+/// `--journal` of `bench`: the engine's journals (`aries`, `none`, `nolgn`) and those of
+/// SQLite on flash (`base-wal`, `sw-wal`, `nolgn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JournalChoice {
+    /// The engine: an ARIES write-ahead log (its default, except on ftl:nolgn).
+    Aries,
+    /// The engine: no log; commits write their pages and sync.
+    None,
+    /// The engine on ftl:nolgn, or SQLite on ftl:nolgn: no log, NoLgn-FTL's transactions.
+    Nolgn,
+    /// SQLite on flash: SQLite's write-ahead log through the file layer (its default).
+    #[value(alias = "wal")]
+    BaseWal,
+    /// SQLite on ftl:page: WAL frames page-aligned on flash, checkpoints by remapping.
+    SwWal,
+}
+
+impl JournalChoice {
+    /// The flag's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            JournalChoice::Aries => "aries",
+            JournalChoice::None => "none",
+            JournalChoice::Nolgn => "nolgn",
+            JournalChoice::BaseWal => "base-wal",
+            JournalChoice::SwWal => "sw-wal",
+        }
+    }
+
+    /// The engine's journal; SQLite's are refused.
+    pub fn engine(self) -> Result<engine::JournalKind, String> {
+        match self {
+            JournalChoice::Aries => Ok(engine::JournalKind::Aries),
+            JournalChoice::None => Ok(engine::JournalKind::None),
+            JournalChoice::Nolgn => Ok(engine::JournalKind::Nolgn),
+            JournalChoice::BaseWal | JournalChoice::SwWal => Err(format!(
+                "--journal {}: a journal of SQLite on flash; it needs --engine sqlite (the engine's: aries, none, nolgn)",
+                self.name()
+            )),
+        }
+    }
+
+    /// SQLite's journal on flash; the engine's are refused.
+    pub fn sqlite(self) -> Result<ConfigJournal, String> {
+        match self {
+            JournalChoice::BaseWal => Ok(ConfigJournal::BaseWal),
+            JournalChoice::SwWal => Ok(ConfigJournal::SwWal),
+            JournalChoice::Nolgn => Ok(ConfigJournal::Nolgn),
+            JournalChoice::Aries | JournalChoice::None => Err(format!(
+                "--journal {}: a journal of the DeltaFlash engine; SQLite on flash takes base-wal, sw-wal or nolgn",
+                self.name()
+            )),
+        }
+    }
+}
+
 /// The flags of `bench --engine sqlite`.
 #[derive(Args, Clone, Default)]
 pub struct SqliteArgs {
@@ -134,11 +192,13 @@ pub struct SqliteArgs {
     /// created new, an existing file (or its -wal, -shm, -journal) is refused, never replaced.
     #[arg(long, value_name = "PATH")]
     sqlite_file: Option<PathBuf>,
-    /// SQLite on flash: base-wal (SQLite's WAL through the file layer), sw-wal (WAL
-    /// frames page-aligned on flash, checkpoints by remapping; ftl:page) or nolgn (no
-    /// log; ftl:nolgn) [default: base-wal].
+    /// Who keeps transactions atomic. The engine: aries (a write-ahead log), none (no
+    /// log) or nolgn (ftl:nolgn) [default: nolgn on ftl:nolgn, else aries]. SQLite on
+    /// flash: base-wal (SQLite's WAL through the file layer), sw-wal (WAL frames
+    /// page-aligned on flash, checkpoints by remapping; ftl:page) or nolgn (no log;
+    /// ftl:nolgn) [default: base-wal].
     #[arg(long, value_enum)]
-    journal: Option<SqliteJournal>,
+    journal: Option<JournalChoice>,
     /// --journal nolgn with --sync normal: SQLite page writes per FTL commit [default: 1000].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     group_pages: Option<u32>,
@@ -150,8 +210,8 @@ pub struct SqliteArgs {
 }
 
 impl SqliteArgs {
-    /// `--journal`, if given (the engine takes `nolgn` too).
-    pub fn journal(&self) -> Option<SqliteJournal> {
+    /// `--journal`, if given.
+    pub fn journal(&self) -> Option<JournalChoice> {
         self.journal
     }
 
@@ -197,87 +257,108 @@ impl SqliteArgs {
     }
 }
 
-/// Where SQLite runs.
-#[derive(Clone, Copy, Debug)]
-pub enum SqliteStorage {
-    /// Plain SQLite on the host (memory or `--sqlite-file`), CPU-only clock.
-    Host,
-    /// NoFTL regions: SQLite needs a block device, so it is refused.
-    Noftl,
-    /// SQLite through the VFS on this FTL.
-    Ftl(flash::ftl::FtlKind),
-}
-
-/// What `bench` hands over from its own flags.
-pub struct SqliteRun {
-    pub workload: WorkloadConfig,
-    pub storage: SqliteStorage,
-    pub seed: Option<u64>,
-    pub cpu_us: Option<f64>,
-    pub check: bool,
-    pub json: Option<crate::output::OutputFile>,
-    /// The emulated device (for SQLite on flash).
-    pub device: DeviceArgs,
-}
-
-/// The host SQLite runs on: plain SQLite, or SQLite through the VFS on a fresh FTL over
-/// the device `device` describes (the runner charges the per-statement CPU cost, so the
-/// instance charges none of its own).
-fn open_host(
-    storage: SqliteStorage,
-    file: Option<&PathBuf>,
-    device: &DeviceArgs,
-    journal: Option<Journal>,
-    page_cache_pages: Option<usize>,
-) -> Result<Box<dyn SqliteHost>, String> {
-    let nolgn = matches!(journal, Some(Journal::Nolgn { .. }));
-    if nolgn && !matches!(storage, SqliteStorage::Ftl(flash::ftl::FtlKind::Nolgn)) {
-        return Err("--journal nolgn needs NoLgn-FTL: add --storage ftl:nolgn".into());
-    }
-    if journal.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
-        return Err("--journal chooses how SQLite on flash journals; it needs --storage ftl:KIND".into());
-    }
-    if page_cache_pages.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
-        return Err("--page-cache-pages sizes the page cache of SQLite on flash; it needs --storage ftl:KIND".into());
-    }
-    match storage {
-        SqliteStorage::Host => Ok(Box::new(match file {
-            Some(path) => HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?,
-            None => HostSqlite::in_memory()?,
-        })),
-        SqliteStorage::Noftl => {
-            Err("--storage noftl: SQLite needs a block device; use --storage host or an FTL (ftl:KIND)".into())
+impl SqliteArgs {
+    /// Applies the SQLite flags to `config`, whose storage is already the run's.
+    pub fn apply_to(&self, config: &mut SqliteConfig) -> Result<(), String> {
+        self.apply(&mut config.workload.params);
+        if let Some(sync) = self.sync {
+            config.run.synchronous = sync;
         }
-        SqliteStorage::Ftl(kind) => {
-            if file.is_some() {
+        if self.free_space.is_some() {
+            config.run.free_space = self.free_space;
+        }
+        if let Some(path) = &self.sqlite_file {
+            if matches!(config.storage, SqliteStorageConfig::Ftl(_)) {
                 return Err("--sqlite-file is a host file; SQLite on flash keeps its files on the device".into());
             }
-            let device = device.create()?;
+            config.storage = SqliteStorageConfig::File(path.clone());
+        }
+        if let Some(journal) = self.journal {
+            config.journal = Some(journal.sqlite()?);
+        }
+        if self.group_pages.is_some() {
+            config.group_pages = self.group_pages;
+        }
+        if self.page_cache_pages.is_some() {
+            config.page_cache_pages = self.page_cache_pages;
+        }
+        Ok(())
+    }
+}
+
+/// How errors name a SQLite run's config fields: as the flags that set them, or as
+/// fields of the file given with `--config`.
+pub fn spell(field: &str, file: Option<&str>) -> String {
+    if let Some(file) = file {
+        return format!("{field} in {file}");
+    }
+    if let Some(flag) = crate::setup::device_flag(field) {
+        return flag.to_string();
+    }
+    match field {
+        "journal" => "--journal".into(),
+        "group_pages" => "--group-pages".into(),
+        "page_cache_pages" => "--page-cache-pages".into(),
+        "run.free_space" => "--free-space".into(),
+        "run.synchronous" => "--sync".into(),
+        "storage" => "--storage".into(),
+        _ => match field.strip_prefix("workload.") {
+            Some("name") => "--workload".into(),
+            Some(
+                p @ ("ops" | "num" | "value_size" | "batch" | "records" | "operations" | "distribution"
+                | "transactions" | "warehouses" | "mix" | "scale"),
+            ) => format!("--{}", p.replace('_', "-")),
+            Some(p) => format!("--param {p}"),
+            None => field.to_string(),
+        },
+    }
+}
+
+/// The host a resolved `config` runs on: plain SQLite (in memory or in a new host
+/// file), or SQLite through the VFS on a fresh FTL over the config's device (the runner
+/// charges the per-statement CPU cost, so the instance charges none of its own).
+fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, String> {
+    match &config.storage {
+        SqliteStorageConfig::Host => Ok(Box::new(HostSqlite::in_memory()?)),
+        SqliteStorageConfig::File(path) => {
+            Ok(Box::new(HostSqlite::create(path).map_err(|e| format!("--sqlite-file: {e}"))?))
+        }
+        SqliteStorageConfig::Ftl(ftl) => {
+            let geometry = config.device.fitting_geometry().map_err(|e| crate::setup::device_error(&e))?;
+            if let Some(path) = &config.device.image {
+                crate::output::check_new("--image", path)?;
+            }
+            let device = config.device.create(geometry).map_err(|e| crate::setup::device_error(&e))?;
+            let journal = config.journal.unwrap_or_default();
             let defaults = FlashSqliteOptions::default();
             let options = FlashSqliteOptions {
                 statement_cpu_ns: 0,
-                journal: journal.unwrap_or_default(),
-                page_cache_pages: page_cache_pages.unwrap_or(defaults.page_cache_pages),
+                journal: match journal {
+                    ConfigJournal::BaseWal => Journal::Sqlite,
+                    ConfigJournal::SwWal => Journal::SwWal,
+                    ConfigJournal::Nolgn => Journal::Nolgn {
+                        group_pages: config.group_pages.unwrap_or(workloads::config::DEFAULT_GROUP_PAGES),
+                    },
+                },
+                page_cache_pages: config.page_cache_pages.unwrap_or(defaults.page_cache_pages),
                 ..defaults
             };
-            let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
-                .map_err(|e| format!("--storage ftl:{}: {e}", kind.name()))?;
+            let sqlite = FlashSqlite::create(device, ftl, options)
+                .map_err(|e| format!("--storage ftl:{}: {e}", ftl.kind.name()))?;
             Ok(Box::new(sqlite))
         }
     }
 }
 
-/// `workload.PARAM` as the flag that sets it.
-fn spell(field: &str) -> String {
-    match field.strip_prefix("workload.") {
-        Some("name") => "--workload".into(),
-        Some(
-            p @ ("ops" | "num" | "value_size" | "batch" | "records" | "operations" | "distribution" | "transactions"
-            | "warehouses" | "mix" | "scale"),
-        ) => format!("--{}", p.replace('_', "-")),
-        Some(p) => format!("--param {p}"),
-        None => field.to_string(),
+/// `config` checked and completed ([`SqliteConfig::resolve`]; the page cache of SQLite on
+/// flash is the file layer's default unless given), its errors spelled by `file`'s
+/// fields or the flags.
+pub fn resolve(config: &SqliteConfig, file: Option<&str>) -> Result<SqliteConfig, String> {
+    let mut resolved = config.resolve().map_err(|e| e.message(&|field| spell(field, file)))?;
+    if matches!(resolved.storage, SqliteStorageConfig::Ftl(_)) {
+        resolved.page_cache_pages.get_or_insert(sqlite_flash::DEFAULT_CACHE_PAGES);
     }
+    Ok(resolved)
 }
 
 fn us(v: f64) -> String {
@@ -301,6 +382,8 @@ fn print_result(r: &SqliteResult) {
         Row::kv("latency p50 [µs]", us(r.latency.p50_us)),
         Row::kv("latency p95 [µs]", us(r.latency.p95_us)),
         Row::kv("latency p99 [µs]", us(r.latency.p99_us)),
+        Row::kv("latency p99.9 [µs]", us(r.latency.p99_9_us)),
+        Row::kv("latency max [µs]", us(r.latency.max_us)),
     ]);
     match &r.flash {
         Some(f) => rows.extend([
@@ -318,7 +401,9 @@ fn print_result(r: &SqliteResult) {
     }
     print_table(&rows);
     let mut kinds = vec![Row::new(
-        ["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs"].map(String::from).into(),
+        ["kind", "transactions", "committed", "tps", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs"]
+            .map(String::from)
+            .into(),
     )];
     for (name, k) in &r.kinds {
         kinds.push(Row::new(vec![
@@ -329,47 +414,23 @@ fn print_result(r: &SqliteResult) {
             us(k.latency.p50_us),
             us(k.latency.p95_us),
             us(k.latency.p99_us),
+            us(k.latency.p99_9_us),
+            us(k.latency.max_us),
         ]));
     }
     print_table(&kinds);
 }
 
-/// Runs the workload; `Ok(false)` when the consistency check failed.
-pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
-    let mut params = run.workload.params.clone();
-    args.apply(&mut params);
-    let defaults = SqliteRunConfig::default();
-    let config = SqliteRunConfig {
-        seed: run.seed.unwrap_or(defaults.seed),
-        cpu_ns_per_statement: run.cpu_us.map_or(defaults.cpu_ns_per_statement, |us| (us * 1000.0).round() as u64),
-        synchronous: args.sync.unwrap_or(defaults.synchronous),
-        free_space: args.free_space,
-        check: run.check,
-    };
-    let spelled = |e: workloads::ConfigError| {
-        let text = e.to_string();
-        match text.split_once(": ") {
-            Some((field, problem)) => format!("{}: {problem}", spell(field)),
-            None => text,
-        }
-    };
-    // Refuse bad parameters before opening anything.
-    workloads::sqlite::find(&run.workload.name).and_then(|w| w.configure(&params)).map_err(spelled)?;
-    if args.group_pages.is_some() && args.journal != Some(SqliteJournal::Nolgn) {
-        return Err("--group-pages applies to --journal nolgn only".into());
-    }
-    if args.journal == Some(SqliteJournal::Delete) {
-        return Err("--journal delete is for the torture; the SQLite workloads run in WAL mode".into());
-    }
-    let journal = args.journal.map(|j| j.flash(args.group_pages.unwrap_or(1_000)));
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal, args.page_cache_pages)?;
-    let page_cache_pages = matches!(run.storage, SqliteStorage::Ftl(_))
-        .then(|| args.page_cache_pages.unwrap_or(sqlite_flash::DEFAULT_CACHE_PAGES));
+/// Runs a resolved config ([`resolve`]); `Ok(false)` when the consistency check failed.
+/// The JSON holds the result, the config under `config`, and `command`.
+pub fn run(config: &SqliteConfig, json: Option<&crate::output::OutputFile>) -> Result<bool, String> {
+    let mut host = open_host(config)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
-    eprintln!("loading {} on SQLite", run.workload.name);
-    let result = run_registered(host.as_mut(), &run.workload.name, &params, &config, &mut |done, total| {
+    eprintln!("loading {} on SQLite", config.workload.name);
+    let (name, params) = (&config.workload.name, &config.workload.params);
+    let result = run_registered(host.as_mut(), name, params, &config.run, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
         Control::Continue
@@ -390,13 +451,15 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         r.run_wall_seconds,
         memory.line()
     );
-    if let Some(file) = &run.json {
+    if let Some(file) = json {
         let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
         memory.insert_into(&mut value);
         if let Some(object) = value.as_object_mut() {
-            if let Some(pages) = page_cache_pages {
+            if let Some(pages) = config.page_cache_pages {
                 object.insert("page_cache_pages".into(), serde_json::json!(pages));
             }
+            object.insert("command".into(), serde_json::json!("bench"));
+            object.insert("config".into(), serde_json::to_value(config).map_err(|e| format!("json: {e}"))?);
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n";
         file.write(text.as_bytes())?;
@@ -418,27 +481,14 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
 mod tests {
     use super::*;
 
-    fn kv_run(json: PathBuf) -> SqliteRun {
+    fn kv_config() -> SqliteConfig {
         let params = serde_json::json!({"num": 300, "value_size": 512, "batch": 4});
-        SqliteRun {
-            workload: WorkloadConfig {
-                name: "sqlite-bench".into(),
-                params: params.as_object().cloned().unwrap_or_default(),
-            },
-            storage: SqliteStorage::Host,
-            seed: Some(5),
-            cpu_us: Some(3.0),
-            check: true,
-            json: Some(crate::output::OutputFile::check("--json", &json, false).unwrap()),
-            device: default_device(),
-        }
-    }
-
-    /// The device flags as parsed from an empty command line.
-    fn default_device() -> DeviceArgs {
-        use clap::{Args, FromArgMatches};
-        let matches = DeviceArgs::augment_args(clap::Command::new("t")).get_matches_from(["t"]);
-        DeviceArgs::from_arg_matches(&matches).unwrap()
+        let mut c = SqliteConfig::default();
+        c.workload.params = params.as_object().cloned().unwrap_or_default();
+        c.run.seed = 5;
+        c.run.cpu_ns_per_statement = 3000;
+        c.run.check = true;
+        c
     }
 
     #[test]
@@ -446,7 +496,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let read = |name: &str| {
             let args = SqliteArgs { sync: Some(Synchronous::Normal), ..Default::default() };
-            assert_eq!(run(&args, kv_run(dir.path().join(name))), Ok(true));
+            let mut config = kv_config();
+            args.apply_to(&mut config).unwrap();
+            let config = resolve(&config, None).unwrap();
+            let file = crate::output::OutputFile::check("--json", &dir.path().join(name), false).unwrap();
+            assert_eq!(run(&config, Some(&file)), Ok(true));
             let mut v: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
             assert!(v["run_wall_seconds"].as_f64().is_some());
@@ -459,6 +513,8 @@ mod tests {
         assert_eq!(a["run"]["cpu_ns_per_statement"], 3000);
         assert_eq!(a["run"]["synchronous"], "normal");
         assert_eq!(a["transactions"], 3 * 75);
+        assert_eq!(a["config"]["engine"], "sqlite");
+        assert_eq!(a["config"]["workload"]["num"], 300);
         for p in ["p50_us", "p95_us", "p99_us"] {
             assert!(a["latency"][p].as_f64().is_some_and(|v| v > 0.0), "{p}");
         }
@@ -466,34 +522,51 @@ mod tests {
 
     #[test]
     fn flags_become_parameters_and_errors_name_the_flag() {
-        let dir = tempfile::tempdir().unwrap();
-        let args = SqliteArgs { records: Some(10), ..Default::default() };
-        let e = run(&args, kv_run(dir.path().join("x.json"))).unwrap_err();
+        let mut config = kv_config();
+        SqliteArgs { records: Some(10), ..Default::default() }.apply_to(&mut config).unwrap();
+        let e = resolve(&config, None).unwrap_err();
         assert!(e.starts_with("--records: sqlite-bench takes no parameter `records`"), "{e}");
-        assert_eq!(spell("workload.value_size"), "--value-size");
-        assert_eq!(spell("workload.field_bytes"), "--param field_bytes");
+        let e = resolve(&config, Some("run.toml")).unwrap_err();
+        assert!(e.starts_with("workload.records in run.toml: sqlite-bench takes no parameter"), "{e}");
+        assert_eq!(spell("workload.value_size", None), "--value-size");
+        assert_eq!(spell("workload.field_bytes", None), "--param field_bytes");
         let mut params = Params::new();
         SqliteArgs { ops: vec!["overwrite".into()], num: Some(9), ..Default::default() }.apply(&mut params);
         assert_eq!(serde_json::Value::Object(params), serde_json::json!({"ops": ["overwrite"], "num": 9}));
     }
 
     #[test]
-    fn sqlite_needs_a_block_device() {
-        let device = default_device();
-        let e = open_host(SqliteStorage::Noftl, None, &device, None, None).err().unwrap();
-        assert!(e.contains("needs a block device"), "{e}");
-        let file = PathBuf::from("x.db");
-        let e =
-            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None).err().unwrap();
+    fn sqlite_needs_a_block_device_for_its_flash_settings() {
+        let on = |kind, args: SqliteArgs| {
+            let mut c = SqliteConfig::default();
+            if let Some(kind) = kind {
+                c.storage = SqliteStorageConfig::Ftl(flash::ftl::FtlConfig::new(kind));
+            }
+            args.apply_to(&mut c).and_then(|()| resolve(&c, None))
+        };
+        let file = SqliteArgs { sqlite_file: Some(PathBuf::from("x.db")), ..Default::default() };
+        let e = on(Some(flash::ftl::FtlKind::Page), file).unwrap_err();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal), None).err().unwrap();
-        assert!(e.contains("needs --storage ftl"), "{e}");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal), None);
-        assert!(e.err().unwrap().contains("only the page FTL"));
-        let nolgn = Some(SqliteJournal::Nolgn.flash(10));
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn, None).err().unwrap();
-        assert!(e.contains("add --storage ftl:nolgn"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, None, Some(64)).err().unwrap();
-        assert!(e.starts_with("--page-cache-pages") && e.contains("needs --storage ftl"), "{e}");
+        let sw = || SqliteArgs { journal: Some(JournalChoice::SwWal), ..Default::default() };
+        let e = on(None, sw()).unwrap_err();
+        assert!(e.starts_with("--journal: applies to SQLite on flash; it needs storage ftl:KIND"), "{e}");
+        let e = on(Some(flash::ftl::FtlKind::Dftl), sw()).unwrap_err();
+        assert!(e.contains("only the page FTL"), "{e}");
+        let nolgn = SqliteArgs { journal: Some(JournalChoice::Nolgn), ..Default::default() };
+        let e = on(Some(flash::ftl::FtlKind::Page), nolgn).unwrap_err();
+        assert!(e.contains("storage ftl:nolgn"), "{e}");
+        let e = on(None, SqliteArgs { page_cache_pages: Some(64), ..Default::default() }).unwrap_err();
+        assert!(e.starts_with("--page-cache-pages: applies to SQLite on flash"), "{e}");
+        let e = on(None, SqliteArgs { journal: Some(JournalChoice::None), ..Default::default() }).unwrap_err();
+        assert!(e.starts_with("--journal none: a journal of the DeltaFlash engine"), "{e}");
+        let grouped = SqliteArgs { group_pages: Some(8), ..Default::default() };
+        let e = on(Some(flash::ftl::FtlKind::Page), grouped).unwrap_err();
+        assert!(e.starts_with("--group-pages: applies to the nolgn journal only"), "{e}");
+        let resolved = on(
+            Some(flash::ftl::FtlKind::Nolgn),
+            SqliteArgs { journal: Some(JournalChoice::Nolgn), ..Default::default() },
+        );
+        let resolved = resolved.unwrap();
+        assert_eq!((resolved.group_pages, resolved.page_cache_pages), (Some(1000), Some(16_384)));
     }
 }

@@ -11,7 +11,7 @@ fn json_without_wall_time(path: &Path) -> serde_json::Value {
         &[
             "wall_seconds",
             "host_writes_per_wall_second",
-            "flash_page_programs_per_wall_second",
+            "flash_programs_per_wall_second",
             "memory_peak_rss_bytes",
             "memory_device_bytes",
             "memory_mapping_bytes",

@@ -19,7 +19,7 @@ const TPCB_DEVICE: &[&str] = &["--chips", "4", "--blocks-per-chip", "96", "--pag
 /// Keys that depend on the machine or the build, not on the simulation: wall time,
 /// speed per wall-second, the process's memory, the commit built.
 fn machine_dependent(key: &str) -> bool {
-    key.contains("wall") || key.contains("rss") || key.starts_with("memory_") || key == "git_commit"
+    key.contains("wall") || key.contains("rss") || key.starts_with("memory_") || key == "git_commit" || key == "version"
 }
 
 fn strip(v: &mut Value) {

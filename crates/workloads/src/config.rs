@@ -19,7 +19,7 @@ use crate::limits;
 use crate::params::{Configured, Params};
 use crate::registry;
 use engine::buffer::CleanerPolicy;
-use engine::IpaScheme;
+use engine::{IpaScheme, JournalKind};
 use flash::ftl::FtlConfig;
 use nand::{CellType, Geometry, GeometryOverrides};
 use serde::{Deserialize, Serialize};
@@ -205,6 +205,20 @@ impl DeviceConfig {
         self.check_footprint(&g)?;
         Ok(g)
     }
+
+    /// A fresh device of `geometry` (this config's): in memory, or backed by the new
+    /// image file `image`, synced as `image_sync` says.
+    pub fn create(&self, geometry: Geometry) -> Result<nand::Device, ConfigError> {
+        let keep_data = !self.no_data;
+        let storage: Box<dyn nand::Storage> = match &self.image {
+            Some(path) => Box::new(
+                nand::MemoryStorage::create_image_with(path, geometry, keep_data, self.image_sync.into())
+                    .map_err(|e| ConfigError::field("device.image", format!("{}: {e}", path.display())))?,
+            ),
+            None => Box::new(nand::MemoryStorage::new(geometry, keep_data)),
+        };
+        Ok(nand::Device::new(storage))
+    }
 }
 
 /// What the engine's pages are written through.
@@ -322,6 +336,11 @@ pub struct EngineConfig {
     /// the config of a run that does not use it reads as before the option existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_buffer_bytes: Option<u64>,
+    /// aries (a write-ahead log), none (commits write their pages and sync) or nolgn
+    /// (NoLgn-FTL's transactions, the only one on ftl:nolgn) [default: nolgn on
+    /// ftl:nolgn, else aries].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<engine::JournalKind>,
 }
 
 impl Default for EngineConfig {
@@ -339,6 +358,7 @@ impl Default for EngineConfig {
             checkpoint_log_share: engine::DbOptions::default().checkpoint_log_share,
             group_commit_us: 0.0,
             log_buffer_bytes: None,
+            journal: None,
         }
     }
 }
@@ -415,18 +435,11 @@ pub(crate) struct Derived {
 impl ExperimentConfig {
     /// Parses TOML; a syntax or type error carries its line and column.
     pub fn from_toml(text: &str) -> Result<ExperimentConfig, ConfigError> {
-        toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |span| line_column(text, span.start));
-            ConfigError::Syntax { line, column, message: limits::cut_quoted(e.message().trim()) }
-        })
+        parse_toml(text)
     }
 
     pub fn from_json(text: &str) -> Result<ExperimentConfig, ConfigError> {
-        serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-            line: e.line(),
-            column: e.column(),
-            message: limits::cut_quoted(&e.to_string()),
-        })
+        parse_json(text)
     }
 
     pub fn to_toml(&self) -> Result<String, ConfigError> {
@@ -467,8 +480,19 @@ impl ExperimentConfig {
         if let Some(bytes) = e.log_buffer_bytes {
             count("engine.log_buffer_bytes", limits::LOG_BUFFER_BYTES, bytes)?;
         }
-        if matches!(&self.storage, StorageConfig::Ftl(f) if f.kind == flash::ftl::FtlKind::Nolgn) {
-            // The engine keeps no log there: these would be accepted and do nothing.
+        let on_nolgn = matches!(&self.storage, StorageConfig::Ftl(f) if f.kind == flash::ftl::FtlKind::Nolgn);
+        let journal = e.journal.unwrap_or(if on_nolgn { JournalKind::Nolgn } else { JournalKind::Aries });
+        if on_nolgn != (journal == JournalKind::Nolgn) {
+            let problem = if on_nolgn {
+                format!("{}: on ftl:nolgn the engine keeps the nolgn journal (the FTL's transactions)", journal.name())
+            } else {
+                "nolgn is NoLgn-FTL's transactions: it needs storage ftl:nolgn".to_string()
+            };
+            return Err(ConfigError::field("engine.journal", problem));
+        }
+        e.journal = Some(journal);
+        if journal != JournalKind::Aries {
+            // The engine keeps no log: these would be accepted and do nothing.
             let log_only = [
                 ("engine.group_commit_us", e.group_commit_us > 0.0),
                 ("engine.log_buffer_bytes", e.log_buffer_bytes.is_some()),
@@ -476,7 +500,11 @@ impl ExperimentConfig {
             if let Some((field, _)) = log_only.into_iter().find(|&(_, set)| set) {
                 return Err(ConfigError::field(
                     field,
-                    "acts on the write-ahead log, which the engine does not keep on NoLgn-FTL (its transactions make commits atomic)",
+                    if on_nolgn {
+                        "acts on the write-ahead log, which the engine does not keep on NoLgn-FTL (its transactions make commits atomic)"
+                    } else {
+                        "acts on the write-ahead log, which the none journal does not keep (commits write their pages and sync)"
+                    },
                 ));
             }
         }
@@ -531,6 +559,176 @@ impl ExperimentConfig {
         let derived = Derived { geometry, scheme, region_options: format!("IPA_MODE={mode}{ipa}"), params };
         Ok((c, derived))
     }
+}
+
+/// A run of a registered SQLite workload (`bench --engine sqlite`,
+/// [`crate::sqlite::SQLITE_REGISTRY`]): a file says `engine = "sqlite"`, then names only
+/// what it changes; unknown fields are refused. [`SqliteConfig::resolve`] is the one
+/// place it is checked, as [`ExperimentConfig::resolve`] is for the engine's runs, and
+/// fills in the workload's defaults, so the resolved config alone reproduces the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SqliteConfig {
+    /// Always `sqlite`: what tells a SQLite run's file from the engine's.
+    pub engine: SqliteEngine,
+    /// The emulated device (flash storage only).
+    pub device: DeviceConfig,
+    pub storage: SqliteStorageConfig,
+    /// Who keeps SQLite's transactions atomic on flash [default: base-wal].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<SqliteJournal>,
+    /// `nolgn` under `synchronous = normal`: SQLite page writes per FTL commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_pages: Option<u32>,
+    /// The file layer's write-back page cache in logical pages (flash storage only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache_pages: Option<usize>,
+    pub workload: WorkloadConfig,
+    pub run: crate::sqlite::SqliteRunConfig,
+}
+
+/// The `engine` of a SQLite run's config: the one value `sqlite`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteEngine {
+    #[default]
+    Sqlite,
+}
+
+/// Where SQLite's files live.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteStorageConfig {
+    /// Plain SQLite on the host, in memory or in `file` (created new), CPU-only clock.
+    #[default]
+    Host,
+    /// Plain SQLite in this new host file.
+    File(PathBuf),
+    /// SQLite through the VFS on a conventional FTL over the whole device.
+    Ftl(FtlConfig),
+}
+
+impl fmt::Display for SqliteStorageConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqliteStorageConfig::Host | SqliteStorageConfig::File(_) => f.write_str("host"),
+            SqliteStorageConfig::Ftl(c) => write!(f, "ftl:{}", c.kind.name()),
+        }
+    }
+}
+
+/// Who keeps SQLite's transactions atomic on flash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SqliteJournal {
+    /// SQLite's write-ahead log through the file layer.
+    #[default]
+    #[serde(alias = "wal")]
+    BaseWal,
+    /// SW-WAL: WAL frames page-aligned on flash, checkpoints by remapping (page FTL).
+    SwWal,
+    /// No log: NoLgn-FTL's transactions (nolgn FTL).
+    Nolgn,
+}
+
+impl SqliteJournal {
+    pub fn name(self) -> &'static str {
+        match self {
+            SqliteJournal::BaseWal => "base-wal",
+            SqliteJournal::SwWal => "sw-wal",
+            SqliteJournal::Nolgn => "nolgn",
+        }
+    }
+}
+
+/// `nolgn`'s default commit group under `synchronous = normal`.
+pub const DEFAULT_GROUP_PAGES: u32 = 1_000;
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        SqliteConfig {
+            engine: SqliteEngine::Sqlite,
+            device: DeviceConfig::default(),
+            storage: SqliteStorageConfig::Host,
+            journal: None,
+            group_pages: None,
+            page_cache_pages: None,
+            workload: WorkloadConfig { name: "sqlite-bench".into(), params: Params::new() },
+            run: crate::sqlite::SqliteRunConfig::default(),
+        }
+    }
+}
+
+impl SqliteConfig {
+    /// Parses TOML; a syntax or type error carries its line and column.
+    pub fn from_toml(text: &str) -> Result<SqliteConfig, ConfigError> {
+        parse_toml(text)
+    }
+
+    pub fn from_json(text: &str) -> Result<SqliteConfig, ConfigError> {
+        parse_json(text)
+    }
+
+    /// Checks every field against the others and fills in the defaults that depend on
+    /// the storage and the workload: the journal, its group, every workload parameter
+    /// (the page cache's default is the file layer's, filled in by who opens it).
+    /// Errors name the field (`journal`, `workload.num`).
+    pub fn resolve(&self) -> Result<SqliteConfig, ConfigError> {
+        let mut c = self.clone();
+        let params = crate::sqlite::find(&c.workload.name)?.configure(&c.workload.params)?;
+        c.workload.params = params.params();
+        let ftl = match &c.storage {
+            SqliteStorageConfig::Ftl(f) => Some(f.kind),
+            SqliteStorageConfig::Host | SqliteStorageConfig::File(_) => None,
+        };
+        let Some(kind) = ftl else {
+            let flash_only = [
+                ("journal", c.journal.is_some()),
+                ("group_pages", c.group_pages.is_some()),
+                ("page_cache_pages", c.page_cache_pages.is_some()),
+                ("run.free_space", c.run.free_space.is_some()),
+            ];
+            if let Some((field, _)) = flash_only.into_iter().find(|(_, set)| *set) {
+                return Err(ConfigError::field(field, "applies to SQLite on flash; it needs storage ftl:KIND"));
+            }
+            return Ok(c);
+        };
+        c.device.fitting_geometry()?;
+        let journal = c.journal.unwrap_or_default();
+        match journal {
+            SqliteJournal::Nolgn if kind != flash::ftl::FtlKind::Nolgn => {
+                return Err(ConfigError::field("journal", "nolgn needs NoLgn-FTL: storage ftl:nolgn"))
+            }
+            SqliteJournal::SwWal if kind != flash::ftl::FtlKind::Page => {
+                return Err(ConfigError::field("journal", "sw-wal remaps pages: only the page FTL (ftl:page) does"))
+            }
+            _ => {}
+        }
+        c.journal = Some(journal);
+        match (journal, c.group_pages) {
+            (SqliteJournal::Nolgn, None) => c.group_pages = Some(DEFAULT_GROUP_PAGES),
+            (SqliteJournal::Nolgn, Some(0)) => return Err(ConfigError::field("group_pages", "must be at least 1")),
+            (_, Some(_)) => return Err(ConfigError::field("group_pages", "applies to the nolgn journal only")),
+            _ => {}
+        }
+        Ok(c)
+    }
+}
+
+/// A config from TOML; a syntax or type error carries its line and column.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |span| line_column(text, span.start));
+        ConfigError::Syntax { line, column, message: limits::cut_quoted(e.message().trim()) }
+    })
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
+    serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        message: limits::cut_quoted(&e.to_string()),
+    })
 }
 
 /// The region's IPA mode in SQL: `none` without a scheme, `auto` by cell type.
@@ -685,5 +883,53 @@ mod tests {
         let c = ExperimentConfig::from_toml(ftl).unwrap();
         assert_eq!(c.storage.to_string(), "ftl:dftl");
         assert_eq!(ExperimentConfig::from_toml(&c.to_toml().unwrap()).unwrap(), c);
+    }
+
+    #[test]
+    fn an_ftl_table_names_only_what_it_changes_and_no_unknown_field() {
+        let c = ExperimentConfig::from_toml("[storage.ftl]\nkind = \"nolgn\"\np2p_entries = 64\n").unwrap();
+        let mut want = FtlConfig::new(flash::ftl::FtlKind::Nolgn);
+        want.p2p_entries = 64;
+        assert_eq!(c.storage, StorageConfig::Ftl(want));
+        let e = ExperimentConfig::from_toml("[storage.ftl]\nkind = \"dftl\"\ncmt_entrys = 5\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field `cmt_entrys`"), "{e}");
+    }
+
+    #[test]
+    fn the_journal_resolves_by_storage_and_none_keeps_no_log_settings() {
+        let (c, _) = ExperimentConfig::default().resolve().unwrap();
+        assert_eq!(c.engine.journal, Some(JournalKind::Aries));
+        let nolgn = ExperimentConfig {
+            storage: StorageConfig::Ftl(FtlConfig::new(flash::ftl::FtlKind::Nolgn)),
+            ..ExperimentConfig::default()
+        };
+        assert_eq!(nolgn.resolve().unwrap().0.engine.journal, Some(JournalKind::Nolgn));
+        let mut aries_on_nolgn = nolgn.clone();
+        aries_on_nolgn.engine.journal = Some(JournalKind::Aries);
+        assert!(field_error(&aries_on_nolgn).starts_with("engine.journal: aries: on ftl:nolgn"));
+        let mut none = ExperimentConfig::default();
+        none.engine.journal = Some(JournalKind::None);
+        assert_eq!(none.resolve().unwrap().0.engine.journal, Some(JournalKind::None));
+        none.engine.group_commit_us = 5.0;
+        assert!(field_error(&none).starts_with("engine.group_commit_us: acts on the write-ahead log, which the none"));
+        let mut nolgn_on_noftl = ExperimentConfig::default();
+        nolgn_on_noftl.engine.journal = Some(JournalKind::Nolgn);
+        assert!(field_error(&nolgn_on_noftl).starts_with("engine.journal: nolgn is NoLgn-FTL's transactions"));
+    }
+
+    #[test]
+    fn a_sqlite_config_resolves_its_defaults_and_refuses_flash_settings_on_the_host() {
+        let text = "engine = \"sqlite\"\n[storage.ftl]\nkind = \"nolgn\"\n[workload]\nname = \"ycsb\"\n";
+        let c = SqliteConfig::from_toml(text).unwrap().resolve().unwrap();
+        assert_eq!((c.journal, c.group_pages), (Some(SqliteJournal::BaseWal), None));
+        assert!(c.workload.params.contains_key("records"), "the workload's defaults are filled in");
+        assert_eq!(SqliteConfig::from_json(&serde_json::to_string(&c).unwrap()).unwrap(), c);
+        let host = SqliteConfig { journal: Some(SqliteJournal::SwWal), ..SqliteConfig::default() };
+        let e = host.resolve().unwrap_err().to_string();
+        assert_eq!(e, "journal: applies to SQLite on flash; it needs storage ftl:KIND");
+        let e = SqliteConfig::from_toml("engine = \"postgres\"\n").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `postgres`"), "{e}");
+        let e = SqliteConfig::from_toml("engine = \"sqlite\"\n[run]\nsede = 1\n").unwrap_err().to_string();
+        assert!(e.starts_with("3:1: unknown field `sede`"), "{e}");
     }
 }

@@ -212,6 +212,11 @@ pub struct Metrics {
     pub transaction_latency_p50_ms: f64,
     pub transaction_latency_p95_ms: f64,
     pub transaction_latency_p99_ms: f64,
+    /// The same three latencies' percentiles and maximum in µs (`{p50, p95, p99,
+    /// p99_9, max}`), the shape every command's latencies take.
+    pub read_latency_us: LatencyPercentiles,
+    pub write_latency_us: LatencyPercentiles,
+    pub transaction_latency_us: LatencyPercentiles,
     pub net_changed_bytes: u64,
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
@@ -256,6 +261,27 @@ pub struct Metrics {
     pub intervals: Vec<Interval>,
 }
 
+/// A latency histogram's percentiles and maximum in microseconds (0 when empty).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyPercentiles {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+impl LatencyPercentiles {
+    /// Of a histogram of nanoseconds.
+    pub fn of(h: &Histogram<u64>) -> LatencyPercentiles {
+        if h.is_empty() {
+            return LatencyPercentiles::default();
+        }
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        LatencyPercentiles { p50: us(0.5), p95: us(0.95), p99: us(0.99), p99_9: us(0.999), max: h.max() as f64 / 1e3 }
+    }
+}
+
 /// Latency percentiles of a window (an interval or the measurement), in milliseconds.
 #[derive(Clone, Copy, Debug)]
 struct Percentiles {
@@ -266,6 +292,8 @@ struct Percentiles {
     transaction_p50: f64,
     transaction_p95: f64,
     transaction_p99: f64,
+    /// Page reads, page writes and transactions, in µs.
+    us: [LatencyPercentiles; 3],
 }
 
 impl Percentiles {
@@ -278,6 +306,7 @@ impl Percentiles {
             transaction_p50: quantile_ms(transactions, 0.5),
             transaction_p95: quantile_ms(transactions, 0.95),
             transaction_p99: quantile_ms(transactions, 0.99),
+            us: [reads, writes, transactions].map(LatencyPercentiles::of),
         }
     }
 }
@@ -421,6 +450,9 @@ fn metrics(
         transaction_latency_p50_ms: p.transaction_p50,
         transaction_latency_p95_ms: p.transaction_p95,
         transaction_latency_p99_ms: p.transaction_p99,
+        read_latency_us: p.us[0],
+        write_latency_us: p.us[1],
+        transaction_latency_us: p.us[2],
         net_changed_bytes: total.net_changed_bytes,
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),

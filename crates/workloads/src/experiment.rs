@@ -17,7 +17,7 @@ use crate::workload::Workload;
 use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
 use flash::{FtlVolume, IplStore};
-use nand::{Device, MemoryStorage, Storage};
+use nand::Device;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -26,6 +26,10 @@ use std::time::Instant;
 
 /// The commit this crate was built from (`git rev-parse HEAD`; "unknown" without git).
 pub const GIT_COMMIT: &str = env!("DELTAFLASH_GIT_COMMIT");
+
+/// The release this crate belongs to (the workspace's version): every result records it,
+/// so a result re-run on another release can say so.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What a run reports as it goes. Each call's answer may stop the run.
 pub enum Progress<'a> {
@@ -114,6 +118,7 @@ pub struct ExperimentResult {
     /// The resolved config: it alone reproduces the run.
     pub config: ExperimentConfig,
     pub seed: u64,
+    pub version: String,
     pub git_commit: String,
 }
 
@@ -309,11 +314,8 @@ impl Experiment {
             checkpoint_log_share: c.engine.checkpoint_log_share,
             log_buffer_bytes: c.engine.log_buffer_bytes.unwrap_or(DbOptions::default().log_buffer_bytes),
             log_chips: c.engine.log_chips.unwrap_or(1),
-            // NoLgn-FTL's transactions make a log unnecessary: the engine keeps none.
-            journal: match &c.storage {
-                StorageConfig::Ftl(f) if f.kind == flash::ftl::FtlKind::Nolgn => engine::JournalKind::Nolgn,
-                _ => engine::JournalKind::Aries,
-            },
+            // Resolved: nolgn on NoLgn-FTL, whose transactions make a log unnecessary.
+            journal: c.engine.journal.unwrap_or(engine::JournalKind::Aries),
             ..DbOptions::default()
         };
         let wall = Instant::now();
@@ -414,6 +416,7 @@ impl Experiment {
             consistency_check,
             config: c.clone(),
             seed: c.seed,
+            version: VERSION.to_string(),
             git_commit: GIT_COMMIT.to_string(),
             metrics,
         })
@@ -421,15 +424,7 @@ impl Experiment {
 
     /// A fresh device: in memory, or backed by a new image file.
     fn device(&self) -> Result<Device, ExperimentError> {
-        let (geometry, keep_data) = (self.derived.geometry.clone(), !self.config.device.no_data);
-        let storage: Box<dyn Storage> = match &self.config.device.image {
-            Some(path) => Box::new(
-                MemoryStorage::create_image_with(path, geometry, keep_data, self.config.device.image_sync.into())
-                    .map_err(|e| ConfigError::field("device.image", format!("{}: {e}", path.display())))?,
-            ),
-            None => Box::new(MemoryStorage::new(geometry, keep_data)),
-        };
-        Ok(Device::new(storage))
+        Ok(self.config.device.create(self.derived.geometry.clone())?)
     }
 
     /// The schema's SQL with `${IPA}` replaced, or the default regions: one IPA region

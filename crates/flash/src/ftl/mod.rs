@@ -70,16 +70,21 @@ impl FtlKind {
 }
 
 /// How an FTL is asked to be built. Unused fields are ignored by kinds that do not
-/// need them.
+/// need them; a field left out of a config file takes [`FtlConfig::new`]'s value, and
+/// an unknown one is refused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FtlConfig {
     pub kind: FtlKind,
     /// (physical − logical) / physical, as for regions.
+    #[serde(default = "default_over_provisioning")]
     pub over_provisioning: f64,
     /// DFTL: mapping entries the cached mapping table (CMT) holds.
+    #[serde(default = "default_cmt_entries")]
     pub cmt_entries: u32,
     /// BAST and FAST: log blocks (FAST: one sequential log block plus the rest shared
     /// random log blocks).
+    #[serde(default = "default_log_blocks")]
     pub log_blocks: u32,
     /// Page and DFTL: GC victim policy and free-block thresholds per chip (foreground
     /// at least 2: a victim's moves may need a new GC block, and the writes after the
@@ -96,13 +101,25 @@ fn default_p2p_entries() -> u32 {
     10_000
 }
 
+fn default_over_provisioning() -> f64 {
+    0.10
+}
+
+fn default_cmt_entries() -> u32 {
+    4096
+}
+
+fn default_log_blocks() -> u32 {
+    32
+}
+
 impl FtlConfig {
     pub fn new(kind: FtlKind) -> FtlConfig {
         FtlConfig {
             kind,
-            over_provisioning: 0.10,
-            cmt_entries: 4096,
-            log_blocks: 32,
+            over_provisioning: default_over_provisioning(),
+            cmt_entries: default_cmt_entries(),
+            log_blocks: default_log_blocks(),
             gc: GcConfig::default(),
             p2p_entries: default_p2p_entries(),
         }

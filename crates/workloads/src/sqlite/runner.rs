@@ -9,7 +9,7 @@
 //! statement or device operation ends the run with an error naming the stage.
 
 use super::{FlashSnapshot, Session, SqliteHost, SqliteWorkload};
-use crate::experiment::{Consistency, GIT_COMMIT};
+use crate::experiment::{Consistency, GIT_COMMIT, VERSION};
 use crate::params::Params;
 use crate::Control;
 use hdrhistogram::Histogram;
@@ -48,7 +48,7 @@ impl Synchronous {
 }
 
 /// How much of the device is left free by aging before the run (NoLgn-FTL §4.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FreeSpace {
     #[serde(rename = "75%")]
     Pct75,
@@ -79,8 +79,10 @@ impl FreeSpace {
     }
 }
 
-/// How a run is done, apart from the workload's own parameters.
-#[derive(Clone, Debug, Serialize)]
+/// How a run is done, apart from the workload's own parameters and where SQLite runs
+/// (the `run` table of a SQLite experiment, [`crate::config::SqliteConfig`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct SqliteRunConfig {
     pub seed: u64,
     /// Simulated CPU time charged for each SQL statement.
@@ -111,6 +113,7 @@ pub struct Latency {
     pub p50_us: f64,
     pub p95_us: f64,
     pub p99_us: f64,
+    pub p99_9_us: f64,
     pub max_us: f64,
 }
 
@@ -133,6 +136,7 @@ impl Latency {
             p50_us: us(h.value_at_quantile(0.50)),
             p95_us: us(h.value_at_quantile(0.95)),
             p99_us: us(h.value_at_quantile(0.99)),
+            p99_9_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
         }
     }
@@ -202,6 +206,7 @@ pub struct SqliteResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
     pub run_wall_seconds: f64,
+    pub version: &'static str,
     pub git_commit: &'static str,
 }
 
@@ -341,6 +346,7 @@ pub fn run(
         kinds,
         consistency_check,
         run_wall_seconds,
+        version: VERSION,
         git_commit: GIT_COMMIT,
     })
 }
@@ -453,6 +459,7 @@ mod tests {
         let l = Latency::of(&h);
         assert!((l.p50_us - 500.0).abs() < 1.0, "{l:?}");
         assert!((l.p99_us - 990.0).abs() < 1.0, "{l:?}");
+        assert!((l.p99_9_us - 999.0).abs() < 1.0, "{l:?}");
         assert!((l.max_us - 1000.0).abs() < 1.0, "{l:?}");
     }
 }

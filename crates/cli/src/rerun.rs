@@ -1,0 +1,286 @@
+//! `deltaflash rerun RESULT.json`: runs a recorded result again from the config it
+//! records, and says whether the simulated metrics came out the same.
+//!
+//! A result is what a command's `--json` wrote (`bench`, engine or SQLite; `ftl-bench`,
+//! `replay`, `index-bench`, `engine-bench`, `recovery-bench`), an array of them
+//! (`compare --format json`), or a sweep's JSON-lines file (each line's `result`). Each
+//! is run again in a child process of this binary: a `bench` result from its `config`
+//! (the resolved experiment, written to a scratch file and given as `--config`), the
+//! others from `config.command_line` (the flags the run was given; their resolved
+//! values are in the rest of `config`). The new JSON is compared with the recorded one
+//! value by value, except what depends on the machine or the build ([`machine_dependent`]).
+//!
+//! Invariants: a result without a config is refused, naming what is missing; a result of
+//! another version is run with a warning (defaults may have changed); the recorded file
+//! is only read, and `--json` is written as every command writes it (a new file unless
+//! `--overwrite`). Exit status: 0 when every compared value is identical.
+
+use crate::output::OverwriteArg;
+use clap::Args;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Args)]
+pub struct RerunArgs {
+    /// A result written by --json (bench, ftl-bench, replay, index-bench, engine-bench,
+    /// recovery-bench), the output of compare --format json, or a sweep's results file.
+    result: PathBuf,
+    /// Write the new result as JSON to this file (a new file; see --overwrite); several
+    /// runs (compare, sweep) as an array.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
+}
+
+/// Keys that depend on the machine or the build, not on the simulation: wall time and
+/// speed per wall-second, the process's memory, the build, and the wall-clock page
+/// write cost of `engine-bench`.
+pub fn machine_dependent(key: &str) -> bool {
+    key.contains("wall")
+        || key.contains("rss")
+        || key.starts_with("memory_")
+        || matches!(key, "git_commit" | "version" | "page_write_ns_without_ipa" | "page_write_ns_with_ipa")
+}
+
+/// The flags this process was given after its command, without `--json FILE` and
+/// `--overwrite` (which name where a result goes, not what the run is): what a result
+/// records as `config.command_line` for `rerun`.
+pub fn command_line() -> Vec<String> {
+    let mut args = std::env::args().skip(2);
+    let mut kept = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => {
+                args.next();
+            }
+            "--overwrite" => {}
+            a if a.starts_with("--json=") => {}
+            _ => kept.push(arg),
+        }
+    }
+    kept
+}
+
+/// The `version` and `git_commit` every result carries at its top level.
+pub fn build_info() -> [(&'static str, Value); 2] {
+    [("version", json!(workloads::experiment::VERSION)), ("git_commit", json!(workloads::experiment::GIT_COMMIT))]
+}
+
+/// The runs a result file holds, as they were recorded: one object, an array, or JSON
+/// lines; an entry `{"result": …}` (compare --engines, sweep) stands for its result.
+fn recorded(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let values = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(items)) => items,
+        Ok(v) => vec![v],
+        Err(whole) => {
+            let lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+            let parsed: Result<Vec<Value>, String> = lines
+                .map(|(n, line)| {
+                    serde_json::from_str(line).map_err(|e| {
+                        workloads::limits::cut_quoted(&format!("{}:{}: not JSON: {e}", path.display(), n + 1))
+                    })
+                })
+                .collect();
+            match parsed {
+                Ok(items) if items.len() > 1 => items,
+                _ => return Err(workloads::limits::cut_quoted(&format!("{}: not JSON: {whole}", path.display()))),
+            }
+        }
+    };
+    if values.is_empty() {
+        return Err(format!("{}: holds no result", path.display()));
+    }
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::Object(mut o) if o.contains_key("result") => {
+                let mut result = o.remove("result").unwrap_or_default();
+                // A sweep adds the compare table's rows, which `bench` does not write.
+                if let Some(r) = result.as_object_mut().filter(|_| o.contains_key("point")) {
+                    r.remove("table_rows");
+                }
+                Ok(result)
+            }
+            v @ Value::Object(_) => Ok(v),
+            _ => Err(format!("{}: entry {} is not a result object", path.display(), i + 1)),
+        })
+        .collect()
+}
+
+/// The child's command line for one recorded result, the scratch directory given for
+/// its config file.
+fn arguments(result: &Value, scratch: &Path, at: &str) -> Result<Vec<String>, String> {
+    let Some(config) = result.get("config").filter(|c| c.is_object()) else {
+        return Err(format!(
+            "{at}: the result has no \"config\", so it cannot be run again (a result written before results \
+             recorded their config, or not a result of a run)"
+        ));
+    };
+    // `bench` results name their command; so do the SQLite runs' configs
+    // (`engine = "sqlite"`); an engine result in a compare or sweep has no `command`.
+    let command = result.get("command").and_then(Value::as_str).unwrap_or("bench");
+    if command == "bench" {
+        let mut config = config.clone();
+        if let Some(device) = config.get_mut("device").and_then(Value::as_object_mut) {
+            if device.remove("image").is_some() {
+                device.remove("image_sync");
+                eprintln!("{at}: the run wrote a device image; the re-run keeps its device in memory");
+            }
+        }
+        if let Some(file) = config.pointer("/storage/file").cloned() {
+            eprintln!("{at}: the run's SQLite file was {file}; the re-run keeps its database in memory");
+            config["storage"] = json!("host");
+        }
+        let path = scratch.join("config.json");
+        let text = serde_json::to_string_pretty(&config).map_err(|e| format!("{at}: {e}"))?;
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(vec!["bench".into(), "--config".into(), path.display().to_string()]);
+    }
+    let flags = config.get("command_line").and_then(Value::as_array).ok_or_else(|| {
+        format!("{at}: the {command} result's config has no \"command_line\", so it cannot be run again")
+    })?;
+    let mut argv = vec![command.to_string()];
+    for flag in flags {
+        argv.push(flag.as_str().ok_or_else(|| format!("{at}: config.command_line holds a non-string"))?.to_string());
+    }
+    Ok(argv)
+}
+
+/// Every leaf of `v` as (dotted path, value), machine-dependent keys left out.
+fn leaves(v: &Value, path: String, out: &mut Vec<(String, Value)>) {
+    let join = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map.iter().filter(|(k, _)| !machine_dependent(k)) {
+                leaves(item, join(k), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                leaves(item, join(&i.to_string()), out);
+            }
+        }
+        leaf => out.push((path, leaf.clone())),
+    }
+}
+
+/// The recorded values the new result does not reproduce: (path, recorded, new; `None`
+/// where it has no such value), and the number of values compared.
+pub fn differences(recorded: &Value, new: &Value) -> (Vec<(String, Value, Option<Value>)>, usize) {
+    let (mut old_leaves, mut new_leaves) = (Vec::new(), Vec::new());
+    leaves(recorded, String::new(), &mut old_leaves);
+    leaves(new, String::new(), &mut new_leaves);
+    let new_map: Map<String, Value> = new_leaves.into_iter().collect();
+    let compared = old_leaves.len();
+    let differ = old_leaves
+        .into_iter()
+        .filter_map(|(path, old)| match new_map.get(&path) {
+            Some(v) if *v == old => None,
+            other => Some((path, old, other.cloned())),
+        })
+        .collect();
+    (differ, compared)
+}
+
+/// Runs `argv` in a child process of this binary with `--json` into `scratch`, and
+/// returns the JSON it wrote.
+fn run_child(argv: &[String], scratch: &Path, at: &str) -> Result<Value, String> {
+    let out = scratch.join("rerun.json");
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    eprintln!("{at}: deltaflash {}", argv.join(" "));
+    let status = Command::new(exe)
+        .args(argv)
+        .arg("--json")
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("{at}: running deltaflash {}: {e}", argv[0]))?;
+    // A run whose consistency check failed exits non-zero but writes its result.
+    let text =
+        std::fs::read_to_string(&out).map_err(|_| format!("{at}: the re-run failed ({status}) and wrote no result"))?;
+    serde_json::from_str(&text).map_err(|e| format!("{at}: the re-run's JSON: {e}"))
+}
+
+/// Warns when the result was recorded by another version (defaults may differ).
+fn warn_version(result: &Value, at: &str) {
+    let ours = workloads::experiment::VERSION;
+    match result.get("version").and_then(Value::as_str) {
+        Some(v) if v == ours => {}
+        Some(v) => eprintln!("warning: {at}: recorded by version {v}, re-run by {ours}; defaults may differ"),
+        None => eprintln!("warning: {at}: records no version (written before results did); re-run by {ours}"),
+    }
+}
+
+pub fn run(args: RerunArgs) -> Result<bool, String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
+    let results = recorded(&args.result)?;
+    let name = args.result.display().to_string();
+    let mut new_results = Vec::new();
+    let mut identical = true;
+    for (i, result) in results.iter().enumerate() {
+        let at = if results.len() == 1 { name.clone() } else { format!("{name} (run {})", i + 1) };
+        warn_version(result, &at);
+        let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
+        let argv = arguments(result, scratch.path(), &at)?;
+        let new = run_child(&argv, scratch.path(), &at)?;
+        let (differ, compared) = differences(result, &new);
+        if differ.is_empty() {
+            println!("{at}: identical: the {compared} recorded simulated values are reproduced");
+        } else {
+            identical = false;
+            println!("{at}: DIFFERENT: {} of {compared} recorded values are not reproduced:", differ.len());
+            for (path, old, new) in &differ {
+                let new = new.as_ref().map_or("(missing)".to_string(), Value::to_string);
+                println!("  {path}: recorded {}, re-run {}", cut(&old.to_string()), cut(&new));
+            }
+        }
+        new_results.push(new);
+    }
+    if let Some(file) = json {
+        let value = if new_results.len() == 1 { new_results.remove(0) } else { Value::Array(new_results) };
+        file.write((serde_json::to_string_pretty(&value).expect("json") + "\n").as_bytes())?;
+    }
+    Ok(identical)
+}
+
+/// A value as printed in a difference: at most 80 characters.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(workloads::limits::QUOTED_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_list_changed_and_missing_values_but_not_machine_ones() {
+        let recorded = json!({"a": 1, "b": {"c": [1.5, 2]}, "wall_seconds": 3, "git_commit": "x", "gone": true});
+        let new = json!({"a": 1, "b": {"c": [1.5, 3]}, "wall_seconds": 9, "git_commit": "y", "extra": 1});
+        let (differ, compared) = differences(&recorded, &new);
+        assert_eq!(compared, 4);
+        assert_eq!(
+            differ,
+            vec![("b.c.1".to_string(), json!(2), Some(json!(3))), ("gone".to_string(), json!(true), None)]
+        );
+        assert!(differences(&recorded, &recorded).0.is_empty());
+    }
+
+    #[test]
+    fn a_result_without_a_config_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = arguments(&json!({"transactions": 3}), dir.path(), "r.json").unwrap_err();
+        assert!(e.starts_with("r.json: the result has no \"config\""), "{e}");
+        let e = arguments(&json!({"command": "ftl-bench", "config": {}}), dir.path(), "r.json").unwrap_err();
+        assert!(e.contains("no \"command_line\""), "{e}");
+        let argv =
+            arguments(&json!({"command": "replay", "config": {"command_line": ["--trace", "t"]}}), dir.path(), "r")
+                .unwrap();
+        assert_eq!(argv, ["replay", "--trace", "t"]);
+    }
+}
