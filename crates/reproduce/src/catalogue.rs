@@ -5,6 +5,7 @@
 //! The cells an experiment computes are named exactly as its rows in the reference file
 //! (a test checks both ways); the values the paper gives are not here.
 
+use crate::input::RunInput;
 use crate::ipa;
 use serde_json::Value;
 use workloads::ExperimentConfig;
@@ -30,12 +31,19 @@ impl Scale {
     }
 }
 
-/// One run an experiment needs: a label for the report, and the config alone that
-/// reproduces it.
+/// One run an experiment needs: a label for the report, and the input alone that
+/// reproduces it (a run of any kind, see [`RunInput`]).
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     pub label: String,
-    pub config: ExperimentConfig,
+    pub input: RunInput,
+}
+
+impl RunSpec {
+    /// An engine run.
+    pub fn engine(label: String, config: ExperimentConfig) -> RunSpec {
+        RunSpec { label, input: RunInput::Engine(config) }
+    }
 }
 
 /// One cell as our runs give it; `value` is `None` where a run failed or the cell

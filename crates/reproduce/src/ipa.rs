@@ -147,7 +147,7 @@ impl Setup {
     }
 
     fn run(&self, scale: Scale, label: String, scheme: &str) -> RunSpec {
-        RunSpec { label, config: self.config(scale, scheme) }
+        RunSpec::engine(label, self.config(scale, scheme))
     }
 }
 
@@ -205,9 +205,9 @@ const BOARD_BUFFER_SHARE: f64 = 0.015;
 /// The baseline's IPA mode is pSLC's; without IPA the mode changes nothing.
 fn board_runs(scale: Scale, setup: Setup, scheme: &str) -> Vec<RunSpec> {
     let with_mode = |label: String, s: &str, mode: &str| {
-        let mut run = setup.run(scale, label, s);
-        run.config.engine.ipa_mode = mode.into();
-        run
+        let mut config = setup.config(scale, s);
+        config.engine.ipa_mode = mode.into();
+        RunSpec::engine(label, config)
     };
     vec![
         with_mode("[0x0]".into(), "0x0", "pslc"),
@@ -293,14 +293,14 @@ fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<R
     for (b, scheme) in LARGE_BUFFERS.into_iter().zip(schemes) {
         let setup = tpcc_large(scale, b);
         for s in ["0x0", scheme] {
-            let mut run = setup.run(scale, format!("buffer {} [{s}]", percent(b)), s);
+            let mut config = setup.config(scale, s);
             if non_eager {
                 // "setting extreme values for the respective thresholds" (SIGMOD'17 §8.4):
                 // no page cleaner, checkpoints late; results.sh's 0.9 of the log.
-                run.config.engine.eviction = Eviction::NonEager;
-                run.config.engine.checkpoint_log_share = 0.9;
+                config.engine.eviction = Eviction::NonEager;
+                config.engine.checkpoint_log_share = 0.9;
             }
-            runs.push(run);
+            runs.push(RunSpec::engine(format!("buffer {} [{s}]", percent(b)), config));
         }
     }
     runs
@@ -425,9 +425,9 @@ fn demo_setup(scale: Scale) -> Setup {
 
 pub fn demo_table1_runs(scale: Scale) -> Vec<RunSpec> {
     let setup = demo_setup(scale);
-    let mut regions = setup.run(scale, "[2x3] with regions".into(), "2x3");
-    regions.config.engine.schema = Some(DEMO_REGIONS_SQL.into());
-    vec![setup.run(scale, "[0x0]".into(), "0x0"), regions]
+    let mut regions = setup.config(scale, "2x3");
+    regions.engine.schema = Some(DEMO_REGIONS_SQL.into());
+    vec![setup.run(scale, "[0x0]".into(), "0x0"), RunSpec::engine("[2x3] with regions".into(), regions)]
 }
 
 pub fn demo_table1_cells(results: &Results) -> Vec<Ours> {
@@ -522,9 +522,9 @@ const TABLE5_BUFFERS: [f64; 4] = [0.2, 0.5, 0.75, 0.9];
 /// LinkBench as Table 4 runs it, on 8 KiB DB pages: "Linkbench (75% buffer, 8KB
 /// pages, …)" (Table 3's heading).
 fn linkbench_8k(scale: Scale, buffer_share: f64, scheme: &str, label: String) -> RunSpec {
-    let mut run = table4_setup(scale, "LinkBench", buffer_share).run(scale, label, scheme);
-    run.config.engine.db_page_bytes = Some(8192);
-    run
+    let mut config = table4_setup(scale, "LinkBench", buffer_share).config(scale, scheme);
+    config.engine.db_page_bytes = Some(8192);
+    RunSpec::engine(label, config)
 }
 
 /// The database's growth against the baseline, in percent (the papers' "space overhead").

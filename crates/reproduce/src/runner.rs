@@ -2,8 +2,9 @@
 //! the output directory keeps, run the others (`jobs` at once, each single-threaded and
 //! seeded), then compare and write the reports.
 //!
-//! Runs are keyed by their config, so two experiments that need the same run share it,
-//! and a second invocation re-executes nothing that finished.
+//! Runs are keyed by their input, so two experiments that need the same run share it,
+//! and a second invocation re-executes nothing that finished. A run may be of any kind
+//! ([`crate::input`]); the runner only checks, executes and keeps it.
 
 use crate::catalogue::{Experiment, RunSpec, Scale};
 use crate::compare::{self, Cell, Missing};
@@ -15,7 +16,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use workloads::{Control, Experiment as Run, Progress};
 
 /// What to run and where.
 #[derive(Clone, Debug)]
@@ -85,7 +85,7 @@ fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(Ru
         let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.runs)(scale));
         let mut keyed = Vec::new();
         for spec in specs {
-            let key = Store::key(&spec.config);
+            let key = Store::key(&spec.input);
             if planned.iter().all(|p| p.key != key) {
                 planned.push(Planned {
                     spec: spec.clone(),
@@ -111,7 +111,7 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = planned.get(i) else { return };
                 let tag = format!("[{}/{total}] {}", i + 1, p.name);
-                let outcome = match store.load(&p.spec.config) {
+                let outcome = match store.load(&p.spec.input) {
                     Some(result) => {
                         log(format!("{tag}: reused runs/{}.json", p.key));
                         (Ok(result), false)
@@ -127,39 +127,17 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Makes one run, logging its start, each quarter of its simulated time, and its end
-/// or failure; keeps the result in the store.
+/// Makes one run (its kind logs its start, progress and end) and keeps the result in
+/// the store; logs a failure.
 fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
-    let result = run_and_keep(store, p, tag, log);
+    let result = p.spec.input.execute(tag, log).and_then(|value| {
+        store.save(&p.spec.input, &value)?;
+        Ok(value)
+    });
     if let Err(e) = &result {
         log(format!("{tag}: FAILED: {e}"));
     }
     result
-}
-
-fn run_and_keep(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
-    let run = Run::new(p.spec.config.clone()).map_err(|e| e.to_string())?;
-    log(format!("{tag}: running ({})", run.size()));
-    let mut quarter = 0;
-    let r = run
-        .run(&mut |progress| {
-            if let Progress::Running { sim_seconds, total_sim_seconds, throughput_tps, .. } = progress {
-                let reached = (sim_seconds / total_sim_seconds.max(f64::MIN_POSITIVE) * 4.0) as u32;
-                if reached > quarter && reached < 4 {
-                    quarter = reached;
-                    log(format!(
-                        "{tag}: {}% of {total_sim_seconds:.0} simulated s, {throughput_tps:.0} tps",
-                        quarter * 25
-                    ));
-                }
-            }
-            Control::Continue
-        })
-        .map_err(|e| e.to_string())?;
-    let value = r.to_json();
-    store.save(&p.spec.config, &value)?;
-    log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.wall_seconds, r.metrics.throughput_tps));
-    Ok(value)
 }
 
 /// Compares one experiment and writes `ID.md` and `ID.json`.

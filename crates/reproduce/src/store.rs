@@ -1,19 +1,21 @@
 //! The output directory: what `reproduce` keeps between invocations.
 //!
 //! Layout: `DIR/.deltaflash-reproduce` (the marker that says the tool made this
-//! directory), `DIR/runs/KEY.json` (one finished run: its config and its result, KEY a
-//! hash of the config), and the reports (`DIR/ID.md`, `DIR/ID.json`, `DIR/summary.json`).
-//! A run whose file exists, with the same config in it, is reused, so an interrupted
+//! directory), `DIR/runs/KEY.json` (one finished run: its input's key JSON as
+//! `input_config` and its `result`, KEY a hash of that JSON; see
+//! [`RunInput::key_text`]), and the reports (`DIR/ID.md`, `DIR/ID.json`,
+//! `DIR/summary.json`).
+//! A run whose file exists, with the same input in it, is reused, so an interrupted
 //! `reproduce` resumes where it stopped. Every file is written to a temporary name and
 //! renamed, so an interruption never leaves a half-written run behind.
 //!
 //! The tool writes only into a directory it made (or an empty one); any other existing
 //! directory is refused unless the caller allows overwriting.
 
+use crate::input::RunInput;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
-use workloads::ExperimentConfig;
 
 /// The file that marks a directory as `reproduce`'s.
 pub const MARKER: &str = ".deltaflash-reproduce";
@@ -52,10 +54,10 @@ impl Store {
         &self.dir
     }
 
-    /// The key of a run: a 64-bit FNV-1a hash of its config's JSON, in hex. The stored
-    /// file keeps the config itself, so a collision is detected, not reused.
-    pub fn key(config: &ExperimentConfig) -> String {
-        let text = serde_json::to_string(config).unwrap_or_default();
+    /// The key of a run: a 64-bit FNV-1a hash of its input's key JSON, in hex. The
+    /// stored file keeps that JSON itself, so a collision is detected, not reused.
+    pub fn key(input: &RunInput) -> String {
+        let text = input.key_text();
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for byte in text.bytes() {
             hash ^= u64::from(byte);
@@ -68,19 +70,19 @@ impl Store {
         self.dir.join(RUNS).join(format!("{key}.json"))
     }
 
-    /// The stored result of the run of `config`, if one was kept for exactly it.
-    pub fn load(&self, config: &ExperimentConfig) -> Option<Value> {
-        let text = fs::read_to_string(self.run_file(&Self::key(config))).ok()?;
+    /// The stored result of the run of `input`, if one was kept for exactly it.
+    pub fn load(&self, input: &RunInput) -> Option<Value> {
+        let text = fs::read_to_string(self.run_file(&Self::key(input))).ok()?;
         let mut stored: Value = serde_json::from_str(&text).ok()?;
-        let same = stored.get("input_config") == serde_json::to_value(config).ok().as_ref();
+        let same = stored.get("input_config") == Some(&input.key_json());
         same.then(|| stored.get_mut("result").map(Value::take)).flatten()
     }
 
     /// Keeps a finished run's result.
-    pub fn save(&self, config: &ExperimentConfig, result: &Value) -> Result<(), String> {
-        let stored = json!({ "input_config": config, "result": result });
+    pub fn save(&self, input: &RunInput, result: &Value) -> Result<(), String> {
+        let stored = json!({ "input_config": input.key_json(), "result": result });
         let text = serde_json::to_string_pretty(&stored).map_err(|e| e.to_string())? + "\n";
-        self.write(&format!("{RUNS}/{}.json", Self::key(config)), &text)
+        self.write(&format!("{RUNS}/{}.json", Self::key(input)), &text)
     }
 
     /// Writes `name` (relative to the directory) through a temporary file and a rename.
@@ -95,6 +97,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use workloads::ExperimentConfig;
 
     #[test]
     fn a_foreign_directory_is_refused_an_empty_or_own_one_is_not() {
@@ -118,20 +121,41 @@ mod tests {
     }
 
     #[test]
-    fn a_run_is_found_by_its_config_only() {
+    fn a_run_is_found_by_its_input_only() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("out"), false).unwrap();
         let config = ExperimentConfig::default();
-        assert_eq!(store.load(&config), None);
-        store.save(&config, &json!({"throughput_tps": 5.0})).unwrap();
-        assert_eq!(store.load(&config), Some(json!({"throughput_tps": 5.0})));
-        let mut other = config.clone();
-        other.seed = 2;
-        assert_ne!(Store::key(&config), Store::key(&other));
+        let input = RunInput::Engine(config.clone());
+        assert_eq!(store.load(&input), None);
+        store.save(&input, &json!({"throughput_tps": 5.0})).unwrap();
+        assert_eq!(store.load(&input), Some(json!({"throughput_tps": 5.0})));
+        let mut changed = config.clone();
+        changed.seed = 2;
+        let other = RunInput::Engine(changed);
+        assert_ne!(Store::key(&input), Store::key(&other));
         assert_eq!(store.load(&other), None);
-        // A file under the key whose config differs (a collision) is not reused.
+        // A file under the key whose input differs (a collision) is not reused.
         let path = store.run_file(&Store::key(&other));
         fs::write(&path, serde_json::to_string(&json!({"input_config": config, "result": {}})).unwrap()).unwrap();
         assert_eq!(store.load(&other), None);
+    }
+
+    /// The key and file of an engine run as output directories have always had them:
+    /// FNV-1a of the config's JSON, the config itself as `input_config`; written here
+    /// by hand, not through the store.
+    #[test]
+    fn an_engine_run_file_of_the_config_keyed_layout_is_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("out"), false).unwrap();
+        let mut config = ExperimentConfig::default();
+        config.workload.name = "tpcc".into();
+        config.device.blocks_per_chip = Some(48);
+        let text = serde_json::to_string(&config).unwrap();
+        let hash =
+            text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let file = tmp.path().join("out").join(RUNS).join(format!("{hash:016x}.json"));
+        let stored = json!({ "input_config": config, "result": { "throughput_tps": 7.0 } });
+        fs::write(&file, serde_json::to_string_pretty(&stored).unwrap()).unwrap();
+        assert_eq!(store.load(&RunInput::Engine(config)), Some(json!({ "throughput_tps": 7.0 })));
     }
 }

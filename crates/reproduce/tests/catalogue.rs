@@ -75,7 +75,7 @@ fn every_run_config_resolves_at_every_scale() {
         let Some(implementation) = &e.implementation else { continue };
         for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
             for run in (implementation.runs)(scale) {
-                if let Err(err) = workloads::Experiment::new(run.config.clone()) {
+                if let Err(err) = run.input.check() {
                     panic!("{} {} at {}: {err}", e.id, run.label, scale.name());
                 }
             }

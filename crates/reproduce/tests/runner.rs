@@ -9,7 +9,7 @@ use workloads::ExperimentConfig;
 fn unrunnable(_: Scale) -> Vec<RunSpec> {
     let mut config = ExperimentConfig::default();
     config.driver.sim_time_s = -1.0;
-    vec![RunSpec { label: "negative time".into(), config }]
+    vec![RunSpec::engine("negative time".into(), config)]
 }
 
 fn no_cells(_: &Results) -> Vec<Ours> {
