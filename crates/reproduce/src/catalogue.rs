@@ -7,6 +7,7 @@
 
 use crate::input::RunInput;
 use crate::ipa;
+use crate::nolgn;
 use serde_json::Value;
 use workloads::ExperimentConfig;
 
@@ -59,12 +60,33 @@ pub struct Ours {
 /// run that failed.
 pub type Results<'a> = [Option<&'a Value>];
 
+/// One cell's values under an ablation's variants, as text for the report's
+/// `ablation` column (`variant: value; …`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AblationCell {
+    pub row: String,
+    pub column: String,
+    pub text: String,
+}
+
 /// How an implemented experiment runs.
 pub struct Implementation {
     /// The runs at a scale.
     pub runs: fn(Scale) -> Vec<RunSpec>,
     /// The cells from the runs' results (one per [`RunSpec`], in order).
     pub cells: fn(&Results) -> Vec<Ours>,
+    /// The conditions and assumptions the report states ("" where there are none).
+    pub notes: &'static str,
+    /// Each cell's values under the experiment's ablation variants (runs among its
+    /// own, with one model switch changed), if it has one.
+    pub ablation: Option<fn(&Results) -> Vec<AblationCell>>,
+}
+
+impl Implementation {
+    /// Runs and cells, no notes, no ablation.
+    pub const fn of(runs: fn(Scale) -> Vec<RunSpec>, cells: fn(&Results) -> Vec<Ours>) -> Implementation {
+        Implementation { runs, cells, notes: "", ablation: None }
+    }
 }
 
 /// One table or figure of a paper.
@@ -90,74 +112,125 @@ const fn listed(id: &'static str, description: &'static str) -> Experiment {
     Experiment { id, description, implementation: None }
 }
 
+/// A NoLgn figure: its runs, cells and host-stack ablation, with the NoLgn notes.
+const fn nolgn_figure(
+    id: &'static str,
+    description: &'static str,
+    runs: fn(Scale) -> Vec<RunSpec>,
+    cells: fn(&Results) -> Vec<Ours>,
+    ablation: fn(&Results) -> Vec<AblationCell>,
+) -> Experiment {
+    Experiment {
+        id,
+        description,
+        implementation: Some(Implementation { runs, cells, notes: nolgn::NOTES, ablation: Some(ablation) }),
+    }
+}
+
 /// Every experiment, in the papers' order.
 pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table1",
         description: "IPA Table 1: update sizes (changed bytes per page write) in TPC-B, TPC-C, LinkBench at a 75% buffer",
-        implementation: Some(Implementation { runs: ipa::table1_runs, cells: ipa::table1_cells }),
+        implementation: Some(Implementation::of(ipa::table1_runs, ipa::table1_cells)),
     },
     listed("ipa:table2", "IPA Table 2: IPA [2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)"),
     Experiment {
         id: "ipa:table3",
         description: "IPA Table 3: [NxM] sensitivity: share of update I/Os as appends, space overhead, erase reduction (TPC-C, LinkBench)",
-        implementation: Some(Implementation { runs: ipa::table3_runs, cells: ipa::table3_cells }),
+        implementation: Some(Implementation::of(ipa::table3_runs, ipa::table3_cells)),
     },
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation { runs: ipa::table4_runs, cells: ipa::table4_cells }),
+        implementation: Some(Implementation::of(ipa::table4_runs, ipa::table4_cells)),
     },
     Experiment {
         id: "ipa:table5",
         description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
-        implementation: Some(Implementation { runs: ipa::table5_runs, cells: ipa::table5_cells }),
+        implementation: Some(Implementation::of(ipa::table5_runs, ipa::table5_cells)),
     },
     Experiment {
         id: "ipa:table6",
         description: "IPA Table 6: TPC-B on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x4] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation { runs: ipa::table6_runs, cells: ipa::table6_cells }),
+        implementation: Some(Implementation::of(ipa::table6_runs, ipa::table6_cells)),
     },
     Experiment {
         id: "ipa:table7",
         description: "IPA Table 7: TPC-B on the flash emulator (SLC), [0x0] vs [2x4] and [3x4], buffers 10% and 20%",
-        implementation: Some(Implementation { runs: ipa::table7_runs, cells: ipa::table7_cells }),
+        implementation: Some(Implementation::of(ipa::table7_runs, ipa::table7_cells)),
     },
     Experiment {
         id: "ipa:table8",
         description: "IPA Table 8: TPC-C on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x3] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation { runs: ipa::table8_runs, cells: ipa::table8_cells }),
+        implementation: Some(Implementation::of(ipa::table8_runs, ipa::table8_cells)),
     },
     Experiment {
         id: "ipa:table9",
         description: "IPA Table 9: TPC-C, eager eviction, [0x0] vs [2x3], buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::table9_runs, cells: ipa::table9_cells }),
+        implementation: Some(Implementation::of(ipa::table9_runs, ipa::table9_cells)),
     },
     Experiment {
         id: "ipa:table10",
         description: "IPA Table 10: TPC-C, non-eager eviction and late checkpoints, [0x0] vs [2xM], buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::table10_runs, cells: ipa::table10_cells }),
+        implementation: Some(Implementation::of(ipa::table10_runs, ipa::table10_cells)),
     },
     listed("ipa:fig6", "IPA Fig. 6: share of update I/Os performed as in-place appends in LinkBench"),
     Experiment {
         id: "ipa:appendix-a",
         description: "IPA appendix A, Table 11: TPC-C update sizes under non-eager eviction, buffers 10-90%",
-        implementation: Some(Implementation { runs: ipa::appendix_a_runs, cells: ipa::appendix_a_cells }),
+        implementation: Some(Implementation::of(ipa::appendix_a_runs, ipa::appendix_a_cells)),
     },
     Experiment {
         id: "demo:table1",
         description: "IPA demo Table I: TATP on OpenSSD, [0x0] vs [2x3] on subscriber and special_facility only (regions)",
-        implementation: Some(Implementation { runs: ipa::demo_table1_runs, cells: ipa::demo_table1_cells }),
+        implementation: Some(Implementation::of(ipa::demo_table1_runs, ipa::demo_table1_cells)),
     },
     listed("ipl:table3", "IPL Table 3: 1,000,000 random inserts: elapsed time and flash reads, writes, erases per B+-tree"),
     listed("ipl:table4", "IPL Table 4: read overhead of the IPL B+-tree against the B+-tree on an FTL"),
     listed("ipl:fig6", "IPL Fig. 6: flash operations of the B+-trees on BAST, FAST and IPL by buffer size"),
-    listed("nolgn:fig6", "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)"),
-    listed("nolgn:fig7", "NoLgn Fig. 7: SQLite throughput on Base-WAL, SW-WAL and NoLgn-FTL"),
-    listed("nolgn:fig8", "NoLgn Fig. 8: SQLite latency on Base-WAL, SW-WAL and NoLgn-FTL"),
-    listed("nolgn:fig9", "NoLgn Fig. 9: GC overhead: share of page migrations, with and without block locking"),
-    listed("nolgn:fig10", "NoLgn Fig. 10: SQLite throughput on YCSB A-F"),
-    listed("nolgn:fig11", "NoLgn Fig. 11: SQLite on TPC-C by free space"),
+    nolgn_figure(
+        "nolgn:fig6",
+        "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)",
+        nolgn::sweep_runs,
+        nolgn::fig6_cells,
+        nolgn::fig6_ablation,
+    ),
+    nolgn_figure(
+        "nolgn:fig7",
+        "NoLgn Fig. 7: SQLite throughput on Base-WAL, SW-WAL and NoLgn-FTL",
+        nolgn::sweep_runs,
+        nolgn::fig7_cells,
+        nolgn::fig7_ablation,
+    ),
+    nolgn_figure(
+        "nolgn:fig8",
+        "NoLgn Fig. 8: SQLite latency on Base-WAL, SW-WAL and NoLgn-FTL",
+        nolgn::sweep_runs,
+        nolgn::fig8_cells,
+        nolgn::fig8_ablation,
+    ),
+    nolgn_figure(
+        "nolgn:fig9",
+        "NoLgn Fig. 9: GC overhead: share of page migrations, with and without block locking",
+        nolgn::fig9_runs,
+        nolgn::fig9_cells,
+        nolgn::fig9_ablation,
+    ),
+    nolgn_figure(
+        "nolgn:fig10",
+        "NoLgn Fig. 10: SQLite throughput on YCSB A-F",
+        nolgn::fig10_runs,
+        nolgn::fig10_cells,
+        nolgn::fig10_ablation,
+    ),
+    nolgn_figure(
+        "nolgn:fig11",
+        "NoLgn Fig. 11: SQLite on TPC-C by free space",
+        nolgn::fig11_runs,
+        nolgn::fig11_cells,
+        nolgn::fig11_ablation,
+    ),
 ];
 
 /// The experiment of an id.

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use workloads::sqlite::flash::FlashRunConfig;
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
 /// Where a run sends its progress lines (the runner prefixes and prints them).
@@ -30,6 +31,9 @@ pub type Log<'a> = &'a (dyn Fn(String) + Sync);
 pub enum RunInput {
     /// A workload on the engine (`workloads::Experiment`), as `bench` runs it.
     Engine(ExperimentConfig),
+    /// A SQLite workload on a fresh emulated device (`bench --engine sqlite --storage
+    /// ftl:KIND`): journal, FTL, device, `synchronous`, aging, host I/O stack, seed.
+    Sqlite(FlashRunConfig),
 }
 
 /// How runs of one kind are checked and made.
@@ -46,6 +50,7 @@ impl RunInput {
     pub fn kind(&self) -> &dyn RunKind {
         match self {
             RunInput::Engine(config) => config,
+            RunInput::Sqlite(config) => config,
         }
     }
 
@@ -55,7 +60,6 @@ impl RunInput {
     pub fn key_text(&self) -> String {
         let text = match self {
             RunInput::Engine(config) => serde_json::to_string(config),
-            #[allow(unreachable_patterns)]
             tagged => serde_json::to_string(tagged),
         };
         text.unwrap_or_default()
@@ -106,6 +110,33 @@ impl RunKind for ExperimentConfig {
     }
 }
 
+impl RunKind for FlashRunConfig {
+    fn check(&self) -> Result<(), String> {
+        FlashRunConfig::check(self).map(drop)
+    }
+
+    /// Logs the start, each quarter of the transactions, and the end; the result is
+    /// `bench --engine sqlite --json`'s, with `wall_seconds`.
+    fn execute(&self, tag: &str, log: Log) -> Result<Value, String> {
+        log(format!("{tag}: running {} ({}, {} FTL)", self.workload.name, self.journal.name(), self.ftl));
+        let mut quarter = 0;
+        let r = self.run(&mut |done, total| {
+            let reached = (done * 4).checked_div(total).unwrap_or(0);
+            if reached > quarter && reached < 4 {
+                quarter = reached;
+                log(format!("{tag}: {}% of {total} transactions", quarter * 25));
+            }
+            Control::Continue
+        })?;
+        log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.run_wall_seconds, r.throughput_tps));
+        let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("wall_seconds".into(), Value::from(r.run_wall_seconds));
+        }
+        Ok(value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +150,17 @@ mod tests {
         let tagged = serde_json::to_value(&input).unwrap();
         assert_eq!(tagged["kind"], "engine");
         assert_eq!(serde_json::from_value::<RunInput>(tagged).unwrap(), input);
+    }
+
+    #[test]
+    fn a_sqlite_run_is_keyed_on_its_tagged_config_and_checked_before_running() {
+        let config = FlashRunConfig::default();
+        let input = RunInput::Sqlite(config.clone());
+        let tagged: Value = serde_json::from_str(&input.key_text()).unwrap();
+        assert_eq!(tagged["kind"], "sqlite");
+        assert_eq!(serde_json::from_value::<RunInput>(tagged).unwrap(), input);
+        let bad =
+            FlashRunConfig { ftl: "page".into(), journal: workloads::sqlite::flash::FlashJournal::Nolgn, ..config };
+        assert!(RunInput::Sqlite(bad).check().unwrap_err().contains("needs the nolgn FTL"));
     }
 }

@@ -1,7 +1,8 @@
 //! reproduce — the papers' tables and figures as experiments, compared cell by cell.
 //!
 //! [`catalogue`]: every experiment by id (`ipa:table7`) and, once implemented, its runs
-//! and how its cells follow from their results ([`ipa`]: the IPA papers' tables).
+//! and how its cells follow from their results ([`ipa`]: the IPA papers' tables;
+//! [`nolgn`]: the NoLgn-FTL paper's figures, with a host-stack ablation).
 //! [`input`]: what a run is (an engine experiment, …) and how each kind is executed.
 //! [`reference`]: the papers' values, read from the reference file by the comparison only.
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
@@ -18,6 +19,7 @@ pub mod catalogue;
 pub mod compare;
 pub mod input;
 pub mod ipa;
+pub mod nolgn;
 pub mod reference;
 pub mod report;
 pub mod runner;

@@ -171,7 +171,15 @@ fn experiment(
         None => (Vec::new(), Some(Missing::NotImplemented)),
         Some(i) => ((i.cells)(&values), first_error.map(Missing::RunFailed)),
     };
-    let cells = compare::join(e.id, reference, &ours, missing);
+    let mut cells = compare::join(e.id, reference, &ours, missing);
+    if let Some(ablation) = e.implementation.as_ref().and_then(|i| i.ablation) {
+        let texts = ablation(&values);
+        for c in &mut cells {
+            if let Some(a) = texts.iter().find(|a| a.row == c.row && a.column == c.column) {
+                c.ablation = a.text.clone();
+            }
+        }
+    }
     let stem = e.file_stem();
     store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &records, &cells))?;
     let json = report::experiment_json(e, scale, &records, &cells);

@@ -21,7 +21,7 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
     let experiment = Experiment {
         id: "test:unrunnable",
         description: "d",
-        implementation: Some(Implementation { runs: unrunnable, cells: no_cells }),
+        implementation: Some(Implementation::of(unrunnable, no_cells)),
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");

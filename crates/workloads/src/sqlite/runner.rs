@@ -48,7 +48,7 @@ impl Synchronous {
 }
 
 /// How much of the device is left free by aging before the run (NoLgn-FTL §4.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FreeSpace {
     #[serde(rename = "75%")]
     Pct75,
