@@ -1,4 +1,5 @@
-//! What a run is: its input, one of several kinds (an engine experiment, …), each a
+//! What a run is: its input, one of several kinds (an engine experiment, a SQLite
+//! workload on emulated flash), each a
 //! serialisable config that alone reproduces the run, and how a run of each kind is
 //! checked and executed.
 //!
@@ -28,6 +29,8 @@ pub type Log<'a> = &'a (dyn Fn(String) + Sync);
 /// The input of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "config", rename_all = "snake_case")]
+// A plan holds tens of inputs: boxing the engine's config would save nothing worth its noise.
+#[allow(clippy::large_enum_variant)]
 pub enum RunInput {
     /// A workload on the engine (`workloads::Experiment`), as `bench` runs it.
     Engine(ExperimentConfig),
