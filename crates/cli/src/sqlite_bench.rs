@@ -17,7 +17,8 @@
 //! `sqlite_flash::Journal`: `base-wal` (SQLite's WAL, the default), `sw-wal` (with
 //! `--storage ftl:page`) or `nolgn` (no log on NoLgn-FTL, with `--storage ftl:nolgn`;
 //! `--group-pages` per FTL commit under `--sync normal`). `--page-cache-pages` sizes the
-//! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`).
+//! file layer's write-back page cache (recorded in the JSON as `page_cache_pages`);
+//! `--host-stack ext4-ordered` charges the host I/O stack (docs/host-stack.md).
 
 use crate::memory::{Kept, MemoryReport};
 use crate::setup::DeviceArgs;
@@ -25,7 +26,7 @@ use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
 use flash::ftl::FtlConfig;
 use indicatif::{ProgressBar, ProgressStyle};
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
+use sqlite_flash::{FlashSqlite, FlashSqliteOptions, HostStack, Journal};
 use std::path::PathBuf;
 use workloads::config::WorkloadConfig;
 use workloads::params::Params;
@@ -147,6 +148,10 @@ pub struct SqliteArgs {
     /// 64 MiB of 4 KB pages].
     #[arg(long)]
     page_cache_pages: Option<usize>,
+    /// SQLite on flash: the host I/O stack charged per write call and fsync: none or
+    /// ext4-ordered (docs/host-stack.md) [default: none].
+    #[arg(long, value_parser = HostStack::parse)]
+    host_stack: Option<HostStack>,
 }
 
 impl SqliteArgs {
@@ -172,6 +177,7 @@ impl SqliteArgs {
             ("--journal", self.journal.is_some()),
             ("--group-pages", self.group_pages.is_some()),
             ("--page-cache-pages", self.page_cache_pages.is_some()),
+            ("--host-stack", self.host_stack.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -229,6 +235,7 @@ fn open_host(
     device: &DeviceArgs,
     journal: Option<Journal>,
     page_cache_pages: Option<usize>,
+    host_stack: Option<HostStack>,
 ) -> Result<Box<dyn SqliteHost>, String> {
     let nolgn = matches!(journal, Some(Journal::Nolgn { .. }));
     if nolgn && !matches!(storage, SqliteStorage::Ftl(flash::ftl::FtlKind::Nolgn)) {
@@ -239,6 +246,9 @@ fn open_host(
     }
     if page_cache_pages.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
         return Err("--page-cache-pages sizes the page cache of SQLite on flash; it needs --storage ftl:KIND".into());
+    }
+    if host_stack.is_some() && !matches!(storage, SqliteStorage::Ftl(_)) {
+        return Err("--host-stack models the I/O stack above emulated flash; it needs --storage ftl:KIND".into());
     }
     match storage {
         SqliteStorage::Host => Ok(Box::new(match file {
@@ -258,6 +268,7 @@ fn open_host(
                 statement_cpu_ns: 0,
                 journal: journal.unwrap_or_default(),
                 page_cache_pages: page_cache_pages.unwrap_or(defaults.page_cache_pages),
+                host_stack: host_stack.unwrap_or_default(),
                 ..defaults
             };
             let sqlite = FlashSqlite::create(device, &FtlConfig::new(kind), options)
@@ -362,7 +373,14 @@ pub fn run(args: &SqliteArgs, run: SqliteRun) -> Result<bool, String> {
         return Err("--journal delete is for the torture; the SQLite workloads run in WAL mode".into());
     }
     let journal = args.journal.map(|j| j.flash(args.group_pages.unwrap_or(1_000)));
-    let mut host = open_host(run.storage, args.sqlite_file.as_ref(), &run.device, journal, args.page_cache_pages)?;
+    let mut host = open_host(
+        run.storage,
+        args.sqlite_file.as_ref(),
+        &run.device,
+        journal,
+        args.page_cache_pages,
+        args.host_stack,
+    )?;
     let page_cache_pages = matches!(run.storage, SqliteStorage::Ftl(_))
         .then(|| args.page_cache_pages.unwrap_or(sqlite_flash::DEFAULT_CACHE_PAGES));
     let bar = ProgressBar::new(0);
@@ -480,20 +498,25 @@ mod tests {
     #[test]
     fn sqlite_needs_a_block_device() {
         let device = default_device();
-        let e = open_host(SqliteStorage::Noftl, None, &device, None, None).err().unwrap();
+        let e = open_host(SqliteStorage::Noftl, None, &device, None, None, None).err().unwrap();
         assert!(e.contains("needs a block device"), "{e}");
         let file = PathBuf::from("x.db");
-        let e =
-            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None).err().unwrap();
+        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), Some(&file), &device, None, None, None)
+            .err()
+            .unwrap();
         assert!(e.starts_with("--sqlite-file is a host file"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal), None).err().unwrap();
+        let e = open_host(SqliteStorage::Host, None, &device, Some(Journal::SwWal), None, None).err().unwrap();
         assert!(e.contains("needs --storage ftl"), "{e}");
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal), None);
+        let e =
+            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Dftl), None, &device, Some(Journal::SwWal), None, None);
         assert!(e.err().unwrap().contains("only the page FTL"));
         let nolgn = Some(SqliteJournal::Nolgn.flash(10));
-        let e = open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn, None).err().unwrap();
+        let e =
+            open_host(SqliteStorage::Ftl(flash::ftl::FtlKind::Page), None, &device, nolgn, None, None).err().unwrap();
         assert!(e.contains("add --storage ftl:nolgn"), "{e}");
-        let e = open_host(SqliteStorage::Host, None, &device, None, Some(64)).err().unwrap();
+        let e = open_host(SqliteStorage::Host, None, &device, None, Some(64), None).err().unwrap();
         assert!(e.starts_with("--page-cache-pages") && e.contains("needs --storage ftl"), "{e}");
+        let e = open_host(SqliteStorage::Host, None, &device, None, None, Some(HostStack::EXT4_ORDERED)).err().unwrap();
+        assert!(e.starts_with("--host-stack") && e.contains("needs --storage ftl"), "{e}");
     }
 }
