@@ -20,11 +20,15 @@
 # A run whose JSON exists is skipped: delete target/nolgn-figs to rerun.
 # --full: the paper's sizes: the whole femu preset (16 GB logical), 200,000 overwrites,
 # YCSB 100,000 / 100,000, TPC-C 4 warehouses / 10,000 transactions (hours of wall time).
-# Usage: scripts/nolgn_figs.sh [--full] [--figs "6 10 11"] [--values "256 …"] | plot
+# --host-stack ext4-ordered charges the host I/O stack (docs/host-stack.md; default none);
+# its runs go to target/nolgn-figs-ext4-ordered/. `deltaflash reproduce nolgn:fig6 …`
+# runs the same figures with the stack on and off side by side (its ablation).
+# Usage: scripts/nolgn_figs.sh [--full] [--figs "6 10 11"] [--values "256 …"] [--host-stack S] | plot
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/nolgn-figs
 FULL=0
+HOST_STACK=none
 FIGS="6 10 11"
 VALUES="256 512 1024 2048 4096 8192 16384"
 while [ $# -gt 0 ]; do
@@ -32,11 +36,18 @@ while [ $# -gt 0 ]; do
     --full) FULL=1 ;;
     --figs) FIGS="$2"; shift ;;
     --values) VALUES="$2"; shift ;;
-    plot) exec python3 scripts/nolgn_figs_plot.py "$OUT" docs/figures ;;
+    --host-stack) HOST_STACK="$2"; shift ;;
+    plot) PLOT=1 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
+if [ "$HOST_STACK" != none ]; then
+  OUT="$OUT-$HOST_STACK"
+fi
+if [ "${PLOT:-0}" = 1 ]; then
+  exec python3 scripts/nolgn_figs_plot.py "$OUT" docs/figures
+fi
 if [ $FULL = 1 ]; then
   DEV="--device femu"; TPCC_DEV="--device femu"
   NUM=200000; RECORDS=100000; OPERATIONS=100000; WH=4; TXNS=10000
@@ -55,9 +66,9 @@ mkdir -p "$OUT"
 jobs=()
 journal() { # journal name -> storage and journal flags
   case "$1" in
-    base-wal) echo "--storage ftl:page --journal base-wal" ;;
-    sw-wal) echo "--storage ftl:page --journal sw-wal" ;;
-    nolgn) echo "--storage ftl:nolgn --journal nolgn" ;;
+    base-wal) echo "--storage ftl:page --journal base-wal --host-stack $HOST_STACK" ;;
+    sw-wal) echo "--storage ftl:page --journal sw-wal --host-stack $HOST_STACK" ;;
+    nolgn) echo "--storage ftl:nolgn --journal nolgn --host-stack $HOST_STACK" ;;
   esac
 }
 for fig in $FIGS; do
