@@ -49,6 +49,15 @@ impl RunSpec {
 /// run that failed.
 pub type Results<'a> = [Option<&'a Value>];
 
+/// One cell's values under an experiment's ablation variants, as text for the report's
+/// `ablation` column (`variant: value; …`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AblationCell {
+    pub row: String,
+    pub column: String,
+    pub text: String,
+}
+
 /// How an implemented experiment runs.
 pub struct Implementation {
     /// The runs at a scale.
@@ -61,12 +70,15 @@ pub struct Implementation {
     /// The figure (`ID.svg`) of a figure or of a table with a numeric axis: ours from
     /// the results, the paper's from the compared cells.
     pub plot: Option<fn(&Results, &[Cell]) -> Plot>,
+    /// Each cell's values under the experiment's ablation variants (runs among its own,
+    /// with one model switch or constant changed), if it has one.
+    pub ablation: Option<fn(&Results) -> Vec<AblationCell>>,
 }
 
 impl Implementation {
     /// Runs and cells, no notes, no figure.
     pub const fn new(runs: fn(Scale) -> Vec<RunSpec>, cells: fn(&Results) -> Vec<Ours>) -> Implementation {
-        Implementation { runs, cells, notes: no_notes, plot: None }
+        Implementation { runs, cells, notes: no_notes, plot: None, ablation: None }
     }
 
     pub const fn notes(self, notes: fn(Scale) -> Vec<String>) -> Implementation {
@@ -75,6 +87,10 @@ impl Implementation {
 
     pub const fn plot(self, plot: fn(&Results, &[Cell]) -> Plot) -> Implementation {
         Implementation { plot: Some(plot), ..self }
+    }
+
+    pub const fn ablation(self, ablation: fn(&Results) -> Vec<AblationCell>) -> Implementation {
+        Implementation { ablation: Some(ablation), ..self }
     }
 }
 

@@ -1,5 +1,5 @@
 //! What a run is: its input, one of several kinds (an engine experiment, an index
-//! benchmark, …), each a serialisable config that alone reproduces the run, and how a
+//! benchmark, a SQLite workload on emulated flash), each a serialisable config that alone reproduces the run, and how a
 //! run of each kind is checked, described and executed.
 //!
 //! The store keys a run on its input's JSON ([`RunInput::key_text`]): an engine run on
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::config::StorageConfig;
 use workloads::experiment::GIT_COMMIT;
+use workloads::sqlite::flash::FlashRunConfig;
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
 /// Where a run sends its progress lines (the runner prefixes and prints them).
@@ -38,6 +39,9 @@ pub enum RunInput {
     Engine(ExperimentConfig),
     /// A flash-aware B+-tree benchmark (`index::bench`), as `index-bench` runs it.
     Index(IndexBenchConfig),
+    /// A SQLite workload on a fresh emulated device (`bench --engine sqlite --storage
+    /// ftl:KIND`): journal, FTL, device, `synchronous`, aging, host I/O stack, seed.
+    Sqlite(FlashRunConfig),
 }
 
 /// How runs of one kind are checked and made.
@@ -57,6 +61,7 @@ impl RunInput {
         match self {
             RunInput::Engine(config) => config,
             RunInput::Index(config) => config,
+            RunInput::Sqlite(config) => config,
         }
     }
 
@@ -186,6 +191,44 @@ impl RunKind for IndexBenchConfig {
         })?;
         log(format!("{tag}: done in {:.1} wall s, {:.0} simulated I/O s inserting", r.wall_seconds, r.insert.sim_io_s));
         Ok(r.to_json(GIT_COMMIT))
+    }
+}
+
+impl RunKind for FlashRunConfig {
+    fn check(&self) -> Result<(), String> {
+        FlashRunConfig::check(self).map(drop)
+    }
+
+    fn conditions(&self) -> String {
+        format!(
+            "{} on {} ({} journal, {} FTL); seed {}",
+            self.workload.name,
+            serde_json::to_string(&self.device).unwrap_or_default(),
+            self.journal.name(),
+            self.ftl,
+            self.seed
+        )
+    }
+
+    /// Logs the start, each quarter of the transactions, and the end; the result is
+    /// `bench --engine sqlite --json`'s, with `wall_seconds`.
+    fn execute(&self, tag: &str, log: Log) -> Result<Value, String> {
+        log(format!("{tag}: running {} ({}, {} FTL)", self.workload.name, self.journal.name(), self.ftl));
+        let mut quarter = 0;
+        let r = self.run(&mut |done, total| {
+            let reached = (done * 4).checked_div(total).unwrap_or(0);
+            if reached > quarter && reached < 4 {
+                quarter = reached;
+                log(format!("{tag}: {}% of {total} transactions", quarter * 25));
+            }
+            Control::Continue
+        })?;
+        log(format!("{tag}: done in {:.1} wall s, {:.0} tps", r.run_wall_seconds, r.throughput_tps));
+        let mut value = serde_json::to_value(&r).map_err(|e| format!("json: {e}"))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("wall_seconds".into(), Value::from(r.run_wall_seconds));
+        }
+        Ok(value)
     }
 }
 

@@ -26,6 +26,7 @@ pub mod ipa;
 pub mod ipa_ipl;
 pub mod ipl;
 pub mod linkbench;
+pub mod nolgn;
 pub mod reference;
 pub mod report;
 pub mod runner;

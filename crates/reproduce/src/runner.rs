@@ -172,7 +172,15 @@ fn experiment(
         None => (Vec::new(), Some(Missing::NotImplemented)),
         Some(i) => ((i.cells)(&values), first_error.map(Missing::RunFailed)),
     };
-    let cells = compare::join(e.id, reference, &ours, missing);
+    let mut cells = compare::join(e.id, reference, &ours, missing);
+    if let Some(ablation) = e.implementation.as_ref().and_then(|i| i.ablation) {
+        let texts = ablation(&values);
+        for c in &mut cells {
+            if let Some(a) = texts.iter().find(|a| a.row == c.row && a.column == c.column) {
+                c.ablation = a.text.clone();
+            }
+        }
+    }
     let stem = e.file_stem();
     let notes = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.notes)(scale));
     if let Some(plot) = e.implementation.as_ref().and_then(|i| i.plot) {

@@ -68,6 +68,10 @@ use std::collections::BTreeMap;
 #[path = "swwal.rs"]
 mod swwal;
 
+/// The host I/O stack's costs (a child module for the same reason).
+#[path = "host_stack.rs"]
+pub mod host_stack;
+
 use crate::cache::{PageCache, Tag};
 
 /// A page's bytes and tag as [`FileStore::fetch`] found them.
@@ -168,6 +172,9 @@ pub struct FileCounters {
     pub trims: u64,
     /// `xSync` barriers.
     pub syncs: u64,
+    /// Ext4 journal (JBD2) blocks written under the `ext4-ordered` host stack.
+    #[serde(default)]
+    pub journal_writes: u64,
 }
 
 /// NoLgn mode: the transactional file and its commit grouping (its pages are the
@@ -203,6 +210,8 @@ pub struct FileStore {
     tx: Option<TxMode>,
     /// Dirty pages not yet on flash.
     cache: PageCache,
+    /// The host I/O stack's switch and state.
+    host: host_stack::StackState,
 }
 
 impl FileStore {
@@ -286,6 +295,7 @@ impl FileStore {
             sw_wal: None,
             tx: None,
             cache: PageCache::new(DEFAULT_CACHE_PAGES),
+            host: host_stack::StackState::default(),
         })
     }
 
@@ -518,6 +528,7 @@ impl FileStore {
     /// Writes `data` at `offset`, growing the file (and its extents) as needed. The
     /// pages go to the FTL together; partial pages are read first.
     pub fn write(&mut self, name: &str, offset: u64, data: &[u8]) -> Result<(), Error> {
+        self.host_write_call();
         let result = self.write_pages(name, offset, data);
         if result.is_err() {
             // NoLgn mode: SQLite's commit failed and it will roll back (it may keep its
@@ -575,6 +586,7 @@ impl FileStore {
             if end_offset > f.size {
                 f.size = end_offset;
                 self.dirty = true;
+                self.host_grew(false);
             }
         }
         Ok(())
@@ -667,6 +679,7 @@ impl FileStore {
                 self.save_table()?;
             }
         }
+        self.host_fsync()?;
         self.ftl.device_mut().storage_mut().sync(SyncPoint::Commit)?;
         self.counters.syncs += 1;
         Ok(())
@@ -790,6 +803,7 @@ impl FileStore {
             }
         }
         self.dirty = true;
+        self.host_grew(true);
         Ok(())
     }
 

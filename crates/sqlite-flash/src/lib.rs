@@ -31,6 +31,7 @@ pub mod locks;
 mod vfs;
 
 pub use error::Error;
+pub use files::host_stack::{HostStack, HostStackModel, JOURNAL_FILE};
 pub use files::{FileCounters, FileStore, AGING_FILE, DEFAULT_CACHE_PAGES};
 /// The rusqlite this crate's connections come from (bundled SQLite).
 pub use rusqlite;
@@ -56,6 +57,10 @@ pub struct FlashSqliteOptions {
     /// The file layer's write-back page cache, in logical pages (0: write-through).
     #[serde(default = "default_cache_pages")]
     pub page_cache_pages: usize,
+    /// The host I/O stack charged per write call and fsync (`files::host_stack`);
+    /// none by default.
+    #[serde(default)]
+    pub host_stack: HostStack,
 }
 
 fn default_cache_pages() -> usize {
@@ -69,6 +74,7 @@ impl Default for FlashSqliteOptions {
             seed: 1,
             journal: Journal::Sqlite,
             page_cache_pages: DEFAULT_CACHE_PAGES,
+            host_stack: HostStack::default(),
         }
     }
 }
@@ -119,6 +125,9 @@ pub struct SqliteFlashCounters {
     pub trims: u64,
     /// `xSync` flush barriers.
     pub syncs: u64,
+    /// Ext4 journal (JBD2) blocks the `ext4-ordered` host stack wrote.
+    #[serde(default)]
+    pub journal_writes: u64,
     /// Statements started (each charged the CPU cost).
     pub statements: u64,
     /// The FTL: flash programs, reads, GC migrations, erases, merges.
@@ -202,6 +211,7 @@ impl FlashSqlite {
             (false, journal) => journal,
         };
         store.set_cache_pages(opts.page_cache_pages)?;
+        store.set_host_stack(opts.host_stack)?;
         if let Journal::Nolgn { group_pages } = journal {
             store.set_transactional(DB_NAME, group_pages as u64)?;
         }
@@ -263,6 +273,7 @@ impl FlashSqlite {
             table_writes: files.table_writes,
             trims: files.trims,
             syncs: files.syncs,
+            journal_writes: files.journal_writes,
             statements: state.statements,
             ftl,
         }

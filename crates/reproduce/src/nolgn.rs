@@ -1,0 +1,506 @@
+//! The NoLgn-FTL paper's Figs. 6–11 (nolgn-ftl-no-logging.txt §4): SQLite on Base-WAL
+//! (SQLite's WAL, page FTL), SW-WAL (remapping checkpoints, page FTL) and NoLgn-FTL (no
+//! log, nolgn FTL) on the femu preset, each device aged first; their runs and cells.
+//!
+//! Every run is made with the host I/O stack `ext4-ordered` (the paper's SQLite runs on
+//! Ext4, §4.1; `sqlite_flash::files::host_stack`) and again under the ablation's other
+//! variants ([`VARIANTS`]: the stack off, its uncertain CPU constants at 50% and 150%).
+//! The cells come from the first variant; each cell's `ablation` text gives its value
+//! under every variant, so the report shows what the host stack does to it and how far
+//! the uncertain constants move it.
+//!
+//! Scales: `full` is the paper's size (the whole femu preset, 16 GB logical; 200,000
+//! rows; YCSB 100,000 records and operations; TPC-C 4 warehouses); `quick` a 512 MiB
+//! device cut from the preset (2 chips × 64 blocks), 2,000 rows at three value sizes,
+//! YCSB 2,000 records and 20,000 operations, TPC-C 1 warehouse and 500 transactions on 8 chips × 64 blocks;
+//! `smoke` a 32 MiB device, 1,500 rows and YCSB 30/30, for tests.
+
+use crate::experiment::{AblationCell, Ours, Results, RunSpec, Scale};
+use crate::input::RunInput;
+use serde_json::Value;
+use workloads::config::{DeviceConfig, WorkloadConfig};
+use workloads::sqlite::flash::{FlashJournal, FlashRunConfig, HostStack, HostStackModel};
+use workloads::sqlite::{FreeSpace, Synchronous};
+
+/// The notes every NoLgn experiment states: its conditions and what the paper leaves open.
+const NOTES: &str = "Conditions from §4.1: femu preset (4 KB pages, 1,024 pages per block, 50 µs / 500 µs / 5 ms), \
+each run on a fresh device aged first by random 4 KB overwrites (as many as the device has logical pages: §4.1's \
+4 million on 16 GB); NoLgn groups 1,000 page writes per FTL commit under NORMAL (§3); SQLite in WAL mode for \
+Base-WAL and SW-WAL, no journal for NoLgn; host I/O stack ext4-ordered (§4.1: Linux 5.15, Ext4). Assumptions where \
+the text is silent: sqlite-bench fills the table with as many rows as it then overwrites, one row per transaction \
+(the transaction size is the value size); Figs. 6-10 age the device to 50% free; YCSB loads as many records as it \
+runs operations (100,000 at full scale); TPC-C runs 10,000 transactions at full scale; SQL statements cost 10 µs \
+of CPU each; Fig. 9's shares are of all flash programs of the overwrite phase. Averages over value sizes, mixes or \
+free-space levels are means of the per-point changes. Ablation: each cell's value with the host stack ext4-ordered \
+(the headline), none, and ext4-ordered with its CPU costs (write call 5 µs, fsync 8 µs, measured) at 50% and 150%.";
+
+/// The ablation's variants: a label and the host stack. The first gives the cells.
+const VARIANTS: [(&str, HostStack); 4] = [
+    ("ext4-ordered", HostStack::EXT4_ORDERED),
+    ("none", HostStack { model: HostStackModel::None, cpu_percent: 100 }),
+    ("ext4-ordered CPU 50%", HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 50 }),
+    ("ext4-ordered CPU 150%", HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 150 }),
+];
+
+const JOURNALS: [FlashJournal; 3] = [FlashJournal::BaseWal, FlashJournal::SwWal, FlashJournal::Nolgn];
+const SYNCS: [Synchronous; 2] = [Synchronous::Normal, Synchronous::Full];
+const MIXES: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+const FREE: [FreeSpace; 3] = [FreeSpace::Pct75, FreeSpace::Pct50, FreeSpace::Pct25];
+
+/// The sizes of a scale.
+struct Sizes {
+    device: DeviceConfig,
+    /// sqlite-bench rows filled, then overwritten.
+    rows: u64,
+    values: &'static [u64],
+    /// YCSB records loaded and operations run.
+    ycsb_records: u64,
+    ycsb_operations: u64,
+    tpcc_device: DeviceConfig,
+    warehouses: u64,
+    transactions: u64,
+}
+
+fn femu(chips: Option<u32>, blocks_per_chip: Option<u32>, pages_per_block: Option<u32>) -> DeviceConfig {
+    DeviceConfig { preset: "femu".into(), chips, blocks_per_chip, pages_per_block, ..Default::default() }
+}
+
+fn sizes(scale: Scale) -> Sizes {
+    match scale {
+        Scale::Smoke => Sizes {
+            device: femu(Some(2), Some(64), Some(64)),
+            // Past one WAL auto-checkpoint (1,000 frames) and one NoLgn group (1,000
+            // pages): below, NORMAL writes nothing to flash in the overwrite phase.
+            rows: 1_500,
+            values: &[256, 1024],
+            ycsb_records: 30,
+            ycsb_operations: 30,
+            tpcc_device: femu(Some(8), Some(64), None),
+            warehouses: 1,
+            transactions: 5,
+        },
+        Scale::Quick => Sizes {
+            device: femu(Some(2), Some(64), None),
+            rows: 2_000,
+            values: &[256, 2048, 16384],
+            // Several WAL checkpoints and NoLgn groups per mix: with 2,000 operations
+            // the read-heavy mixes wrote nothing to flash, so the averages turned on
+            // whether one checkpoint fell inside the window.
+            ycsb_records: 2_000,
+            ycsb_operations: 20_000,
+            tpcc_device: femu(Some(8), Some(64), None),
+            warehouses: 1,
+            transactions: 500,
+        },
+        Scale::Full => Sizes {
+            device: femu(None, None, None),
+            rows: 200_000,
+            values: &[256, 512, 1024, 2048, 4096, 8192, 16384],
+            ycsb_records: 100_000,
+            ycsb_operations: 100_000,
+            tpcc_device: femu(None, None, None),
+            warehouses: 4,
+            transactions: 10_000,
+        },
+    }
+}
+
+fn workload(name: &str, params: Value) -> WorkloadConfig {
+    WorkloadConfig { name: name.into(), params: params.as_object().cloned().unwrap_or_default() }
+}
+
+/// A run of `journal` with the host stack unset (set per variant).
+fn run(
+    journal: FlashJournal,
+    device: &DeviceConfig,
+    sync: Synchronous,
+    free: FreeSpace,
+    w: WorkloadConfig,
+) -> FlashRunConfig {
+    FlashRunConfig {
+        workload: w,
+        journal,
+        ftl: if journal == FlashJournal::Nolgn { "nolgn" } else { "page" }.into(),
+        device: device.clone(),
+        synchronous: sync,
+        free_space: Some(free),
+        ..FlashRunConfig::default()
+    }
+}
+
+fn sync_name(s: Synchronous) -> &'static str {
+    match s {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    }
+}
+
+/// The runs of every variant: variant-major, the points in order within each.
+fn with_variants(points: Vec<(String, FlashRunConfig)>) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for (name, stack) in VARIANTS {
+        for (label, config) in &points {
+            let config = FlashRunConfig { host_stack: stack, ..config.clone() };
+            runs.push(RunSpec { label: format!("{label}, host stack {name}"), input: RunInput::Sqlite(config) });
+        }
+    }
+    runs
+}
+
+/// The headline cells: the first variant's.
+fn headline(results: &Results, of: fn(&Results) -> Vec<Ours>) -> Vec<Ours> {
+    let n = results.len() / VARIANTS.len();
+    of(&results[..n])
+}
+
+/// Every cell's value under each variant, as the report's ablation column shows it.
+fn ablation(results: &Results, of: fn(&Results) -> Vec<Ours>) -> Vec<AblationCell> {
+    let n = results.len() / VARIANTS.len();
+    let per_variant: Vec<Vec<Ours>> = (0..VARIANTS.len()).map(|i| of(&results[i * n..(i + 1) * n])).collect();
+    per_variant[0]
+        .iter()
+        .map(|cell| {
+            let parts: Vec<String> = VARIANTS
+                .iter()
+                .zip(&per_variant)
+                .map(|((name, _), cells)| {
+                    let v = cells.iter().find(|o| o.row == cell.row && o.column == cell.column).and_then(|o| o.value);
+                    format!("{name}: {}", v.map_or("–".into(), |v| format!("{v:+.1}")))
+                })
+                .collect();
+            AblationCell { row: cell.row.clone(), column: cell.column.clone(), text: parts.join("; ") }
+        })
+        .collect()
+}
+
+fn field(v: Option<&Value>, path: &[&str]) -> Option<f64> {
+    let mut v = v?;
+    for p in path {
+        v = v.get(*p)?;
+    }
+    v.as_f64()
+}
+
+/// The mean of `(x / base - 1) * 100` over the pairs; `None` if any is missing or 0.
+fn mean_change(pairs: &[(Option<f64>, Option<f64>)]) -> Option<f64> {
+    let changes: Option<Vec<f64>> = pairs
+        .iter()
+        .map(|(x, b)| match (x, b) {
+            (Some(x), Some(b)) if *b != 0.0 => Some((x / b - 1.0) * 100.0),
+            _ => None,
+        })
+        .collect();
+    let changes = changes?;
+    (!changes.is_empty()).then(|| changes.iter().sum::<f64>() / changes.len() as f64)
+}
+
+fn label(j: FlashJournal) -> &'static str {
+    match j {
+        FlashJournal::BaseWal => "Base-WAL",
+        FlashJournal::SwWal => "SW-WAL",
+        FlashJournal::Nolgn => "NoLgn-FTL",
+    }
+}
+
+// ---- Figs. 6-8: sqlite-bench overwrite, by value size, NORMAL and FULL ----
+
+/// sync-major, then journal, then value size.
+fn sweep_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
+    let s = sizes(scale);
+    let mut points = Vec::new();
+    for sync in SYNCS {
+        for j in JOURNALS {
+            for &v in s.values {
+                let w = workload(
+                    "sqlite-bench",
+                    serde_json::json!({"ops": ["fillrandom", "overwrite"], "num": s.rows, "value_size": v, "batch": 1}),
+                );
+                points.push((
+                    format!("{} {} {v} B", label(j), sync_name(sync)),
+                    run(j, &s.device, sync, FreeSpace::Pct50, w),
+                ));
+            }
+        }
+    }
+    points
+}
+
+/// The overwrite phase's metric of journal `j` under `sync`, per value size (the
+/// sweep's results are sync-major, then journal, then value size).
+fn sweep_metric(results: &Results, sync: usize, j: usize, path: &[&str]) -> Vec<Option<f64>> {
+    let n = results.len() / (SYNCS.len() * JOURNALS.len());
+    let first = (sync * JOURNALS.len() + j) * n;
+    (0..n)
+        .map(|i| {
+            let r = results.get(first + i).copied().flatten();
+            field(r.and_then(|r| r.get("kinds")).and_then(|k| k.get("overwrite")), path)
+        })
+        .collect()
+}
+
+/// "`what`, A against B" cells for the given pairs and syncs.
+fn sweep_cells(
+    results: &Results,
+    what: &str,
+    path: &[&str],
+    cells: &[(FlashJournal, FlashJournal, Synchronous)],
+) -> Vec<Ours> {
+    let index = |j: FlashJournal| JOURNALS.iter().position(|x| *x == j).unwrap_or(0);
+    cells
+        .iter()
+        .map(|&(a, b, sync)| {
+            let s = SYNCS.iter().position(|x| *x == sync).unwrap_or(0);
+            let xa = sweep_metric(results, s, index(a), path);
+            let xb = sweep_metric(results, s, index(b), path);
+            let pairs: Vec<_> = xa.into_iter().zip(xb).collect();
+            Ours {
+                row: format!("{what}, {} against {}", label(a), label(b)),
+                column: sync_name(sync).into(),
+                value: mean_change(&pairs),
+            }
+        })
+        .collect()
+}
+
+use FlashJournal::{BaseWal, Nolgn, SwWal};
+use Synchronous::{Full, Normal};
+
+fn fig6_of(results: &Results) -> Vec<Ours> {
+    sweep_cells(
+        results,
+        "Flash page writes",
+        &["flash", "flash_programs"],
+        &[
+            (SwWal, BaseWal, Normal),
+            (Nolgn, BaseWal, Normal),
+            (Nolgn, SwWal, Normal),
+            (Nolgn, BaseWal, Full),
+            (Nolgn, SwWal, Full),
+        ],
+    )
+}
+
+fn fig7_of(results: &Results) -> Vec<Ours> {
+    sweep_cells(
+        results,
+        "Throughput",
+        &["throughput_tps"],
+        &[(Nolgn, BaseWal, Normal), (Nolgn, SwWal, Normal), (Nolgn, BaseWal, Full), (Nolgn, SwWal, Full)],
+    )
+}
+
+fn fig8_of(results: &Results) -> Vec<Ours> {
+    sweep_cells(
+        results,
+        "Latency",
+        &["latency", "mean_us"],
+        &[
+            (Nolgn, BaseWal, Normal),
+            (Nolgn, SwWal, Normal),
+            (SwWal, BaseWal, Normal),
+            (Nolgn, BaseWal, Full),
+            (Nolgn, SwWal, Full),
+        ],
+    )
+}
+
+pub fn sweep_runs(scale: Scale) -> Vec<RunSpec> {
+    with_variants(sweep_points(scale))
+}
+
+pub fn fig6_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig6_of)
+}
+
+pub fn fig6_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig6_of)
+}
+
+pub fn fig7_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig7_of)
+}
+
+pub fn fig7_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig7_of)
+}
+
+pub fn fig8_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig8_of)
+}
+
+pub fn fig8_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig8_of)
+}
+
+// ---- Fig. 9: NoLgn's write distribution, NORMAL ----
+
+/// NoLgn NORMAL runs of the sweep (the same runs as Figs. 6-8's).
+fn nolgn_normal_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
+    let n = sizes(scale).values.len();
+    let first = JOURNALS.iter().position(|j| *j == Nolgn).unwrap_or(0) * n;
+    sweep_points(scale).into_iter().skip(first).take(n).collect()
+}
+
+fn fig9_of(results: &Results) -> Vec<Ours> {
+    let overwrite = |r: Option<&Value>, f: &str| {
+        field(r.and_then(|r| r.get("kinds")).and_then(|k| k.get("overwrite")), &["flash", f])
+    };
+    let shares: Vec<(Option<f64>, Option<f64>, Option<f64>)> = results
+        .iter()
+        .map(|r| {
+            let programs = overwrite(*r, "flash_programs").filter(|p| *p > 0.0);
+            let lock = overwrite(*r, "gc_lock_migrations");
+            let gc = overwrite(*r, "gc_page_migrations");
+            let share = |x: Option<f64>| Some(x? / programs? * 100.0);
+            // Page writes added by locking, against the writes without them.
+            let added = programs.zip(lock).and_then(|(p, l)| (p > l).then(|| l / (p - l) * 100.0));
+            (share(gc), share(lock), added)
+        })
+        .collect();
+    let max = |xs: Vec<Option<f64>>| {
+        xs.into_iter().collect::<Option<Vec<f64>>>().and_then(|v| v.into_iter().reduce(f64::max))
+    };
+    let mean = |xs: Vec<Option<f64>>| {
+        xs.into_iter()
+            .collect::<Option<Vec<f64>>>()
+            .filter(|v| !v.is_empty())
+            .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    vec![
+        Ours {
+            row: "GC migrations in the pages written".into(),
+            column: "largest, over transaction sizes".into(),
+            value: max(shares.iter().map(|s| s.0).collect()),
+        },
+        Ours {
+            row: "Additional migrations from block locking".into(),
+            column: "largest, over transaction sizes".into(),
+            value: max(shares.iter().map(|s| s.1).collect()),
+        },
+        Ours {
+            row: "Total page writes from block locking".into(),
+            column: "average over transaction sizes".into(),
+            value: mean(shares.iter().map(|s| s.2).collect()),
+        },
+    ]
+}
+
+pub fn fig9_runs(scale: Scale) -> Vec<RunSpec> {
+    with_variants(nolgn_normal_points(scale))
+}
+
+pub fn fig9_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig9_of)
+}
+
+pub fn fig9_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig9_of)
+}
+
+// ---- Fig. 10: YCSB A-F, NORMAL ----
+
+fn fig10_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
+    let s = sizes(scale);
+    let mut points = Vec::new();
+    for j in JOURNALS {
+        for mix in MIXES {
+            let w = workload(
+                "ycsb",
+                serde_json::json!({"mix": mix, "records": s.ycsb_records, "operations": s.ycsb_operations}),
+            );
+            points.push((
+                format!("{} YCSB {}", label(j), mix.to_uppercase()),
+                run(j, &s.device, Normal, FreeSpace::Pct50, w),
+            ));
+        }
+    }
+    points
+}
+
+fn by_journal(results: &Results, per: usize, j: FlashJournal, path: &[&str]) -> Vec<Option<f64>> {
+    let first = JOURNALS.iter().position(|x| *x == j).unwrap_or(0) * per;
+    (0..per).map(|i| field(results.get(first + i).copied().flatten(), path)).collect()
+}
+
+fn fig10_of(results: &Results) -> Vec<Ours> {
+    let tps = |j| by_journal(results, MIXES.len(), j, &["throughput_tps"]);
+    let base = tps(BaseWal);
+    [SwWal, Nolgn]
+        .into_iter()
+        .map(|j| Ours {
+            row: format!("Throughput, {} against Base-WAL", label(j)),
+            column: "average over A-F".into(),
+            value: mean_change(&tps(j).into_iter().zip(base.iter().copied()).collect::<Vec<_>>()),
+        })
+        .collect()
+}
+
+pub fn fig10_runs(scale: Scale) -> Vec<RunSpec> {
+    with_variants(fig10_points(scale))
+}
+
+pub fn fig10_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig10_of)
+}
+
+pub fn fig10_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig10_of)
+}
+
+// ---- Fig. 11: TPC-C by free space, NORMAL ----
+
+fn fig11_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
+    let s = sizes(scale);
+    let mut points = Vec::new();
+    for j in JOURNALS {
+        for free in FREE {
+            let w = workload("tpcc", serde_json::json!({"warehouses": s.warehouses, "transactions": s.transactions}));
+            points.push((
+                format!("{} TPC-C {:.0}% free", label(j), free.share() * 100.0),
+                run(j, &s.tpcc_device, Normal, free, w),
+            ));
+        }
+    }
+    points
+}
+
+fn fig11_of(results: &Results) -> Vec<Ours> {
+    let tpmc = |j| by_journal(results, FREE.len(), j, &["tpmc"]);
+    let base = tpmc(BaseWal);
+    let pairs = |j| tpmc(j).into_iter().zip(base.iter().copied()).collect::<Vec<_>>();
+    let at_25 = FREE.iter().position(|f| *f == FreeSpace::Pct25).unwrap_or(0);
+    vec![
+        Ours {
+            row: "Throughput, SW-WAL against Base-WAL".into(),
+            column: "average over free space".into(),
+            value: mean_change(&pairs(SwWal)),
+        },
+        Ours {
+            row: "Throughput, NoLgn-FTL against Base-WAL".into(),
+            column: "average over free space".into(),
+            value: mean_change(&pairs(Nolgn)),
+        },
+        Ours {
+            row: "Throughput, NoLgn-FTL against Base-WAL".into(),
+            column: "25% free space".into(),
+            value: mean_change(&pairs(Nolgn)[at_25..=at_25]),
+        },
+    ]
+}
+
+pub fn fig11_runs(scale: Scale) -> Vec<RunSpec> {
+    with_variants(fig11_points(scale))
+}
+
+pub fn fig11_cells(results: &Results) -> Vec<Ours> {
+    headline(results, fig11_of)
+}
+
+pub fn fig11_ablation(results: &Results) -> Vec<AblationCell> {
+    ablation(results, fig11_of)
+}
+
+/// The NoLgn figures' conditions and assumptions, for their reports.
+pub fn notes(_: Scale) -> Vec<String> {
+    vec![NOTES.to_string()]
+}
