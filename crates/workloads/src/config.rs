@@ -15,6 +15,7 @@
 //! so a mistyped geometry is refused with its size before anything is allocated.
 
 use crate::limits;
+use crate::precondition::Precondition;
 use crate::registry::{self, Configured, Params};
 use engine::buffer::CleanerPolicy;
 use engine::IpaScheme;
@@ -472,6 +473,11 @@ pub struct DriverOptions {
     /// ended it first; none: only the time ends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// How the device is prepared before the warm-up: `none` (as loaded), `fill` (the
+    /// data regions' free space written once) or `steady` (filled, then aged by the
+    /// workload until GC is in steady state); see [`crate::precondition`].
+    #[serde(skip_serializing_if = "Precondition::is_none")]
+    pub precondition: Precondition,
 }
 
 impl Default for DriverOptions {
@@ -486,6 +492,7 @@ impl Default for DriverOptions {
             switch_at_s: None,
             switch_ddl: None,
             transactions: None,
+            precondition: Precondition::None,
         }
     }
 }
