@@ -47,6 +47,14 @@ pub fn experiment_markdown(e: &Experiment, scale: Scale, runs: &[RunRecord], cel
         out += " Not implemented yet: the paper's values only.";
     }
     out += "\n\n";
+    let notes = e.implementation.as_ref().map_or(&[][..], |i| i.notes);
+    if !notes.is_empty() {
+        out += "Conditions and assumptions:\n\n";
+        for note in notes {
+            out += &format!("- {note}\n");
+        }
+        out += "\n";
+    }
     if !runs.is_empty() {
         out += "| run | file | wall s |\n|---|---|---|\n";
         for r in runs {
@@ -83,6 +91,7 @@ pub fn experiment_json(e: &Experiment, scale: Scale, runs: &[RunRecord], cells: 
         "experiment": e.id,
         "description": e.description,
         "implemented": e.implemented(),
+        "notes": e.implementation.as_ref().map_or(&[][..], |i| i.notes),
         "scale": scale.name(),
         "runs": runs,
         "cells": cells,

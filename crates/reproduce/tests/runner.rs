@@ -21,7 +21,11 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
     let experiment = Experiment {
         id: "test:unrunnable",
         description: "d",
-        implementation: Some(Implementation { runs: unrunnable, cells: no_cells }),
+        implementation: Some(Implementation {
+            runs: unrunnable,
+            cells: no_cells,
+            notes: &["Not stated, assumed: a negative run time."],
+        }),
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
@@ -38,5 +42,8 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
     let md = std::fs::read_to_string(out.join("test-unrunnable.md")).unwrap();
     assert!(md.contains("| negative time | runs/"), "{md}");
     assert!(md.contains("FAILED: driver.sim_time_s"), "{md}");
+    assert!(md.contains("Conditions and assumptions:\n\n- Not stated, assumed: a negative run time.\n"), "{md}");
+    let json = std::fs::read_to_string(out.join("test-unrunnable.json")).unwrap();
+    assert!(json.contains("\"notes\": [\n    \"Not stated, assumed: a negative run time.\"\n  ]"), "{json}");
     assert_eq!(std::fs::read_dir(out.join("runs")).unwrap().count(), 0, "nothing kept for a failed run");
 }
