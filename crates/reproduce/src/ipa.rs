@@ -23,7 +23,8 @@ use workloads::ExperimentConfig;
 
 /// How every run here starts (`driver.precondition = steady`).
 const STEADY: &str = "Every run starts from a preconditioned device (driver.precondition = steady): the \
-    data regions' free space is written once, so only the over-provisioning is spare, then the workload's own \
+    data regions' free space is written until valid data takes 90% of the blocks outside GC's reserve (10% \
+    over-provisioning, §8.4), then the workload's own \
     transactions age the device until its GC page migrations per host write are steady over 5 windows of a \
     tenth of the data regions' capacity each (SNIA SSS PTS: each within ±10% of their mean, the least-squares \
     line within ±5%), at most 25 windows; each run's JSON says whether it got there (precondition.reached).";
@@ -734,6 +735,28 @@ pub fn table5_cells(results: &Results) -> Vec<Ours> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_run_starts_steady_and_the_board_regions_have_one_logical_size() {
+        for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
+            let all = [table6_runs(scale), table7_runs(scale), table9_runs(scale), demo_table1_runs(scale)];
+            assert!(all.iter().flatten().all(|r| r.config.driver.precondition == Precondition::Steady));
+            for runs in [table6_runs(scale), table8_runs(scale)] {
+                let (base, pslc, odd) = (&runs[0].config, &runs[1].config, &runs[2].config);
+                assert_eq!(pslc.engine.ipa_mode, "pslc");
+                // pSLC halves a block's pages: twice the blocks give the same logical size.
+                assert_eq!(pslc.device.blocks_per_chip.map(|b| b / 2), base.device.blocks_per_chip);
+                assert_eq!(odd.device.blocks_per_chip, base.device.blocks_per_chip);
+                // The log keeps its capacity: half the chips of twice the blocks.
+                assert_eq!(pslc.engine.log_chips.map(|c| c * 2), base.engine.log_chips);
+            }
+        }
+        let demo = demo_table1_runs(Scale::Quick);
+        assert!(demo.iter().all(|r| r.config.device.preset == "openssd-mlc"));
+        assert!(demo.iter().all(|r| r.config.engine.db_page_bytes == Some(16384)));
+        assert_eq!(demo[1].config.engine.ipa_mode, "pslc");
+        assert!(demo[1].config.engine.schema.as_deref().is_some_and(|s| s.contains("MAX_CHIPS=4, MAX_CHANNELS=2")));
+    }
 
     #[test]
     fn update_shares_add_whole_buckets_and_part_of_the_one_holding_the_threshold() {
