@@ -209,6 +209,11 @@ pub struct BenchArgs {
     /// [default: eager].
     #[arg(long, value_parser = ["eager", "non-eager"])]
     eviction: Option<String>,
+    /// The device before the warm-up: none (as loaded), fill (the data regions' free
+    /// space written once) or steady (filled, then aged by the workload until GC
+    /// migrations per host write are in steady state, SNIA PTS style) [default: none].
+    #[arg(long, value_parser = workloads::precondition::Precondition::NAMES)]
+    precondition: Option<String>,
     #[arg(long, value_parser = ["auto", "none", "slc", "pslc", "odd-mlc"],
           help = with_default("IPA mode of the data region (auto: slc on SLC devices, else odd-mlc)",
                               defaults().engine.ipa_mode))]
@@ -331,6 +336,7 @@ impl Spelling {
             "driver.progress_interval_s" => "--progress",
             "driver.switch_at_s" => "--switch-at",
             "driver.switch_ddl" => "--switch-ddl",
+            "driver.precondition" => "--precondition",
             "workload" | "workload.name" => "--workload",
             f => match f.strip_prefix("workload.") {
                 Some(p @ ("scale" | "warehouses" | "subscribers" | "nodes" | "mix")) => return format!("--{p}"),
@@ -481,6 +487,9 @@ impl BenchArgs {
         set(&mut r.cpu_per_operation_us, self.cpu_us);
         set(&mut r.progress_interval_s, self.progress);
         r.check |= self.check;
+        if let Some(mode) = &self.precondition {
+            r.precondition = mode.parse()?;
+        }
         if let Some(path) = &self.switch_ddl {
             r.switch_ddl =
                 Some(std::fs::read_to_string(path).map_err(|err| format!("--switch-ddl {}: {err}", path.display()))?);
@@ -669,6 +678,7 @@ fn bench_sqlite(cmd: BenchCommand, base: Option<SqliteConfig>, json: Option<Outp
         ("--image-sync", c.image_sync.is_some()),
         ("--buffer", c.buffer.is_some()),
         ("--eviction", c.eviction.is_some()),
+        ("--precondition", c.precondition.is_some()),
         ("--ipa-mode", c.ipa_mode.is_some()),
         ("--v", c.v.is_some()),
         ("--ipa-objects", !c.ipa_objects.is_empty()),

@@ -47,6 +47,11 @@ impl RegionPages {
         Some(start as u32)
     }
 
+    /// The pages no object holds, in order.
+    pub fn free_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.taken.iter().enumerate().filter(|(_, taken)| !**taken).map(|(p, _)| p as u32)
+    }
+
     pub fn release(&mut self, start: u32, len: u32) {
         self.taken[start as usize..(start + len) as usize].fill(false);
     }

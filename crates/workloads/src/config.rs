@@ -17,6 +17,7 @@
 pub use crate::config_error::{ConfigError, Footprint};
 use crate::limits;
 use crate::params::{Configured, Params};
+use crate::precondition::Precondition;
 use crate::registry;
 use engine::buffer::CleanerPolicy;
 use engine::{IpaScheme, JournalKind};
@@ -405,6 +406,11 @@ pub struct DriverOptions {
     /// ended it first; none: only the time ends it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// How the device is prepared before the warm-up: `none` (as loaded), `fill` (the
+    /// data regions' free space written once) or `steady` (filled, then aged by the
+    /// workload until GC is in steady state); see [`crate::precondition`].
+    #[serde(skip_serializing_if = "Precondition::is_none")]
+    pub precondition: Precondition,
 }
 
 impl Default for DriverOptions {
@@ -419,6 +425,7 @@ impl Default for DriverOptions {
             switch_at_s: None,
             switch_ddl: None,
             transactions: None,
+            precondition: Precondition::None,
         }
     }
 }

@@ -5,14 +5,16 @@
 //!
 //! A run: create the device and the database, create the regions (one IPA region, an
 //! IPA/plain split, or the config's schema SQL with `${IPA}` replaced), load the
-//! workload, checkpoint, size the buffer pool as a share of the loaded database, run the
-//! driver (warm-up, then the measured time), optionally check consistency. Everything is
+//! workload, checkpoint, size the buffer pool as a share of the loaded database,
+//! precondition the device (`driver.precondition`: filled, or aged to GC steady state), run
+//! the driver (warm-up, then the measured time), optionally check consistency. Everything is
 //! seeded by `config.seed` and timed in simulated time, so the same config gives the same
 //! result apart from the wall-clock fields. `run` takes `&self`: each call is a fresh
 //! device and database.
 
 use crate::config::{ConfigError, Derived, ExperimentConfig, StorageConfig};
 use crate::driver::{self, Control, DriverConfig, Event, Interval, Metrics, RunError};
+use crate::precondition;
 use crate::workload::Workload;
 use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
@@ -77,6 +79,14 @@ impl Fill {
     }
 }
 
+/// The preconditioning's report and its wall time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Preconditioned {
+    #[serde(flatten)]
+    pub report: precondition::Report,
+    pub wall_seconds: f64,
+}
+
 /// The outcome of the consistency check.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "lowercase", tag = "outcome", content = "detail")]
@@ -115,6 +125,10 @@ pub struct ExperimentResult {
     pub memory_buffer_pool_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
+    /// What the preconditioning did (`driver.precondition` other than `none`); the
+    /// warm-up and the measurement start after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<Preconditioned>,
     /// The resolved config: it alone reproduces the run.
     pub config: ExperimentConfig,
     pub seed: u64,
@@ -369,6 +383,21 @@ impl Experiment {
             max_transactions: driver.transactions,
         };
         let total_sim_seconds = driver.warmup_s + driver.sim_time_s;
+        let run_error = |db: &Database, run_start: u64, e: RunError| {
+            let after_s = db.now().saturating_sub(run_start) as f64 / 1e9;
+            match e {
+                RunError::Stopped { sim_seconds } => {
+                    ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } }
+                }
+                err => failed(db, Stage::Running { after_s }, err.to_string(), err.is_no_free_extent()),
+            }
+        };
+        let (precondition_start, precondition_wall) = (db.now(), Instant::now());
+        let precondition = precondition::run(&mut db, wl.as_mut(), driver.precondition, &config, &mut rng, &mut || {
+            on_progress(Progress::Running { sim_seconds: 0.0, total_sim_seconds, transactions: 0, throughput_tps: 0.0 })
+        })
+        .map_err(|e| run_error(&db, precondition_start, e))?
+        .map(|report| Preconditioned { report, wall_seconds: precondition_wall.elapsed().as_secs_f64() });
         let run_start = db.now();
         let run_wall = Instant::now();
         let mut rate = Rate::default();
@@ -381,15 +410,7 @@ impl Experiment {
             }),
             Event::Interval(line) => on_progress(Progress::Interval(line)),
         });
-        let metrics = metrics.map_err(|e| {
-            let after_s = db.now().saturating_sub(run_start) as f64 / 1e9;
-            match e {
-                RunError::Stopped { sim_seconds } => {
-                    ExperimentError::Stopped { stage: Stage::Running { after_s: sim_seconds } }
-                }
-                err => failed(&db, Stage::Running { after_s }, err.to_string(), err.is_no_free_extent()),
-            }
-        })?;
+        let metrics = metrics.map_err(|e| run_error(&db, run_start, e))?;
         let run_wall_seconds = run_wall.elapsed().as_secs_f64();
         let consistency_check = driver.check.then(|| match wl.check(&mut db) {
             Ok(()) => Consistency::Passed,
@@ -414,6 +435,7 @@ impl Experiment {
             memory_mapping_bytes,
             memory_buffer_pool_bytes,
             consistency_check,
+            precondition,
             config: c.clone(),
             seed: c.seed,
             version: VERSION.to_string(),

@@ -4,7 +4,8 @@
 //! [`experiment`]: one run from a serialisable [`config`] with a progress callback and a
 //! result struct. [`registry`]: the workloads by name, with their parameters.
 //! [`workload`]: the trait a workload implements. [`driver`]: K closed-loop terminals,
-//! warm-up, metrics as in the IPA paper. [`limits`]: the range of every number.
+//! warm-up, metrics as in the IPA paper. [`precondition`]: the device filled and aged to
+//! GC steady state before the measurement. [`limits`]: the range of every number.
 //! [`tpcb`]: TPC-B. [`tpcc`]: TPC-C. [`tatp`]: TATP. [`linkbench`]: LinkBench. [`bank`]: the
 //! power-cut torture test. [`sqlite`]: sqlite-bench, YCSB and TPC-C on real SQLite, behind a host trait.
 //! [`blocktrace`]: block traces (MSR Cambridge, blkparse, fio iologs, SPC) read as requests.
@@ -20,6 +21,7 @@ pub mod experiment;
 pub mod limits;
 pub mod linkbench;
 pub mod params;
+pub mod precondition;
 pub mod registry;
 pub mod sqlite;
 pub mod tatp;

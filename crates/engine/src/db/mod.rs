@@ -466,6 +466,31 @@ impl Database {
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
     }
+    /// Writes the DB pages of the data regions that no object holds once, with zeros,
+    /// in page order, leaving the last `keep_free(region)` free pages of each region
+    /// unwritten: the device then holds data as one in use does, not as a freshly
+    /// formatted one whose free space is erased and costs GC nothing. An object that
+    /// takes such a page later formats it in the buffer without reading it. The clock
+    /// moves on to the last write's end. Returns the DB pages written.
+    pub fn fill_free_pages(&mut self, keep_free: &dyn Fn(RegionId) -> u32) -> Result<u64> {
+        let device = self.pool.store().device();
+        let per_db_page = (self.catalog.page_bytes / device.page_bytes()) as u32;
+        let data: Vec<usize> =
+            (0..self.regions.len()).filter(|&r| is_data_region(device.region_name(RegionId(r)))).collect();
+        let filler = vec![0u8; self.catalog.page_bytes];
+        let (start, mut end, mut written) = (self.now(), self.now(), 0);
+        for r in data {
+            let free: Vec<u32> = self.regions[r].free_pages().collect();
+            let fill = free.len().saturating_sub(keep_free(RegionId(r)) as usize);
+            for &page in &free[..fill] {
+                let device = self.pool.store_mut().device_mut();
+                end = end.max(device.write_pages(RegionId(r), page * per_db_page, &filler, start)?.end_ns);
+                written += 1;
+            }
+        }
+        self.set_now(end);
+        Ok(written)
+    }
     /// The page device the database lives on.
     pub fn page_device(&self) -> &dyn PageDevice {
         self.pool.store().device()
