@@ -23,10 +23,11 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workloads::config::{Eviction, IplStorageConfig, SqliteConfig, SqliteStorageConfig, StorageConfig, WorkloadConfig};
+use workloads::config::{Eviction, IplStorageConfig, StorageConfig, WorkloadConfig};
 use workloads::experiment::Consistency;
 use workloads::limits::{self, quote, CountRange, FloatRange};
 use workloads::registry::{self, REGISTRY};
+use workloads::sqlite::config::{SqliteConfig, SqliteStorageConfig};
 use workloads::sqlite::SQLITE_REGISTRY;
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentError, ExperimentResult, Progress};
 
@@ -82,7 +83,7 @@ pub(crate) fn storage_kind(text: &str) -> Result<StorageChoice, String> {
     })
 }
 
-fn scheme(text: &str) -> Result<IpaScheme, String> {
+pub(crate) fn scheme(text: &str) -> Result<IpaScheme, String> {
     text.parse().map_err(|e: String| limits::cut_quoted(&e))
 }
 
@@ -230,7 +231,7 @@ pub struct BenchArgs {
     /// so `compare` can vary the scheme. A table goes to tablespace `ts_<table>` if the
     /// file creates one, else to `ts_data`.
     #[arg(long)]
-    schema: Option<PathBuf>,
+    pub(crate) schema: Option<PathBuf>,
     #[arg(long, value_parser = float(limits::CHECKPOINT_LOG_SHARE), allow_negative_numbers = true,
           help = with_default("Checkpoint when this share of the log region is in use, in (0, 1); \
                                the paper's non-eager runs come close with 0.9",
@@ -538,24 +539,6 @@ pub enum Format {
     Json,
 }
 
-#[derive(Args)]
-pub struct CompareCommand {
-    #[command(flatten)]
-    pub(crate) common: BenchArgs,
-    /// Schemes to run on the same seed; the first is the baseline.
-    #[arg(long, value_delimiter = ',', value_parser = scheme, default_value = "0x0,2x4")]
-    schemes: Vec<IpaScheme>,
-    /// Output format of the table.
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    pub(crate) format: Format,
-    #[command(flatten)]
-    pub(crate) engines: crate::engine_compare::EngineArgs,
-    /// Runs at once, on threads of this machine; each run stays single-threaded and
-    /// seeded, so the results are those of `--jobs 1` [default: the cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub(crate) jobs: Option<u32>,
-}
-
 /// `--jobs` of `compare` and `sweep`: the number given, else the machine's cores.
 pub(crate) fn jobs(flag: Option<u32>) -> usize {
     flag.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize)
@@ -662,7 +645,7 @@ pub(crate) fn show(v: f64) -> String {
 }
 
 /// The consistency check's line, naming the scheme; `None` when none was asked for.
-fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
+pub(crate) fn check_line(run: &ExperimentResult) -> Option<(String, bool)> {
     run.consistency_check.as_ref().map(|c| match c {
         Consistency::Passed => (format!("[{}] consistency check passed", run.ipa), true),
         Consistency::Failed(e) => (format!("[{}] consistency check FAILED: {e}", run.ipa), false),
@@ -806,51 +789,16 @@ pub(crate) fn check_new_image(config: &ExperimentConfig) -> Result<(), String> {
 }
 
 /// The legend printed under the markdown table.
-fn legend(baseline: &str) -> String {
+pub(crate) fn legend(baseline: &str) -> String {
     format!(
         "`[NxM]`: the scheme's absolute values; `[NxM] Δ%`: its change against the baseline {baseline} in \
          percent (– where the baseline is 0)."
     )
 }
 
-pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
-    if !cmd.engines.engines.is_empty() {
-        return crate::engine_compare::compare(&cmd.common, &cmd.engines, cmd.format, jobs(cmd.jobs));
-    }
-    let (config, spelling) = cmd.common.config(None)?;
-    if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
-        let source =
-            cmd.common.schema.as_ref().map_or("engine.schema".to_string(), |p| format!("--schema {}", p.display()));
-        return Err(format!(
-            "{source} has no ${{IPA}} placeholder, so every scheme would run on the same regions and identical runs \
-             would be labelled as different schemes; put ${{IPA}} in the options of the region to vary, or run one scheme"
-        ));
-    }
-    let runs = run_schemes(&config, &spelling, &cmd.schemes, jobs(cmd.jobs))?;
-    let mut ok = true;
-    for (line, passed) in runs.iter().filter_map(check_line) {
-        eprintln!("{line}");
-        ok &= passed;
-    }
-    let (header, lines) = compare_table(&runs);
-    match cmd.format {
-        Format::Markdown | Format::Csv => {
-            print_grid(cmd.format, &header, &lines);
-            if let Format::Markdown = cmd.format {
-                println!("\n{}", legend(&header[1]));
-            }
-        }
-        Format::Json => {
-            let all: Vec<_> = runs.iter().map(ExperimentResult::to_json).collect();
-            println!("{}", serde_json::to_string_pretty(&all).expect("json"));
-        }
-    }
-    Ok(ok)
-}
-
 /// Runs `config` under every scheme, `jobs` at once; the results in `schemes` order.
 /// Every experiment is checked before any runs.
-fn run_schemes(
+pub(crate) fn run_schemes(
     config: &ExperimentConfig,
     spelling: &Spelling,
     schemes: &[IpaScheme],
@@ -888,7 +836,7 @@ pub(crate) fn print_grid(format: Format, header: &[String], lines: &[Vec<String>
 
 /// The header and rows: the baseline's values, then for each other scheme its values
 /// (`[NxM]`) and their change against the baseline (`[NxM] Δ%`).
-fn compare_table(runs: &[ExperimentResult]) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn compare_table(runs: &[ExperimentResult]) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["metric".to_string(), format!("[{}]", runs[0].ipa)];
     for r in &runs[1..] {
         header.extend([format!("[{}]", r.ipa), format!("[{}] Δ%", r.ipa)]);
@@ -955,6 +903,7 @@ pub fn check(cmd: CheckCommand) -> Result<bool, String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::compare::CompareCommand;
     use clap::FromArgMatches;
 
     /// A result's JSON without what depends on the machine (wall time and speed per

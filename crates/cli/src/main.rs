@@ -32,9 +32,9 @@ fn write_to(out: &mut dyn std::io::Write, line: std::fmt::Arguments) {
 
 mod advise;
 mod bench;
+mod compare;
 mod demo;
 mod engine_bench;
-mod engine_compare;
 mod ftl_args;
 mod index_bench;
 mod inspect;
@@ -104,7 +104,7 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Run a workload under several [N×M] schemes on the same seed; print a table shaped
     /// like the paper's Table 7. With --engines: our engine and SQLite on the same flash.
-    Compare(bench::CompareCommand),
+    Compare(compare::CompareCommand),
     /// The IPA advisor: run a baseline without IPA (or read one: --analyze), report per
     /// table and index its update sizes, skew and read/write ratio, and recommend an IPA
     /// region layout ([N×M], V, mode, tables) with the predicted effect.
@@ -301,7 +301,7 @@ fn main() -> ExitCode {
         Command::Sql(args) => sql::run(args),
         Command::Sqlite(args) => sqlite_shell::run(args),
         Command::Bench(cmd) => exit_on(bench::bench(cmd)),
-        Command::Compare(cmd) => exit_on(bench::compare(cmd)),
+        Command::Compare(cmd) => exit_on(compare::compare(cmd)),
         Command::Check(cmd) => exit_on(bench::check(cmd)),
         Command::Advise(args) => exit_on(advise::advise_command(args)),
         Command::Log(args) => exit_on(log_export::run(args)),

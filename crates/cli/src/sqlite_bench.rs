@@ -11,7 +11,7 @@
 //! `--engine sqlite`.
 //!
 //! The flags (or `bench --config FILE` with `engine = "sqlite"`, which flags override)
-//! become one `workloads::config::SqliteConfig`, checked by [`resolve`] and recorded,
+//! become one `workloads::sqlite::config::SqliteConfig`, checked by [`resolve`] and recorded,
 //! resolved, as the JSON's `config`, so `deltaflash rerun` runs it again.
 //!
 //! Storage: `host` (the default) is plain SQLite, in memory or on `--sqlite-file`, with a
@@ -29,8 +29,8 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
-use workloads::config::{SqliteConfig, SqliteJournal as ConfigJournal, SqliteStorageConfig};
 use workloads::params::Params;
+use workloads::sqlite::config::{SqliteConfig, SqliteJournal as ConfigJournal, SqliteStorageConfig};
 use workloads::sqlite::kv::{BATCH, NUM, VALUE_SIZE};
 use workloads::sqlite::runner::run_registered;
 use workloads::sqlite::ycsb::{OPERATIONS, RECORDS};
@@ -337,7 +337,7 @@ fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, String> {
                     ConfigJournal::BaseWal => Journal::Sqlite,
                     ConfigJournal::SwWal => Journal::SwWal,
                     ConfigJournal::Nolgn => Journal::Nolgn {
-                        group_pages: config.group_pages.unwrap_or(workloads::config::DEFAULT_GROUP_PAGES),
+                        group_pages: config.group_pages.unwrap_or(workloads::sqlite::config::DEFAULT_GROUP_PAGES),
                     },
                 },
                 page_cache_pages: config.page_cache_pages.unwrap_or(defaults.page_cache_pages),

@@ -35,7 +35,10 @@ fn top_module(src: &Path, file: &Path) -> String {
 fn code(text: &str) -> String {
     let test_module = text
         .match_indices("#[cfg(test)]")
-        .find(|(at, attr)| text[at + attr.len()..].trim_start().starts_with("mod "))
+        .find(|(at, attr)| {
+            let rest = text[at + attr.len()..].trim_start();
+            ["mod ", "pub mod ", "pub(crate) mod "].iter().any(|m| rest.starts_with(m))
+        })
         .map_or(text.len(), |(at, _)| at);
     text[..test_module].lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
 }

@@ -12,9 +12,11 @@
 //! result apart from the wall-clock fields. `run` takes `&self`: each call is a fresh
 //! device and database.
 
+pub use crate::build_info::{GIT_COMMIT, VERSION};
 use crate::config::{ConfigError, Derived, ExperimentConfig, StorageConfig};
 use crate::driver::{self, Control, DriverConfig, Event, Interval, Metrics, RunError};
 use crate::precondition;
+pub use crate::workload::Consistency;
 use crate::workload::Workload;
 use engine::db::BufferSize;
 use engine::{Database, DbOptions, IpaScheme};
@@ -25,13 +27,6 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::fmt;
 use std::time::Instant;
-
-/// The commit this crate was built from (`git rev-parse HEAD`; "unknown" without git).
-pub const GIT_COMMIT: &str = env!("DELTAFLASH_GIT_COMMIT");
-
-/// The release this crate belongs to (the workspace's version): every result records it,
-/// so a result re-run on another release can say so.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What a run reports as it goes. Each call's answer may stop the run.
 pub enum Progress<'a> {
@@ -85,15 +80,6 @@ pub struct Preconditioned {
     #[serde(flatten)]
     pub report: precondition::Report,
     pub wall_seconds: f64,
-}
-
-/// The outcome of the consistency check.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase", tag = "outcome", content = "detail")]
-pub enum Consistency {
-    Passed,
-    /// The first condition that fails.
-    Failed(String),
 }
 
 /// One run's results: the metrics, what the run was, and how long it took on the wall.

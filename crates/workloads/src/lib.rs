@@ -14,6 +14,7 @@
 
 pub mod bank;
 pub mod blocktrace;
+pub mod build_info;
 pub mod config;
 pub mod config_error;
 pub mod driver;

@@ -6,6 +6,7 @@
 
 use engine::Database;
 use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
 
 /// What one transaction did.
 #[derive(Clone, Copy, Debug)]
@@ -106,4 +107,13 @@ impl FirstProblem {
     pub(crate) fn result(&mut self) -> Result<(), String> {
         self.0.take().map_or(Ok(()), |(_, problem)| Err(problem))
     }
+}
+
+/// The outcome of the consistency check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "outcome", content = "detail")]
+pub enum Consistency {
+    Passed,
+    /// The first condition that fails.
+    Failed(String),
 }

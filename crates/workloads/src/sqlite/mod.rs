@@ -14,6 +14,7 @@
 //! VFS raises for a failed device operation) ends the run with an error naming the
 //! workload and the statement; nothing here panics on what SQLite returns.
 
+pub mod config;
 pub mod flash;
 pub mod host;
 pub mod kv;

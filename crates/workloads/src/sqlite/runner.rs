@@ -9,8 +9,9 @@
 //! statement or device operation ends the run with an error naming the stage.
 
 use super::{FlashSnapshot, Session, SqliteHost, SqliteWorkload};
-use crate::experiment::{Consistency, GIT_COMMIT, VERSION};
+use crate::build_info::{GIT_COMMIT, VERSION};
 use crate::params::Params;
+use crate::workload::Consistency;
 use crate::Control;
 use hdrhistogram::Histogram;
 use nand::SimTime;

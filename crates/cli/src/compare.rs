@@ -1,5 +1,6 @@
-//! `deltaflash compare --engines deltaflash:0x0,deltaflash:2x3,sqlite`: our engine and
-//! real SQLite on the same emulated flash. Every engine runs the same
+//! `deltaflash compare`: IPA schemes side by side on the same seed (`--schemes`, each
+//! run as `bench` runs it), or, with `--engines deltaflash:0x0,deltaflash:2x3,sqlite`,
+//! our engine and real SQLite on the same emulated flash. Every engine runs the same
 //! workload (TPC-B or TPC-C, `--workload`) at the same scale, on the same device preset
 //! and size, from the same seed, for the same number of measured transactions
 //! (`--transactions`), and one table puts them side by side: host writes, flash
@@ -70,6 +71,60 @@ fn engine_spec(text: &str) -> Result<EngineSpec, String> {
     let scheme: IpaScheme = scheme.parse().map_err(|e: String| format!("{}: {}", quote(text), cut_quoted(&e)))?;
     let storage = storage.map(|s| bench::storage_kind(s).map(|c| (s.to_string(), c))).transpose()?;
     Ok(EngineSpec::Deltaflash { scheme, storage })
+}
+
+#[derive(Args)]
+pub struct CompareCommand {
+    #[command(flatten)]
+    pub(crate) common: BenchArgs,
+    /// Schemes to run on the same seed; the first is the baseline.
+    #[arg(long, value_delimiter = ',', value_parser = bench::scheme, default_value = "0x0,2x4")]
+    pub(crate) schemes: Vec<IpaScheme>,
+    /// Output format of the table.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) engines: EngineArgs,
+    /// Runs at once, on threads of this machine; each run stays single-threaded and
+    /// seeded, so the results are those of `--jobs 1` [default: the cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) jobs: Option<u32>,
+}
+
+/// `deltaflash compare`: IPA schemes on the same seed, or engines (`--engines`).
+pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
+    if !cmd.engines.engines.is_empty() {
+        return compare_engines(&cmd.common, &cmd.engines, cmd.format, bench::jobs(cmd.jobs));
+    }
+    let (config, spelling) = cmd.common.config(None)?;
+    if cmd.schemes.len() > 1 && config.engine.schema.as_ref().is_some_and(|s| !s.contains("${IPA}")) {
+        let source =
+            cmd.common.schema.as_ref().map_or("engine.schema".to_string(), |p| format!("--schema {}", p.display()));
+        return Err(format!(
+            "{source} has no ${{IPA}} placeholder, so every scheme would run on the same regions and identical runs \
+             would be labelled as different schemes; put ${{IPA}} in the options of the region to vary, or run one scheme"
+        ));
+    }
+    let runs = bench::run_schemes(&config, &spelling, &cmd.schemes, bench::jobs(cmd.jobs))?;
+    let mut ok = true;
+    for (line, passed) in runs.iter().filter_map(bench::check_line) {
+        eprintln!("{line}");
+        ok &= passed;
+    }
+    let (header, lines) = bench::compare_table(&runs);
+    match cmd.format {
+        Format::Markdown | Format::Csv => {
+            bench::print_grid(cmd.format, &header, &lines);
+            if let Format::Markdown = cmd.format {
+                println!("\n{}", bench::legend(&header[1]));
+            }
+        }
+        Format::Json => {
+            let all: Vec<_> = runs.iter().map(ExperimentResult::to_json).collect();
+            println!("{}", serde_json::to_string_pretty(&all).expect("json"));
+        }
+    }
+    Ok(ok)
 }
 
 /// The flags of `compare --engines`.
@@ -430,7 +485,7 @@ pub fn engine_table(runs: &[EngineRun]) -> Result<(Vec<String>, Vec<Vec<String>>
 
 /// `compare --engines`: runs them, prints the table in `format`; `Ok(false)` when a
 /// consistency check failed.
-pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format, jobs: usize) -> Result<bool, String> {
+pub fn compare_engines(common: &BenchArgs, args: &EngineArgs, format: Format, jobs: usize) -> Result<bool, String> {
     let runs = run_engines(common, args, jobs)?;
     let mut ok = true;
     for run in &runs {
@@ -461,7 +516,6 @@ pub fn compare(common: &BenchArgs, args: &EngineArgs, format: Format, jobs: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::CompareCommand;
     use clap::FromArgMatches;
 
     fn parse(args: &[&str]) -> Result<CompareCommand, String> {
