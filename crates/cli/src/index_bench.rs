@@ -185,7 +185,10 @@ pub fn run(args: IndexBenchArgs) -> Result<(), String> {
         let mut value = r.to_json(workloads::experiment::GIT_COMMIT);
         if let Some(object) = value.as_object_mut() {
             object.extend(crate::rerun::build_info().map(|(k, v)| (k.to_string(), v)));
-            object.insert("command_line".into(), serde_json::json!(crate::rerun::command_line()));
+        }
+        // `deltaflash rerun` runs a flag-configured command from its config's command line.
+        if let Some(config) = value.get_mut("config").and_then(|c| c.as_object_mut()) {
+            config.insert("command_line".into(), serde_json::json!(crate::rerun::command_line()));
         }
         let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         file.write((text + "\n").as_bytes())?;

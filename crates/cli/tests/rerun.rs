@@ -118,10 +118,14 @@ fn every_command_round_trips_through_rerun() {
         "index.json",
         &["index-bench", "--index", "ipl", "--inserts", "300", "--queries", "10", "--scans", "1"],
     );
-    for phase in ["insert", "query", "scan"] {
-        let l = &index["phases"][phase]["latency_us"];
-        assert!(l["p50"].as_f64() <= l["p99_9"].as_f64() && l["p99_9"].as_f64() <= l["max"].as_f64(), "{phase}: {l}");
-        assert!(l["max"].as_f64() > Some(0.0), "{phase}: {l}");
+    for phase in ["insert_latency", "query_latency"] {
+        let l = &index[phase];
+        assert!(
+            l["p50_ms"].as_f64() <= l["p99_9_ms"].as_f64() && l["p99_9_ms"].as_f64() <= l["max_ms"].as_f64(),
+            "{phase}: {l}"
+        );
+        // 300 inserts fit the buffer: an operation may cost no simulated I/O at all.
+        assert!(l["max_ms"].as_f64() >= Some(0.0), "{phase}: {l}");
     }
     round_trip(d, "engine.json", &["engine-bench", "--rows", "300", "--ops", "300"]);
     round_trip(d, "recovery.json", &[&["recovery-bench", "--rows", "300", "--transactions", "50"], SMALL].concat());
