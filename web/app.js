@@ -671,7 +671,7 @@ async function showAnalyzer(arg) {
   }
   const rec = a.recommendation || {};
   const reasoning = a.reasoning || rec.reasoning || [];
-  const predicted = a.predicted || Object.fromEntries(Object.entries(rec).filter(([, v]) => v && typeof v === 'object' && !Array.isArray(v)));
+  const predicted = a.predicted || rec.predicted || Object.fromEntries(Object.entries(rec).filter(([, v]) => v && typeof v === 'object' && !Array.isArray(v)));
   const scalars = Object.entries(rec).filter(([, v]) => v === null || typeof v !== 'object');
   const lists = Object.entries(rec).filter(([, v]) => Array.isArray(v) && v.length && v.every((x) => x && typeof x === 'object'));
   const start = (config, label) => postJson('/api/runs', { label, config }).then(({ id: nid }) => { location.hash = `#live/${nid}`; }).catch((e) => showError($('#analyzer-error'), e));
