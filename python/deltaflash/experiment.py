@@ -53,6 +53,7 @@ FIELDS: Dict[str, str] = {
     "cpu_us": "driver.cpu_per_operation_us",
     "interval": "driver.progress_interval_s",
     "check": "driver.check",
+    "precondition": "driver.precondition",
 }
 
 

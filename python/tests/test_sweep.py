@@ -157,3 +157,8 @@ warmup_s = 0.2
     assert "engine.ipa" in done.stdout and "2x4" in done.stdout
     lines = (tmp_path / "grid.results.jsonl").read_text().splitlines()
     assert [json.loads(l)["point"] for l in lines] in ([{"engine.ipa": "0x0"}, {"engine.ipa": "2x4"}], [{"engine.ipa": "2x4"}, {"engine.ipa": "0x0"}])
+
+
+def test_precondition_is_a_keyword():
+    config = df.build_config(**TINY, precondition="steady")
+    assert config["driver"]["precondition"] == "steady"
