@@ -65,14 +65,17 @@ class Advice:
     def predicted(self) -> pd.DataFrame:
         """The predicted effect of the advised (selective) layout and of global IPA,
         beside the baseline's: share of host writes as appends, GC work and its
-        reduction, space overhead, and the I/O-time model's throughput and latencies
-        (``time_*`` rows). One row per scalar; per-region detail stays in
+        reduction, space overhead, and the I/O-time model's throughput and latencies.
+        One row per scalar; per-region detail stays in
         ``recommendation["predicted"]``."""
         p = self.recommendation["predicted"]
 
         def flat(prediction: Dict[str, Any]) -> Dict[str, Any]:
+            # Scalars, and the scalars of nested objects as `outer_inner`.
             row = {k: v for k, v in prediction.items() if not isinstance(v, (list, dict))}
-            row.update({f"time_{k}": v for k, v in prediction["time"].items()})
+            for outer, inner in prediction.items():
+                if isinstance(inner, dict):
+                    row.update({f"{outer}_{k}": v for k, v in inner.items() if not isinstance(v, (list, dict))})
             return row
 
         return pd.DataFrame(
