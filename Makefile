@@ -11,7 +11,7 @@ CARGO ?= cargo
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy unit fuzz browser-test screenshots python-test build run bench long
+.PHONY: all test deps fmt-check clippy doc unit fuzz browser-test screenshots python-test build run bench long
 
 all: build
 
@@ -20,13 +20,17 @@ deps:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-test: deps fmt-check clippy unit fuzz browser-test python-test
+test: deps fmt-check clippy doc unit fuzz browser-test python-test
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# The API docs build without a warning (broken or private links, ambiguous names).
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked
 
 unit:
 	$(CARGO) test --workspace --locked

@@ -5,9 +5,9 @@
 //! page's writes form cycles: one out-of-place write, then appends while the records
 //! used since it stay within N; the eviction that would exceed N goes out-of-place and
 //! starts the next cycle. With the evictions of an object independent and distributed
-//! as its histogram, the expected appends per cycle are E[A] = Σ_k P(S_k ≤ N), S_k the
+//! as its histogram, the expected appends per cycle are E\[A\] = Σ_k P(S_k ≤ N), S_k the
 //! records of k evictions, and the share of appends among writes of pages already on
-//! flash is E[A] / (1 + E[A]). First writes of new pages are always out-of-place.
+//! flash is E\[A\] / (1 + E\[A\]). First writes of new pages are always out-of-place.
 //! Within a histogram bucket [2^k, 2^(k+1)) the byte counts are taken as uniform.
 //! Metadata changes (header, slot directory) are assumed to fit V pairs per record
 //! (the paper's V = 12 bound for OLTP, §6.1). Invariant: every share is in [0, 1].
@@ -73,7 +73,7 @@ fn records_distribution(h: &Histogram, scheme: IpaScheme) -> Vec<f64> {
     p
 }
 
-/// E[A], the expected appends after one out-of-place write of a page.
+/// E\[A\], the expected appends after one out-of-place write of a page.
 pub fn appends_per_cycle(h: &Histogram, scheme: IpaScheme) -> f64 {
     if !scheme.enabled() {
         return 0.0;

@@ -87,7 +87,7 @@ pub(crate) fn scheme(text: &str) -> Result<IpaScheme, String> {
     text.parse().map_err(|e: String| limits::cut_quoted(&e))
 }
 
-/// `NAME=VALUE`, VALUE in JSON syntax (2, [45,43,4,4,4], "x"); anything else is a string.
+/// `NAME=VALUE`, VALUE in JSON syntax (`2`, `[45,43,4,4,4]`, `"x"`); anything else is a string.
 fn param(text: &str) -> Result<(String, serde_json::Value), String> {
     let (name, value) = text.split_once('=').ok_or_else(|| format!("{} is not NAME=VALUE", quote(text)))?;
     let value = serde_json::from_str(value).unwrap_or_else(|_| serde_json::Value::String(value.to_string()));

@@ -131,8 +131,8 @@ pub fn compare(cmd: CompareCommand) -> Result<bool, String> {
 #[derive(Args, Clone, Default)]
 pub struct EngineArgs {
     /// Compare engines instead of IPA schemes, on the same device, seed and workload
-    /// (tpcb or tpcc): deltaflash:NxM[@STORAGE] (our engine with IPA scheme NxM, on
-    /// --storage unless STORAGE is given) and sqlite[@ftl:KIND] (SQLite through its VFS,
+    /// (tpcb or tpcc): `deltaflash:NxM[@STORAGE]` (our engine with IPA scheme NxM, on
+    /// --storage unless STORAGE is given) and `sqlite[@ftl:KIND]` (SQLite through its VFS,
     /// on the page-mapping FTL unless KIND is given). E.g.
     /// deltaflash:0x0,deltaflash:2x3,deltaflash:0x0@ftl:page,sqlite
     #[arg(long, value_delimiter = ',', value_parser = engine_spec)]

@@ -140,7 +140,7 @@ enum Command {
     /// The web dashboard: new runs (the IPA demo's four scenarios), live throughput and
     /// flash counters, compare, analyzer and device views, run history under --data.
     Serve(serve::ServeArgs),
-    /// Run every point of a parameter grid (grid.toml: [base] config, [grid] fields →
+    /// Run every point of a parameter grid (grid.toml: `[base]` config, `[grid]` fields →
     /// values) as independent seeded experiments, in parallel; results are written as
     /// JSON lines as they finish, and a sweep resumes from its file. --ray: on Ray,
     /// through the Python package.

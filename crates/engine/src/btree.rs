@@ -1,6 +1,6 @@
 //! A B+-tree over order-preserving byte keys, on slotted pages through the buffer pool.
 //!
-//! Node entries ([`crate::node`]) are kept in key order in the slot directory. An inner entry's key is the smallest key of its child's subtree; keys below the
+//! Node entries (`crate::node`) are kept in key order in the slot directory. An inner entry's key is the smallest key of its child's subtree; keys below the
 //! first entry go to the leftmost child. Keys are unique within a tree: a non-unique
 //! index appends the RID to the key. The root keeps its page number for the tree's
 //! life: a root split moves both halves to new pages, and a root with a single child

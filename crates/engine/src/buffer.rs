@@ -14,7 +14,7 @@
 //! Each dirty frame keeps the page as last read or written (its base) beside the
 //! working copy; at write time their difference is the change set the IPA rule looks
 //! at. A clean frame is its own base, so a base is copied only at a page's first change,
-//! into a slot of [`BaseSlots`] that the frame gives back once the page is written: the
+//! into a slot of `BaseSlots` that the frame gives back once the page is written: the
 //! bases take memory for the pages dirty at once, not for every frame ever dirtied. The pool
 //! also keeps the byte ranges written since (every change goes through [`PageMut`] or
 //! is noted as the whole page), and the IPA diff compares only those. Reads on a

@@ -141,7 +141,7 @@ pub fn shorten(text: &str) -> String {
 const CAUSE_CHARS: usize = 200;
 
 impl Error {
-    /// The message cut to [`CAUSE_CHARS`] characters, to quote as a later error's cause.
+    /// The message cut to `CAUSE_CHARS` characters, to quote as a later error's cause.
     pub fn brief(&self) -> String {
         let message = self.to_string();
         match message.char_indices().nth(CAUSE_CHARS) {

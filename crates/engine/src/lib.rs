@@ -1,7 +1,7 @@
 //! engine — the DeltaFlash storage engine over a page device (NoFTL regions or an FTL).
 //!
 //! Layers, top down: [`db`] (the `Database` API; statements run in `exec`,
-//! transactions in [`txn`]) → [`catalog`] and [`sql`] (schema, DDL and the statement
+//! transactions in `txn`) → [`catalog`] and [`sql`] (schema, DDL and the statement
 //! parser) → access methods [`heap`] and [`btree`] → [`buffer`] (frames, replacement,
 //! page cleaner) → [`store`] (DB pages on a `flash::PageDevice`: fetch with
 //! delta-records applied, out-of-place writes or `write_delta`). Beside them,

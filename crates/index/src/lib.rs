@@ -11,7 +11,7 @@
 //! Modules: [`node`] (nodes, images, physiological records), [`store`] (the seam),
 //! `buffer` (LRU frames), [`tree`], one module per store ([`ftl_store`], [`bftl`],
 //! [`mutree`], [`ipl_nodes`]), [`setup`] (devices sized for an index), [`error`],
-//! [`bench`] (the insert/query/scan benchmark of the IPL paper's experiments).
+//! `bench` (the insert/query/scan benchmark of the IPL paper's experiments).
 
 #![forbid(unsafe_code)]
 

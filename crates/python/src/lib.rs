@@ -9,7 +9,7 @@
 //! Ctrl-C stops a run within about that long and parallel threads run in parallel.
 //! Every Rust error reaches Python as an exception carrying the Rust message:
 //! [`ConfigError`] for a config that cannot run, [`Cancelled`] for a run stopped by its
-//! [`CancelToken`], [`DeltaflashError`] for everything else; nothing here panics on
+//! `CancelToken`, [`DeltaflashError`] for everything else; nothing here panics on
 //! bad input.
 
 mod advice;

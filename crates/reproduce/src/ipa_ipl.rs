@@ -1,4 +1,4 @@
-//! The IPA paper's Table 2 (SIGMOD'17 §8.3): IPA [2x4] against In-Page Logging on
+//! The IPA paper's Table 2 (SIGMOD'17 §8.3): IPA \[2x4\] against In-Page Logging on
 //! TPC-B, TPC-C and TATP, by appendix B's I/O write and read amplification and erases.
 //!
 //! §8.3's configuration: "(i) logical DB page size – 8KB; (ii) SLC Flash with 64 2KB
@@ -62,7 +62,7 @@ fn config(scale: Scale, workload: &str, param: &str, size: u32, blocks_per_chip:
     c
 }
 
-/// Per workload: IPA [2x4] on NoFTL, then IPL (8 KB log region, 512 B sectors).
+/// Per workload: IPA \[2x4\] on NoFTL, then IPL (8 KB log region, 512 B sectors).
 pub fn table2_runs(scale: Scale) -> Vec<RunSpec> {
     let mut runs = Vec::new();
     for (name, workload, param, size, blocks) in WORKLOADS {

@@ -92,7 +92,7 @@ const TABLE3_ROWS: [(&str, bool); 5] = [
     ("IPL B+-tree", false),
 ];
 
-/// Table 3's runs, in [`TABLE3_ROWS`] order: "BFTL on FAST with log blocks 30% and 10%"
+/// Table 3's runs, in `TABLE3_ROWS` order: "BFTL on FAST with log blocks 30% and 10%"
 /// (the table's heading; the 8 KB BFTL at 30%), μ-Tree and the IPL B+-tree on raw flash.
 pub fn table3_runs(scale: Scale) -> Vec<RunSpec> {
     let frames = frames(scale, TABLE3_FRAMES);

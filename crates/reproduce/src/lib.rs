@@ -5,7 +5,7 @@
 //! IPA papers' tables; [`ipa_ipl`]: IPA against In-Page Logging; [`linkbench`]: the IPA
 //! paper's Fig. 6; [`ipl`]: the IPL B+-tree paper's tables and figure).
 //! [`input`]: what a run is (an engine experiment, …) and how each kind is executed.
-//! [`reference`]: the papers' values, read from the reference file by the comparison only.
+//! `reference`: the papers' values, read from the reference file by the comparison only.
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.

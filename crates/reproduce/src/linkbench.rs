@@ -7,8 +7,8 @@
 //! writes ([Host Write]) can be performed as In-Place Appends". So the reference has
 //! that range's two ends, and ours are the least and most share on our curve.
 //!
-//! The runs are Table 5's (LinkBench on 8 KiB pages, buffers 20–90%, [Nx100] and
-//! [Nx125] for N = 1..3; `ipa::table5_runs`), shared with it: the curve is each
+//! The runs are Table 5's (LinkBench on 8 KiB pages, buffers 20–90%, \[Nx100\] and
+//! \[Nx125\] for N = 1..3; `ipa::table5_runs`), shared with it: the curve is each
 //! scheme's share of host writes done as appends, by buffer size.
 
 use crate::compare::Cell;

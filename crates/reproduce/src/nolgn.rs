@@ -4,7 +4,7 @@
 //!
 //! Every run is made with the host I/O stack `ext4-ordered` (the paper's SQLite runs on
 //! Ext4, §4.1; `sqlite_flash::files::host_stack`) and again under the ablation's other
-//! variants ([`VARIANTS`]: the stack off, its uncertain CPU constants at 50% and 150%).
+//! variants (`VARIANTS`: the stack off, its uncertain CPU constants at 50% and 150%).
 //! The cells come from the first variant; each cell's `ablation` text gives its value
 //! under every variant, so the report shows what the host stack does to it and how far
 //! the uncertain constants move it.

@@ -1,16 +1,16 @@
-//! The host I/O stack between SQLite and the device ([`HostStack`]): what a Linux
+//! The host I/O stack between SQLite and the device (`HostStack`): what a Linux
 //! system call, the VFS and Ext4 in `data=ordered` mode cost per SQLite file write and
 //! per fsync. `none` (the default) charges nothing; `ext4-ordered` charges
-//! - per write call ([`FileStore::write`]): [`WRITE_CALL_NS`] of CPU time;
+//! - per write call ([`FileStore::write`]): `WRITE_CALL_NS` of CPU time;
 //! - per fsync that reaches a commit point ([`FileStore::sync`] past NoLgn's NORMAL
-//!   grouping): [`FSYNC_CALL_NS`] of CPU time, and, when the inode changed since the
+//!   grouping): `FSYNC_CALL_NS` of CPU time, and, when the inode changed since the
 //!   last journal commit, a JBD2 commit to the device: a descriptor block and the
 //!   changed metadata blocks issued together, then the commit block once they are on
-//!   flash (the journal's ordering), each a whole logical page of [`JOURNAL_FILE`].
+//!   flash (the journal's ordering), each a whole logical page of `JOURNAL_FILE`.
 //!
 //! The inode changes when a file grows (its size; with new extents also the block
 //! bitmap and the group descriptor) or when a write lands in a later timestamp tick
-//! than the inode's mtime ([`TIMESTAMP_TICK_NS`]): Ext4's timestamps are coarse, so
+//! than the inode's mtime (`TIMESTAMP_TICK_NS`): Ext4's timestamps are coarse, so
 //! fsyncs closer together than a tick find the inode clean and JBD2 commits nothing.
 //! One inode stands for every file (a commit with two files' inodes dirty writes one
 //! inode block, where Ext4 writes one per inode table block). Not modelled: the
@@ -38,10 +38,10 @@ pub const JOURNAL_FILE: &str = "deltaflash-jbd2";
 pub const WRITE_CALL_NS: u64 = 5_000;
 
 /// CPU time of one `fsync` on Ext4 apart from the device: the system call and
-/// `ext4_sync_file` (a write call's path, [`WRITE_CALL_NS`]) plus handing the commit
+/// `ext4_sync_file` (a write call's path, `WRITE_CALL_NS`) plus handing the commit
 /// to the JBD2 thread and waiting for it, one round trip of two context switches:
 /// `perf bench sched pipe -l 20000` gave 2.94 µs per round trip (same machine and
-/// date); 5 + 3 µs. Uncertain as [`WRITE_CALL_NS`] (scaled ±50% by the ablation).
+/// date); 5 + 3 µs. Uncertain as `WRITE_CALL_NS` (scaled ±50% by the ablation).
 pub const FSYNC_CALL_NS: u64 = 8_000;
 
 /// Ext4's timestamp granularity: `current_time()` is the coarse clock, advanced once
@@ -78,7 +78,7 @@ pub enum HostStackModel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostStack {
     pub model: HostStackModel,
-    /// The CPU costs ([`WRITE_CALL_NS`], [`FSYNC_CALL_NS`]) in percent of the cited
+    /// The CPU costs (`WRITE_CALL_NS`, `FSYNC_CALL_NS`) in percent of the cited
     /// values: 100 as cited, 50 and 150 in the ablation.
     #[serde(default = "full_scale")]
     pub cpu_percent: u32,
@@ -157,7 +157,7 @@ pub fn default_journal_blocks(blocks: u64) -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct StackState {
     pub stack: HostStack,
-    /// Journal blocks [`JOURNAL_FILE`] holds (0 without a journal).
+    /// Journal blocks `JOURNAL_FILE` holds (0 without a journal).
     journal_blocks: u64,
     /// The next journal block written (the journal wraps around).
     next: u64,

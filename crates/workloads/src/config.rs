@@ -2,7 +2,7 @@
 //! options, workload and its parameters, driver, seed), as TOML or JSON. Every field
 //! has a default, so a file names only what it changes; unknown fields are refused.
 //!
-//! [`ExperimentConfig::resolve`] is the one place a config is checked: each number
+//! `ExperimentConfig::resolve` is the one place a config is checked: each number
 //! against its range in [`crate::limits`], names against what exists (device presets,
 //! IPA modes, registered workloads and their tables), and the device-dependent defaults
 //! (DB page size, log chips) are filled in, so the resolved config alone reproduces

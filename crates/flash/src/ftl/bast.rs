@@ -13,7 +13,7 @@
 //!
 //! Rebuild: an lbn whose blocks are one data-shaped block (page i at offset i), or one
 //! data-shaped block plus a newer log block, is adopted as found; anything else was a
-//! merge cut short and is normalised (see [`super::hybrid`]).
+//! merge cut short and is normalised (see `super::hybrid`).
 
 use super::hybrid::{self, Core, LbnBlocks, Payload, Role, Scheme, NONE};
 use super::{Ftl, FtlConfig, FtlKind};

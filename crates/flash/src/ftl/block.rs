@@ -10,7 +10,7 @@
 //! Crash safety: the old block is erased only after the new one is programmed. A cut in
 //! between leaves two data blocks of one lbn; the rebuild keeps the newest version of
 //! each page across both (a trim in flight may come back: it was not acknowledged) and
-//! normalises the lbn (see [`super::hybrid`]).
+//! normalises the lbn (see `super::hybrid`).
 
 use super::hybrid::{self, Core, LbnBlocks, Payload, Role, Scheme, NONE};
 use super::{Ftl, FtlConfig, FtlKind};

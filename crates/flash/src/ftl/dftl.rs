@@ -3,7 +3,7 @@
 //! entries and the global translation directory (GTD, translation page → physical page)
 //! in controller RAM.
 //!
-//! The data path is the page FTL's ([`super::pagelog`]: striped out-of-place writes,
+//! The data path is the page FTL's (`super::pagelog`: striped out-of-place writes,
 //! tombstones, GC). A translation page holds `page_bytes / 4` entries (u32 ppn, little
 //! endian, `0xFFFF_FFFF` = unmapped); translation page `t` maps lpns
 //! `t·E .. (t+1)·E`. Translation pages are written to their own stream (block) per chip.
@@ -15,7 +15,7 @@
 //!   of that page, which become clean.
 //! - GC of a data block: moved lpns that are cached are updated in the CMT (dirty);
 //!   the rest are grouped per translation page (`pending`) and each page is rewritten
-//!   once when GC is over (DFTL's batch update, [`Remap::settle`]: after a foreground
+//!   once when GC is over (DFTL's batch update, `Remap::settle`: after a foreground
 //!   GC before the host write goes on, after a background one at the end of the host
 //!   operation), on the chip GC ran on while it has room, else striped. Moves made by
 //!   GC that the batch's own writes start, to pages the batch has passed, wait for the

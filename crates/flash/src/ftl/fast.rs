@@ -18,7 +18,7 @@
 //!
 //! Rebuild: random log blocks are kept oldest first; an lbn whose own blocks are one
 //! data-shaped block, or a data-shaped block and a newer SW log, is adopted as found
-//! (one SW log at most); anything else is normalised (see [`super::hybrid`]).
+//! (one SW log at most); anything else is normalised (see `super::hybrid`).
 
 use super::hybrid::{self, Core, LbnBlocks, Payload, Role, Scheme, NONE, TRIM_BIT};
 use super::{Ftl, FtlConfig, FtlKind};

@@ -12,7 +12,7 @@
 //! [`FtlKind::Nolgn`] page mapping with transactions (NoLgn-FTL: `begin_tx`,
 //! `write_tx`, `commit`, `abort`; the other kinds refuse those).
 //!
-//! [`format`] and [`open`] dispatch on the kind; the [`FtlConfig`] is kept in the
+//! `format` and [`open`] dispatch on the kind; the [`FtlConfig`] is kept in the
 //! device's configuration area behind the [`CONFIG_MAGIC`] prefix. The page FTL and
 //! DFTL share one out-of-place page store (`pagelog`: allocation, GC, OOB format,
 //! rebuild scan); NoLgn-FTL adds its transaction metadata on top of it.
@@ -323,7 +323,7 @@ pub fn format(mut device: Device, config: &FtlConfig) -> Result<Box<dyn Ftl>, Er
     }
 }
 
-/// Opens a device formatted by [`format`]: reads the stored configuration and rebuilds
+/// Opens a device formatted by `format`: reads the stored configuration and rebuilds
 /// the FTL by scanning from `now`. Returns the FTL and when the rebuild finished.
 pub fn open(device: Device, now: SimTime) -> Result<(Box<dyn Ftl>, SimTime), Error> {
     let config = stored_config(device.storage().config_area())?;

@@ -8,7 +8,7 @@
 //! lock bit of the old page's block. [`Ftl::commit`] (after the end page is written)
 //! invalidates the old pages, clears their lock bits and drops the P2P entries;
 //! [`Ftl::abort`] maps the old pages again and invalidates the new ones.
-//! Allocation, GC and the rebuild scan are the page store's ([`super::pagelog`]).
+//! Allocation, GC and the rebuild scan are the page store's (`super::pagelog`).
 //!
 //! OOB of every page: the page store's 28-byte header, then 12 bytes (little-endian):
 //!
@@ -39,7 +39,7 @@
 //! - Tids grow: after a rebuild they continue above every tid on flash, so a tid never
 //!   names pages of two transactions.
 //!
-//! - A superseded page's payload is discarded ([`PageLog::retire`]) once no open
+//! - A superseded page's payload is discarded (`PageLog::retire`) once no open
 //!   transaction or recovery needs it: old versions at commit (not before: the lock
 //!   keeps them live), rewritten and aborted transaction pages (a rebuild rejects their
 //!   tid before reading them). End pages are only killed: every rebuild reads each end

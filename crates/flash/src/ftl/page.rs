@@ -2,7 +2,7 @@
 //! u32 per logical page), out-of-place writes striped round-robin over every chip,
 //! greedy or cost-benefit GC with foreground and background thresholds, durable trims.
 //!
-//! The page store ([`super::pagelog`]) does allocation, GC and the OOB format; this
+//! The page store (`super::pagelog`) does allocation, GC and the OOB format; this
 //! module only keeps the map. Invariant: `l2p[lpn]` is the live data page of `lpn`
 //! (NONE when unmapped or trimmed), and it is the page the store's rebuild scan finds
 //! newest for `lpn`, so after a power cut [`PageFtl::open`] rebuilds the same map from

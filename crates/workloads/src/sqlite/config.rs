@@ -13,7 +13,7 @@ use std::path::PathBuf;
 /// A run of a registered SQLite workload (`bench --engine sqlite`,
 /// [`super::SQLITE_REGISTRY`]): a file says `engine = "sqlite"`, then names only
 /// what it changes; unknown fields are refused. [`SqliteConfig::resolve`] is the one
-/// place it is checked, as [`ExperimentConfig::resolve`] is for the engine's runs, and
+/// place it is checked, as `ExperimentConfig::resolve` is for the engine's runs, and
 /// fills in the workload's defaults, so the resolved config alone reproduces the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -81,7 +81,7 @@ impl FreeSpace {
 }
 
 /// How a run is done, apart from the workload's own parameters and where SQLite runs
-/// (the `run` table of a SQLite experiment, [`crate::config::SqliteConfig`]).
+/// (the `run` table of a SQLite experiment, `crate::config::SqliteConfig`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SqliteRunConfig {
