@@ -5,7 +5,7 @@
 //! The cells an experiment computes are named exactly as its rows in the reference file
 //! (a test checks both ways); the values the paper gives are not here.
 
-use crate::experiment::{AblationCell, Experiment, Implementation, Ours, Results, RunSpec, Scale};
+use crate::experiment::{Experiment, Implementation, Ours, Results, RunSpec, Scale};
 use crate::{buffer_plot, ipa, ipa_ipl, ipl, linkbench, nolgn};
 
 /// A NoLgn figure: its runs, cells and host-stack ablation, with the NoLgn notes.
@@ -14,12 +14,11 @@ const fn nolgn_figure(
     description: &'static str,
     runs: fn(Scale) -> Vec<RunSpec>,
     cells: fn(&Results) -> Vec<Ours>,
-    ablation: fn(&Results) -> Vec<AblationCell>,
 ) -> Experiment {
     Experiment {
         id,
         description,
-        implementation: Some(Implementation::new(runs, cells).notes(nolgn::notes).ablation(ablation)),
+        implementation: Some(Implementation::new(runs, cells).notes(nolgn::notes).ablation(nolgn::VARIANTS)),
     }
 }
 
@@ -113,12 +112,12 @@ pub static CATALOGUE: &[Experiment] = &[
             Implementation::new(ipl::fig6_runs, ipl::fig6_cells).notes(ipl::fig6_notes).plot(ipl::fig6_plot),
         ),
     },
-    nolgn_figure("nolgn:fig6", "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)", nolgn::sweep_runs, nolgn::fig6_cells, nolgn::fig6_ablation),
-    nolgn_figure("nolgn:fig7", "NoLgn Fig. 7: SQLite throughput on Base-WAL, SW-WAL and NoLgn-FTL", nolgn::sweep_runs, nolgn::fig7_cells, nolgn::fig7_ablation),
-    nolgn_figure("nolgn:fig8", "NoLgn Fig. 8: SQLite latency on Base-WAL, SW-WAL and NoLgn-FTL", nolgn::sweep_runs, nolgn::fig8_cells, nolgn::fig8_ablation),
-    nolgn_figure("nolgn:fig9", "NoLgn Fig. 9: GC overhead: share of page migrations, with and without block locking", nolgn::fig9_runs, nolgn::fig9_cells, nolgn::fig9_ablation),
-    nolgn_figure("nolgn:fig10", "NoLgn Fig. 10: SQLite throughput on YCSB A-F", nolgn::fig10_runs, nolgn::fig10_cells, nolgn::fig10_ablation),
-    nolgn_figure("nolgn:fig11", "NoLgn Fig. 11: SQLite on TPC-C by free space", nolgn::fig11_runs, nolgn::fig11_cells, nolgn::fig11_ablation),
+    nolgn_figure("nolgn:fig6", "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)", nolgn::sweep_runs, nolgn::fig6_cells),
+    nolgn_figure("nolgn:fig7", "NoLgn Fig. 7: SQLite throughput on Base-WAL, SW-WAL and NoLgn-FTL", nolgn::sweep_runs, nolgn::fig7_cells),
+    nolgn_figure("nolgn:fig8", "NoLgn Fig. 8: SQLite latency on Base-WAL, SW-WAL and NoLgn-FTL", nolgn::sweep_runs, nolgn::fig8_cells),
+    nolgn_figure("nolgn:fig9", "NoLgn Fig. 9: GC overhead: share of page migrations, with and without block locking", nolgn::fig9_runs, nolgn::fig9_cells),
+    nolgn_figure("nolgn:fig10", "NoLgn Fig. 10: SQLite throughput on YCSB A-F", nolgn::fig10_runs, nolgn::fig10_cells),
+    nolgn_figure("nolgn:fig11", "NoLgn Fig. 11: SQLite on TPC-C by free space", nolgn::fig11_runs, nolgn::fig11_cells),
 ];
 
 /// The experiment of an id.

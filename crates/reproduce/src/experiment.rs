@@ -49,13 +49,21 @@ impl RunSpec {
 /// run that failed.
 pub type Results<'a> = [Option<&'a Value>];
 
-/// One cell's values under an experiment's ablation variants, as text for the report's
-/// `ablation` column (`variant: value; …`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AblationCell {
-    pub row: String,
-    pub column: String,
-    pub text: String,
+/// One variant of an experiment's ablation: every run of the experiment again with one
+/// model component switched or one uncertain constant changed. The report gives each
+/// cell's value under every variant, and a cell that is not `within` is explained by the
+/// variant that moves it furthest towards the paper (see [`crate::ablation`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Variant {
+    /// The label in the ablation column (`no host stack`, `fresh device`).
+    pub name: &'static str,
+    /// What the variant changes and why that can differ from the paper's setup, in the
+    /// words a reason quotes (`the host I/O stack (Ext4 ordered mode), which the paper's
+    /// SQLite runs pass through`).
+    pub component: &'static str,
+    /// The run under the variant; `None` where the variant does not change the run (the
+    /// headline run is then shared, not made twice).
+    pub apply: fn(&RunInput) -> Option<RunInput>,
 }
 
 /// How an implemented experiment runs.
@@ -70,15 +78,15 @@ pub struct Implementation {
     /// The figure (`ID.svg`) of a figure or of a table with a numeric axis: ours from
     /// the results, the paper's from the compared cells.
     pub plot: Option<fn(&Results, &[Cell]) -> Plot>,
-    /// Each cell's values under the experiment's ablation variants (runs among its own,
-    /// with one model switch or constant changed), if it has one.
-    pub ablation: Option<fn(&Results) -> Vec<AblationCell>>,
+    /// The ablation's variants: each adds a copy of the runs with one switch or
+    /// constant changed; the cells come from the runs as `runs` gives them.
+    pub variants: &'static [Variant],
 }
 
 impl Implementation {
     /// Runs and cells, no notes, no figure.
     pub const fn new(runs: fn(Scale) -> Vec<RunSpec>, cells: fn(&Results) -> Vec<Ours>) -> Implementation {
-        Implementation { runs, cells, notes: no_notes, plot: None, ablation: None }
+        Implementation { runs, cells, notes: no_notes, plot: None, variants: &[] }
     }
 
     pub const fn notes(self, notes: fn(Scale) -> Vec<String>) -> Implementation {
@@ -89,8 +97,13 @@ impl Implementation {
         Implementation { plot: Some(plot), ..self }
     }
 
-    pub const fn ablation(self, ablation: fn(&Results) -> Vec<AblationCell>) -> Implementation {
-        Implementation { ablation: Some(ablation), ..self }
+    pub const fn ablation(self, variants: &'static [Variant]) -> Implementation {
+        Implementation { variants, ..self }
+    }
+
+    /// Every run at a scale: the headline runs, then each variant's, variant-major.
+    pub fn all_runs(&self, scale: Scale) -> Vec<RunSpec> {
+        crate::ablation::runs(&(self.runs)(scale), self.variants)
     }
 }
 

@@ -6,6 +6,7 @@
 //! paper's Fig. 6; [`ipl`]: the IPL B+-tree paper's tables and figure).
 //! [`input`]: what a run is (an engine experiment, …) and how each kind is executed.
 //! `reference`: the papers' values, read from the reference file by the comparison only.
+//! [`ablation`]: an experiment's runs under its variants, and the reasons they show.
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.
@@ -17,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ablation;
 pub mod buffer_plot;
 pub mod catalogue;
 pub mod compare;

@@ -3,11 +3,10 @@
 //! log, nolgn FTL) on the femu preset, each device aged first; their runs and cells.
 //!
 //! Every run is made with the host I/O stack `ext4-ordered` (the paper's SQLite runs on
-//! Ext4, §4.1; `sqlite_flash::files::host_stack`) and again under the ablation's other
-//! variants (`VARIANTS`: the stack off, its uncertain CPU constants at 50% and 150%).
-//! The cells come from the first variant; each cell's `ablation` text gives its value
-//! under every variant, so the report shows what the host stack does to it and how far
-//! the uncertain constants move it.
+//! Ext4, §4.1; `sqlite_flash::files::host_stack`) and again under the ablation's
+//! variants ([`VARIANTS`]: the stack off, its uncertain CPU constants at 50% and 150%),
+//! so the report shows what the host stack does to each cell and how far the uncertain
+//! constants move it.
 //!
 //! Scales: `full` is the paper's size (the whole femu preset, 16 GB logical; 200,000
 //! rows; YCSB 100,000 records and operations; TPC-C 4 warehouses); `quick` a 512 MiB
@@ -15,7 +14,7 @@
 //! YCSB 2,000 records and 20,000 operations, TPC-C 1 warehouse and 500 transactions on 8 chips × 64 blocks;
 //! `smoke` a 32 MiB device, 1,500 rows and YCSB 30/30, for tests.
 
-use crate::experiment::{AblationCell, Ours, Results, RunSpec, Scale};
+use crate::experiment::{Ours, Results, RunSpec, Scale, Variant};
 use crate::input::RunInput;
 use serde_json::Value;
 use workloads::config::{DeviceConfig, WorkloadConfig};
@@ -34,13 +33,33 @@ of CPU each; Fig. 9's shares are of all flash programs of the overwrite phase. A
 free-space levels are means of the per-point changes. Ablation: each cell's value with the host stack ext4-ordered \
 (the headline), none, and ext4-ordered with its CPU costs (write call 5 µs, fsync 8 µs, measured) at 50% and 150%.";
 
-/// The ablation's variants: a label and the host stack. The first gives the cells.
-const VARIANTS: [(&str, HostStack); 4] = [
-    ("ext4-ordered", HostStack::EXT4_ORDERED),
-    ("none", HostStack { model: HostStackModel::None, cpu_percent: 100 }),
-    ("ext4-ordered CPU 50%", HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 50 }),
-    ("ext4-ordered CPU 150%", HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 150 }),
+/// The host stack's ablation: the stack off, and its uncertain CPU constants at 50% and
+/// 150% (`HostStack::cpu_percent`).
+pub const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "no host stack",
+        component: "the host I/O stack (Ext4 ordered mode: system calls, file-system CPU, journal commits), which the paper's SQLite runs pass through",
+        apply: |input| with_stack(input, HostStack { model: HostStackModel::None, cpu_percent: 100 }),
+    },
+    Variant {
+        name: "host stack CPU 50%",
+        component: "the host stack's CPU cost per write call and fsync (measured, uncertain: −50%)",
+        apply: |input| with_stack(input, HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 50 }),
+    },
+    Variant {
+        name: "host stack CPU 150%",
+        component: "the host stack's CPU cost per write call and fsync (measured, uncertain: +50%)",
+        apply: |input| with_stack(input, HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 150 }),
+    },
 ];
+
+/// A SQLite run with another host stack.
+fn with_stack(input: &RunInput, host_stack: HostStack) -> Option<RunInput> {
+    match input {
+        RunInput::Sqlite(config) => Some(RunInput::Sqlite(FlashRunConfig { host_stack, ..config.clone() })),
+        _ => None,
+    }
+}
 
 const JOURNALS: [FlashJournal; 3] = [FlashJournal::BaseWal, FlashJournal::SwWal, FlashJournal::Nolgn];
 const SYNCS: [Synchronous; 2] = [Synchronous::Normal, Synchronous::Full];
@@ -135,40 +154,13 @@ fn sync_name(s: Synchronous) -> &'static str {
     }
 }
 
-/// The runs of every variant: variant-major, the points in order within each.
-fn with_variants(points: Vec<(String, FlashRunConfig)>) -> Vec<RunSpec> {
-    let mut runs = Vec::new();
-    for (name, stack) in VARIANTS {
-        for (label, config) in &points {
-            let config = FlashRunConfig { host_stack: stack, ..config.clone() };
-            runs.push(RunSpec { label: format!("{label}, host stack {name}"), input: RunInput::Sqlite(config) });
-        }
-    }
-    runs
-}
-
-/// The headline cells: the first variant's.
-fn headline(results: &Results, of: fn(&Results) -> Vec<Ours>) -> Vec<Ours> {
-    let n = results.len() / VARIANTS.len();
-    of(&results[..n])
-}
-
-/// Every cell's value under each variant, as the report's ablation column shows it.
-fn ablation(results: &Results, of: fn(&Results) -> Vec<Ours>) -> Vec<AblationCell> {
-    let n = results.len() / VARIANTS.len();
-    let per_variant: Vec<Vec<Ours>> = (0..VARIANTS.len()).map(|i| of(&results[i * n..(i + 1) * n])).collect();
-    per_variant[0]
-        .iter()
-        .map(|cell| {
-            let parts: Vec<String> = VARIANTS
-                .iter()
-                .zip(&per_variant)
-                .map(|((name, _), cells)| {
-                    let v = cells.iter().find(|o| o.row == cell.row && o.column == cell.column).and_then(|o| o.value);
-                    format!("{name}: {}", v.map_or("–".into(), |v| format!("{v:+.1}")))
-                })
-                .collect();
-            AblationCell { row: cell.row.clone(), column: cell.column.clone(), text: parts.join("; ") }
+/// The headline runs: every point with the host stack `ext4-ordered`.
+fn with_stack_on(points: Vec<(String, FlashRunConfig)>) -> Vec<RunSpec> {
+    points
+        .into_iter()
+        .map(|(label, config)| RunSpec {
+            label,
+            input: RunInput::Sqlite(FlashRunConfig { host_stack: HostStack::EXT4_ORDERED, ..config }),
         })
         .collect()
 }
@@ -265,7 +257,7 @@ fn sweep_cells(
 use FlashJournal::{BaseWal, Nolgn, SwWal};
 use Synchronous::{Full, Normal};
 
-fn fig6_of(results: &Results) -> Vec<Ours> {
+pub fn fig6_cells(results: &Results) -> Vec<Ours> {
     sweep_cells(
         results,
         "Flash page writes",
@@ -280,7 +272,7 @@ fn fig6_of(results: &Results) -> Vec<Ours> {
     )
 }
 
-fn fig7_of(results: &Results) -> Vec<Ours> {
+pub fn fig7_cells(results: &Results) -> Vec<Ours> {
     sweep_cells(
         results,
         "Throughput",
@@ -289,7 +281,7 @@ fn fig7_of(results: &Results) -> Vec<Ours> {
     )
 }
 
-fn fig8_of(results: &Results) -> Vec<Ours> {
+pub fn fig8_cells(results: &Results) -> Vec<Ours> {
     sweep_cells(
         results,
         "Latency",
@@ -305,31 +297,7 @@ fn fig8_of(results: &Results) -> Vec<Ours> {
 }
 
 pub fn sweep_runs(scale: Scale) -> Vec<RunSpec> {
-    with_variants(sweep_points(scale))
-}
-
-pub fn fig6_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig6_of)
-}
-
-pub fn fig6_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig6_of)
-}
-
-pub fn fig7_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig7_of)
-}
-
-pub fn fig7_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig7_of)
-}
-
-pub fn fig8_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig8_of)
-}
-
-pub fn fig8_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig8_of)
+    with_stack_on(sweep_points(scale))
 }
 
 // ---- Fig. 9: NoLgn's write distribution, NORMAL ----
@@ -341,7 +309,7 @@ fn nolgn_normal_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
     sweep_points(scale).into_iter().skip(first).take(n).collect()
 }
 
-fn fig9_of(results: &Results) -> Vec<Ours> {
+pub fn fig9_cells(results: &Results) -> Vec<Ours> {
     let overwrite = |r: Option<&Value>, f: &str| {
         field(r.and_then(|r| r.get("kinds")).and_then(|k| k.get("overwrite")), &["flash", f])
     };
@@ -386,15 +354,7 @@ fn fig9_of(results: &Results) -> Vec<Ours> {
 }
 
 pub fn fig9_runs(scale: Scale) -> Vec<RunSpec> {
-    with_variants(nolgn_normal_points(scale))
-}
-
-pub fn fig9_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig9_of)
-}
-
-pub fn fig9_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig9_of)
+    with_stack_on(nolgn_normal_points(scale))
 }
 
 // ---- Fig. 10: YCSB A-F, NORMAL ----
@@ -422,7 +382,7 @@ fn by_journal(results: &Results, per: usize, j: FlashJournal, path: &[&str]) -> 
     (0..per).map(|i| field(results.get(first + i).copied().flatten(), path)).collect()
 }
 
-fn fig10_of(results: &Results) -> Vec<Ours> {
+pub fn fig10_cells(results: &Results) -> Vec<Ours> {
     let tps = |j| by_journal(results, MIXES.len(), j, &["throughput_tps"]);
     let base = tps(BaseWal);
     [SwWal, Nolgn]
@@ -436,15 +396,7 @@ fn fig10_of(results: &Results) -> Vec<Ours> {
 }
 
 pub fn fig10_runs(scale: Scale) -> Vec<RunSpec> {
-    with_variants(fig10_points(scale))
-}
-
-pub fn fig10_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig10_of)
-}
-
-pub fn fig10_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig10_of)
+    with_stack_on(fig10_points(scale))
 }
 
 // ---- Fig. 11: TPC-C by free space, NORMAL ----
@@ -464,7 +416,7 @@ fn fig11_points(scale: Scale) -> Vec<(String, FlashRunConfig)> {
     points
 }
 
-fn fig11_of(results: &Results) -> Vec<Ours> {
+pub fn fig11_cells(results: &Results) -> Vec<Ours> {
     let tpmc = |j| by_journal(results, FREE.len(), j, &["tpmc"]);
     let base = tpmc(BaseWal);
     let pairs = |j| tpmc(j).into_iter().zip(base.iter().copied()).collect::<Vec<_>>();
@@ -489,15 +441,7 @@ fn fig11_of(results: &Results) -> Vec<Ours> {
 }
 
 pub fn fig11_runs(scale: Scale) -> Vec<RunSpec> {
-    with_variants(fig11_points(scale))
-}
-
-pub fn fig11_cells(results: &Results) -> Vec<Ours> {
-    headline(results, fig11_of)
-}
-
-pub fn fig11_ablation(results: &Results) -> Vec<AblationCell> {
-    ablation(results, fig11_of)
+    with_stack_on(fig11_points(scale))
 }
 
 /// The NoLgn figures' conditions and assumptions, for their reports.

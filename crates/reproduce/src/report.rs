@@ -62,6 +62,15 @@ pub fn experiment_markdown(
     if !notes.is_empty() {
         out += "\n";
     }
+    let variants = e.implementation.as_ref().map_or(&[][..], |i| i.variants);
+    if !variants.is_empty() {
+        out += "Ablation: every run again under each variant; a cell not within is explained by the variant that \
+                takes it within, or at least half way to the paper's value.\n\n";
+        for v in variants {
+            out += &format!("- {}: {}\n", v.name, v.component);
+        }
+        out += "\n";
+    }
     if !runs.is_empty() {
         out += "| run | conditions | file | wall s |\n|---|---|---|---|\n";
         for r in runs {
@@ -100,6 +109,8 @@ pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[R
         "implemented": e.implemented(),
         "scale": scale.name(),
         "notes": notes,
+        "ablation": e.implementation.as_ref().map_or(&[][..], |i| i.variants).iter()
+            .map(|v| json!({"variant": v.name, "component": v.component})).collect::<Vec<_>>(),
         "runs": runs,
         "cells": cells,
     })

@@ -6,6 +6,7 @@
 //! and a second invocation re-executes nothing that finished. A run may be of any kind
 //! ([`crate::input`]); the runner only checks, executes and keeps it.
 
+use crate::ablation;
 use crate::compare::{self, Cell, Missing};
 use crate::experiment::{Experiment, RunSpec, Scale};
 use crate::reference::{self, ReferenceCell};
@@ -82,7 +83,7 @@ fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(Ru
     let mut planned: Vec<Planned> = Vec::new();
     let mut plans = Vec::new();
     for e in experiments {
-        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.runs)(scale));
+        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| i.all_runs(scale));
         let mut keyed = Vec::new();
         for spec in specs {
             let key = Store::key(&spec.input);
@@ -168,23 +169,22 @@ fn experiment(
         })
         .collect();
     let first_error = records.iter().find_map(|r| r.error.as_deref());
+    let variants = e.implementation.as_ref().map_or(&[][..], |i| i.variants);
+    let headline = &values[..ablation::headline_len(values.len(), variants.len())];
     let (ours, missing) = match &e.implementation {
         None => (Vec::new(), Some(Missing::NotImplemented)),
-        Some(i) => ((i.cells)(&values), first_error.map(Missing::RunFailed)),
+        Some(i) => ((i.cells)(headline), first_error.map(Missing::RunFailed)),
     };
     let mut cells = compare::join(e.id, reference, &ours, missing);
-    if let Some(ablation) = e.implementation.as_ref().and_then(|i| i.ablation) {
-        let texts = ablation(&values);
-        for c in &mut cells {
-            if let Some(a) = texts.iter().find(|a| a.row == c.row && a.column == c.column) {
-                c.ablation = a.text.clone();
-            }
-        }
+    if let Some(i) = &e.implementation {
+        let per_variant: Vec<Vec<_>> =
+            values[headline.len()..].chunks(headline.len().max(1)).map(|r| (i.cells)(r)).collect();
+        ablation::annotate(&mut cells, variants, &per_variant);
     }
     let stem = e.file_stem();
     let notes = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.notes)(scale));
     if let Some(plot) = e.implementation.as_ref().and_then(|i| i.plot) {
-        store.write(&format!("{stem}.svg"), &plot(&values, &cells).to_svg())?;
+        store.write(&format!("{stem}.svg"), &plot(headline, &cells).to_svg())?;
     }
     store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &notes, &records, &cells))?;
     let json = report::experiment_json(e, scale, &notes, &records, &cells);
