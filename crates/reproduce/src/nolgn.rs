@@ -33,8 +33,8 @@ of CPU each; Fig. 9's shares are of all flash programs of the overwrite phase. A
 free-space levels are means of the per-point changes. Ablation: each cell's value with the host stack ext4-ordered \
 (the headline), none, and ext4-ordered with its CPU costs (write call 5 µs, fsync 8 µs, measured) at 50% and 150%.";
 
-/// The host stack's ablation: the stack off, and its uncertain CPU constants at 50% and
-/// 150% (`HostStack::cpu_percent`).
+/// The ablation: the host stack off, its uncertain CPU constants at 50% and 150%
+/// (`HostStack::cpu_percent`), and the page cache without clean pages.
 pub const VARIANTS: &[Variant] = &[
     Variant {
         name: "no host stack",
@@ -51,7 +51,19 @@ pub const VARIANTS: &[Variant] = &[
         component: "the host stack's CPU cost per write call and fsync (measured, uncertain: +50%)",
         apply: |input| with_stack(input, HostStack { model: HostStackModel::Ext4Ordered, cpu_percent: 150 }),
     },
+    DIRTY_ONLY_CACHE,
 ];
+
+/// The page cache's clean pages off: every read of a page not dirty in RAM, and the
+/// read before a partial-page write, goes to flash.
+const DIRTY_ONLY_CACHE: Variant = Variant {
+    name: "no clean pages cached",
+    component: "the host page cache's clean pages (Linux keeps written-back and read pages in RAM; without them, each WAL frame rewritten after a checkpoint costs a flash read)",
+    apply: |input| match input {
+        RunInput::Sqlite(config) => Some(RunInput::Sqlite(FlashRunConfig { clean_cache_pages: 0, ..config.clone() })),
+        _ => None,
+    },
+};
 
 /// A SQLite run with another host stack.
 fn with_stack(input: &RunInput, host_stack: HostStack) -> Option<RunInput> {

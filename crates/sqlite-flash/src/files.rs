@@ -73,6 +73,7 @@ mod swwal;
 pub mod host_stack;
 
 use crate::cache::{PageCache, Tag};
+use crate::clean::CleanPages;
 
 /// A page's bytes and tag as [`FileStore::fetch`] found them.
 pub(crate) type Fetched = (Vec<u8>, Tag);
@@ -210,6 +211,8 @@ pub struct FileStore {
     tx: Option<TxMode>,
     /// Dirty pages not yet on flash.
     cache: PageCache,
+    /// Clean pages: what flash holds, kept in RAM (`clean.rs`).
+    clean: CleanPages,
     /// The host I/O stack's switch and state.
     host: host_stack::StackState,
 }
@@ -295,6 +298,7 @@ impl FileStore {
             sw_wal: None,
             tx: None,
             cache: PageCache::new(DEFAULT_CACHE_PAGES),
+            clean: CleanPages::new(DEFAULT_CACHE_PAGES),
             host: host_stack::StackState::default(),
         })
     }
@@ -326,6 +330,16 @@ impl FileStore {
 
     pub fn cache_pages(&self) -> usize {
         self.cache.bound_pages()
+    }
+
+    /// How many clean pages the store keeps in RAM (0: none; `clean.rs`). A smaller
+    /// bound drops the pages used the longest ago.
+    pub fn set_clean_cache_pages(&mut self, pages: usize) {
+        self.clean.set_bound(pages);
+    }
+
+    pub fn clean_cache_pages(&self) -> usize {
+        self.clean.bound()
     }
 
     /// Dirty pages in the page cache now.
@@ -387,6 +401,7 @@ impl FileStore {
             None => self.ftl.write(lpn, data, now)?,
         };
         self.counters.write_pages += 1;
+        self.clean.put(lpn, data, Some(tag));
         Ok(timing.end_ns.max(now))
     }
 
@@ -414,15 +429,25 @@ impl FileStore {
             self.counters.cache_hits += 1;
             return Ok((Some((d.data.clone(), d.tag)), now));
         }
+        if let Some(page) = self.clean.get(lpn, tagged) {
+            self.counters.cache_hits += 1;
+            return Ok((Some(page), now));
+        }
         self.counters.read_pages += 1;
         if tagged {
             return Ok(match self.ftl.read_tagged(lpn, now)? {
-                Some((read, tag)) => (Some((read.data.to_vec(), tag)), read.timing.end_ns.max(now)),
+                Some((read, tag)) => {
+                    self.clean.put(lpn, read.data, Some(tag));
+                    (Some((read.data.to_vec(), tag)), read.timing.end_ns.max(now))
+                }
                 None => (None, now),
             });
         }
         Ok(match self.ftl.read(lpn, now)? {
-            Some(read) => (Some((read.data.to_vec(), None)), read.timing.end_ns.max(now)),
+            Some(read) => {
+                self.clean.put(lpn, read.data, None);
+                (Some((read.data.to_vec(), None)), read.timing.end_ns.max(now))
+            }
             None => (None, now),
         })
     }
@@ -439,6 +464,13 @@ impl FileStore {
     /// A remap onto `lpn` supersedes its dirty page.
     pub(crate) fn discard_dirty(&mut self, lpn: u32) {
         self.cache.take(lpn);
+        self.clean.forget(lpn);
+    }
+
+    /// `lpn`'s content on flash changes by a path other than [`FileStore::write_back`]
+    /// (a remap, a table or journal write).
+    pub(crate) fn forget_clean(&mut self, lpn: u32) {
+        self.clean.forget(lpn);
     }
 
     /// Lets simulated time pass (CPU work, a sleep).
@@ -458,8 +490,10 @@ impl FileStore {
         self.ftl.as_ref()
     }
 
-    /// The FTL, for fault injection and tools that look beneath the files.
+    /// The FTL, for fault injection and tools that look beneath the files; what they
+    /// do may change any page, so the clean pages are dropped.
     pub fn ftl_mut(&mut self) -> &mut dyn Ftl {
+        self.clean.clear();
         self.ftl.as_mut()
     }
 
@@ -815,6 +849,7 @@ impl FileStore {
         self.drop_dirty(&freed)?;
         for e in &freed {
             for lpn in e.first..e.first + e.pages {
+                self.clean.forget(lpn);
                 if let Some(t) = self.ftl.trim(lpn, issued)? {
                     end = end.max(t.end_ns);
                 }
@@ -854,12 +889,18 @@ impl FileStore {
         }
         let tid = self.ftl.begin_tx()?;
         if let Err(e) = self.write_group(tid, pages) {
+            // The transaction's pages are rolled back (or lost): what flash holds for
+            // them is not what the clean pages say.
+            self.clean.clear();
             if !matches!(e, Error::Flash(flash::Error::Device(_) | flash::Error::NeedsReopen { .. })) {
                 let _ = self.ftl.abort(tid, self.now);
             }
             return Err(e);
         }
-        self.ftl.commit(tid, self.now)?;
+        if let Err(e) = self.ftl.commit(tid, self.now) {
+            self.clean.clear();
+            return Err(e.into());
+        }
         let freed = self.tx.as_mut().map(|t| std::mem::take(&mut t.freed)).unwrap_or_default();
         if !freed.is_empty() {
             self.release(freed)?;
@@ -874,9 +915,11 @@ impl FileStore {
         let mut end = issued;
         for (i, (lpn, page)) in pages.iter().enumerate() {
             end = end.max(self.ftl.write_tx(*lpn, &page.data, tid, i == last, issued)?.end_ns);
+            self.clean.put(*lpn, &page.data, Some(None));
             self.counters.write_pages += 1;
         }
         if let Some((generation, copy, page)) = table {
+            self.clean.forget(copy);
             end = end.max(self.ftl.write_tx(copy, &page, tid, true, issued)?.end_ns);
             self.generation = generation;
             self.dirty = false;
@@ -891,6 +934,7 @@ impl FileStore {
     fn save_table(&mut self) -> Result<(), Error> {
         self.write_back_all()?;
         let (generation, copy, page) = self.table_page()?;
+        self.clean.forget(copy);
         self.now = self.ftl.write(copy, &page, self.now)?.end_ns.max(self.now);
         self.generation = generation;
         self.dirty = false;

@@ -244,6 +244,7 @@ impl FileStore {
         self.host.next += 1;
         let lpn = self.lpn(JOURNAL_FILE, index)?;
         let page = vec![0x4Au8; self.page_bytes];
+        self.forget_clean(lpn);
         let timing = self.ftl.write(lpn, &page, at)?;
         self.counters.journal_writes += 1;
         Ok(timing.end_ns.max(at))

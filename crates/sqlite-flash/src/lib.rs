@@ -24,6 +24,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod cache;
+mod clean;
 pub mod error;
 pub mod files;
 pub mod locks;
@@ -57,6 +58,10 @@ pub struct FlashSqliteOptions {
     /// The file layer's write-back page cache, in logical pages (0: write-through).
     #[serde(default = "default_cache_pages")]
     pub page_cache_pages: usize,
+    /// Clean pages the file layer keeps in RAM after a write-back or a read (0: none,
+    /// every read not of a dirty page goes to flash).
+    #[serde(default = "default_cache_pages")]
+    pub clean_cache_pages: usize,
     /// The host I/O stack charged per write call and fsync (`files::host_stack`);
     /// none by default.
     #[serde(default)]
@@ -74,6 +79,7 @@ impl Default for FlashSqliteOptions {
             seed: 1,
             journal: Journal::Sqlite,
             page_cache_pages: DEFAULT_CACHE_PAGES,
+            clean_cache_pages: DEFAULT_CACHE_PAGES,
             host_stack: HostStack::default(),
         }
     }
@@ -211,6 +217,7 @@ impl FlashSqlite {
             (false, journal) => journal,
         };
         store.set_cache_pages(opts.page_cache_pages)?;
+        store.set_clean_cache_pages(opts.clean_cache_pages);
         store.set_host_stack(opts.host_stack)?;
         if let Journal::Nolgn { group_pages } = journal {
             store.set_transactional(DB_NAME, group_pages as u64)?;

@@ -119,6 +119,10 @@ impl FileStore {
         for src in sources {
             self.write_back_source(src)?;
         }
+        for &(a, b) in &pairs {
+            self.forget_clean(a);
+            self.forget_clean(b);
+        }
         if let Some(t) = self.ftl.remap(&pairs, self.now)? {
             self.now = self.now.max(t.end_ns);
         }

@@ -117,6 +117,10 @@ pub struct FlashRunConfig {
     pub cpu_ns_per_statement: u64,
     /// The file layer's write-back page cache, in logical pages.
     pub page_cache_pages: usize,
+    /// Clean pages the file layer keeps in RAM after a write-back or read, as Linux's
+    /// page cache does (0: none, every other read goes to flash).
+    #[serde(default = "default_clean_cache_pages")]
+    pub clean_cache_pages: usize,
     /// The host I/O stack under SQLite's files.
     #[serde(default)]
     pub host_stack: HostStack,
@@ -136,9 +140,14 @@ impl Default for FlashRunConfig {
             seed: run.seed,
             cpu_ns_per_statement: run.cpu_ns_per_statement,
             page_cache_pages: sqlite_flash::DEFAULT_CACHE_PAGES,
+            clean_cache_pages: sqlite_flash::DEFAULT_CACHE_PAGES,
             host_stack: HostStack::default(),
         }
     }
+}
+
+fn default_clean_cache_pages() -> usize {
+    sqlite_flash::DEFAULT_CACHE_PAGES
 }
 
 impl FlashRunConfig {
@@ -172,6 +181,7 @@ impl FlashRunConfig {
             statement_cpu_ns: 0,
             journal: self.journal.sqlite_flash(self.group_pages),
             page_cache_pages: self.page_cache_pages,
+            clean_cache_pages: self.clean_cache_pages,
             host_stack: self.host_stack,
             ..FlashSqliteOptions::default()
         };
