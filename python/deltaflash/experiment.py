@@ -164,8 +164,13 @@ class Result:
         return pd.DataFrame(self.data.get("objects", []))
 
     def row(self) -> Dict[str, Any]:
-        """The scalar metrics, flat: one row of a sweep's DataFrame."""
-        return {k: v for k, v in self.data.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        """The scalar metrics, flat: one row of a sweep's DataFrame. Each transaction
+        type's p99 latency is a column too, named by its JSON path
+        (``transaction_latency_us_by_type.new_order.p99``, µs)."""
+        row = {k: v for k, v in self.data.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        for kind, latency in self.data.get("transaction_latency_us_by_type", {}).items():
+            row[f"transaction_latency_us_by_type.{kind}.p99"] = latency["p99"]
+        return row
 
     def __repr__(self) -> str:
         m = self.data

@@ -745,13 +745,16 @@ pub fn bench(cmd: BenchCommand) -> Result<bool, String> {
     print_table(&table);
     let m = &run.metrics;
     let mut latencies =
-        vec![Row::new(["latency [µs]", "p50", "p95", "p99", "p99.9", "max"].map(String::from).to_vec())];
-    for (name, l) in [
+        vec![Row::new(["latency [µs]", "count", "p50", "p95", "p99", "p99.9", "max"].map(String::from).to_vec())];
+    let overall = [
         ("page read", m.read_latency_us),
         ("page write", m.write_latency_us),
         ("transaction", m.transaction_latency_us),
-    ] {
-        let mut row = vec![name.to_string()];
+    ];
+    // Then a row per transaction type, under the transactions' row.
+    let by_type = m.transaction_latency_us_by_type.iter().map(|(kind, &l)| (format!("  {kind}"), l));
+    for (name, l) in overall.map(|(name, l)| (name.to_string(), l)).into_iter().chain(by_type) {
+        let mut row = vec![name, l.count.to_string()];
         row.extend([l.p50, l.p95, l.p99, l.p99_9, l.max].map(|v| format!("{v:.1}")));
         latencies.push(Row::new(row));
     }

@@ -15,10 +15,9 @@
 //! write latencies per request go to HDR histograms for percentiles.
 
 use crate::memory::{Kept, MemoryReport};
-use engine::latency::{histogram, Percentiles};
 use flash::ftl::{Ftl, FtlCounters};
 use flash::{DeltaRefusal, Error, Flash, RegionCounters, RegionId, WearStats, WriteHint};
-use hdrhistogram::Histogram;
+use latency::{LatencyHistogram, Percentiles};
 use nand::{Device, DeviceCounters, OpTiming, SimTime};
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -215,8 +214,8 @@ pub struct Runner {
     issuer: Issuer,
     stats: RunnerStats,
     /// Latency per read and per write request (ns) since [`Runner::start_measurement`].
-    read_latency_ns: Histogram<u64>,
-    write_latency_ns: Histogram<u64>,
+    read_latency: LatencyHistogram,
+    write_latency: LatencyHistogram,
     keeps_data: bool,
     page: Vec<u8>,
     page_bytes: usize,
@@ -241,8 +240,8 @@ impl Runner {
             target,
             issuer: Issuer { depth: queue_depth.max(1), in_flight: BinaryHeap::new(), now: 0, last_completion: 0 },
             stats: RunnerStats::default(),
-            read_latency_ns: histogram(),
-            write_latency_ns: histogram(),
+            read_latency: LatencyHistogram::new(),
+            write_latency: LatencyHistogram::new(),
             keeps_data,
             page: if keeps_data { page } else { Vec::new() },
             page_bytes,
@@ -275,8 +274,8 @@ impl Runner {
     /// Starts a measured phase: the snapshot to measure from, and empty latency
     /// histograms.
     pub fn start_measurement(&mut self) -> Snapshot {
-        self.read_latency_ns.reset();
-        self.write_latency_ns.reset();
+        self.read_latency.reset();
+        self.write_latency.reset();
         self.snapshot()
     }
 
@@ -301,11 +300,11 @@ impl Runner {
         let Some(end) = end else { return };
         self.issuer.complete(end);
         let histogram = match kind {
-            Some(RequestKind::Read) => &mut self.read_latency_ns,
-            Some(RequestKind::Write) => &mut self.write_latency_ns,
+            Some(RequestKind::Read) => &mut self.read_latency,
+            Some(RequestKind::Write) => &mut self.write_latency,
             None => return,
         };
-        histogram.saturating_record(end.saturating_sub(from).max(1));
+        histogram.record(end.saturating_sub(from));
     }
 
     /// When a flush issued at `now` completes: once every request in flight has.
@@ -475,8 +474,8 @@ impl Runner {
             write_latency_us_mean: mean_us(s1.write_latency_ns - s0.write_latency_ns, s1.writes - s0.writes),
             delta_latency_us_mean: mean_us(s1.delta_latency_ns - s0.delta_latency_ns, s1.deltas - s0.deltas),
             read_latency_us_mean: mean_us(s1.read_latency_ns - s0.read_latency_ns, s1.reads - s0.reads),
-            read_latency_us: Percentiles::of_ns(&self.read_latency_ns),
-            write_latency_us: Percentiles::of_ns(&self.write_latency_ns),
+            read_latency_us: self.read_latency.percentiles(),
+            write_latency_us: self.write_latency.percentiles(),
             pe_min: wear.pe_min,
             pe_mean: wear.pe_mean,
             pe_max: wear.pe_max,

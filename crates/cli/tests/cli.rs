@@ -316,6 +316,26 @@ fn bench_log_buffer_bytes_reaches_the_engine_and_the_config() {
     assert_eq!(again, (config, ahead), "the config file runs as the flag did");
 }
 
+/// `bench` prints a latency row per transaction type under the transactions' row, with
+/// the counts and percentiles its JSON holds in `transaction_latency_us_by_type`.
+#[test]
+fn bench_prints_and_records_latency_per_transaction_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tpcc.json");
+    let tpcc = ["bench", "--workload", "tpcc", "--warehouses", "1", "--blocks-per-chip", "64", "--seed", "5"];
+    let out = ok(&[&tpcc[..], &["--sim-time", "0.5", "--warmup", "0.2", "--json", path.to_str().unwrap()]].concat());
+    let v = common::json(&path);
+    let by_type = v["transaction_latency_us_by_type"].as_object().unwrap();
+    assert_eq!(by_type.len(), 5, "{by_type:?}");
+    let lines: Vec<&str> = out.lines().collect();
+    let overall = lines.iter().position(|l| l.trim_start().starts_with("transaction ")).expect("a transaction row");
+    for (row, (kind, p)) in lines[overall + 1..].iter().zip(by_type) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let want = [kind.clone(), p["count"].to_string(), format!("{:.1}", p["p50"].as_f64().unwrap())];
+        assert_eq!(cells[..3], want, "{out}");
+    }
+}
+
 /// A device too small for the database stops the bench with what ran out and what to
 /// change, during loading and during the run.
 #[test]

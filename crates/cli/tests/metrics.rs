@@ -1,7 +1,7 @@
 //! One metric vocabulary: every key of every command's JSON result is a name listed in
 //! `docs/metrics.md`. The keys of the run's `config` (documented with the config in
-//! `docs/experiments.md`) and of the maps keyed by names (regions, transaction kinds,
-//! phases) are left out.
+//! `docs/experiments.md`) and of the maps keyed by names (regions, transaction kinds and
+//! types, phases) are left out.
 
 mod common;
 use common::{ok, SMALL};
@@ -21,7 +21,8 @@ fn documented() -> BTreeSet<String> {
 }
 
 /// Every key of `v`, but those under `config`, `params` and `run` (config fields) and
-/// the names that key `regions`, `ipl_regions`, `kinds` and `phases`.
+/// the names that key `regions`, `ipl_regions`, `kinds`, `transaction_latency_us_by_type`
+/// and `phases`.
 fn keys(v: &serde_json::Value, keyed_by_name: bool, out: &mut BTreeSet<String>) {
     match v {
         serde_json::Value::Object(map) => {
@@ -32,7 +33,11 @@ fn keys(v: &serde_json::Value, keyed_by_name: bool, out: &mut BTreeSet<String>) 
                 if matches!(k.as_str(), "config" | "params" | "run") && !keyed_by_name {
                     continue;
                 }
-                let names = !keyed_by_name && matches!(k.as_str(), "regions" | "ipl_regions" | "kinds" | "phases");
+                let names = !keyed_by_name
+                    && matches!(
+                        k.as_str(),
+                        "regions" | "ipl_regions" | "kinds" | "transaction_latency_us_by_type" | "phases"
+                    );
                 keys(item, names && item.is_object(), out);
             }
         }

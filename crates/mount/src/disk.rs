@@ -15,7 +15,7 @@
 //! completion, so a program's own timings see the device (as FEMU does).
 
 use flash::{PageDevice, RegionId};
-use hdrhistogram::Histogram;
+use latency::LatencyHistogram;
 use nand::{SimTime, SyncPoint};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -65,8 +65,8 @@ pub struct Disk {
     opened: Instant,
     base_ns: SimTime,
     counts: HostCounts,
-    read_latency_ns: Histogram<u64>,
-    write_latency_ns: Histogram<u64>,
+    read_latency: LatencyHistogram,
+    write_latency: LatencyHistogram,
 }
 
 impl Disk {
@@ -78,8 +78,6 @@ impl Disk {
         }
         let page_bytes = device.page_bytes();
         let pages = device.logical_pages(region);
-        // Latencies from 1 ns to an hour, 3 significant digits.
-        let histogram = || Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
         Ok(Disk {
             device,
             region,
@@ -89,8 +87,8 @@ impl Disk {
             opened: Instant::now(),
             base_ns: now,
             counts: HostCounts::default(),
-            read_latency_ns: histogram(),
-            write_latency_ns: histogram(),
+            read_latency: LatencyHistogram::new(),
+            write_latency: LatencyHistogram::new(),
         })
     }
 
@@ -172,7 +170,7 @@ impl Disk {
         }
         self.counts.read_requests += 1;
         self.counts.read_bytes += len as u64;
-        record(&mut self.read_latency_ns, end - issued);
+        self.read_latency.record(end - issued);
         self.complete_at(end);
         Ok(out)
     }
@@ -184,7 +182,7 @@ impl Disk {
         let end = self.write_at(issued, offset, data)?;
         self.counts.write_requests += 1;
         self.counts.write_bytes += data.len() as u64;
-        record(&mut self.write_latency_ns, end - issued);
+        self.write_latency.record(end - issued);
         self.complete_at(end);
         Ok(())
     }
@@ -311,25 +309,8 @@ impl Disk {
             "write_amplification": if c.page_writes == 0 { 0.0 } else { flash_programs as f64 / c.page_writes as f64 },
             "chip_busy_seconds": busy.iter().map(|&b| b as f64 / 1e9).collect::<Vec<_>>(),
             "chip_utilisation": busy.iter().map(|&b| b as f64 / elapsed_ns as f64).collect::<Vec<_>>(),
-            "read_latency_us": percentiles(&self.read_latency_ns),
-            "write_latency_us": percentiles(&self.write_latency_ns),
+            "read_latency_us": self.read_latency.percentiles(),
+            "write_latency_us": self.write_latency.percentiles(),
         })
     }
-}
-
-fn record(histogram: &mut Histogram<u64>, ns: u64) {
-    histogram.saturating_record(ns.max(1));
-}
-
-/// p50, p95, p99, p99.9 and max of a latency histogram, in µs (all 0 when empty).
-fn percentiles(h: &Histogram<u64>) -> Value {
-    let at = |q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
-    json!({
-        "count": h.len(),
-        "p50": at(0.50),
-        "p95": at(0.95),
-        "p99": at(0.99),
-        "p99_9": at(0.999),
-        "max": if h.is_empty() { 0.0 } else { h.max() as f64 / 1e3 },
-    })
 }

@@ -16,21 +16,21 @@
 //! Metrics are the differences between a snapshot at the end of the warm-up and one at
 //! the end of the run, named as in the IPA paper's tables (§8.4, appendix B).
 //!
-//! Latency percentiles come from HDR histograms (within 1 %, `engine::latency`): page
+//! Latency percentiles come from HDR histograms (within 1 %, [`LatencyHistogram`]): page
 //! read and write latencies from the engine's histograms, which the driver empties at
 //! the end of the warm-up and at each interval line (folding them into the run's), and
 //! transaction latencies (start to completion, a group commit's wait included) from
-//! one the driver keeps for the transactions started after the warm-up.
+//! those the driver keeps for the transactions started after the warm-up, all together
+//! and per transaction type.
 
 use crate::workload::{Workload, WorkloadError};
 use engine::buffer::PoolStats;
-use engine::latency::{self, quantile_ms};
 use engine::store::ObjectCounters;
 use engine::Database;
 use flash::ftl::FtlCounters;
 use flash::IplCounters;
 use flash::RegionCounters;
-use hdrhistogram::Histogram;
+use latency::{LatencyHistogram, Percentiles};
 use nand::{DeviceCounters, SimTime};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -212,11 +212,15 @@ pub struct Metrics {
     pub transaction_latency_p50_ms: f64,
     pub transaction_latency_p95_ms: f64,
     pub transaction_latency_p99_ms: f64,
-    /// The same three latencies' percentiles and maximum in µs (`{p50, p95, p99,
-    /// p99_9, max}`), the shape every command's latencies take.
-    pub read_latency_us: LatencyPercentiles,
-    pub write_latency_us: LatencyPercentiles,
-    pub transaction_latency_us: LatencyPercentiles,
+    /// The same three latencies as every command reports a latency (`{count, p50, p95,
+    /// p99, p99_9, max}`, µs).
+    pub read_latency_us: Percentiles,
+    pub write_latency_us: Percentiles,
+    pub transaction_latency_us: Percentiles,
+    /// Transaction latency per transaction type, keyed by the workload's names for them
+    /// (TPC-C's `new_order`, …): the types run in the measurement; their counts sum to
+    /// `transaction_latency_us`'s.
+    pub transaction_latency_us_by_type: BTreeMap<&'static str, Percentiles>,
     pub net_changed_bytes: u64,
     pub gross_written_bytes: u64,
     pub dbms_write_amplification: f64,
@@ -261,30 +265,9 @@ pub struct Metrics {
     pub intervals: Vec<Interval>,
 }
 
-/// A latency histogram's percentiles and maximum in microseconds (0 when empty).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct LatencyPercentiles {
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p99_9: f64,
-    pub max: f64,
-}
-
-impl LatencyPercentiles {
-    /// Of a histogram of nanoseconds.
-    pub fn of(h: &Histogram<u64>) -> LatencyPercentiles {
-        if h.is_empty() {
-            return LatencyPercentiles::default();
-        }
-        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
-        LatencyPercentiles { p50: us(0.5), p95: us(0.95), p99: us(0.99), p99_9: us(0.999), max: h.max() as f64 / 1e3 }
-    }
-}
-
 /// Latency percentiles of a window (an interval or the measurement), in milliseconds.
 #[derive(Clone, Copy, Debug)]
-struct Percentiles {
+struct WindowLatencies {
     read_p50: f64,
     read_p99: f64,
     write_p50: f64,
@@ -293,60 +276,66 @@ struct Percentiles {
     transaction_p95: f64,
     transaction_p99: f64,
     /// Page reads, page writes and transactions, in µs.
-    us: [LatencyPercentiles; 3],
+    us: [Percentiles; 3],
 }
 
-impl Percentiles {
-    fn of(reads: &Histogram<u64>, writes: &Histogram<u64>, transactions: &Histogram<u64>) -> Percentiles {
-        Percentiles {
-            read_p50: quantile_ms(reads, 0.5),
-            read_p99: quantile_ms(reads, 0.99),
-            write_p50: quantile_ms(writes, 0.5),
-            write_p99: quantile_ms(writes, 0.99),
-            transaction_p50: quantile_ms(transactions, 0.5),
-            transaction_p95: quantile_ms(transactions, 0.95),
-            transaction_p99: quantile_ms(transactions, 0.99),
-            us: [reads, writes, transactions].map(LatencyPercentiles::of),
+impl WindowLatencies {
+    fn of(reads: &LatencyHistogram, writes: &LatencyHistogram, transactions: &LatencyHistogram) -> WindowLatencies {
+        WindowLatencies {
+            read_p50: reads.quantile_ms(0.5),
+            read_p99: reads.quantile_ms(0.99),
+            write_p50: writes.quantile_ms(0.5),
+            write_p99: writes.quantile_ms(0.99),
+            transaction_p50: transactions.quantile_ms(0.5),
+            transaction_p95: transactions.quantile_ms(0.95),
+            transaction_p99: transactions.quantile_ms(0.99),
+            us: [reads, writes, transactions].map(LatencyHistogram::percentiles),
         }
     }
 }
 
-/// The driver's latency histograms (nanoseconds): the measurement's page reads, page
-/// writes and transactions, and the transactions of the interval in progress. The
-/// interval's page I/O is in the engine's histograms until [`Latencies::close_window`].
+/// The driver's latency histograms: the measurement's page reads, page writes and
+/// transactions (all, and per transaction type), and the transactions of the interval
+/// in progress. The interval's page I/O is in the engine's histograms until
+/// [`Latencies::close_window`].
+#[derive(Default)]
 struct Latencies {
-    reads: Histogram<u64>,
-    writes: Histogram<u64>,
-    transactions: Histogram<u64>,
-    interval_transactions: Histogram<u64>,
+    reads: LatencyHistogram,
+    writes: LatencyHistogram,
+    transactions: LatencyHistogram,
+    interval_transactions: LatencyHistogram,
+    transactions_by_type: BTreeMap<&'static str, LatencyHistogram>,
 }
 
 impl Latencies {
-    fn new() -> Latencies {
-        let h = latency::histogram;
-        Latencies { reads: h(), writes: h(), transactions: h(), interval_transactions: h() }
+    /// A measured transaction of type `kind` took `ns`.
+    fn record_transaction(&mut self, kind: &'static str, ns: SimTime) {
+        self.interval_transactions.record(ns);
+        self.transactions_by_type.entry(kind).or_default().record(ns);
     }
 
     /// Ends a window: the percentiles of the interval's histograms (the engine's page
     /// I/O and the driver's transactions), which are folded into the measurement's and
     /// emptied.
-    fn close_window(&mut self, db: &mut Database) -> Result<Percentiles, RunError> {
+    fn close_window(&mut self, db: &mut Database) -> WindowLatencies {
         let io = db.io_latencies_mut();
-        let p = Percentiles::of(io.reads(), io.writes(), &self.interval_transactions);
-        let fold = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
-            into.add(from).map_err(|e| RunError::Failed(format!("latency histogram: {e:?}").into()))
-        };
-        fold(&mut self.reads, io.reads())?;
-        fold(&mut self.writes, io.writes())?;
-        fold(&mut self.transactions, &self.interval_transactions)?;
+        let p = WindowLatencies::of(io.reads(), io.writes(), &self.interval_transactions);
+        self.reads.add(io.reads());
+        self.writes.add(io.writes());
+        self.transactions.add(&self.interval_transactions);
         io.reset();
         self.interval_transactions.reset();
-        Ok(p)
+        p
     }
 
     /// The measurement's percentiles.
-    fn measured(&self) -> Percentiles {
-        Percentiles::of(&self.reads, &self.writes, &self.transactions)
+    fn measured(&self) -> WindowLatencies {
+        WindowLatencies::of(&self.reads, &self.writes, &self.transactions)
+    }
+
+    /// The measurement's transaction percentiles per transaction type.
+    fn measured_by_type(&self) -> BTreeMap<&'static str, Percentiles> {
+        self.transactions_by_type.iter().map(|(&kind, h)| (kind, h.percentiles())).collect()
     }
 }
 
@@ -394,7 +383,8 @@ fn metrics(
     b: &Snapshot,
     terminals: usize,
     intervals: Vec<Interval>,
-    p: Percentiles,
+    p: WindowLatencies,
+    by_type: BTreeMap<&'static str, Percentiles>,
     switch: Option<&SwitchCost>,
 ) -> Metrics {
     let mut objects = Vec::new();
@@ -453,6 +443,7 @@ fn metrics(
         read_latency_us: p.us[0],
         write_latency_us: p.us[1],
         transaction_latency_us: p.us[2],
+        transaction_latency_us_by_type: by_type,
         net_changed_bytes: total.net_changed_bytes,
         gross_written_bytes: total.gross_written_bytes,
         dbms_write_amplification: total.write_amplification(),
@@ -482,26 +473,26 @@ fn metrics(
     }
 }
 
-/// The terminals' clocks and, for each, the log end its commit waits for and when its
-/// transaction started if it is measured.
+/// The terminals' clocks and, for each, the log end its commit waits for and, if its
+/// transaction is measured, when it started and its type.
 struct Terminals {
     clocks: Vec<SimTime>,
     waiting: Vec<Option<u64>>,
-    started: Vec<Option<SimTime>>,
+    started: Vec<Option<(SimTime, &'static str)>>,
 }
 
 impl Terminals {
     /// Lets the terminals whose commits the log has made durable go on from when it
     /// did, counting their wait as commit time; a measured transaction's latency ends then.
-    fn release(&mut self, db: &mut Database, transactions: &mut Histogram<u64>) {
+    fn release(&mut self, db: &mut Database, latencies: &mut Latencies) {
         let (durable, at) = (db.durable_lsn(), db.durable_at());
         for ((clock, wait), started) in self.clocks.iter_mut().zip(&mut self.waiting).zip(&mut self.started) {
             if wait.is_some_and(|lsn| lsn <= durable) {
                 db.add_commit_wait(at.saturating_sub(*clock));
                 *clock = (*clock).max(at);
                 *wait = None;
-                if let Some(start) = started.take() {
-                    transactions.saturating_record(clock.saturating_sub(start).max(1));
+                if let Some((start, kind)) = started.take() {
+                    latencies.record_transaction(kind, clock.saturating_sub(start));
                 }
             }
         }
@@ -529,7 +520,7 @@ pub fn run(
     // Group commit: a terminal whose commit is not durable yet waits for its group's
     // log flush (the log end after its transaction).
     let mut terms = Terminals { clocks: vec![start; n], waiting: vec![None; n], started: vec![None; n] };
-    let mut lat = Latencies::new();
+    let mut lat = Latencies::default();
     let (mut transactions, mut committed) = (0u64, 0u64);
     // Transactions in a row that started at the same instant (the time of the terminal
     // scheduled next: it moves with transactions and with log flushes alike).
@@ -547,7 +538,7 @@ pub fn run(
         if let Some(deadline) = db.group_deadline() {
             if next.is_none_or(|(_, c)| deadline <= c) {
                 db.flush_group().map_err(|e| RunError::Failed(e.into()))?;
-                terms.release(db, &mut lat.interval_transactions);
+                terms.release(db, &mut lat);
                 continue;
             }
         }
@@ -563,8 +554,8 @@ pub fn run(
         if step > 0 && warm.is_some() && now >= next_interval {
             let s = snapshot(db, now, transactions, committed);
             if let Some(prev) = &last_interval {
-                let p = lat.close_window(db)?;
-                let m = metrics(prev, &s, config.terminals, Vec::new(), p, None);
+                let p = lat.close_window(db);
+                let m = metrics(prev, &s, config.terminals, Vec::new(), p, BTreeMap::new(), None);
                 let line = Interval {
                     sim_seconds: (now - warm_end) as f64 / 1e9,
                     throughput_tps: m.throughput_tps,
@@ -623,15 +614,15 @@ pub fn run(
                 .into(),
             ));
         }
-        let measured = warm.is_some().then_some(now);
+        let measured = warm.is_some().then_some((now, outcome.kind));
         let end = db.log_end_lsn();
         if outcome.committed && db.group_deadline().is_some() && end > logged_from && db.durable_lsn() < end {
             terms.waiting[terminal] = Some(end);
             terms.started[terminal] = measured;
-        } else if let Some(started) = measured {
-            lat.interval_transactions.saturating_record((done - started).max(1));
+        } else if let Some((started, kind)) = measured {
+            lat.record_transaction(kind, done - started);
         }
-        terms.release(db, &mut lat.interval_transactions);
+        terms.release(db, &mut lat);
         if transactions % 256 == 0 {
             let sim_seconds = (now - start) as f64 / 1e9;
             if on_event(Event::Tick { sim_seconds, transactions, committed }) == Control::Stop {
@@ -645,6 +636,6 @@ pub fn run(
     }
     let warm = warm.unwrap_or_else(|| snapshot(db, warm_end, 0, 0));
     let last = snapshot(db, finish.max(warm.time + 1), transactions, committed);
-    lat.close_window(db)?;
-    Ok(metrics(&warm, &last, config.terminals, intervals, lat.measured(), switch_cost.as_ref()))
+    lat.close_window(db);
+    Ok(metrics(&warm, &last, config.terminals, intervals, lat.measured(), lat.measured_by_type(), switch_cost.as_ref()))
 }

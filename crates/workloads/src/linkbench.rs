@@ -687,7 +687,7 @@ impl Workload for Linkbench {
         let (op, operations) = self.run(op, db, &tx, rng)?;
         db.commit(tx).map_err(e)?;
         self.counts[op as usize] += 1;
-        Ok(TxOutcome { committed: true, operations })
+        Ok(TxOutcome { committed: true, operations, kind: op.name() })
     }
 
     fn check(&mut self, db: &mut Database) -> Result<(), String> {

@@ -204,28 +204,31 @@ impl Workload for Tatp {
         let s = self.s_id(rng);
         let pick = rng.gen_range(0..100);
         let tx = db.begin();
-        let done = |db: &mut Database, tx, committed: bool, operations: u32| -> Result<TxOutcome, WorkloadError> {
+        let done = |db: &mut Database, tx, kind, committed: bool, operations: u32| -> TxResult {
             if committed {
                 db.commit(tx).map_err(e)?;
             } else {
                 db.abort(tx).map_err(e)?;
             }
-            Ok(TxOutcome { committed, operations })
+            Ok(TxOutcome { committed, operations, kind })
         };
         match pick {
             // GetSubscriberData
             0..35 => {
+                let kind = "get_subscriber_data";
                 db.get(&tx, t[SUBSCRIBER], &[Value::Int(s)]).map_err(e)?;
-                done(db, tx, true, 1)
+                done(db, tx, kind, true, 1)
             }
             // GetAccessData
             35..70 => {
+                let kind = "get_access_data";
                 let ai = rng.gen_range(1..=4);
                 db.get(&tx, t[ACCESS_INFO], &[Value::Int(s), Value::Int(ai)]).map_err(e)?;
-                done(db, tx, true, 1)
+                done(db, tx, kind, true, 1)
             }
             // GetNewDestination
             70..80 => {
+                let kind = "get_new_destination";
                 let sf = rng.gen_range(1..=4);
                 let start = [0, 8, 16][rng.gen_range(0..3)];
                 let end = rng.gen_range(1..=24);
@@ -237,12 +240,13 @@ impl Workload for Tatp {
                     ops += forwards.len() as u32;
                     std::hint::black_box(forwards.iter().filter(|c| int(&c[2]) <= start && end < int(&c[3])).count());
                 }
-                done(db, tx, true, ops)
+                done(db, tx, kind, true, ops)
             }
             // UpdateLocation
             80..94 => {
+                let kind = "update_location";
                 let Some(id) = self.s_id_by_number(db, &tx, t[SUBSCRIBER], &sub_nbr(s))? else {
-                    return done(db, tx, false, 1);
+                    return done(db, tx, kind, false, 1);
                 };
                 db.update(
                     &tx,
@@ -251,10 +255,11 @@ impl Workload for Tatp {
                     &[(33, Value::Int(rng.gen_range(1..i32::MAX as i64)))],
                 )
                 .map_err(e)?;
-                done(db, tx, true, 2)
+                done(db, tx, kind, true, 2)
             }
             // UpdateSubscriberData
             94..96 => {
+                let kind = "update_subscriber_data";
                 let sf = rng.gen_range(1..=4);
                 db.update(&tx, t[SUBSCRIBER], &[Value::Int(s)], &[(2, Value::Int(rng.gen_range(0..=1)))]).map_err(e)?;
                 let found = db
@@ -265,17 +270,18 @@ impl Workload for Tatp {
                         &[(4, Value::Int(rng.gen_range(0..=255)))],
                     )
                     .map_err(e)?;
-                done(db, tx, found, 2)
+                done(db, tx, kind, found, 2)
             }
             // InsertCallForwarding
             96..98 => {
+                let kind = "insert_call_forwarding";
                 let Some(id) = self.s_id_by_number(db, &tx, t[SUBSCRIBER], &sub_nbr(s))? else {
-                    return done(db, tx, false, 1);
+                    return done(db, tx, kind, false, 1);
                 };
                 let key = [Value::Int(id)];
                 let facilities = db.scan(&tx, t[SPECIAL_FACILITY], &key, &key).map_err(e)?;
                 let Some(f) = facilities.get(rng.gen_range(0..facilities.len().max(1))) else {
-                    return done(db, tx, false, 2);
+                    return done(db, tx, kind, false, 2);
                 };
                 let start = [0, 8, 16][rng.gen_range(0..3)];
                 let row = [
@@ -286,20 +292,21 @@ impl Workload for Tatp {
                     sub_nbr(self.s_id(rng)),
                 ];
                 match db.insert(&tx, t[CALL_FORWARDING], &row) {
-                    Ok(_) => done(db, tx, true, 3),
-                    Err(engine::Error::Duplicate { .. }) => done(db, tx, false, 3),
+                    Ok(_) => done(db, tx, kind, true, 3),
+                    Err(engine::Error::Duplicate { .. }) => done(db, tx, kind, false, 3),
                     Err(err) => Err(e(err)),
                 }
             }
             // DeleteCallForwarding
             _ => {
+                let kind = "delete_call_forwarding";
                 let Some(id) = self.s_id_by_number(db, &tx, t[SUBSCRIBER], &sub_nbr(s))? else {
-                    return done(db, tx, false, 1);
+                    return done(db, tx, kind, false, 1);
                 };
                 let key =
                     [Value::Int(id), Value::Int(rng.gen_range(1..=4)), Value::Int([0, 8, 16][rng.gen_range(0..3)])];
                 let found = db.delete(&tx, t[CALL_FORWARDING], &key).map_err(e)?;
-                done(db, tx, found, 2)
+                done(db, tx, kind, found, 2)
             }
         }
     }

@@ -179,7 +179,7 @@ impl Workload for Tpcb {
         db.insert(&tx, h, &row).map_err(e)?;
         self.next_history += 1;
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: 5 })
+        Ok(TxOutcome { committed: true, operations: 5, kind: "tpcb" })
     }
 
     fn check(&mut self, db: &mut Database) -> Result<(), String> {

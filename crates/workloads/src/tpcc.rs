@@ -313,7 +313,7 @@ impl Tpcc {
             // i_price, i_name, i_data.
             let Some(row) = db.get_columns(&tx, t.item, &[Value::Int(item)], &[3, 2, 4]).map_err(e)? else {
                 db.abort(tx).map_err(e)?;
-                return Ok(TxOutcome { committed: false, operations: ops + 1 });
+                return Ok(TxOutcome { committed: false, operations: ops + 1, kind: "new_order" });
             };
             let price = int(&row[0]);
             let remote = i64::from(supply != w);
@@ -350,7 +350,7 @@ impl Tpcc {
             ops += 4;
         }
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: ops })
+        Ok(TxOutcome { committed: true, operations: ops, kind: "new_order" })
     }
 
     fn payment(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
@@ -378,7 +378,7 @@ impl Tpcc {
             .ok_or("district missing")?;
         let Some(cust) = self.find_customer(db, &tx, &t, c_w, c_d, rng)? else {
             db.abort(tx).map_err(e)?;
-            return Ok(TxOutcome { committed: false, operations: 4 });
+            return Ok(TxOutcome { committed: false, operations: 4, kind: "payment" });
         };
         let c = int(&cust[0]);
         let key = [Value::Int(c_w), Value::Int(c_d), Value::Int(c)];
@@ -406,7 +406,7 @@ impl Tpcc {
         ];
         db.insert(&tx, t.history, &history).map_err(e)?;
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: 8 })
+        Ok(TxOutcome { committed: true, operations: 8, kind: "payment" })
     }
 
     fn order_status(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
@@ -415,7 +415,7 @@ impl Tpcc {
         let tx = db.begin();
         let Some(cust) = self.find_customer(db, &tx, &t, w, d, rng)? else {
             db.commit(tx).map_err(e)?;
-            return Ok(TxOutcome { committed: true, operations: 1 });
+            return Ok(TxOutcome { committed: true, operations: 1, kind: "order_status" });
         };
         let key = [Value::Int(w), Value::Int(d), cust[0].clone()];
         let orders = db.scan_index(&tx, t.orders, "orders_customer", &key, &key, usize::MAX).map_err(e)?;
@@ -425,7 +425,7 @@ impl Tpcc {
             ops += db.scan(&tx, t.order_line, &lines_key, &lines_key).map_err(e)?.len() as u32;
         }
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: ops })
+        Ok(TxOutcome { committed: true, operations: ops, kind: "order_status" })
     }
 
     fn delivery(&mut self, db: &mut Database, w: i64, rng: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
@@ -467,7 +467,7 @@ impl Tpcc {
             ops += 6 + 2 * lines.len() as u32;
         }
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: ops })
+        Ok(TxOutcome { committed: true, operations: ops, kind: "delivery" })
     }
 
     fn stock_level(
@@ -496,7 +496,7 @@ impl Tpcc {
             std::hint::black_box(stock.is_some_and(|s| int(&s[0]) < threshold));
         }
         db.commit(tx).map_err(e)?;
-        Ok(TxOutcome { committed: true, operations: 1 + lines.len() as u32 + items.len() as u32 })
+        Ok(TxOutcome { committed: true, operations: 1 + lines.len() as u32 + items.len() as u32, kind: "stock_level" })
     }
 
     /// Rows of a table for one SQL-free check: all of them, by primary key order.

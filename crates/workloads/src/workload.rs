@@ -14,6 +14,9 @@ pub struct TxOutcome {
     pub committed: bool,
     /// Record operations (reads, updates, inserts, deletes), for the CPU cost.
     pub operations: u32,
+    /// The transaction's type, as the workload names it (TPC-C's `new_order`): the
+    /// driver reports latency per type under this name.
+    pub kind: &'static str,
 }
 
 /// What a workload's transaction returns.

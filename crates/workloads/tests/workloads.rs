@@ -237,7 +237,7 @@ fn a_workload_that_does_no_work_stops_with_an_error_not_a_hang() {
             Ok(())
         }
         fn transaction(&mut self, _: &mut Database, _: usize, _: &mut ChaCha8Rng) -> Result<TxOutcome, WorkloadError> {
-            Ok(TxOutcome { committed: true, operations: 0 })
+            Ok(TxOutcome { committed: true, operations: 0, kind: "idle" })
         }
         fn check(&mut self, _: &mut Database) -> Result<(), String> {
             Ok(())
@@ -278,6 +278,33 @@ fn tatp_stays_consistent_with_ipa_on_and_off() {
         assert_eq!(check, Ok(()), "{ipa}");
         assert!(m.committed_transactions > 1000, "{ipa}: {} transactions", m.committed_transactions);
     }
+}
+
+/// Transaction latency per type covers the measured transactions and nothing else:
+/// TPC-C's five types each ran, their counts sum to the measurement's transactions (the
+/// warm-up's are left out; without group commit each ends in the measurement), and each
+/// type's percentiles are ordered. Under group commit a transaction's latency ends when
+/// its group is durable: the per-type counts still sum to the overall count.
+#[test]
+fn latency_per_transaction_type_covers_the_measured_transactions() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut tpcc = workloads::tpcc::Tpcc::new(1, workloads::tpcc::Mix::STANDARD, &mut rng);
+    let (m, check) = run(&mut tpcc, "0x0", 2.0);
+    assert_eq!(check, Ok(()));
+    let by_type = &m.transaction_latency_us_by_type;
+    let kinds: Vec<&str> = by_type.keys().copied().collect();
+    assert_eq!(kinds, ["delivery", "new_order", "order_status", "payment", "stock_level"]);
+    for (kind, p) in by_type {
+        assert!(p.count > 0 && 0.0 < p.p50 && p.p50 <= p.p99 && p.p99 <= p.max, "{kind}: {p:?}");
+    }
+    let counted = |m: &driver::Metrics| m.transaction_latency_us_by_type.values().map(|p| p.count).sum::<u64>();
+    assert_eq!(counted(&m), m.transactions);
+    assert_eq!(m.transaction_latency_us.count, m.transactions);
+    let (grouped, check) = run_with_group_commit(&mut workloads::tpcb::Tpcb::new(1), "2x4", 0.5, 200_000);
+    assert_eq!(check, Ok(()));
+    assert_eq!(grouped.transaction_latency_us_by_type.keys().copied().collect::<Vec<_>>(), ["tpcb"]);
+    assert_eq!(counted(&grouped), grouped.transaction_latency_us.count);
+    assert!(grouped.transaction_latency_us.count > 0);
 }
 
 /// Percentiles from the histograms agree with the means from the counters: a median is
