@@ -490,6 +490,30 @@ mod tests {
     }
 
     #[test]
+    fn steady_state_gc_is_greedy_wa_of_the_filled_region_without_calibration() {
+        let mut i = input();
+        i.baseline.device_state = DeviceState::Steady;
+        let none = |i: &Input| predict(i, &tables(i), &layout(i, IpaScheme::NONE, vec![false, false], 1));
+        let p = none(&i);
+        // 10 chips of 20 blocks of 50 pages: GC keeps 4 blocks a chip free (8,000 pages
+        // circulate); the fill brings the valid pages to 90% of the pages outside 3
+        // blocks a chip, 7,650; the 6,110 table pages stay, the 10 of hot_pk (never
+        // written) and the 1,540 of the fill are static.
+        let r = &p.regions[0];
+        assert_eq!((r.state.circulating_pages, r.state.valid_pages, r.state.static_pages), (8000.0, 7650.0, 1550.0));
+        let written_u = 6100.0 / (8000.0 - 1550.0);
+        assert!((r.written_utilisation - written_u).abs() < 1e-12);
+        // Per out-of-place write (the counts follow the predicted throughput).
+        let per_write = crate::gc::write_amplification(written_u) - 1.0;
+        assert!((p.gc_migrations_per_host_write - per_write).abs() < 1e-9, "{p:?}");
+        assert!((p.gc_erases / p.out_of_place_writes - (1.0 + per_write) / 50.0).abs() < 1e-9);
+        // The baseline's measured GC work enters only the time model's busy time.
+        i.baseline.gc_page_migrations *= 7;
+        i.baseline.gc_erases += 1;
+        assert!((none(&i).gc_migrations_per_host_write - per_write).abs() < 1e-9);
+    }
+
+    #[test]
     fn appends_cut_gc_and_global_pays_space_where_appends_do_not() {
         let i = input();
         let t = tables(&i);
