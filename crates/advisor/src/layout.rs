@@ -3,19 +3,17 @@
 //!
 //! The data chips hold one region (every table in it, or none in IPA) or two: `ipa`
 //! (the chosen tables, in the layout's IPA mode) and `plain` (the rest, no IPA). Per
-//! region: utilisation u = the flash pages its tables' DB pages take (grown by the delta
-//! area, which leaves less room for tuples) over its flash pages (a pslc region uses one
-//! bit per cell); out-of-place writes = its tables' baseline writes less their
-//! predicted appends ([`crate::model`]), per transaction as in the baseline; GC
-//! migrations by fill and update: the region's free flash pages (its flash pages less
-//! the valid ones) take the first out-of-place writes from the warm-up's start without
-//! GC, and each write past them costs WA(u) − 1 migrations ([`crate::gc`]), × the
-//! baseline's calibration (its measured migrations over this model's for its own single
-//! region); erases per programmed page as measured. Time: [`crate::io_time`], with the
-//! busiest region's work per chip as the device's busy time; counts
-//! are over the measured time, so they grow with the predicted throughput. The eviction
-//! stream (which pages are written when) is taken as the baseline's.
-//! `gc_reduction` and `flash_program_reduction` compare steady states (no fill phase):
+//! region: its state when the measured interval starts ([`RegionState`]: pages in GC's
+//! circulation, valid pages with the fill's on a preconditioned device, static pages);
+//! out-of-place writes = its tables' baseline writes less their predicted appends
+//! ([`crate::model`]), per transaction as in the baseline; GC migrations = WA − 1 at the
+//! written pages' utilisation per out-of-place write ([`crate::gc`]). In steady state
+//! that is the prediction; from a fresh or only filled device the free pages take the
+//! first writes without GC and the result is scaled to the baseline's measured
+//! migrations. Time: [`crate::io_time`], with the busiest region's work per chip as the
+//! device's busy time; counts are over the measured time, so they grow with the
+//! predicted throughput. The eviction stream (which pages are written when) is taken as
+//! the baseline's. `gc_reduction` and `flash_program_reduction` compare steady states:
 //! the long-run effect, defined also when the baseline ran no GC.
 
 use crate::gc::migrations_per_write;

@@ -174,7 +174,8 @@ pub const SOURCES: [(&str, &str); 8] = [
     ("appends", "renewal model over the write-size histogram (docs/advisor.md)"),
     (
         "GC, throughput, latency",
-        "greedy GC's WA(utilisation) per region and the I/O-time model, calibrated on the baseline",
+        "greedy GC's WA(utilisation) per region (scaled to the baseline's GC unless it ran from steady state) and \
+         the I/O-time model",
     ),
 ];
 
@@ -675,16 +676,19 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{} ({}, {} chips) {:.0}% full, WA−1 = {:.3}",
+                "{} ({}, {} chips) {:.0}% full, its written pages {:.0}%, WA−1 = {:.3}",
                 r.name,
                 r.mode,
                 r.chips,
                 r.utilisation * 100.0,
+                r.written_utilisation * 100.0,
                 r.model_migrations_per_write
             )
         })
         .collect();
-    let calibration = if input.baseline.gc_page_migrations == 0 {
+    let calibration = if input.baseline.device_state == DeviceState::Steady {
+        "from steady state, as the model stands".to_string()
+    } else if input.baseline.gc_page_migrations == 0 {
         "the baseline ran no GC in its measured time, so none is predicted".to_string()
     } else {
         format!("scaled to the baseline's {} measured migrations", input.baseline.gc_page_migrations)
