@@ -236,7 +236,8 @@ fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
     let report = dir.path().join("verify.json");
     let run = ["--workload", "tpcb", "--sim-time", "2", "--warmup", "0.5", "--chips", "4"];
     let device = ["--blocks-per-chip", "40", "--pages-per-block", "64", "--precondition", "steady"];
-    ok(&[&["advise", "--verify", "--json", path(&report)][..], &run, &device].concat());
+    let image = dir.path().join("base.img");
+    ok(&[&["advise", "--verify", "--image", path(&image), "--json", path(&report)][..], &run, &device].concat());
     let v = json(&report);
     let predicted = &v["recommendation"]["predicted"];
     let (p, m) = (&predicted["advised"], &v["verify"]["result"]);
@@ -270,4 +271,17 @@ fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
         "IPA share {} against {measured_share}",
         p["ipa_share"]
     );
+    // From steady state the GC prediction is the model's, not the baseline's measured GC
+    // scaled: the same baseline with its GC work doubled gives the same prediction.
+    let mut doubled = v["baseline"].clone();
+    for k in ["gc_page_migrations", "gc_erases"] {
+        doubled[k] = (2 * v["baseline"][k].as_u64().unwrap()).into();
+    }
+    let (tampered, again) = (dir.path().join("doubled.json"), dir.path().join("again.json"));
+    std::fs::write(&tampered, doubled.to_string()).unwrap();
+    ok(&["advise", "--analyze", path(&image), "--baseline", path(&tampered), "--json", path(&again)]);
+    let again = json(&again);
+    let per_write =
+        |v: &serde_json::Value| f(&v["recommendation"]["predicted"]["advised"], "gc_migrations_per_host_write");
+    assert!((per_write(&again) / per_write(&v) - 1.0).abs() < 1e-9, "{} against {}", per_write(&again), per_write(&v));
 }
