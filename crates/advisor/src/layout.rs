@@ -512,6 +512,24 @@ mod tests {
     }
 
     #[test]
+    fn the_device_state_sets_the_valid_and_free_pages_gc_starts_from() {
+        let mut i = input();
+        let state = |i: &Input| RegionState::of(i, 10, "none", 6110.0, 6100.0);
+        // As loaded: the tables' pages; the rest of the 8,000 in circulation is free.
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (6110.0, 1890.0));
+        // Filled: the fill's target, 7,650; 350 pages free before GC must run.
+        i.baseline.device_state = DeviceState::Filled;
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (7650.0, 350.0));
+        // Steady: GC runs from the first write.
+        i.baseline.device_state = DeviceState::Steady;
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (7650.0, 0.0));
+        // Tables past the fill's target keep their pages; pslc halves an MLC region.
+        assert_eq!(RegionState::of(&i, 10, "none", 7900.0, 7900.0).valid_pages, 7900.0);
+        i.device.cell = CellType::Mlc;
+        assert_eq!(RegionState::of(&i, 10, "pslc", 10.0, 10.0).circulating_pages, 4000.0);
+    }
+
+    #[test]
     fn appends_cut_gc_and_global_pays_space_where_appends_do_not() {
         let i = input();
         let t = tables(&i);
