@@ -13,7 +13,7 @@
 
 use crate::io_time::MeasuredTime;
 use crate::log_file::{self, Header, ObjectEntry, Row};
-use crate::{Baseline, Input, ObjectStats, Policy, Recommendation};
+use crate::{Baseline, DeviceFacts, DeviceState, Input, ObjectStats, Policy, Recommendation};
 use engine::logrec::Body;
 use engine::{Database, DbOptions};
 use serde_json::Value;
@@ -38,6 +38,12 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
         .ok_or_else(|| at(&"the database keeps no log region (it was not written with the ARIES journal)"))?;
     let system_chips = region(engine::db::SYSTEM).map_or(0, |r| device.chips(r).len());
     let (log_chips, geometry) = (device.chips(log).len(), device.device().geometry().clone());
+    // The baseline runs in one data region; its over-provisioning and GC thresholds.
+    let data_spec = device
+        .region_ids()
+        .find(|&r| engine::db::is_data_region(device.region_name(r)))
+        .map(|r| device.region_spec(r).clone())
+        .ok_or_else(|| at(&"the database has no data region"))?;
     let records = engine::log::history(device.as_mut(), log, 0).map_err(|e| at(&e))?;
 
     let mut objects = Vec::new();
@@ -97,12 +103,18 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let header = Header {
         format: log_file::FORMAT.into(),
         version: log_file::VERSION,
-        page_bytes: catalog.page_bytes,
-        flash_page_bytes: device.page_bytes(),
-        cell: geometry.cell,
-        data_chips,
-        pages_per_chip: geometry.blocks_per_chip as u64 * geometry.pages_per_block as u64,
-        latencies: geometry.latencies.clone(),
+        device: DeviceFacts {
+            page_bytes: catalog.page_bytes,
+            flash_page_bytes: device.page_bytes(),
+            cell: geometry.cell,
+            data_chips,
+            pages_per_chip: geometry.blocks_per_chip as u64 * geometry.pages_per_block as u64,
+            latencies: geometry.latencies.clone(),
+            pages_per_block: geometry.pages_per_block,
+            over_provisioning: data_spec.over_provisioning,
+            gc_foreground_free_blocks: data_spec.gc.foreground_free_blocks,
+            gc_background_free_blocks: data_spec.gc.background_free_blocks,
+        },
         objects,
         measured_from_lsn: None,
     };
@@ -130,14 +142,10 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
     let count = |name: &str| result.get(name).and_then(Value::as_u64).unwrap_or(0);
     let per_transaction =
         |name: &str| result.pointer(&format!("/time_per_transaction_ms/{name}")).and_then(Value::as_f64).unwrap_or(0.0);
+    let precondition = result.pointer("/config/driver/precondition").and_then(Value::as_str);
     let mut input = Input {
         objects: log_file::objects(&header, &rows, measured_from)?,
-        page_bytes: header.page_bytes,
-        flash_page_bytes: header.flash_page_bytes,
-        cell: header.cell,
-        data_chips: header.data_chips,
-        pages_per_chip: header.pages_per_chip,
-        latencies: header.latencies,
+        device: header.device,
         baseline: Baseline {
             gc_page_migrations: count("gc_page_migrations"),
             gc_erases: count("gc_erases"),
@@ -150,6 +158,7 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
             },
             warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
             measured_s: number("sim_seconds"),
+            device_state: DeviceState::of_precondition(precondition).map_err(|e| format!("{source}: {e}"))?,
         },
     };
     add_counters(&mut input, result, source)?;

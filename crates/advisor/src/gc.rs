@@ -1,6 +1,5 @@
-//! The fill-and-update model of a region's garbage collection: page migrations per
-//! out-of-place write as a function of the region's utilisation u (valid pages over
-//! the flash pages it holds).
+//! Greedy garbage collection's page migrations per out-of-place write as a function of
+//! a region's utilisation u (valid pages over the flash pages in circulation).
 //!
 //! Under uniformly random page overwrites and greedy (or FIFO) victim choice with many
 //! pages per block, the valid share X₀ of the block GC cleans satisfies
@@ -19,11 +18,10 @@
 //! ("Analytic modeling of SSD write performance", SYSTOR 2012) and Hu et al.'s
 //! large-block limit (SYSTOR 2009).
 //!
-//! Real workloads are skewed and short runs are not in steady state, so the advisor
-//! uses WA only through ratios: a layout's migrations are the baseline's measured
-//! migrations per out-of-place write × WA(u) − 1 of the layout's region over that of the
-//! baseline's region (docs/advisor.md). In-place appends invalidate no page, so they do
-//! not count as writes here.
+//! The advisor applies it per region at the utilisation of the region's written pages
+//! (static pages taken out, [`crate::layout::RegionState`]); in GC's steady state as it
+//! stands, before it scaled to the baseline's measured migrations (docs/advisor.md).
+//! In-place appends invalidate no page, so they do not count as writes here.
 
 /// Utilisation past which a region is taken as full (WA grows without bound at 1).
 pub const MAX_UTILISATION: f64 = 0.98;

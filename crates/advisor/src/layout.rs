@@ -3,24 +3,22 @@
 //!
 //! The data chips hold one region (every table in it, or none in IPA) or two: `ipa`
 //! (the chosen tables, in the layout's IPA mode) and `plain` (the rest, no IPA). Per
-//! region: utilisation u = the flash pages its tables' DB pages take (grown by the delta
-//! area, which leaves less room for tuples) over its flash pages (a pslc region uses one
-//! bit per cell); out-of-place writes = its tables' baseline writes less their
-//! predicted appends ([`crate::model`]), per transaction as in the baseline; GC
-//! migrations by fill and update: the region's free flash pages (its flash pages less
-//! the valid ones) take the first out-of-place writes from the warm-up's start without
-//! GC, and each write past them costs WA(u) − 1 migrations ([`crate::gc`]), × the
-//! baseline's calibration (its measured migrations over this model's for its own single
-//! region); erases per programmed page as measured. Time: [`crate::io_time`], with the
-//! busiest region's work per chip as the device's busy time; counts
-//! are over the measured time, so they grow with the predicted throughput. The eviction
-//! stream (which pages are written when) is taken as the baseline's.
-//! `gc_reduction` and `flash_program_reduction` compare steady states (no fill phase):
+//! region: its state when the measured interval starts ([`RegionState`]: pages in GC's
+//! circulation, valid pages with the fill's on a preconditioned device, static pages);
+//! out-of-place writes = its tables' baseline writes less their predicted appends
+//! ([`crate::model`]), per transaction as in the baseline; GC migrations = WA − 1 at the
+//! written pages' utilisation per out-of-place write ([`crate::gc`]). In steady state
+//! that is the prediction; from a fresh or only filled device the free pages take the
+//! first writes without GC and the result is scaled to the baseline's measured
+//! migrations. Time: [`crate::io_time`], with the busiest region's work per chip as the
+//! device's busy time; counts are over the measured time, so they grow with the
+//! predicted throughput. The eviction stream (which pages are written when) is taken as
+//! the baseline's. `gc_reduction` and `flash_program_reduction` compare steady states:
 //! the long-run effect, defined also when the baseline ran no GC.
 
 use crate::gc::migrations_per_write;
 use crate::io_time::{self, OpTimes, PredictedTime, RegionWork, Service};
-use crate::{model, Input, ObjectInput};
+use crate::{model, DeviceState, Input, ObjectInput};
 use engine::IpaScheme;
 use nand::CellType;
 use serde::Serialize;
@@ -29,6 +27,8 @@ use serde::Serialize;
 pub struct Table<'a> {
     pub name: &'a str,
     pub pages: u64,
+    /// Pages of its objects written in the measured run (the rest are static to GC).
+    pub written_pages: u64,
     pub reads: u64,
     pub writes: u64,
     pub objects: Vec<&'a ObjectInput>,
@@ -41,11 +41,19 @@ pub fn tables(input: &Input) -> Vec<Table<'_>> {
         let i = match out.iter().position(|t| t.name == o.table) {
             Some(i) => i,
             None => {
-                out.push(Table { name: &o.table, pages: 0, reads: 0, writes: 0, objects: Vec::new() });
+                out.push(Table {
+                    name: &o.table,
+                    pages: 0,
+                    written_pages: 0,
+                    reads: 0,
+                    writes: 0,
+                    objects: Vec::new(),
+                });
                 out.len() - 1
             }
         };
         out[i].pages += o.pages;
+        out[i].written_pages += if o.writes > 0 { o.pages } else { 0 };
         out[i].reads += o.reads;
         out[i].writes += o.writes;
         out[i].objects.push(o);
@@ -73,7 +81,7 @@ pub fn bits(cell: CellType) -> u32 {
 
 /// Predicted appends of each table under `scheme` in `mode`.
 pub fn appends(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str) -> Vec<f64> {
-    let lsb = lsb_share(mode, input.cell);
+    let lsb = lsb_share(mode, input.device.cell);
     tables
         .iter()
         .map(|t| t.objects.iter().map(|o| model::predicted_appends(&o.write_sizes, o.writes, scheme, lsb)).sum())
@@ -98,10 +106,14 @@ pub struct RegionPrediction {
     pub name: String,
     pub mode: String,
     pub chips: u32,
-    /// Valid flash pages over the region's flash pages.
+    /// Valid flash pages over those in GC's circulation, when the measured interval
+    /// starts.
     pub utilisation: f64,
-    /// Greedy GC's WA(u) − 1, before the baseline's calibration.
+    /// The same for the written pages, static pages taken out ([`RegionState`]).
+    pub written_utilisation: f64,
+    /// Greedy GC's WA − 1 at `written_utilisation`, before any calibration.
     pub model_migrations_per_write: f64,
+    pub state: RegionState,
     #[serde(flatten)]
     pub work: RegionWork,
 }
@@ -145,20 +157,118 @@ pub fn gc_writes(free: f64, before: f64, during: f64) -> f64 {
 
 /// Flash pages of `chips` chips in `mode` (pslc keeps one bit per cell).
 fn capacity(input: &Input, chips: u32, mode: &str) -> f64 {
-    chips.max(1) as f64 * input.pages_per_chip.max(1) as f64
-        / if mode == "pslc" { bits(input.cell) as f64 } else { 1.0 }
+    chips.max(1) as f64 * input.device.pages_per_chip.max(1) as f64 / stride(input, mode)
 }
 
-/// The baseline's calibration: its measured migrations over the fill-and-update
-/// model's for its single region (all tables, no IPA, every data chip).
+/// Flash pages per programmed page in `mode`: pslc programs one page per wordline.
+fn stride(input: &Input, mode: &str) -> f64 {
+    if mode == "pslc" {
+        bits(input.device.cell) as f64
+    } else {
+        1.0
+    }
+}
+
+/// What GC works against in a region when the measured interval starts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RegionState {
+    /// Flash pages in GC's circulation: the region's usable pages less the free blocks
+    /// its GC keeps on each chip (it collects while a chip has fewer than
+    /// `gc_background_free_blocks`, `flash::GcConfig`).
+    pub circulating_pages: f64,
+    /// Valid flash pages: the tables' (grown by the delta area in an IPA region) and,
+    /// on a preconditioned device, the fill's up to its target.
+    pub valid_pages: f64,
+    /// Of those, the pages no write of the measured run touches: the fill's and those
+    /// of objects never written.
+    pub static_pages: f64,
+    /// Free pages the first out-of-place writes take before GC must run (none in steady
+    /// state).
+    pub free_pages: f64,
+    /// Pages programmed per block in the region's mode.
+    pub pages_per_block: f64,
+}
+
+impl RegionState {
+    /// The state of a region of `chips` chips in `mode` whose tables take `valid` flash
+    /// pages, `written` of them written in the measured run. The fill target is
+    /// `workloads::precondition::fill_target_pages`: (1 − over-provisioning) of the
+    /// usable pages outside GC's reserve of (`gc_foreground_free_blocks` + 1) blocks per
+    /// chip; a table that grows past the fill takes the fill's pages, so the valid pages
+    /// are the larger of the two.
+    pub fn of(input: &Input, chips: u32, mode: &str, valid: f64, written: f64) -> RegionState {
+        let d = &input.device;
+        let usable = capacity(input, chips, mode);
+        let per_block = d.pages_per_block as f64 / stride(input, mode);
+        let blocks = |per_chip: u32| chips.max(1) as f64 * per_chip as f64 * per_block;
+        let circulating = (usable - blocks(d.gc_background_free_blocks)).max(1.0);
+        let fill_target = (1.0 - d.over_provisioning) * (usable - blocks(d.gc_foreground_free_blocks + 1)).max(0.0);
+        let valid_pages = match input.baseline.device_state {
+            DeviceState::Loaded => valid,
+            DeviceState::Filled | DeviceState::Steady => valid.max(fill_target),
+        };
+        let free_pages = match input.baseline.device_state {
+            DeviceState::Steady => 0.0,
+            DeviceState::Loaded | DeviceState::Filled => (circulating - valid_pages).max(0.0),
+        };
+        RegionState {
+            circulating_pages: circulating,
+            valid_pages,
+            static_pages: (valid_pages - written).max(0.0),
+            free_pages,
+            pages_per_block: per_block,
+        }
+    }
+
+    /// Valid pages over the pages in circulation.
+    pub fn utilisation(&self) -> f64 {
+        self.valid_pages / self.circulating_pages
+    }
+
+    /// The utilisation the written pages see. GC writes the pages it moves to a block
+    /// of their own (`flash::region`: one host and one GC block open per chip), so the
+    /// static pages end up in full blocks, which greedy GC, taking the block with the
+    /// fewest valid pages, does not pick: they take their pages out of circulation and
+    /// the written pages share the rest.
+    pub fn written_utilisation(&self) -> f64 {
+        let room = self.circulating_pages - self.static_pages;
+        if room <= 0.0 {
+            return 1.0;
+        }
+        (self.valid_pages - self.static_pages) / room
+    }
+
+    /// In steady state: erases per programmed page, one per block (0 when the log did
+    /// not say how many pages a block has).
+    pub fn erases_per_program(&self) -> f64 {
+        if self.pages_per_block > 0.0 {
+            1.0 / self.pages_per_block
+        } else {
+            0.0
+        }
+    }
+
+    /// Greedy GC's migrations per out-of-place write: WA − 1 at the written pages'
+    /// utilisation ([`crate::gc`]).
+    pub fn migrations_per_write(&self) -> f64 {
+        migrations_per_write(self.written_utilisation())
+    }
+}
+
+/// The baseline's single region (all tables, no IPA, every data chip) and, before
+/// GC's steady state, its calibration: the measured migrations over the fill-and-update
+/// model's.
 struct Calibration {
-    /// Migrations per modelled migration.
+    /// Migrations per modelled migration (1 in steady state: the model as it stands).
     factor: f64,
     /// Steady-state modelled migrations and flash programs of the baseline (the bases of
     /// `gc_reduction` and `flash_program_reduction`).
     steady_migrations: f64,
     steady_programs: f64,
-    erases_per_program: f64,
+    /// Erases per programmed page, the baseline's measured ratio; `None` in steady
+    /// state, where a region erases one block per block's worth of programmed pages
+    /// (each erased block is programmed full before its next erase).
+    erases_per_program: Option<f64>,
     work: RegionWork,
     /// Warm-up writes per measured write.
     warmup_per_measured: f64,
@@ -169,10 +279,9 @@ struct Calibration {
 }
 
 fn calibration(input: &Input, tables: &[Table]) -> Calibration {
-    let flash_per_db = input.page_bytes as f64 / input.flash_page_bytes as f64;
-    let capacity = capacity(input, input.data_chips, "none");
-    let valid = tables.iter().map(|t| t.pages).sum::<u64>() as f64 * flash_per_db;
-    let utilisation = valid / capacity;
+    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
+    let pages = |f: fn(&Table) -> u64| tables.iter().map(f).sum::<u64>() as f64 * flash_per_db;
+    let state = RegionState::of(input, input.device.data_chips, "none", pages(|t| t.pages), pages(|t| t.written_pages));
     let work = RegionWork {
         reads: tables.iter().map(|t| t.reads).sum::<u64>() as f64,
         out_of_place_writes: tables.iter().map(|t| t.writes).sum::<u64>() as f64,
@@ -183,15 +292,28 @@ fn calibration(input: &Input, tables: &[Table]) -> Calibration {
     let b = &input.baseline;
     let warmup_per_measured = if b.measured_s > 0.0 { b.warmup_s / b.measured_s } else { 0.0 };
     let writes = work.out_of_place_writes;
-    let filled = gc_writes((capacity - valid).max(0.0), writes * warmup_per_measured, writes);
+    let per_write = state.migrations_per_write();
+    let steady = (writes * per_write, writes * (1.0 + per_write));
+    if b.device_state == DeviceState::Steady {
+        return Calibration {
+            factor: 1.0,
+            steady_migrations: steady.0,
+            steady_programs: steady.1,
+            erases_per_program: None,
+            work,
+            warmup_per_measured,
+            fill: false,
+        };
+    }
+    let filled = gc_writes(state.free_pages, writes * warmup_per_measured, writes);
     let fill = filled > 0.0 || work.gc_page_migrations == 0.0;
-    let modelled = if fill { filled } else { writes } * migrations_per_write(utilisation);
+    let modelled = if fill { filled } else { writes } * per_write;
     let programs = writes + work.gc_page_migrations;
     Calibration {
         factor: if modelled > 0.0 { work.gc_page_migrations / modelled } else { 0.0 },
-        steady_migrations: writes * migrations_per_write(utilisation),
-        steady_programs: writes * (1.0 + migrations_per_write(utilisation)),
-        erases_per_program: if programs > 0.0 { work.gc_erases / programs } else { 0.0 },
+        steady_migrations: steady.0,
+        steady_programs: steady.1,
+        erases_per_program: Some(if programs > 0.0 { work.gc_erases / programs } else { 0.0 }),
         work,
         warmup_per_measured,
         fill,
@@ -230,11 +352,11 @@ fn groups(input: &Input, tables: &[Table], layout: &Layout) -> Vec<Group> {
     let ipa_tables = layout.in_ipa.iter().filter(|&&b| b).count();
     let group = |name, mode: &str, chips, ipa| Group { name, mode: mode.to_string(), chips, ipa };
     if ipa_tables == 0 {
-        vec![group("data", "none", input.data_chips, false)]
+        vec![group("data", "none", input.device.data_chips, false)]
     } else if ipa_tables == tables.len() {
-        vec![group("ipa", &layout.mode, input.data_chips, true)]
+        vec![group("ipa", &layout.mode, input.device.data_chips, true)]
     } else {
-        let plain_chips = input.data_chips.saturating_sub(layout.ipa_chips).max(1);
+        let plain_chips = input.device.data_chips.saturating_sub(layout.ipa_chips).max(1);
         vec![group("ipa", &layout.mode, layout.ipa_chips, true), group("plain", "none", plain_chips, false)]
     }
 }
@@ -244,15 +366,15 @@ const ROUNDS: usize = 200;
 
 /// The layout's prediction.
 pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
-    let flash_per_db = input.page_bytes as f64 / input.flash_page_bytes as f64;
+    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
     let area = layout.scheme.area_bytes();
-    let growth = input.page_bytes as f64 / (input.page_bytes.saturating_sub(area)).max(1) as f64;
+    let growth = input.device.page_bytes as f64 / (input.device.page_bytes.saturating_sub(area)).max(1) as f64;
     let times = |mode: &str| {
         let record = if layout.scheme.n > 0 { area / layout.scheme.n as usize } else { 0 };
-        OpTimes::of(&input.latencies, input.cell, mode, input.flash_page_bytes, record)
+        OpTimes::of(&input.device.latencies, input.device.cell, mode, input.device.flash_page_bytes, record)
     };
     let base = calibration(input, tables);
-    let baseline_service = service(&[(base.work, times("none"), input.data_chips)], 1.0);
+    let baseline_service = service(&[(base.work, times("none"), input.device.data_chips)], 1.0);
     let groups = groups(input, tables, layout);
     // Counts over the measured time: the baseline's per transaction × the transactions
     // the layout runs in it (its throughput over the baseline's, from the time model,
@@ -264,17 +386,17 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
         (regions, steady_migrations, steady_programs) = (Vec::new(), 0.0, 0.0);
         for g in &groups {
             let members: Vec<usize> = (0..tables.len()).filter(|&i| layout.in_ipa[i] == g.ipa).collect();
-            let capacity = capacity(input, g.chips, &g.mode);
-            let valid: f64 =
-                members.iter().map(|&i| tables[i].pages as f64 * flash_per_db * if g.ipa { growth } else { 1.0 }).sum();
-            let utilisation = valid / capacity;
+            let grown = |pages: u64| pages as f64 * flash_per_db * if g.ipa { growth } else { 1.0 };
+            let valid: f64 = members.iter().map(|&i| grown(tables[i].pages)).sum();
+            let written: f64 = members.iter().map(|&i| grown(tables[i].written_pages)).sum();
+            let state = RegionState::of(input, g.chips, &g.mode, valid, written);
             let writes: f64 = members.iter().map(|&i| tables[i].writes as f64).sum();
             let appends: f64 = if g.ipa { members.iter().map(|&i| layout.appends[i]).sum() } else { 0.0 };
             let out_of_place = (writes - appends) * scale;
-            let per_write = migrations_per_write(utilisation);
+            let per_write = state.migrations_per_write();
             steady_migrations += (writes - appends) * per_write;
             steady_programs += (writes - appends) * (1.0 + per_write);
-            let free = if base.fill { (capacity - valid).max(0.0) } else { 0.0 };
+            let free = if base.fill { state.free_pages } else { 0.0 };
             let updated = gc_writes(free, out_of_place * base.warmup_per_measured, out_of_place);
             let migrations = base.factor * updated * per_write;
             let work = RegionWork {
@@ -282,15 +404,17 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
                 out_of_place_writes: out_of_place,
                 in_place_appends: appends * scale,
                 gc_page_migrations: migrations,
-                gc_erases: base.erases_per_program * (out_of_place + migrations),
+                gc_erases: (out_of_place + migrations) * base.erases_per_program.unwrap_or(state.erases_per_program()),
             };
             parts.push((work, times(&g.mode), g.chips));
             regions.push(RegionPrediction {
                 name: g.name.to_string(),
                 mode: g.mode.clone(),
                 chips: g.chips,
-                utilisation,
+                utilisation: state.utilisation(),
+                written_utilisation: state.written_utilisation(),
                 model_migrations_per_write: per_write,
+                state,
                 work,
             });
         }
@@ -314,7 +438,7 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
     let flash_program_reduction = 1.0 - steady_programs / base.steady_programs.max(f64::MIN_POSITIVE);
     let total_pages: u64 = tables.iter().map(|t| t.pages).sum();
     let ipa_pages: u64 = (0..tables.len()).filter(|&i| layout.in_ipa[i]).map(|i| tables[i].pages).sum();
-    let page_pct = area as f64 * 100.0 / input.page_bytes as f64;
+    let page_pct = area as f64 * 100.0 / input.device.page_bytes as f64;
     Prediction {
         ipa_share: appends / host_writes,
         out_of_place_writes: out_of_place,
@@ -361,6 +485,48 @@ mod tests {
         assert!((p.time.throughput_tps - i.baseline.time.throughput_tps).abs() < 1e-9);
         assert_eq!(p.gc_reduction, 0.0);
         assert_eq!(p.regions.len(), 1);
+    }
+
+    #[test]
+    fn steady_state_gc_is_greedy_wa_of_the_filled_region_without_calibration() {
+        let mut i = input();
+        i.baseline.device_state = DeviceState::Steady;
+        let none = |i: &Input| predict(i, &tables(i), &layout(i, IpaScheme::NONE, vec![false, false], 1));
+        let p = none(&i);
+        // 10 chips of 20 blocks of 50 pages: GC keeps 4 blocks a chip free (8,000 pages
+        // circulate); the fill brings the valid pages to 90% of the pages outside 3
+        // blocks a chip, 7,650; the 6,110 table pages stay, the 10 of hot_pk (never
+        // written) and the 1,540 of the fill are static.
+        let r = &p.regions[0];
+        assert_eq!((r.state.circulating_pages, r.state.valid_pages, r.state.static_pages), (8000.0, 7650.0, 1550.0));
+        let written_u = 6100.0 / (8000.0 - 1550.0);
+        assert!((r.written_utilisation - written_u).abs() < 1e-12);
+        // Per out-of-place write (the counts follow the predicted throughput).
+        let per_write = crate::gc::write_amplification(written_u) - 1.0;
+        assert!((p.gc_migrations_per_host_write - per_write).abs() < 1e-9, "{p:?}");
+        assert!((p.gc_erases / p.out_of_place_writes - (1.0 + per_write) / 50.0).abs() < 1e-9);
+        // The baseline's measured GC work enters only the time model's busy time.
+        i.baseline.gc_page_migrations *= 7;
+        i.baseline.gc_erases += 1;
+        assert!((none(&i).gc_migrations_per_host_write - per_write).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_device_state_sets_the_valid_and_free_pages_gc_starts_from() {
+        let mut i = input();
+        let state = |i: &Input| RegionState::of(i, 10, "none", 6110.0, 6100.0);
+        // As loaded: the tables' pages; the rest of the 8,000 in circulation is free.
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (6110.0, 1890.0));
+        // Filled: the fill's target, 7,650; 350 pages free before GC must run.
+        i.baseline.device_state = DeviceState::Filled;
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (7650.0, 350.0));
+        // Steady: GC runs from the first write.
+        i.baseline.device_state = DeviceState::Steady;
+        assert_eq!((state(&i).valid_pages, state(&i).free_pages), (7650.0, 0.0));
+        // Tables past the fill's target keep their pages; pslc halves an MLC region.
+        assert_eq!(RegionState::of(&i, 10, "none", 7900.0, 7900.0).valid_pages, 7900.0);
+        i.device.cell = CellType::Mlc;
+        assert_eq!(RegionState::of(&i, 10, "pslc", 10.0, 10.0).circulating_pages, 4000.0);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use layout::{Layout, Prediction, Table};
 use model::Histogram;
 use nand::geometry::CellType;
 use nand::Latencies;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One table or index as the caller read it.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +62,16 @@ pub struct ObjectInput {
 #[derive(Clone, Debug)]
 pub struct Input {
     pub objects: Vec<ObjectInput>,
+    pub device: DeviceFacts,
+    pub baseline: Baseline,
+}
+
+/// The device as the advisor models it: page sizes, the data regions' flash and their
+/// operation times, and how the baseline's data region keeps room for GC. One
+/// description for the exported log's header ([`log_file::Header`], the serialized
+/// field names are the header's keys) and the advisor's [`Input`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFacts {
     /// DB page bytes and the flash page bytes (the delta area must fit half of one).
     pub page_bytes: usize,
     pub flash_page_bytes: usize,
@@ -72,7 +82,59 @@ pub struct Input {
     pub pages_per_chip: u64,
     /// The device's array and transfer times.
     pub latencies: Latencies,
-    pub baseline: Baseline,
+    /// Flash pages per block (0: not known, in logs exported without it; then GC's free
+    /// blocks are not counted).
+    #[serde(default)]
+    pub pages_per_block: u32,
+    /// The baseline data region's over-provisioning share and GC thresholds in free
+    /// blocks per chip (`flash::RegionSpec`; logs exported without them read the
+    /// region defaults).
+    #[serde(default = "default_over_provisioning")]
+    pub over_provisioning: f64,
+    #[serde(default = "default_foreground_free_blocks")]
+    pub gc_foreground_free_blocks: u32,
+    #[serde(default = "default_background_free_blocks")]
+    pub gc_background_free_blocks: u32,
+}
+
+fn default_over_provisioning() -> f64 {
+    flash::RegionSpec::new("data", flash::IpaMode::None).over_provisioning
+}
+
+fn default_foreground_free_blocks() -> u32 {
+    flash::GcConfig::default().foreground_free_blocks
+}
+
+fn default_background_free_blocks() -> u32 {
+    flash::GcConfig::default().background_free_blocks
+}
+
+/// The device's state when the baseline's warm-up began (`driver.precondition`): what
+/// GC has to work against in the measured interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceState {
+    /// As the load left it: the pages no table holds are erased, and the first writes
+    /// take them without GC.
+    #[default]
+    Loaded,
+    /// The free space written once (`--precondition fill`), not yet aged by the workload.
+    Filled,
+    /// Filled and aged by the workload until GC is in steady state (`--precondition
+    /// steady`).
+    Steady,
+}
+
+impl DeviceState {
+    /// From the result's `config.driver.precondition` (none, fill, steady; absent: none).
+    pub fn of_precondition(name: Option<&str>) -> Result<DeviceState, String> {
+        match name {
+            None | Some("none") => Ok(DeviceState::Loaded),
+            Some("fill") => Ok(DeviceState::Filled),
+            Some("steady") => Ok(DeviceState::Steady),
+            Some(other) => Err(format!("precondition `{}` (expected none, fill or steady)", quote(other))),
+        }
+    }
 }
 
 /// What the baseline's measured run did besides the per-object counters.
@@ -85,6 +147,8 @@ pub struct Baseline {
     /// measured ones fill free flash pages too).
     pub warmup_s: f64,
     pub measured_s: f64,
+    /// The device's state before the warm-up.
+    pub device_state: DeviceState,
 }
 
 /// At most 80 characters of `value`, for a message quoting an offending value.
@@ -110,7 +174,8 @@ pub const SOURCES: [(&str, &str); 8] = [
     ("appends", "renewal model over the write-size histogram (docs/advisor.md)"),
     (
         "GC, throughput, latency",
-        "greedy GC's WA(utilisation) per region and the I/O-time model, calibrated on the baseline",
+        "greedy GC's WA(utilisation) per region (scaled to the baseline's GC unless it ran from steady state) and \
+         the I/O-time model",
     ),
 ];
 
@@ -369,7 +434,7 @@ fn schemes(input: &Input) -> Vec<IpaScheme> {
     for n in CANDIDATE_N {
         for m in CANDIDATE_M {
             let Ok(scheme) = IpaScheme::new(n, m, IpaScheme::DEFAULT_V) else { continue };
-            if scheme.area_bytes() <= input.flash_page_bytes / 2 {
+            if scheme.area_bytes() <= input.device.flash_page_bytes / 2 {
                 out.push(scheme);
             }
         }
@@ -383,7 +448,7 @@ fn selective(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str, pol
     let in_ipa = chosen(tables, &appends, policy);
     let total_pages: u64 = tables.iter().map(|t| t.pages).sum();
     let ipa_pages: u64 = tables.iter().zip(&in_ipa).filter(|(_, &c)| c).map(|(t, _)| t.pages).sum();
-    let ipa_chips = ipa_chips(input.data_chips, ipa_pages, total_pages, mode, layout::bits(input.cell));
+    let ipa_chips = ipa_chips(input.device.data_chips, ipa_pages, total_pages, mode, layout::bits(input.device.cell));
     let layout = Layout { scheme, mode: mode.to_string(), in_ipa, appends, ipa_chips };
     Evaluated { prediction: layout::predict(input, tables, &layout), layout, global: false }
 }
@@ -396,7 +461,7 @@ fn global(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str) -> Eva
         mode: mode.to_string(),
         in_ipa: vec![true; tables.len()],
         appends,
-        ipa_chips: input.data_chips,
+        ipa_chips: input.device.data_chips,
     };
     Evaluated { prediction: layout::predict(input, tables, &layout), layout, global: true }
 }
@@ -411,7 +476,7 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         return None;
     }
     let mut reasoning = Vec::new();
-    let bits = layout::bits(input.cell);
+    let bits = layout::bits(input.device.cell);
     let schemes = schemes(input);
     let global_mode = if bits == 1 { "slc" } else { "odd-mlc" };
     // The mode: SLC takes appends on every page. On MLC/TLC, pSLC keeps that at the
@@ -502,7 +567,7 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         reasoning.push(format!(
             "the IPA region gets {ipa_chips} of the {} data chips: the split that leaves the fuller region least \
              full, its tables' pages counted{}",
-            input.data_chips,
+            input.device.data_chips,
             if pick.layout.mode == "pslc" { format!(", × {bits} for pslc's lost capacity") } else { String::new() }
         ));
     }
@@ -512,7 +577,7 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         mode: "none".into(),
         in_ipa: vec![false; tables.len()],
         appends: vec![0.0; tables.len()],
-        ipa_chips: input.data_chips,
+        ipa_chips: input.device.data_chips,
     };
     Some(Recommendation {
         scheme: scheme.to_string(),
@@ -611,16 +676,19 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{} ({}, {} chips) {:.0}% full, WA−1 = {:.3}",
+                "{} ({}, {} chips) {:.0}% full, its written pages {:.0}%, WA−1 = {:.3}",
                 r.name,
                 r.mode,
                 r.chips,
                 r.utilisation * 100.0,
+                r.written_utilisation * 100.0,
                 r.model_migrations_per_write
             )
         })
         .collect();
-    let calibration = if input.baseline.gc_page_migrations == 0 {
+    let calibration = if input.baseline.device_state == DeviceState::Steady {
+        "from steady state, as the model stands".to_string()
+    } else if input.baseline.gc_page_migrations == 0 {
         "the baseline ran no GC in its measured time, so none is predicted".to_string()
     } else {
         format!("scaled to the baseline's {} measured migrations", input.baseline.gc_page_migrations)
@@ -685,12 +753,18 @@ pub(crate) mod tests_support {
                 obj("hot_pk", "index", "hot", 10, 500, 0, Histogram::default(), vec![]),
                 obj("cold", "table", "cold", 6000, 100, 100, cold, vec![3, 1]),
             ],
-            page_bytes: 4096,
-            flash_page_bytes: 4096,
-            cell: CellType::Slc,
-            data_chips: 10,
-            pages_per_chip: 1000,
-            latencies: Latencies::slc_typical(),
+            device: DeviceFacts {
+                page_bytes: 4096,
+                flash_page_bytes: 4096,
+                cell: CellType::Slc,
+                data_chips: 10,
+                pages_per_chip: 1000,
+                latencies: Latencies::slc_typical(),
+                pages_per_block: 50,
+                over_provisioning: 0.1,
+                gc_foreground_free_blocks: 2,
+                gc_background_free_blocks: 4,
+            },
             baseline: Baseline {
                 gc_page_migrations: 500,
                 gc_erases: 30,
@@ -703,6 +777,7 @@ pub(crate) mod tests_support {
                 },
                 warmup_s: 1.0,
                 measured_s: 10.0,
+                device_state: DeviceState::Loaded,
             },
         }
     }
@@ -787,8 +862,8 @@ mod tests {
     #[test]
     fn mlc_picks_pslc_for_a_small_hot_set_and_odd_mlc_for_a_large_one() {
         let mut i = input();
-        i.cell = CellType::Mlc;
-        i.latencies = Latencies::mlc_typical();
+        i.device.cell = CellType::Mlc;
+        i.device.latencies = Latencies::mlc_typical();
         let r = recommend(&i, &Policy::default()).unwrap();
         assert_eq!(r.mode, "pslc");
         assert_eq!(r.global_mode, "odd-mlc");

@@ -8,8 +8,7 @@
 //! or past `measured_from_lsn` are the measured run's (counted per page, their sizes
 //! kept); earlier ones (the load, the warm-up) are only counted apart.
 
-use crate::ObjectInput;
-use nand::{CellType, Latencies};
+use crate::{DeviceFacts, ObjectInput};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -35,15 +34,9 @@ pub struct ObjectEntry {
 pub struct Header {
     pub format: String,
     pub version: u32,
-    /// DB page bytes and flash page bytes.
-    pub page_bytes: usize,
-    pub flash_page_bytes: usize,
-    pub cell: CellType,
-    /// Chips of the data regions (all but the system and log regions').
-    pub data_chips: u32,
-    /// Flash pages per chip.
-    pub pages_per_chip: u64,
-    pub latencies: Latencies,
+    /// The device, its fields at the header's top level (`page_bytes`, `cell`, …).
+    #[serde(flatten)]
+    pub device: DeviceFacts,
     pub objects: Vec<ObjectEntry>,
     /// The first LSN of the measured run, when the export was given the run's result
     /// (`measured_from_lsn`); without it every record counts as measured.
@@ -110,17 +103,24 @@ pub fn objects(header: &Header, rows: &[Row], measured_from_lsn: Option<u64>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nand::{CellType, Latencies};
 
     fn header() -> Header {
         Header {
             format: FORMAT.into(),
             version: VERSION,
-            page_bytes: 4096,
-            flash_page_bytes: 4096,
-            cell: CellType::Slc,
-            data_chips: 2,
-            pages_per_chip: 1024,
-            latencies: Latencies::slc_typical(),
+            device: DeviceFacts {
+                page_bytes: 4096,
+                flash_page_bytes: 4096,
+                cell: CellType::Slc,
+                data_chips: 2,
+                pages_per_chip: 1024,
+                latencies: Latencies::slc_typical(),
+                pages_per_block: 64,
+                over_provisioning: 0.1,
+                gc_foreground_free_blocks: 2,
+                gc_background_free_blocks: 4,
+            },
             objects: vec![ObjectEntry { name: "t".into(), kind: "table".into(), table: "t".into(), pages: 9 }],
             measured_from_lsn: Some(100),
         }
@@ -147,6 +147,23 @@ mod tests {
         assert_eq!(o.update_bytes, vec![8, 2, 8]);
         let all = &objects(&header(), &rows, None).unwrap()[0];
         assert_eq!((all.updates_before_measurement, all.update_bytes.len()), (0, 5));
+    }
+
+    /// A header as `deltaflash log export` wrote it before the device's GC facts were
+    /// in it: it reads, the region defaults standing in for them.
+    #[test]
+    fn a_header_without_the_gc_facts_reads_with_the_region_defaults() {
+        let line = r#"{"format":"deltaflash-log","version":1,"page_bytes":4096,"flash_page_bytes":4096,"cell":"slc","data_chips":2,"pages_per_chip":1024,"latencies":{"read_ns":[25000,25000,25000],"program_ns":[200000,200000,200000],"erase_ns":1500000,"transfer_ps_per_byte":2500,"host_queue_depth":0},"objects":[{"name":"t","kind":"table","table":"t","pages":9}],"measured_from_lsn":100}"#;
+        let h: Header = serde_json::from_str(line).unwrap();
+        let mut expected = header();
+        expected.device.pages_per_block = 0;
+        assert_eq!(h, expected);
+        // The device's fields stay at the header's top level.
+        let written: serde_json::Value = serde_json::to_value(header()).unwrap();
+        assert_eq!(written["page_bytes"], 4096);
+        assert_eq!(written["cell"], "slc");
+        assert_eq!(written["gc_background_free_blocks"], 4);
+        assert!(written.get("device").is_none());
     }
 
     #[test]

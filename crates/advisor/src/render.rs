@@ -86,7 +86,7 @@ pub fn recommendation(r: &Recommendation) -> String {
     let rows = vec![
         vec![
             "predicted over the baseline's run".to_string(),
-            "baseline (measured)".to_string(),
+            "baseline (model)".to_string(),
             format!("advised ({})", r.mode),
             format!("global ({})", r.global_mode),
         ],

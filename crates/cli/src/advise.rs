@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use workloads::{Experiment, ExperimentConfig, ExperimentResult};
 
 #[derive(Args)]
+#[command(mut_arg("precondition", |a| a.help(PRECONDITION_HELP)))]
 pub struct AdviseArgs {
     #[command(flatten)]
     common: BenchArgs,
@@ -76,6 +77,15 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "SECONDS", requires = "watch")]
     watch_after: Option<f64>,
 }
+
+/// `--precondition` as `advise` takes it: bench's meaning, and what it does to the GC
+/// prediction.
+const PRECONDITION_HELP: &str = "The device before the warm-up, for the baseline and --verify's run alike: none (as \
+     loaded), fill (the data regions' free space written once) or steady (filled, then aged by the workload until \
+     GC migrations per host write are in steady state, SNIA PTS style) [default: none, as bench, so that advise \
+     analyses the run bench makes with the same flags and a short run stays short]. Only from steady is the GC \
+     prediction greedy GC's write amplification as it stands; from none or fill free pages postpone GC, and the \
+     model is scaled to the baseline's measured migrations";
 
 /// A baseline and what the advisor made of it.
 pub(crate) struct Advice {
@@ -220,6 +230,7 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
             format!("{:.2}%", p.space_overhead_db_pct),
             format!("{:.2}%", space_overhead_pct(measured, b)),
         ),
+        both("host writes", "host_writes", p.out_of_place_writes + p.in_place_appends),
         both("out-of-place writes", "out_of_place_writes", p.out_of_place_writes),
         both("in-place appends", "in_place_appends", p.in_place_appends),
         both("GC page migrations", "gc_page_migrations", p.gc_page_migrations),

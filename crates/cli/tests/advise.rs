@@ -217,30 +217,71 @@ fn advise_reads_an_exported_log_as_it_reads_the_image() {
     assert!(!out.status.success() && stderr.contains("log.jsonl line 2:"), "{stderr}");
 }
 
-/// `advise --verify` on TPC-B filled to 70% of a small device (GC runs in the measured
-/// second): the predictions against the measured run of the advised layout, within the
-/// tolerances docs/advisor.md states.
+/// `advise --verify --precondition steady` on TPC-B on a small device (two data chips
+/// of 40 blocks; the baseline's aging reaches steady state in 17 windows, the advised
+/// layout's runs the 25-window cap): the predictions against the measured run of the
+/// advised layout, within the tolerances docs/advisor.md states. In steady state the GC
+/// prediction is greedy GC's WA at each region's utilisation, uncalibrated, so the
+/// baseline's own migrations are a prediction too. What the model achieves here: the
+/// baseline's migrations within 1%, the advised layout's migrations per host write
+/// within 4% and its migrations within 27% (the counts carry the throughput's error,
+/// +22%, and the out-of-place writes', which follow the IPA share's). The tolerances:
+/// 15% on migrations per host write and on the baseline's migrations, 35% on the
+/// advised layout's migrations and erases, 30% on throughput and host writes, 10
+/// points on the IPA share. A GC prediction of 0, or one that follows the IPA share
+/// (0.3 fewer migrations per host write than measured here), fails.
 #[test]
 fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("verify.json");
     let run = ["--workload", "tpcb", "--sim-time", "2", "--warmup", "0.5", "--chips", "4"];
-    let device = ["--blocks-per-chip", "40", "--pages-per-block", "64"];
-    ok(&[&["advise", "--verify", "--json", path(&report)][..], &run, &device].concat());
+    let device = ["--blocks-per-chip", "40", "--pages-per-block", "64", "--precondition", "steady"];
+    let image = dir.path().join("base.img");
+    ok(&[&["advise", "--verify", "--image", path(&image), "--json", path(&report)][..], &run, &device].concat());
     let v = json(&report);
-    let (p, m) = (&v["recommendation"]["predicted"]["advised"], &v["verify"]["result"]);
+    let predicted = &v["recommendation"]["predicted"];
+    let (p, m) = (&predicted["advised"], &v["verify"]["result"]);
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
-    assert!(f(&v["baseline"], "gc_page_migrations") > 0.0, "the baseline runs GC");
-    let measured_share = f(m, "in_place_appends") / f(m, "host_writes");
+    assert_eq!(v["baseline"]["precondition"]["mode"], "steady");
+    assert_eq!(m["precondition"]["mode"], "steady", "--verify runs from the same device state");
     let within = |what: &str, predicted: f64, measured: f64, tolerance: f64| {
         assert!((predicted / measured - 1.0).abs() <= tolerance, "{what}: predicted {predicted}, measured {measured}");
     };
-    within("throughput", f(p, "throughput_tps"), f(m, "throughput_tps"), 0.15);
+    let base = &v["baseline"];
+    assert!(f(base, "gc_page_migrations") > 0.0, "the baseline runs GC");
+    within(
+        "baseline GC migrations",
+        f(&predicted["baseline"], "gc_page_migrations"),
+        f(base, "gc_page_migrations"),
+        0.15,
+    );
+    within(
+        "GC migrations per host write",
+        f(p, "gc_migrations_per_host_write"),
+        f(m, "gc_migrations_per_host_write"),
+        0.15,
+    );
+    within("GC migrations", f(p, "gc_page_migrations"), f(m, "gc_page_migrations"), 0.35);
+    within("GC erases", f(p, "gc_erases"), f(m, "gc_erases"), 0.35);
+    within("throughput", f(p, "throughput_tps"), f(m, "throughput_tps"), 0.30);
+    within("host writes", f(p, "out_of_place_writes") + f(p, "in_place_appends"), f(m, "host_writes"), 0.30);
+    let measured_share = f(m, "in_place_appends") / f(m, "host_writes");
     assert!(
-        (f(p, "ipa_share") - measured_share).abs() <= 0.15,
+        (f(p, "ipa_share") - measured_share).abs() <= 0.10,
         "IPA share {} against {measured_share}",
         p["ipa_share"]
     );
-    within("host writes", f(p, "out_of_place_writes") + f(p, "in_place_appends"), f(m, "host_writes"), 0.15);
-    within("GC migrations", f(p, "gc_page_migrations"), f(m, "gc_page_migrations"), 3.0);
+    // From steady state the GC prediction is the model's, not the baseline's measured GC
+    // scaled: the same baseline with its GC work doubled gives the same prediction.
+    let mut doubled = v["baseline"].clone();
+    for k in ["gc_page_migrations", "gc_erases"] {
+        doubled[k] = (2 * v["baseline"][k].as_u64().unwrap()).into();
+    }
+    let (tampered, again) = (dir.path().join("doubled.json"), dir.path().join("again.json"));
+    std::fs::write(&tampered, doubled.to_string()).unwrap();
+    ok(&["advise", "--analyze", path(&image), "--baseline", path(&tampered), "--json", path(&again)]);
+    let again = json(&again);
+    let per_write =
+        |v: &serde_json::Value| f(&v["recommendation"]["predicted"]["advised"], "gc_migrations_per_host_write");
+    assert!((per_write(&again) / per_write(&v) - 1.0).abs() < 1e-9, "{} against {}", per_write(&again), per_write(&v));
 }
