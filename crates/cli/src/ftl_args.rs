@@ -1,8 +1,8 @@
 //! The FTL's knobs as flags, defined once and flattened into every command that runs a
 //! conventional FTL: `ftl-bench` and `replay` take [`FtlKnobArgs`] (their spare factor
 //! and GC policy are the region flags, which apply to an FTL too), `bench`, `compare`,
-//! `bench --engine sqlite` and `index-bench` take [`FtlArgs`], the knobs plus the spare
-//! factor and GC policy. Each flag is optional and overrides the field of the config it applies to
+//! `bench --engine sqlite`, `index-bench` and `torture` take [`FtlArgs`], the knobs plus
+//! the spare factor and GC policy. Each flag is optional and overrides the field of the config it applies to
 //! ([`flash::ftl::FtlConfig`]); a flag given without an FTL to apply it to is refused
 //! by the caller with [`FtlArgs::given`]'s names.
 

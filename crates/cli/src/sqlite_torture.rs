@@ -19,6 +19,7 @@
 //! page FTL; `nolgn` runs SQLite with no log on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`,
 //! the FTL forced to `nolgn`): every commit is one FTL transaction.
 
+use crate::ftl_args::FtlArgs;
 use crate::power_cuts::{cut_loop, Torture};
 use crate::sqlite_bench::SqliteJournal;
 use clap::{Args, ValueEnum};
@@ -52,7 +53,7 @@ pub struct SqliteTortureArgs {
     #[arg(long, value_enum, default_value_t = Engine::Deltaflash)]
     pub engine: Engine,
     /// SQLite only: the FTL under it (page, dftl, block, bast, fast, nolgn), with 25%
-    /// over-provisioning so GC fits the small torture device.
+    /// over-provisioning so GC fits the small torture device (the FTL flags override it).
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,
     /// SQLite only: base-wal (SQLite's WAL; `wal` also accepted), delete (a rollback
@@ -96,6 +97,7 @@ struct CutKinds {
 /// Runs the cuts; the caller prints the tally and writes the summary.
 pub fn run(
     args: &SqliteTortureArgs,
+    ftl_flags: &FtlArgs,
     geometry: Geometry,
     cuts: u32,
     seed: u64,
@@ -104,9 +106,11 @@ pub fn run(
 ) -> Result<Torture, String> {
     let kind = if args.journal == SqliteJournal::Nolgn { FtlKind::Nolgn } else { args.ftl };
     let journal = args.journal.flash(1_000);
+    let mut ftl = FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) };
+    ftl_flags.apply(&mut ftl)?;
     let config = Config {
         geometry,
-        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) },
+        ftl,
         journal: args.journal,
         options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal, ..Default::default() },
         accounts,

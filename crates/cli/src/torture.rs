@@ -3,6 +3,7 @@
 //! the SQLite torture ([`crate::sqlite_torture`]) instead; both make their cuts and
 //! write their `--json` summary through [`crate::power_cuts`].
 
+use crate::ftl_args::FtlArgs;
 use crate::output::OverwriteArg;
 use crate::power_cuts::{cut_loop, Torture};
 use crate::setup::DeviceArgs;
@@ -65,6 +66,10 @@ pub struct TortureArgs {
     db_page_bytes: Option<usize>,
     #[command(flatten)]
     sqlite: crate::sqlite_torture::SqliteTortureArgs,
+    /// The FTL's knobs, over the torture's defaults (25% spare; the SQLite torture's 8
+    /// log blocks) with --storage ftl:KIND or --engine sqlite; refused on noftl and ipl.
+    #[command(flatten)]
+    ftl_flags: FtlArgs,
     /// Write the summary (config, cut points, checks, failures) as JSON to this file (a
     /// new file; see --overwrite).
     #[arg(long)]
@@ -89,8 +94,10 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         return Err("torture runs on in-memory devices with data; drop --no-data and --image".into());
     }
     if args.sqlite.engine == crate::sqlite_torture::Engine::Sqlite {
+        let (cuts, seed) = (args.cuts, args.seed);
+        let sqlite = &args.sqlite;
         let mut torture =
-            crate::sqlite_torture::run(&args.sqlite, geometry, args.cuts, args.seed, args.accounts, args.transfers)?;
+            crate::sqlite_torture::run(sqlite, &args.ftl_flags, geometry, cuts, seed, args.accounts, args.transfers)?;
         torture.config["device"] = json!(device.device);
         return torture.finish(json.as_ref());
     }
@@ -106,12 +113,17 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
                 format!("--storage {}: no such FTL (page, dftl, block, bast, fast or nolgn)", args.storage)
             })?;
             // A quarter spare: GC's free blocks per chip on the small default device.
-            Some(FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) })
+            let mut config = FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) };
+            args.ftl_flags.apply(&mut config)?;
+            Some(config)
         }
         None if ipl.is_none() && args.storage != "noftl" => {
             return Err(format!("--storage {}: expected noftl, ipl or ftl:KIND", args.storage))
         }
-        None => None,
+        None => {
+            args.ftl_flags.refuse_without_ftl(&format!("--storage {}", args.storage))?;
+            None
+        }
     };
     let whole_device = ipl.is_some() || ftl.is_some();
     let ipa = args.ipa.clone().unwrap_or_else(|| if whole_device { "0x0" } else { "2x4" }.to_string());

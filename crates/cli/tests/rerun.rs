@@ -433,6 +433,40 @@ fn torture_summaries_round_trip_with_the_same_cut_points() {
     }
     assert_eq!(sqlite["config"]["journal"], "base-wal");
     assert_eq!(bank["config"]["ipa"], "2x4");
+    // The FTL flags apply to the torture's FTL, and are refused where there is none.
+    let dftl = round_trip(
+        dir.path(),
+        "dftl.json",
+        &[
+            "torture",
+            "--storage",
+            "ftl:dftl",
+            "--cmt-entries",
+            "64",
+            "--over-provisioning",
+            "0.3",
+            "--cuts",
+            "4",
+            "--accounts",
+            "100",
+            "--transfers",
+            "60",
+        ],
+    );
+    let ftl = &dftl["config"]["ftl"];
+    assert_eq!((ftl["cmt_entries"].as_u64(), ftl["over_provisioning"].as_f64()), (Some(64), Some(0.3)), "{ftl}");
+    let args = ["torture", "--engine", "sqlite", "--sqlite-ftl", "dftl", "--cmt-entries", "50", "--cuts", "2"];
+    let out = dir.path().join("sqlite-dftl.json");
+    ok(&[&args[..], &["--accounts", "50", "--transfers", "40", "--json", path(&out)]].concat());
+    assert_eq!(common::json(&out)["config"]["ftl"]["cmt_entries"], 50);
+    let refused = deltaflash(&["torture", "--gc", "greedy", "--cuts", "1"]);
+    assert!(
+        stderr(&refused).contains("--gc is an FTL setting; --storage noftl runs on no FTL"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = deltaflash(&["torture", "--storage", "ftl:page", "--log-blocks", "4", "--cuts", "1"]);
+    assert!(stderr(&refused).contains("--log-blocks is a knob of ftl:bast and ftl:fast"), "{}", stderr(&refused));
 }
 
 /// `compare --engines` with SQLite: each result carries its resolved config (SQLite's
