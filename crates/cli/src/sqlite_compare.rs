@@ -170,7 +170,7 @@ fn deltaflash_run(args: &SqliteCompareArgs) -> Result<Run, String> {
     let wall_seconds = start.elapsed().as_secs_f64();
     let flash = db.page_device().device().counters();
     let deterministic = json!({
-        "simulated_seconds": (db.now() - sim_start) as f64 / 1e9,
+        "sim_seconds": (db.now() - sim_start) as f64 / 1e9,
         "flash_reads": flash.page_reads - flash_start.page_reads,
         "flash_programs": (flash.page_programs + flash.reprograms + flash.copybacks)
             - (flash_start.page_programs + flash_start.reprograms + flash_start.copybacks),

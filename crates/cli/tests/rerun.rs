@@ -363,8 +363,7 @@ fn sqlite_compare_writes_its_config_and_reruns_what_is_deterministic() {
     assert!(v["sqlite"]["wall_seconds"].as_f64().is_some() && v["deltaflash"]["transactions_per_wall_second"].is_f64());
     assert_eq!(v["sqlite"]["history_rows"], 200, "{v}");
     assert!(
-        v["deltaflash"]["flash_programs"].as_u64() > Some(0)
-            && v["deltaflash"]["simulated_seconds"].as_f64() > Some(0.0)
+        v["deltaflash"]["flash_programs"].as_u64() > Some(0) && v["deltaflash"]["sim_seconds"].as_f64() > Some(0.0)
     );
     let out = deltaflash(&["rerun", path(&dir.path().join("sc.json"))]);
     let named = stderr(&out);
