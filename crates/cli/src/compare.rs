@@ -18,7 +18,9 @@
 //!
 //! Engines: `deltaflash:NxM` is the engine with IPA scheme NxM on `--storage` (default
 //! noftl), `deltaflash:NxM@STORAGE` on that storage instead; `sqlite` is SQLite through
-//! its VFS on the page-mapping FTL, `sqlite@ftl:KIND` on another FTL. Fault model: a
+//! its VFS on the page-mapping FTL, `sqlite@ftl:KIND` on another FTL; the FTL flags
+//! (`--over-provisioning`, `--gc`, the knobs) apply to every FTL of the comparison,
+//! SQLite's too, and a knob of another kind than an FTL's is refused. Fault model: a
 //! bad engine name, a workload SQLite lacks or a flag the comparison sets itself is
 //! refused before anything runs; a failed run ends the command with its error.
 //!
@@ -27,6 +29,7 @@
 //! cache share under `run.cache_share`), so `deltaflash rerun` runs each again.
 
 use crate::bench::{self, BenchArgs, Format, StorageChoice};
+use crate::ftl_args::FtlArgs;
 use clap::Args;
 use engine::IpaScheme;
 use flash::ftl::{FtlConfig, FtlKind};
@@ -228,19 +231,24 @@ fn engine_config(mut c: ExperimentConfig, scheme: IpaScheme, transactions: u64) 
 }
 
 /// SQLite's run as a `bench --engine sqlite` config, resolved: a fresh FTL over the
-/// device `c` describes, the engine's workload parameters, seed, CPU cost and buffer
-/// share (SQLite's page cache after the load).
+/// device `c` describes (with the FTL flags, as every FTL of the comparison), the
+/// engine's workload parameters, seed, CPU cost and buffer share (SQLite's page cache
+/// after the load).
 fn sqlite_config(
     c: &ExperimentConfig,
     ftl: FtlKind,
+    flags: &FtlArgs,
     args: &EngineArgs,
     transactions: u64,
 ) -> Result<SqliteConfig, String> {
+    let at = |e: String| format!("sqlite@ftl:{}: {e}", ftl.name());
+    let mut ftl_config = FtlConfig::new(ftl);
+    flags.apply(&mut ftl_config).map_err(at)?;
     let mut workload = c.workload.clone();
     workload.params.insert("transactions".into(), transactions.into());
     let config = SqliteConfig {
         device: c.device.clone(),
-        storage: SqliteStorageConfig::Ftl(FtlConfig::new(ftl)),
+        storage: SqliteStorageConfig::Ftl(ftl_config),
         workload,
         run: SqliteRunConfig {
             seed: c.seed,
@@ -252,7 +260,7 @@ fn sqlite_config(
         },
         ..SqliteConfig::default()
     };
-    crate::sqlite_bench::resolve(&config, None).map_err(|e| format!("sqlite@ftl:{}: {e}", ftl.name()))
+    crate::sqlite_bench::resolve(&config, None).map_err(at)
 }
 
 /// Runs a resolved SQLite config with a progress bar among `bars`.
@@ -300,7 +308,8 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs, jobs: usize) -> Result
                 Prepared::Engine { experiment, spelling }
             }
             EngineSpec::Sqlite { ftl } => {
-                Prepared::Sqlite { ftl: *ftl, config: Box::new(sqlite_config(&base, *ftl, args, transactions)?) }
+                let config = sqlite_config(&base, *ftl, &common.ftl, args, transactions)?;
+                Prepared::Sqlite { ftl: *ftl, config: Box::new(config) }
             }
         });
     }

@@ -485,6 +485,18 @@ fn a_compare_of_engines_with_sqlite_round_trips() {
     assert!(sqlite["cache"]["cache_pages"].as_u64() > Some(0), "{sqlite}");
     let out = ok(&["rerun", path(&file)]);
     assert_eq!(out.matches("identical").count(), 2, "{out}");
+    // The FTL flags apply to SQLite's FTL as to the engine's.
+    let spare = ["--storage", "ftl:page", "--over-provisioning", "0.2", "--format", "json", "--jobs", "1"];
+    let out = ok(&[&args[..], &spare[..]].concat());
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for run in runs.as_array().unwrap() {
+        let storage = &run["result"]["config"]["storage"]["ftl"];
+        assert_eq!(
+            (storage["kind"].as_str(), storage["over_provisioning"].as_f64()),
+            (Some("page"), Some(0.2)),
+            "{run}"
+        );
+    }
 }
 
 /// `bench --engine sqlite --host-stack ext4`: the Ext4 host stack model on flash,
