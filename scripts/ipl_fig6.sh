@@ -23,10 +23,10 @@ if [ "${1:-}" != plot ]; then
   jobs=()
   for f in "${FRAMES[@]}"; do
     jobs+=("ipl $f --index ipl"
-           "fast16 $f --index btree --storage fast --log-block-count 16"
-           "fast32 $f --index btree --storage fast --log-block-count 32"
-           "bast16 $f --index btree --storage bast --log-block-count 16"
-           "bast32 $f --index btree --storage bast --log-block-count 32")
+           "fast16 $f --index btree --storage fast --log-blocks 16"
+           "fast32 $f --index btree --storage fast --log-blocks 32"
+           "bast16 $f --index btree --storage bast --log-blocks 16"
+           "bast32 $f --index btree --storage bast --log-blocks 32")
   done
   printf '%s\n' "${jobs[@]}" | xargs -P 2 -I{} sh -c '
     set -- {}; name=$1; frames=$2; shift 2

@@ -16,9 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-docs/results}
 declare -A RUNS=(
-  [bftl2k-30]="--index bftl --storage fast --node-bytes 2048 --log-blocks 30"
-  [bftl2k-10]="--index bftl --storage fast --node-bytes 2048 --log-blocks 10"
-  [bftl8k-30]="--index bftl --storage fast --node-bytes 8192 --log-blocks 30"
+  [bftl2k-30]="--index bftl --storage fast --node-bytes 2048 --log-blocks-percent 30"
+  [bftl2k-10]="--index bftl --storage fast --node-bytes 2048 --log-blocks-percent 10"
+  [bftl8k-30]="--index bftl --storage fast --node-bytes 8192 --log-blocks-percent 30"
   [mutree]="--index mutree"
   [ipl]="--index ipl"
   [btree-page]="--index btree --storage page"

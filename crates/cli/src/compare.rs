@@ -18,22 +18,28 @@
 //!
 //! Engines: `deltaflash:NxM` is the engine with IPA scheme NxM on `--storage` (default
 //! noftl), `deltaflash:NxM@STORAGE` on that storage instead; `sqlite` is SQLite through
-//! its VFS on the page-mapping FTL, `sqlite@ftl:KIND` on another FTL. Fault model: a
+//! its VFS on the page-mapping FTL, `sqlite@ftl:KIND` on another FTL; the FTL flags
+//! (`--over-provisioning`, `--gc`, the knobs) apply to every FTL of the comparison,
+//! SQLite's too, and a knob of another kind than an FTL's is refused. Fault model: a
 //! bad engine name, a workload SQLite lacks or a flag the comparison sets itself is
 //! refused before anything runs; a failed run ends the command with its error.
+//!
+//! Every result of `--format json` carries its resolved config: the engine's experiment,
+//! and SQLite's run as a `bench --engine sqlite` config (`command = "bench"`, its page
+//! cache share under `run.cache_share`), so `deltaflash rerun` runs each again.
 
 use crate::bench::{self, BenchArgs, Format, StorageChoice};
+use crate::ftl_args::FtlArgs;
 use clap::Args;
 use engine::IpaScheme;
 use flash::ftl::{FtlConfig, FtlKind};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use nand::{Device, MemoryStorage};
-use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use workloads::config::StorageConfig;
 use workloads::experiment::Consistency;
 use workloads::limits::{cut_quoted, quote};
-use workloads::sqlite::runner::run as run_sqlite;
-use workloads::sqlite::{Kind, Session, SqliteResult, SqliteRunConfig, SqliteWorkload, Synchronous};
+use workloads::sqlite::config::{SqliteConfig, SqliteStorageConfig};
+use workloads::sqlite::runner::run_registered;
+use workloads::sqlite::{SqliteResult, SqliteRunConfig, Synchronous};
 use workloads::{Control, Experiment, ExperimentConfig, ExperimentResult};
 
 /// The workloads both engines have.
@@ -146,61 +152,11 @@ pub struct EngineArgs {
     pub sync: Option<Synchronous>,
 }
 
-/// SQLite's database and page cache after its load.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CacheSize {
-    pub database_pages: u64,
-    pub page_bytes: u64,
-    pub cache_pages: u64,
-}
-
-/// A SQLite workload whose page cache is set, after the load, to `share` of the loaded
-/// database's pages (the engine's `--buffer`); everything else is the inner workload's.
-struct CacheShare {
-    inner: Box<dyn SqliteWorkload>,
-    share: f64,
-    size: CacheSize,
-}
-
-impl SqliteWorkload for CacheShare {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn kinds(&self) -> &'static [&'static str] {
-        self.inner.kinds()
-    }
-    fn load(&mut self, s: &mut Session<'_>, rng: &mut rand_chacha::ChaCha8Rng) -> Result<(), String> {
-        self.inner.load(s, rng)?;
-        let database_pages = s.int("PRAGMA page_count", [])?.max(0) as u64;
-        let page_bytes = s.int("PRAGMA page_size", [])?.max(0) as u64;
-        let cache_pages = ((database_pages as f64 * self.share).ceil() as u64).max(1);
-        s.batch(&format!("PRAGMA cache_size = {cache_pages}"))?;
-        self.size = CacheSize { database_pages, page_bytes, cache_pages };
-        Ok(())
-    }
-    fn transactions(&self) -> u64 {
-        self.inner.transactions()
-    }
-    fn transaction(
-        &mut self,
-        s: &mut Session<'_>,
-        n: u64,
-        rng: &mut rand_chacha::ChaCha8Rng,
-    ) -> Result<(Kind, bool), String> {
-        self.inner.transaction(s, n, rng)
-    }
-    fn new_orders(&self) -> Option<u64> {
-        self.inner.new_orders()
-    }
-    fn check(&mut self, s: &mut Session<'_>) -> Result<(), String> {
-        self.inner.check(s)
-    }
-}
-
 /// One engine's run.
 pub enum Outcome {
     Engine(Box<ExperimentResult>),
-    Sqlite(Box<SqliteResult>, CacheSize),
+    /// SQLite's result and the resolved config it ran (as `bench --config` runs it).
+    Sqlite(Box<SqliteResult>, Box<SqliteConfig>),
 }
 
 pub struct EngineRun {
@@ -213,11 +169,17 @@ pub struct EngineRun {
 }
 
 impl EngineRun {
-    /// The run as `compare --engines --format json` prints it.
+    /// The run as `compare --engines --format json` prints it: each result with its
+    /// resolved config, so `deltaflash rerun` runs it again (SQLite's as `bench`).
     pub fn to_json(&self) -> serde_json::Value {
         let result = match &self.outcome {
             Outcome::Engine(e) => e.to_json(),
-            Outcome::Sqlite(s, _) => serde_json::to_value(s).unwrap_or_default(),
+            Outcome::Sqlite(s, config) => {
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["command"] = "bench".into();
+                v["config"] = serde_json::to_value(config).unwrap_or_default();
+                v
+            }
         };
         serde_json::json!({"engine": self.engine, "storage": self.storage, "result": result})
     }
@@ -268,52 +230,61 @@ fn engine_config(mut c: ExperimentConfig, scheme: IpaScheme, transactions: u64) 
     c
 }
 
-/// SQLite on a fresh FTL over the device `c` describes, with the engine's workload
-/// parameters, seed, CPU cost and buffer share.
-fn run_sqlite_on(
+/// SQLite's run as a `bench --engine sqlite` config, resolved: a fresh FTL over the
+/// device `c` describes (with the FTL flags, as every FTL of the comparison), the
+/// engine's workload parameters, seed, CPU cost and buffer share (SQLite's page cache
+/// after the load).
+fn sqlite_config(
     c: &ExperimentConfig,
     ftl: FtlKind,
+    flags: &FtlArgs,
     args: &EngineArgs,
     transactions: u64,
-    bars: &MultiProgress,
-) -> Result<(SqliteResult, CacheSize), String> {
-    let mut params = c.workload.params.clone();
-    params.insert("transactions".into(), transactions.into());
-    let configured = workloads::sqlite::find(&c.workload.name)
-        .and_then(|w| w.configure(&params))
-        .map_err(|e| format!("sqlite: {e}"))?;
-    let geometry = c.device.fitting_geometry().map_err(|e| crate::setup::device_error(&e))?;
-    let device = Device::new(Box::new(MemoryStorage::new(geometry, !c.device.no_data)));
-    // The runner charges the CPU cost per statement; the instance charges none itself.
-    let options = FlashSqliteOptions { statement_cpu_ns: 0, ..Default::default() };
-    let mut host = FlashSqlite::create(device, &FtlConfig::new(ftl), options)
-        .map_err(|e| format!("sqlite on ftl:{}: {e}", ftl.name()))?;
-    let config = SqliteRunConfig {
-        seed: c.seed,
-        cpu_ns_per_statement: (c.driver.cpu_per_operation_us * 1000.0).round() as u64,
-        synchronous: args.sync.unwrap_or_default(),
-        free_space: None,
-        check: c.driver.check,
+) -> Result<SqliteConfig, String> {
+    let at = |e: String| format!("sqlite@ftl:{}: {e}", ftl.name());
+    let mut ftl_config = FtlConfig::new(ftl);
+    flags.apply(&mut ftl_config).map_err(at)?;
+    let mut workload = c.workload.clone();
+    workload.params.insert("transactions".into(), transactions.into());
+    let config = SqliteConfig {
+        device: c.device.clone(),
+        storage: SqliteStorageConfig::Ftl(ftl_config),
+        workload,
+        run: SqliteRunConfig {
+            seed: c.seed,
+            cpu_ns_per_statement: (c.driver.cpu_per_operation_us * 1000.0).round() as u64,
+            synchronous: args.sync.unwrap_or_default(),
+            free_space: None,
+            check: c.driver.check,
+            cache_share: Some(c.engine.buffer_share),
+        },
+        ..SqliteConfig::default()
     };
-    let mut workload =
-        CacheShare { inner: configured.build(), share: c.engine.buffer_share, size: CacheSize::default() };
-    let bar = bars.add(ProgressBar::new(transactions));
+    crate::sqlite_bench::resolve(&config, None).map_err(at)
+}
+
+/// Runs a resolved SQLite config with a progress bar among `bars`.
+fn run_sqlite_on(config: &SqliteConfig, bars: &MultiProgress) -> Result<SqliteResult, String> {
+    let mut host = crate::sqlite_bench::open_host(config)?;
+    let bar = bars.add(ProgressBar::new(0));
     let style =
         ProgressStyle::with_template("{prefix:>7} [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
     bar.set_prefix("[sqlite]");
-    let result = run_sqlite(&mut host, &mut workload, configured.params(), &config, &mut |done, _| {
+    let (name, params) = (&config.workload.name, &config.workload.params);
+    let result = run_registered(host.as_mut(), name, params, &config.run, &mut |done, total| {
+        bar.set_length(total);
         bar.set_position(done);
         Control::Continue
     });
     bar.finish_and_clear();
-    Ok((result?, workload.size))
+    result
 }
 
 /// One engine's run, checked and ready to start.
-enum Prepared<'a> {
+enum Prepared {
     Engine { experiment: Box<Experiment>, spelling: bench::Spelling },
-    Sqlite { ftl: FtlKind, base: &'a ExperimentConfig },
+    Sqlite { ftl: FtlKind, config: Box<SqliteConfig> },
 }
 
 /// Runs every engine, `jobs` at once (each run single-threaded and seeded, so the
@@ -336,7 +307,10 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs, jobs: usize) -> Result
                 );
                 Prepared::Engine { experiment, spelling }
             }
-            EngineSpec::Sqlite { ftl } => Prepared::Sqlite { ftl: *ftl, base: &base },
+            EngineSpec::Sqlite { ftl } => {
+                let config = sqlite_config(&base, *ftl, &common.ftl, args, transactions)?;
+                Prepared::Sqlite { ftl: *ftl, config: Box::new(config) }
+            }
         });
     }
     let bars = MultiProgress::new();
@@ -351,13 +325,13 @@ pub fn run_engines(common: &BenchArgs, args: &EngineArgs, jobs: usize) -> Result
                     outcome: Outcome::Engine(Box::new(result)),
                 }
             }
-            Prepared::Sqlite { ftl, base } => {
-                let (result, size) = run_sqlite_on(base, *ftl, args, transactions, &bars)?;
+            Prepared::Sqlite { ftl, config } => {
+                let result = run_sqlite_on(config, &bars)?;
                 EngineRun {
                     engine: "sqlite".into(),
                     storage: format!("ftl:{}", ftl.name()),
                     requested: transactions,
-                    outcome: Outcome::Sqlite(Box::new(result), size),
+                    outcome: Outcome::Sqlite(Box::new(result), config.clone()),
                 }
             }
         })
@@ -414,8 +388,9 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 buffer_pages: (database_pages * r.config.engine.buffer_share).ceil() as u64,
             }
         }
-        Outcome::Sqlite(r, size) => {
+        Outcome::Sqlite(r, _) => {
             let f = r.flash.as_ref().ok_or("sqlite: the run on flash has no flash counters")?;
+            let size = r.cache.ok_or("sqlite: the run has no page cache size")?;
             Column {
                 requested: run.requested,
                 transactions: r.transactions,

@@ -1,8 +1,8 @@
 //! The FTL's knobs as flags, defined once and flattened into every command that runs a
 //! conventional FTL: `ftl-bench` and `replay` take [`FtlKnobArgs`] (their spare factor
-//! and GC policy are the region flags, which apply to an FTL too), `bench`, `compare` and
-//! `bench --engine sqlite` take [`FtlArgs`], the knobs plus the spare factor and GC
-//! policy. Each flag is optional and overrides the field of the config it applies to
+//! and GC policy are the region flags, which apply to an FTL too), `bench`, `compare`,
+//! `bench --engine sqlite`, `index-bench` and `torture` take [`FtlArgs`], the knobs plus
+//! the spare factor and GC policy. Each flag is optional and overrides the field of the config it applies to
 //! ([`flash::ftl::FtlConfig`]); a flag given without an FTL to apply it to is refused
 //! by the caller with [`FtlArgs::given`]'s names.
 
@@ -99,8 +99,13 @@ impl FtlArgs {
 
     /// Refuses any of these flags on a run without an FTL (`what` says what it runs on).
     pub fn refuse_without_ftl(&self, what: &str) -> Result<(), String> {
+        self.refuse_without(what, "add --storage ftl:KIND")
+    }
+
+    /// As [`FtlArgs::refuse_without_ftl`], `remedy` saying how to run on an FTL.
+    pub fn refuse_without(&self, what: &str, remedy: &str) -> Result<(), String> {
         match self.given().first() {
-            Some(flag) => Err(format!("{flag} is an FTL setting; {what} runs on no FTL: add --storage ftl:KIND")),
+            Some(flag) => Err(format!("{flag} is an FTL setting; {what} runs on no FTL: {remedy}")),
             None => Ok(()),
         }
     }

@@ -3,10 +3,15 @@
 //! or sequential key order, then point queries and range scans; flash reads (node reads
 //! and additional log/page reads), writes, erases, merges, blocks used and simulated
 //! I/O time per phase (ipl-btree-in-page-logging.txt §4.2–4.3, Fig. 6, Tables 3–4).
+//! The indexes on an FTL take the FTL flags (`FtlArgs`: --log-blocks, --over-provisioning,
+//! --gc; the knobs of DFTL and NoLgn-FTL are refused, neither is an index storage here),
+//! recorded in the JSON's `config`.
 
+use crate::ftl_args::FtlArgs;
 use crate::output::OverwriteArg;
 use crate::table::{print_table, Row};
 use clap::{Args, ValueEnum};
+use flash::ftl::FtlKind;
 use index::bench::{self, BenchProgress, IndexBenchConfig, Phase};
 use index::{IndexKind, Storage};
 use indicatif::ProgressBar;
@@ -44,12 +49,13 @@ pub struct IndexBenchArgs {
     #[arg(long, value_enum)]
     storage: Option<StorageArg>,
     /// BAST/FAST log blocks (page FTL: spare blocks) as a percentage of the data blocks
-    /// the tree is expected to fill (random inserts fill nodes to ln 2 ≈ 69%).
+    /// the tree is expected to fill (random inserts fill nodes to ln 2 ≈ 69%); --log-blocks
+    /// (a count; the paper's Fig. 6 uses 16 and 32) and --over-provisioning override it.
     #[arg(long, default_value_t = 11.0, value_parser = percent)]
-    log_blocks: f64,
-    /// BAST/FAST log blocks as a count (overrides --log-blocks; the paper's Fig. 6 uses 16 and 32).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
-    log_block_count: Option<u32>,
+    log_blocks_percent: f64,
+    /// The FTL's knobs (btree and bftl, on page, bast or fast; refused on native storage).
+    #[command(flatten)]
+    ftl: FtlArgs,
     /// Node bytes: a whole number of flash pages (2048 or 8192 on the IPL chip).
     #[arg(long, default_value_t = 8192, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(512..=65536))]
     node_bytes: usize,
@@ -106,8 +112,9 @@ fn percent(text: &str) -> Result<f64, String> {
 }
 
 impl IndexBenchArgs {
-    /// The library's config of these arguments.
-    fn config(&self) -> IndexBenchConfig {
+    /// The library's config of these arguments; an FTL flag is refused where the index
+    /// stands on no FTL or the FTL has no such knob.
+    fn config(&self) -> Result<IndexBenchConfig, String> {
         let index = match self.index {
             IndexArg::Ipl => IndexKind::Ipl,
             IndexArg::Btree => IndexKind::Btree,
@@ -121,11 +128,23 @@ impl IndexBenchArgs {
             Some(StorageArg::Native) => Storage::Native,
             None => bench::default_storage(index),
         };
-        IndexBenchConfig {
+        let kind = match storage {
+            Storage::Page => FtlKind::Page,
+            Storage::Bast => FtlKind::Bast,
+            Storage::Fast => FtlKind::Fast,
+            Storage::Native => {
+                let index = self.index.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+                let what = format!("--index {index} on --storage native");
+                self.ftl.refuse_without(&what, "btree and bftl run on an FTL: --storage page, bast or fast")?;
+                FtlKind::Page
+            }
+        };
+        self.ftl.knobs.check_kind(kind)?;
+        Ok(IndexBenchConfig {
             index,
             storage,
-            log_blocks_percent: self.log_blocks,
-            log_block_count: self.log_block_count,
+            log_blocks_percent: self.log_blocks_percent,
+            log_block_count: self.ftl.knobs.log_blocks,
             node_bytes: self.node_bytes,
             inserts: self.inserts,
             buffer_frames: self.buffer_frames,
@@ -142,13 +161,15 @@ impl IndexBenchArgs {
             blocks: self.blocks,
             device: self.device.clone(),
             seed: self.seed,
-        }
+            over_provisioning: self.ftl.over_provisioning,
+            gc: self.ftl.gc,
+        })
     }
 }
 
 pub fn run(args: IndexBenchArgs) -> Result<(), String> {
     let json = args.overwrite.check("--json", args.json.as_deref())?;
-    let config = args.config();
+    let config = args.config()?;
     let mut bar: Option<(&str, ProgressBar)> = None;
     let r = bench::run(&config, &mut |p: BenchProgress| {
         if bar.as_ref().is_none_or(|(phase, _)| *phase != p.phase) {

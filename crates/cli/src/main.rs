@@ -42,6 +42,7 @@ mod log_export;
 mod memory;
 mod mount;
 mod output;
+mod power_cuts;
 mod recovery_bench;
 mod replay;
 mod reproduce;
@@ -146,8 +147,10 @@ enum Command {
     /// through the Python package.
     Sweep(sweep::SweepArgs),
     /// Run a recorded result again from the config in its JSON (bench, compare, sweep,
-    /// ftl-bench, replay, index-bench, engine-bench, recovery-bench) and say whether
-    /// the simulated metrics are identical; exits non-zero if any differ.
+    /// ftl-bench, replay, index-bench, engine-bench, recovery-bench, sqlite-compare,
+    /// torture) and say whether the simulated and seeded values are identical (wall-clock
+    /// values, those under keys holding `wall`, are not compared); exits non-zero if any
+    /// differ.
     Rerun(rerun::RerunArgs),
     /// Run the papers' tables and figures and compare every cell with the paper's value
     /// (within, direction, opposite, n/a); --list names the experiments.

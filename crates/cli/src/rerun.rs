@@ -2,13 +2,20 @@
 //! records, and says whether the simulated metrics came out the same.
 //!
 //! A result is what a command's `--json` wrote (`bench`, engine or SQLite; `ftl-bench`,
-//! `replay`, `index-bench`, `engine-bench`, `recovery-bench`), an array of them
-//! (`compare --format json`), or a sweep's JSON-lines file (each line's `result`). Each
-//! is run again in a child process of this binary: a `bench` result from its `config`
-//! (the resolved experiment, written to a scratch file and given as `--config`), the
-//! others from `config.command_line` (the flags the run was given; their resolved
-//! values are in the rest of `config`). The new JSON is compared with the recorded one
-//! value by value, except what depends on the machine or the build ([`machine_dependent`]).
+//! `replay`, `index-bench`, `engine-bench`, `recovery-bench`, `sqlite-compare`,
+//! `torture`), an array of them (`compare --format json`, engines and SQLite alike), or
+//! a sweep's JSON-lines file (each line's `result`). Each is run again in a child
+//! process of this binary: a `bench` result from its `config` (the resolved experiment,
+//! written to a scratch file and given as `--config`), the others from
+//! `config.command_line` (the flags the run was given; their resolved values are in the
+//! rest of `config`), without the flags that name a new file (`--image`,
+//! `--sqlite-path`: the re-run keeps those in memory or a scratch directory). The new
+//! JSON is compared with the recorded one value by value, except what depends on the
+//! machine or the build ([`machine_dependent`]): every key holding `wall` (wall-clock
+//! time and speed per wall-second, such as all of `sqlite-compare`'s and
+//! `engine-bench`'s throughputs), `rss` or `memory_` (the process's memory), the
+//! version and commit, and `engine-bench`'s wall-clock page write cost. The keys left
+//! out are named on standard error.
 //!
 //! Invariants: a result without a config is refused, naming what is missing; a result of
 //! another version is run with a warning (defaults may have changed); the recorded file
@@ -24,7 +31,9 @@ use std::process::Command;
 #[derive(Args)]
 pub struct RerunArgs {
     /// A result written by --json (bench, ftl-bench, replay, index-bench, engine-bench,
-    /// recovery-bench), the output of compare --format json, or a sweep's results file.
+    /// recovery-bench, sqlite-compare, torture), the output of compare --format json, or
+    /// a sweep's results file. Wall-clock values (keys holding `wall`), memory and the
+    /// build are not compared; the rest is simulated or follows from the seed.
     result: PathBuf,
     /// Write the new result as JSON to this file (a new file; see --overwrite); several
     /// runs (compare, sweep) as an array.
@@ -144,10 +153,39 @@ fn arguments(result: &Value, scratch: &Path, at: &str) -> Result<Vec<String>, St
         format!("{at}: the {command} result's config has no \"command_line\", so it cannot be run again")
     })?;
     let mut argv = vec![command.to_string()];
-    for flag in flags {
-        argv.push(flag.as_str().ok_or_else(|| format!("{at}: config.command_line holds a non-string"))?.to_string());
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        let flag = flag.as_str().ok_or_else(|| format!("{at}: config.command_line holds a non-string"))?;
+        let (name, inline) = flag.split_once('=').map_or((flag, None), |(n, v)| (n, Some(v.to_string())));
+        if NEW_FILE_FLAGS.contains(&name) {
+            let value = inline.or_else(|| flags.next().and_then(Value::as_str).map(str::to_string));
+            eprintln!("{at}: the run's {name} was {}; the re-run creates no such file", value.unwrap_or_default());
+            continue;
+        }
+        argv.push(flag.to_string());
     }
     Ok(argv)
+}
+
+/// Flags of a recorded command line that name a file the run created: left out of the
+/// re-run, which keeps that device or database in memory or a scratch directory.
+const NEW_FILE_FLAGS: [&str; 2] = ["--image", "--sqlite-path"];
+
+/// The keys of `v`, at any depth, that are not compared ([`machine_dependent`]).
+fn not_compared(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map {
+                if machine_dependent(k) {
+                    out.insert(k.clone());
+                } else {
+                    not_compared(item, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| not_compared(item, out)),
+        _ => {}
+    }
 }
 
 /// Every leaf of `v` as (dotted path, value), machine-dependent keys left out.
@@ -227,6 +265,12 @@ pub fn run(args: RerunArgs) -> Result<bool, String> {
         let argv = arguments(result, scratch.path(), &at)?;
         let new = run_child(&argv, scratch.path(), &at)?;
         let (differ, compared) = differences(result, &new);
+        let mut skipped = std::collections::BTreeSet::new();
+        not_compared(result, &mut skipped);
+        if !skipped.is_empty() {
+            let names: Vec<String> = skipped.into_iter().collect();
+            eprintln!("{at}: not compared (wall-clock, memory or build): {}", names.join(", "));
+        }
         if differ.is_empty() {
             println!("{at}: identical: the {compared} recorded simulated values are reproduced");
         } else {

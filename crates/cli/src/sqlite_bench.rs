@@ -21,7 +21,8 @@
 //! ([`JournalChoice`], flash storage only) picks the `sqlite_flash::Journal`: `base-wal`
 //! (SQLite's WAL, the default), `sw-wal` (with `--storage ftl:page`) or `nolgn` (no log
 //! on NoLgn-FTL, with `--storage ftl:nolgn`; `--group-pages` per FTL commit under `--sync
-//! normal`). `--page-cache-pages` sizes the file layer's write-back page cache.
+//! normal`). `--page-cache-pages` sizes the file layer's write-back page cache;
+//! `--host-stack ext4` charges the Ext4 host I/O stack model (docs/host-stack.md).
 
 use crate::memory::{Kept, MemoryReport};
 use crate::table::{print_table, Row};
@@ -30,7 +31,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions, Journal};
 use std::path::PathBuf;
 use workloads::params::Params;
-use workloads::sqlite::config::{SqliteConfig, SqliteJournal as ConfigJournal, SqliteStorageConfig};
+use workloads::sqlite::config::{SqliteConfig, SqliteHostStack, SqliteJournal as ConfigJournal, SqliteStorageConfig};
 use workloads::sqlite::kv::{BATCH, NUM, VALUE_SIZE};
 use workloads::sqlite::runner::run_registered;
 use workloads::sqlite::ycsb::{OPERATIONS, RECORDS};
@@ -207,6 +208,11 @@ pub struct SqliteArgs {
     /// 64 MiB of 4 KB pages].
     #[arg(long)]
     page_cache_pages: Option<usize>,
+    /// SQLite on flash: the host I/O stack charged under its files: none, or ext4 (a
+    /// system call, the VFS and Ext4 data=ordered's journal commits; docs/host-stack.md)
+    /// [default: none].
+    #[arg(long, value_parser = SqliteHostStack::parse)]
+    host_stack: Option<SqliteHostStack>,
 }
 
 impl SqliteArgs {
@@ -232,6 +238,7 @@ impl SqliteArgs {
             ("--journal", self.journal.is_some()),
             ("--group-pages", self.group_pages.is_some()),
             ("--page-cache-pages", self.page_cache_pages.is_some()),
+            ("--host-stack", self.host_stack.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
     }
@@ -282,6 +289,9 @@ impl SqliteArgs {
         if self.page_cache_pages.is_some() {
             config.page_cache_pages = self.page_cache_pages;
         }
+        if self.host_stack.is_some() {
+            config.host_stack = self.host_stack;
+        }
         Ok(())
     }
 }
@@ -299,6 +309,7 @@ pub fn spell(field: &str, file: Option<&str>) -> String {
         "journal" => "--journal".into(),
         "group_pages" => "--group-pages".into(),
         "page_cache_pages" => "--page-cache-pages".into(),
+        "host_stack" => "--host-stack".into(),
         "run.free_space" => "--free-space".into(),
         "run.synchronous" => "--sync".into(),
         "storage" => "--storage".into(),
@@ -317,7 +328,7 @@ pub fn spell(field: &str, file: Option<&str>) -> String {
 /// The host a resolved `config` runs on: plain SQLite (in memory or in a new host
 /// file), or SQLite through the VFS on a fresh FTL over the config's device (the runner
 /// charges the per-statement CPU cost, so the instance charges none of its own).
-fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, String> {
+pub(crate) fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, String> {
     match &config.storage {
         SqliteStorageConfig::Host => Ok(Box::new(HostSqlite::in_memory()?)),
         SqliteStorageConfig::File(path) => {
@@ -341,6 +352,7 @@ fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, String> {
                     },
                 },
                 page_cache_pages: config.page_cache_pages.unwrap_or(defaults.page_cache_pages),
+                host_stack: config.host_stack.unwrap_or_default().stack(),
                 ..defaults
             };
             let sqlite = FlashSqlite::create(device, ftl, options)

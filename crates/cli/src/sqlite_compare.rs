@@ -3,7 +3,14 @@
 //! device latency costing no wall time), with the same data size and buffer share;
 //! transactions per wall-second for both. SQLite's file is new: `--sqlite-path` never
 //! replaces a file, and without it the file lives in a scratch directory.
+//!
+//! `--json FILE` writes the resolved config (with `command_line`, for `deltaflash
+//! rerun`) and both systems' results. The speeds are wall-clock (every key holding
+//! `wall`), which a re-run does not reproduce; what each system did is deterministic for
+//! a seed and is: SQLite's database pages and the sum of its balances after the run,
+//! DeltaFlash's simulated seconds, flash operations and log page writes.
 
+use crate::output::OverwriteArg;
 use crate::setup::DeviceArgs;
 use crate::table::{print_table, Row};
 use clap::Args;
@@ -11,6 +18,7 @@ use engine::db::BufferSize;
 use engine::{Database, DbOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use workloads::tpcb::{Tpcb, ACCOUNTS_PER_BRANCH, TELLERS_PER_BRANCH};
@@ -37,6 +45,31 @@ pub struct SqliteCompareArgs {
     /// Seed of the transaction inputs (the same on both systems).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Write the config and results as JSON to this file (a new file; see --overwrite).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
+}
+
+/// One system's run: its wall time, and what it did that the seed decides (JSON).
+struct Run {
+    wall_seconds: f64,
+    deterministic: serde_json::Value,
+}
+
+impl Run {
+    fn per_wall_second(&self, transactions: u64) -> f64 {
+        transactions as f64 / self.wall_seconds
+    }
+
+    /// The run as the JSON's `sqlite` or `deltaflash` object.
+    fn to_json(&self, transactions: u64) -> serde_json::Value {
+        let mut v = self.deterministic.clone();
+        v["wall_seconds"] = json!(self.wall_seconds);
+        v["transactions_per_wall_second"] = json!(self.per_wall_second(transactions));
+        v
+    }
 }
 
 /// Where SQLite's database goes: `--sqlite-path`, or a scratch directory (removed when
@@ -55,7 +88,7 @@ fn sqlite_file(args: &SqliteCompareArgs) -> Result<(PathBuf, Option<tempfile::Te
     Ok((dir.path().join("tpcb.sqlite"), Some(dir)))
 }
 
-fn sqlite_tps(args: &SqliteCompareArgs, path: &Path) -> Result<(f64, f64), String> {
+fn sqlite_run(args: &SqliteCompareArgs, path: &Path) -> Result<Run, String> {
     let e = |e: rusqlite::Error| format!("sqlite: {e}");
     workloads::sqlite::host::create_database_file(path).map_err(|e| format!("--sqlite-path {e}"))?;
     let conn = rusqlite::Connection::open(path).map_err(e)?;
@@ -105,11 +138,21 @@ fn sqlite_tps(args: &SqliteCompareArgs, path: &Path) -> Result<(f64, f64), Strin
         history.execute([t, b, a, delta, i]).map_err(e)?;
         conn.execute_batch("COMMIT").map_err(e)?;
     }
-    let secs = start.elapsed().as_secs_f64();
-    Ok((args.transactions as f64 / secs, secs))
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(e)?;
+    let balances: i64 = conn.query_row("SELECT SUM(a_balance) FROM account", [], |r| r.get(0)).map_err(e)?;
+    let history: i64 = conn.query_row("SELECT COUNT(*) FROM history", [], |r| r.get(0)).map_err(e)?;
+    let deterministic = json!({
+        "database_pages": pages,
+        "page_bytes": page_size,
+        "cache_kib": cache_kib,
+        "account_balance_sum": balances,
+        "history_rows": history,
+    });
+    Ok(Run { wall_seconds, deterministic })
 }
 
-fn deltaflash_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
+fn deltaflash_run(args: &SqliteCompareArgs) -> Result<Run, String> {
     let e = |e: engine::Error| e.to_string();
     let mut db = Database::create(args.device.create()?, DbOptions::default()).map_err(e)?;
     db.execute("CREATE REGION data (IPA_MODE=none); CREATE TABLESPACE ts (REGION=data);").map_err(e)?;
@@ -118,32 +161,74 @@ fn deltaflash_tps(args: &SqliteCompareArgs) -> Result<(f64, f64), String> {
     tpcb.load(&mut db, &|_| "ts".to_string(), &mut rng)?;
     db.checkpoint().map_err(e)?;
     db.set_buffer(BufferSize::Share(args.buffer)).map_err(e)?;
+    let (sim_start, flash_start) = (db.now(), db.page_device().device().counters());
+    let log_start = db.log_counters().map_or(0, |c| c.page_writes);
     let start = Instant::now();
     for _ in 0..args.transactions {
         tpcb.transaction(&mut db, 0, &mut rng)?;
     }
-    let secs = start.elapsed().as_secs_f64();
-    Ok((args.transactions as f64 / secs, secs))
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let flash = db.page_device().device().counters();
+    let deterministic = json!({
+        "sim_seconds": (db.now() - sim_start) as f64 / 1e9,
+        "flash_reads": flash.page_reads - flash_start.page_reads,
+        "flash_programs": (flash.page_programs + flash.reprograms + flash.copybacks)
+            - (flash_start.page_programs + flash_start.reprograms + flash_start.copybacks),
+        "flash_erases": flash.erases - flash_start.erases,
+        "log_page_writes": db.log_counters().map_or(0, |c| c.page_writes) - log_start,
+    });
+    Ok(Run { wall_seconds, deterministic })
 }
 
 pub fn run(args: SqliteCompareArgs) -> Result<(), String> {
-    // Both systems' setups are checked before either runs.
-    args.device.check_memory(&args.device.geometry()?)?;
+    // Both systems' setups and the output file are checked before either runs.
+    let json_file = args.overwrite.check("--json", args.json.as_deref())?;
+    let geometry = args.device.geometry()?;
+    args.device.check_memory(&geometry)?;
     let (path, _scratch) = sqlite_file(&args)?;
     eprintln!("SQLite: loading scale {} and running {} TPC-B transactions", args.scale, args.transactions);
-    let (sqlite, sqlite_s) = sqlite_tps(&args, &path)?;
+    let sqlite = sqlite_run(&args, &path)?;
     eprintln!("DeltaFlash: the same");
-    let (ours, ours_s) = deltaflash_tps(&args)?;
+    let ours = deltaflash_run(&args)?;
+    let n = args.transactions;
+    let ratio = ours.per_wall_second(n) / sqlite.per_wall_second(n);
     let rows = vec![
         Row::new(["system", "transactions per wall-second", "wall s"].map(String::from).to_vec()),
         Row::new(vec![
             "SQLite (WAL, synchronous=NORMAL, tmpfs)".into(),
-            format!("{sqlite:.0}"),
-            format!("{sqlite_s:.2}"),
+            format!("{:.0}", sqlite.per_wall_second(n)),
+            format!("{:.2}", sqlite.wall_seconds),
         ]),
-        Row::new(vec!["DeltaFlash (aries log, [0x0])".into(), format!("{ours:.0}"), format!("{ours_s:.2}")]),
+        Row::new(vec![
+            "DeltaFlash (aries log, [0x0])".into(),
+            format!("{:.0}", ours.per_wall_second(n)),
+            format!("{:.2}", ours.wall_seconds),
+        ]),
     ];
     print_table(&rows);
-    println!("DeltaFlash / SQLite: {:.2}", ours / sqlite);
+    println!("DeltaFlash / SQLite: {ratio:.2}");
+    if let Some(file) = json_file {
+        let mut value = json!({
+            "command": "sqlite-compare",
+            "config": {
+                "scale": args.scale,
+                "transactions": n,
+                "buffer": args.buffer,
+                "seed": args.seed,
+                "device": args.device.config(),
+                "geometry": geometry,
+                "sqlite": {"journal_mode": "wal", "synchronous": "normal"},
+                "deltaflash": {"journal": "aries", "ipa": "0x0"},
+                "command_line": crate::rerun::command_line(),
+            },
+            "sqlite": sqlite.to_json(n),
+            "deltaflash": ours.to_json(n),
+            "deltaflash_over_sqlite_per_wall_second": ratio,
+        });
+        for (key, v) in crate::rerun::build_info() {
+            value[key] = v;
+        }
+        file.write((serde_json::to_string_pretty(&value).map_err(|e| format!("json: {e}"))? + "\n").as_bytes())?;
+    }
     Ok(())
 }

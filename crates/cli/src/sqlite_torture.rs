@@ -19,6 +19,8 @@
 //! page FTL; `nolgn` runs SQLite with no log on NoLgn-FTL (`sqlite_flash::Journal::Nolgn`,
 //! the FTL forced to `nolgn`): every commit is one FTL transaction.
 
+use crate::ftl_args::FtlArgs;
+use crate::power_cuts::{cut_loop, Torture};
 use crate::sqlite_bench::SqliteJournal;
 use clap::{Args, ValueEnum};
 use flash::ftl::{FtlConfig, FtlKind};
@@ -26,6 +28,7 @@ use nand::{Device, FaultyStorage, Geometry, MemoryStorage, TornOp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{params, Connection};
+use serde_json::json;
 use sqlite_flash::{FlashSqlite, FlashSqliteOptions};
 use std::collections::BTreeMap;
 
@@ -50,7 +53,7 @@ pub struct SqliteTortureArgs {
     #[arg(long, value_enum, default_value_t = Engine::Deltaflash)]
     pub engine: Engine,
     /// SQLite only: the FTL under it (page, dftl, block, bast, fast, nolgn), with 25%
-    /// over-provisioning so GC fits the small torture device.
+    /// over-provisioning so GC fits the small torture device (the FTL flags override it).
     #[arg(long = "sqlite-ftl", default_value = "page", value_parser = ftl_kind)]
     pub ftl: FtlKind,
     /// SQLite only: base-wal (SQLite's WAL; `wal` also accepted), delete (a rollback
@@ -82,7 +85,7 @@ impl Config {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize)]
 struct CutKinds {
     programs: u64,
     gc_copies: u64,
@@ -91,19 +94,23 @@ struct CutKinds {
     restarts_cut: u64,
 }
 
+/// Runs the cuts; the caller prints the tally and writes the summary.
 pub fn run(
     args: &SqliteTortureArgs,
+    ftl_flags: &FtlArgs,
     geometry: Geometry,
     cuts: u32,
     seed: u64,
     accounts: u32,
     transfers: u32,
-) -> Result<bool, String> {
+) -> Result<Torture, String> {
     let kind = if args.journal == SqliteJournal::Nolgn { FtlKind::Nolgn } else { args.ftl };
     let journal = args.journal.flash(1_000);
+    let mut ftl = FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) };
+    ftl_flags.apply(&mut ftl)?;
     let config = Config {
         geometry,
-        ftl: FtlConfig { over_provisioning: 0.25, log_blocks: 8, ..FtlConfig::new(kind) },
+        ftl,
         journal: args.journal,
         options: FlashSqliteOptions { statement_cpu_ns: 10_000, seed, journal, ..Default::default() },
         accounts,
@@ -115,36 +122,34 @@ pub fn run(
         config.journal.name(),
         kind.name()
     );
-    let bar = crate::progress(cuts as u64, "cuts");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut kinds = CutKinds::default();
-    let (mut passed, mut failed) = (0, 0);
-    for i in 0..cuts {
-        let cut_after = rng.gen_range(1..=run_ops.max(1));
-        let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
-        let outcome = run_cut(&config, seed, load_ops + cut_after, recovery_cut, &mut kinds).and_then(|acknowledged| {
-            if acknowledged == 0 && cut_after > run_ops / 2 {
-                return Err(format!("no transfer was acknowledged before this cut, {run_ops} operations into the run"));
-            }
-            Ok(())
-        });
-        match outcome {
-            Ok(()) => passed += 1,
-            Err(e) => {
-                failed += 1;
-                let again = recovery_cut.map_or(String::new(), |r| format!(", recovery cut at +{r}"));
-                bar.suspend(|| println!("FAIL seed {seed} cut at operation +{cut_after}{again}: {e}"));
-            }
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    let tally = cut_loop(cuts, seed, run_ops, |cut_after, restart_cut| {
+        run_cut(&config, seed, load_ops + cut_after, restart_cut, &mut kinds)
+    });
     println!(
         "cuts hit: {} page programs, {} GC copies, {} erases, {} missed; {} restarts cut again",
         kinds.programs, kinds.gc_copies, kinds.erases, kinds.missed, kinds.restarts_cut
     );
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
+    Ok(Torture {
+        config: json!({
+            "engine": "sqlite",
+            "storage": format!("ftl:{}", kind.name()),
+            "ftl": config.ftl,
+            "journal": config.journal.name(),
+            "journal_mode": config.journal.mode(),
+            "synchronous": "full",
+            "geometry": config.geometry,
+            "seed": seed,
+            "cuts": cuts,
+            "accounts": accounts,
+            "transfers": transfers,
+            "statement_cpu_ns": config.options.statement_cpu_ns,
+        }),
+        load_operations: load_ops,
+        run_operations: run_ops,
+        tally,
+        cuts_hit: json!(kinds),
+    })
 }
 
 /// Mutating flash operations so far: what the fault injector counts.

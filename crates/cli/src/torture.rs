@@ -1,11 +1,16 @@
 //! `deltaflash torture`: the bank workload cut at N random flash operations; after each
-//! cut the database restarts and is checked (`workloads::bank`).
+//! cut the database restarts and is checked (`workloads::bank`). `--engine sqlite` runs
+//! the SQLite torture ([`crate::sqlite_torture`]) instead; both make their cuts and
+//! write their `--json` summary through [`crate::power_cuts`].
 
+use crate::ftl_args::FtlArgs;
+use crate::output::OverwriteArg;
+use crate::power_cuts::{cut_loop, Torture};
 use crate::setup::DeviceArgs;
 use clap::Args;
 use flash::ftl::{FtlConfig, FtlKind};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::path::PathBuf;
 use workloads::bank::{count_operations, run_cut, BankConfig, CutKinds};
 use workloads::config::IplStorageConfig;
 
@@ -61,9 +66,20 @@ pub struct TortureArgs {
     db_page_bytes: Option<usize>,
     #[command(flatten)]
     sqlite: crate::sqlite_torture::SqliteTortureArgs,
+    /// The FTL's knobs, over the torture's defaults (25% spare; the SQLite torture's 8
+    /// log blocks) with --storage ftl:KIND or --engine sqlite; refused on noftl and ipl.
+    #[command(flatten)]
+    ftl_flags: FtlArgs,
+    /// Write the summary (config, cut points, checks, failures) as JSON to this file (a
+    /// new file; see --overwrite).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
 }
 
 pub fn run(args: TortureArgs) -> Result<bool, String> {
+    let json = args.overwrite.check("--json", args.json.as_deref())?;
     // A small device unless told otherwise, so GC and the log's wrap-around are cut too;
     // twice the blocks for the log-block FTLs, whose log blocks and merge spares would
     // not fit beside the data blocks of 128.
@@ -78,7 +94,12 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         return Err("torture runs on in-memory devices with data; drop --no-data and --image".into());
     }
     if args.sqlite.engine == crate::sqlite_torture::Engine::Sqlite {
-        return crate::sqlite_torture::run(&args.sqlite, geometry, args.cuts, args.seed, args.accounts, args.transfers);
+        let (cuts, seed) = (args.cuts, args.seed);
+        let sqlite = &args.sqlite;
+        let mut torture =
+            crate::sqlite_torture::run(sqlite, &args.ftl_flags, geometry, cuts, seed, args.accounts, args.transfers)?;
+        torture.config["device"] = json!(device.device);
+        return torture.finish(json.as_ref());
     }
     let ipa_mode = match args.ipa_mode.as_str() {
         "auto" if geometry.cell == nand::CellType::Slc => "slc".to_string(),
@@ -92,12 +113,17 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
                 format!("--storage {}: no such FTL (page, dftl, block, bast, fast or nolgn)", args.storage)
             })?;
             // A quarter spare: GC's free blocks per chip on the small default device.
-            Some(FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) })
+            let mut config = FtlConfig { over_provisioning: 0.25, ..FtlConfig::new(kind) };
+            args.ftl_flags.apply(&mut config)?;
+            Some(config)
         }
         None if ipl.is_none() && args.storage != "noftl" => {
             return Err(format!("--storage {}: expected noftl, ipl or ftl:KIND", args.storage))
         }
-        None => None,
+        None => {
+            args.ftl_flags.refuse_without_ftl(&format!("--storage {}", args.storage))?;
+            None
+        }
     };
     let whole_device = ipl.is_some() || ftl.is_some();
     let ipa = args.ipa.clone().unwrap_or_else(|| if whole_device { "0x0" } else { "2x4" }.to_string());
@@ -127,32 +153,11 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         "bank on {}: {} accounts, {} transfers ({run_ops} flash operations after a {load_ops}-operation load), IPA [{ipa}]; {} cuts",
         args.storage, args.accounts, args.transfers, args.cuts
     );
-    let bar = crate::progress(args.cuts as u64, "cuts");
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let mut kinds = CutKinds::default();
-    let (mut passed, mut failed) = (0, 0);
-    for i in 0..args.cuts {
-        let cut_after = rng.gen_range(1..=run_ops.max(1));
-        let recovery_cut = (i % 4 == 3).then(|| rng.gen_range(1..8));
-        let result = run_cut(&config, args.seed, load_ops, cut_after, recovery_cut, &mut kinds);
-        // A cut late in the run with nothing acknowledged would check nothing.
-        let outcome = result.outcome.and_then(|()| match result.acknowledged {
-            0 if cut_after > run_ops / 2 => {
-                Err(format!("no transfer was acknowledged in {cut_after} of {run_ops} operations"))
-            }
-            _ => Ok(()),
-        });
-        match outcome {
-            Ok(()) => passed += 1,
-            Err(e) => {
-                failed += 1;
-                let again = recovery_cut.map_or(String::new(), |r| format!(", restart cut at +{r}"));
-                bar.suspend(|| println!("FAIL seed {} cut at operation +{cut_after}{again}: {e}", args.seed));
-            }
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    let tally = cut_loop(args.cuts, args.seed, run_ops, |cut_after, restart_cut| {
+        let result = run_cut(&config, args.seed, load_ops, cut_after, restart_cut, &mut kinds);
+        result.outcome.map(|()| result.acknowledged)
+    });
     println!(
         "cuts hit: {} out-of-place writes, {} write_deltas, {} GC migrations, {} erases, {} log writes, {} missed; {} restarts cut again",
         kinds.out_of_place_writes,
@@ -163,6 +168,32 @@ pub fn run(args: TortureArgs) -> Result<bool, String> {
         kinds.missed,
         kinds.restarts_cut
     );
-    println!("{passed} passed, {failed} failed");
-    Ok(failed == 0)
+    let g = &config.geometry;
+    let torture = Torture {
+        config: json!({
+            "engine": "deltaflash",
+            "storage": args.storage,
+            "ftl": config.ftl,
+            "ipl": config.ipl,
+            "journal": if config.ftl.as_ref().is_some_and(|f| f.kind == FtlKind::Nolgn) { "nolgn" } else { "aries" },
+            "device": device.device,
+            "geometry": g,
+            "db_page_bytes": config.db_page_bytes.unwrap_or((g.page_bytes as usize).max(4096)),
+            "seed": args.seed,
+            "cuts": args.cuts,
+            "accounts": config.accounts,
+            "transfers": config.transfers,
+            "abort_share": config.abort_share,
+            "ipa": config.ipa,
+            "ipa_mode": config.ipa_mode,
+            "buffer_pages": config.buffer_pages,
+            "group_commit_us": args.group_commit_us,
+            "log_buffer_bytes": config.log_buffer_bytes,
+        }),
+        load_operations: load_ops,
+        run_operations: run_ops,
+        tally,
+        cuts_hit: json!(kinds),
+    };
+    torture.finish(json.as_ref())
 }

@@ -85,6 +85,9 @@ fn every_key_of_every_command_is_in_the_vocabulary() {
         vec!["index-bench", "--index", "bftl", "--inserts", "300", "--queries", "10", "--scans", "1"],
         vec!["engine-bench", "--rows", "300", "--ops", "300"],
         [&["recovery-bench", "--rows", "300", "--transactions", "20"], SMALL].concat(),
+        vec!["sqlite-compare", "--transactions", "50", "--chips", "4", "--blocks-per-chip", "64"],
+        vec!["torture", "--cuts", "4", "--accounts", "100", "--transfers", "60"],
+        vec!["torture", "--engine", "sqlite", "--cuts", "4", "--accounts", "50", "--transfers", "40"],
     ];
     let vocabulary = documented();
     let mut missing = BTreeSet::new();

@@ -302,3 +302,225 @@ fn bench_runs_the_engine_without_a_log_with_journal_none() {
     let refused = deltaflash(&[SHORT_BENCH, &["--journal", "nolgn"]].concat());
     assert!(stderr(&refused).contains("--journal: nolgn is NoLgn-FTL's transactions"), "{}", stderr(&refused));
 }
+
+/// `index-bench` takes the FTL flags where its index stands on an FTL, records them in
+/// its config, and `rerun` reproduces a run with a knob away from its default.
+#[test]
+fn index_bench_takes_the_ftl_flags_and_reruns_a_knob() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["index-bench", "--index", "btree", "--inserts", "300", "--queries", "10", "--scans", "1"];
+    let spare = round_trip(
+        dir.path(),
+        "spare.json",
+        &[&base[..], &["--storage", "page", "--over-provisioning", "0.3", "--gc", "cost-benefit"]].concat(),
+    );
+    assert_eq!(
+        (spare["config"]["over_provisioning"].as_f64(), spare["config"]["gc"].as_str()),
+        (Some(0.3), Some("cost-benefit"))
+    );
+    let default = dir.path().join("default.json");
+    ok(&[&base[..], &["--storage", "page", "--json", path(&default)]].concat());
+    let default = common::json(&default);
+    assert!(default["config"].get("over_provisioning").is_none(), "no knob given, none recorded: {default}");
+    assert!(
+        spare["total_blocks"].as_u64() > default["total_blocks"].as_u64(),
+        "30% spare takes more blocks than the sized default: {} vs {}",
+        spare["total_blocks"],
+        default["total_blocks"]
+    );
+    let logs = round_trip(dir.path(), "logs.json", &[&base[..], &["--storage", "bast", "--log-blocks", "4"]].concat());
+    assert_eq!((logs["config"]["log_block_count"].as_u64(), logs["log_blocks"].as_u64()), (Some(4), Some(4)));
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["--index", "ipl", "--gc", "greedy"],
+            "--gc is an FTL setting; --index ipl on --storage native runs on no FTL: btree and bftl run on an FTL",
+        ),
+        (&["--index", "mutree", "--over-provisioning", "0.2"], "--over-provisioning is an FTL setting"),
+        (
+            &["--index", "btree", "--storage", "page", "--log-blocks", "4"],
+            "--log-blocks is a knob of ftl:bast and ftl:fast",
+        ),
+        (&["--index", "bftl", "--cmt-entries", "9"], "--cmt-entries is a knob of ftl:dftl; this run's FTL is ftl:fast"),
+    ];
+    for (flags, message) in refused {
+        let out = deltaflash(&[&["index-bench", "--inserts", "300"], *flags].concat());
+        assert!(!out.status.success(), "{flags:?} must be refused");
+        assert!(stderr(&out).contains(message), "{flags:?}: {}", stderr(&out));
+    }
+}
+
+/// `sqlite-compare --json`: the resolved config and both systems' results; `rerun`
+/// compares what the seed decides and names the wall-clock values it leaves out.
+#[test]
+fn sqlite_compare_writes_its_config_and_reruns_what_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["sqlite-compare", "--transactions", "200", "--chips", "4", "--blocks-per-chip", "64", "--seed", "5"];
+    let v = round_trip(dir.path(), "sc.json", &args);
+    let c = &v["config"];
+    assert_eq!((c["scale"].as_u64(), c["transactions"].as_u64(), c["seed"].as_u64()), (Some(1), Some(200), Some(5)));
+    assert_eq!((c["buffer"].as_f64(), c["device"]["chips"].as_u64()), (Some(0.1), Some(4)));
+    assert_eq!(v["command"], "sqlite-compare");
+    assert!(v["sqlite"]["wall_seconds"].as_f64().is_some() && v["deltaflash"]["transactions_per_wall_second"].is_f64());
+    assert_eq!(v["sqlite"]["history_rows"], 200, "{v}");
+    assert!(
+        v["deltaflash"]["flash_programs"].as_u64() > Some(0) && v["deltaflash"]["sim_seconds"].as_f64() > Some(0.0)
+    );
+    let out = deltaflash(&["rerun", path(&dir.path().join("sc.json"))]);
+    let named = stderr(&out);
+    assert!(
+        named.contains("not compared (wall-clock, memory or build): deltaflash_over_sqlite_per_wall_second")
+            && named.contains("transactions_per_wall_second")
+            && named.contains("wall_seconds"),
+        "{named}"
+    );
+    // The file is never replaced without --overwrite.
+    let again = deltaflash(&[&args[..], &["--json", path(&dir.path().join("sc.json"))]].concat());
+    assert!(stderr(&again).contains("the file exists; pass --overwrite"), "{}", stderr(&again));
+    ok(&[&args[..], &["--json", path(&dir.path().join("sc.json")), "--overwrite"]].concat());
+}
+
+/// The tortures' `--json` summaries: the same seed makes the same cuts at the same
+/// points, and `rerun` says so.
+#[test]
+fn torture_summaries_round_trip_with_the_same_cut_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = round_trip(
+        dir.path(),
+        "bank.json",
+        &["torture", "--cuts", "8", "--seed", "3", "--accounts", "100", "--transfers", "60"],
+    );
+    let sqlite = round_trip(
+        dir.path(),
+        "sqlite.json",
+        &[
+            "torture",
+            "--engine",
+            "sqlite",
+            "--cuts",
+            "8",
+            "--seed",
+            "3",
+            "--accounts",
+            "50",
+            "--transfers",
+            "40",
+            "--chips",
+            "2",
+            "--blocks-per-chip",
+            "16",
+            "--pages-per-block",
+            "16",
+        ],
+    );
+    for (v, engine, storage) in [(&bank, "deltaflash", "noftl"), (&sqlite, "sqlite", "ftl:page")] {
+        let c = &v["config"];
+        assert_eq!((c["engine"].as_str(), c["storage"].as_str()), (Some(engine), Some(storage)), "{c}");
+        assert_eq!(
+            (c["seed"].as_u64(), c["cuts"].as_u64(), c["geometry"]["page_bytes"].as_u64()),
+            (Some(3), Some(8), Some(4096))
+        );
+        let points = v["cut_points"].as_array().unwrap();
+        assert_eq!(points.len(), 8);
+        assert!(points.iter().all(|p| p["operation"].as_u64() > Some(0)), "{points:?}");
+        assert_eq!(points.iter().filter(|p| !p["restart_cut"].is_null()).count(), 2, "every fourth restart is cut");
+        assert_eq!((v["cuts_made"].as_u64(), v["recoveries"].as_u64()), (Some(8), Some(10)));
+        assert_eq!(
+            (v["invariant_checks"].as_u64(), v["passed"].as_u64(), v["failed"].as_u64()),
+            (Some(8), Some(8), Some(0))
+        );
+        assert!(v["first_failure"].is_null() && v["acknowledged_transfers"].as_u64() > Some(0), "{v}");
+    }
+    assert_eq!(sqlite["config"]["journal"], "base-wal");
+    assert_eq!(bank["config"]["ipa"], "2x4");
+    // The FTL flags apply to the torture's FTL, and are refused where there is none.
+    let dftl = round_trip(
+        dir.path(),
+        "dftl.json",
+        &[
+            "torture",
+            "--storage",
+            "ftl:dftl",
+            "--cmt-entries",
+            "64",
+            "--over-provisioning",
+            "0.3",
+            "--cuts",
+            "4",
+            "--accounts",
+            "100",
+            "--transfers",
+            "60",
+        ],
+    );
+    let ftl = &dftl["config"]["ftl"];
+    assert_eq!((ftl["cmt_entries"].as_u64(), ftl["over_provisioning"].as_f64()), (Some(64), Some(0.3)), "{ftl}");
+    let args = ["torture", "--engine", "sqlite", "--sqlite-ftl", "dftl", "--cmt-entries", "50", "--cuts", "2"];
+    let out = dir.path().join("sqlite-dftl.json");
+    ok(&[&args[..], &["--accounts", "50", "--transfers", "40", "--json", path(&out)]].concat());
+    assert_eq!(common::json(&out)["config"]["ftl"]["cmt_entries"], 50);
+    let refused = deltaflash(&["torture", "--gc", "greedy", "--cuts", "1"]);
+    assert!(
+        stderr(&refused).contains("--gc is an FTL setting; --storage noftl runs on no FTL"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = deltaflash(&["torture", "--storage", "ftl:page", "--log-blocks", "4", "--cuts", "1"]);
+    assert!(stderr(&refused).contains("--log-blocks is a knob of ftl:bast and ftl:fast"), "{}", stderr(&refused));
+}
+
+/// `compare --engines` with SQLite: each result carries its resolved config (SQLite's
+/// as a `bench --engine sqlite` run) and `rerun` reproduces each.
+#[test]
+fn a_compare_of_engines_with_sqlite_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engines.json");
+    let args = ["compare", "--engines", "deltaflash:0x0,sqlite", "--blocks-per-chip", "48", "--transactions", "60"];
+    let out = ok(&[&args[..], &["--seed", "4", "--format", "json", "--jobs", "1"]].concat());
+    std::fs::write(&file, &out).unwrap();
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sqlite = &runs[1]["result"];
+    assert_eq!((sqlite["command"].as_str(), sqlite["config"]["engine"].as_str()), (Some("bench"), Some("sqlite")));
+    assert_eq!(sqlite["config"]["run"]["cache_share"], 0.1, "the engine's buffer share, as SQLite's page cache");
+    assert_eq!(sqlite["config"]["workload"]["transactions"], 60);
+    assert!(sqlite["cache"]["cache_pages"].as_u64() > Some(0), "{sqlite}");
+    let out = ok(&["rerun", path(&file)]);
+    assert_eq!(out.matches("identical").count(), 2, "{out}");
+    // The FTL flags apply to SQLite's FTL as to the engine's.
+    let spare = ["--storage", "ftl:page", "--over-provisioning", "0.2", "--format", "json", "--jobs", "1"];
+    let out = ok(&[&args[..], &spare[..]].concat());
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for run in runs.as_array().unwrap() {
+        let storage = &run["result"]["config"]["storage"]["ftl"];
+        assert_eq!(
+            (storage["kind"].as_str(), storage["over_provisioning"].as_f64()),
+            (Some("page"), Some(0.2)),
+            "{run}"
+        );
+    }
+}
+
+/// `bench --engine sqlite --host-stack ext4`: the Ext4 host stack model on flash,
+/// recorded in the config and re-run from it; refused without flash.
+#[test]
+fn bench_sqlite_selects_the_host_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["bench", "--engine", "sqlite", "--num", "40", "--value-size", "256", "--storage", "ftl:page"];
+    let args = [&args[..], &["--chips", "2", "--blocks-per-chip", "64"]].concat();
+    let ext4 = round_trip(dir.path(), "ext4.json", &[&args[..], &["--host-stack", "ext4"]].concat());
+    let none = round_trip(dir.path(), "none.json", &args);
+    assert_eq!(
+        (ext4["config"]["host_stack"].as_str(), none["config"]["host_stack"].as_str()),
+        (Some("ext4"), Some("none"))
+    );
+    assert!(
+        ext4["sim_seconds"].as_f64() > none["sim_seconds"].as_f64()
+            && ext4["flash"]["flash_programs"].as_u64() > none["flash"]["flash_programs"].as_u64(),
+        "system calls and journal commits cost time and programs: {} vs {}",
+        ext4["sim_seconds"],
+        none["sim_seconds"]
+    );
+    let refused = deltaflash(&["bench", "--engine", "sqlite", "--num", "40", "--host-stack", "ext4"]);
+    assert!(stderr(&refused).contains("--host-stack: applies to SQLite on flash"), "{}", stderr(&refused));
+    let refused = deltaflash(&["bench", "--host-stack", "ext4"]);
+    assert!(stderr(&refused).contains("--host-stack is a setting of SQLite runs"), "{}", stderr(&refused));
+}

@@ -60,6 +60,13 @@ pub struct IndexBenchConfig {
     /// Device preset: its chip shape and latencies (the size is set for the index).
     pub device: String,
     pub seed: u64,
+    /// FTL-based indexes: the FTL's spare factor (`None`: the spare blocks sized from
+    /// the log share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_provisioning: Option<f64>,
+    /// FTL-based indexes: the GC victim policy (`None`: the FTL's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<flash::VictimPolicy>,
 }
 
 /// The defaults of `index-bench`: the IPL paper's Tables 3–4 run (§4.2: 1,000,000
@@ -84,6 +91,8 @@ impl IndexBenchConfig {
             blocks: None,
             device: "ipl-slc".into(),
             seed: 1,
+            over_provisioning: None,
+            gc: None,
         }
     }
 }
@@ -259,6 +268,8 @@ impl IndexBenchConfig {
             ipl_log_region_bytes: self.log_region_bytes,
             ipl_sector_bytes: self.sector_bytes,
             blocks: self.blocks,
+            over_provisioning: self.over_provisioning,
+            gc: self.gc,
         };
         Ok((spec, base))
     }

@@ -88,6 +88,11 @@ pub struct IndexSpec {
     /// Data blocks instead of the computed bound (FTL-based indexes) or total blocks
     /// (native indexes).
     pub blocks: Option<u32>,
+    /// FTL-based indexes: the FTL's spare factor instead of the spare blocks sized from
+    /// `log_share` (the device then has as many blocks as leave the data blocks logical).
+    pub over_provisioning: Option<f64>,
+    /// FTL-based indexes: the GC victim policy instead of the FTL's default.
+    pub gc: Option<flash::VictimPolicy>,
 }
 
 /// Most nodes a tree of `entries` entries with `node_bytes`-byte nodes can have.
@@ -187,11 +192,30 @@ fn ftl_for(spec: &IndexSpec, base: &Geometry, pages: u64) -> Result<(Box<dyn fla
     // BAST and FAST keep a merge destination and a spare beyond their log blocks; the
     // page FTL needs some free blocks for GC.
     let spare = if logs == 0 { share_blocks.max(5) } else { logs + 2 };
-    let total = data + spare;
     let mut config = FtlConfig::new(kind);
     config.log_blocks = if logs == 0 { 2 } else { logs };
-    // Half a block less than the spare blocks, so the floor in the FTL lands on `data`.
-    config.over_provisioning = (spare as f64 - 0.5) / total as f64;
+    let total = match spec.over_provisioning {
+        Some(op) => {
+            // The fewest blocks whose logical share (the FTL's floor) holds `data` and
+            // whose spare share holds the spare blocks the FTL needs at least.
+            let needed = if logs == 0 { 5 } else { logs + 2 };
+            let mut total = (f64::from(data) / (1.0 - op)).ceil() as u32;
+            if op > 0.0 {
+                total = total.max((f64::from(needed) / op).ceil() as u32);
+            }
+            config.over_provisioning = op;
+            total + u32::from(((f64::from(total) * (1.0 - op)).floor() as u32) < data)
+        }
+        None => {
+            let total = data + spare;
+            // Half a block less than the spare blocks, so the floor in the FTL lands on `data`.
+            config.over_provisioning = (spare as f64 - 0.5) / total as f64;
+            total
+        }
+    };
+    if let Some(policy) = spec.gc {
+        config.gc.policy = policy;
+    }
     let ftl = flash::ftl::format(device(base, total)?, &config)?;
     Ok((ftl, logs))
 }

@@ -45,6 +45,8 @@ pub fn spec(index: IndexKind, storage: Storage, node_bytes: usize) -> IndexSpec 
         ipl_log_region_bytes: 1024,
         ipl_sector_bytes: 128,
         blocks: None,
+        over_provisioning: None,
+        gc: None,
     }
 }
 

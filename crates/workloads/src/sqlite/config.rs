@@ -32,6 +32,10 @@ pub struct SqliteConfig {
     /// The file layer's write-back page cache in logical pages (flash storage only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_cache_pages: Option<usize>,
+    /// The host I/O stack modelled under SQLite's files (flash storage only)
+    /// [default: none].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_stack: Option<SqliteHostStack>,
     pub workload: WorkloadConfig,
     pub run: super::SqliteRunConfig,
 }
@@ -90,6 +94,44 @@ impl SqliteJournal {
     }
 }
 
+/// The host I/O stack between SQLite and the device (`sqlite_flash::HostStack`,
+/// docs/host-stack.md): `none` charges nothing, `ext4` a Linux system call, the VFS
+/// and Ext4 `data=ordered`'s JBD2 journal commits at its cited costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SqliteHostStack {
+    #[default]
+    None,
+    #[serde(alias = "ext4-ordered")]
+    Ext4,
+}
+
+impl SqliteHostStack {
+    pub fn name(self) -> &'static str {
+        match self {
+            SqliteHostStack::None => "none",
+            SqliteHostStack::Ext4 => "ext4",
+        }
+    }
+
+    /// `none` or `ext4` (`ext4-ordered` also accepted).
+    pub fn parse(text: &str) -> Result<SqliteHostStack, String> {
+        match text {
+            "none" => Ok(SqliteHostStack::None),
+            "ext4" | "ext4-ordered" => Ok(SqliteHostStack::Ext4),
+            _ => Err(format!("{} is not a host stack: none or ext4", crate::limits::quote(text))),
+        }
+    }
+
+    /// The model the SQLite instance charges.
+    pub fn stack(self) -> super::flash::HostStack {
+        match self {
+            SqliteHostStack::None => super::flash::HostStack::default(),
+            SqliteHostStack::Ext4 => super::flash::HostStack::EXT4_ORDERED,
+        }
+    }
+}
+
 /// `nolgn`'s default commit group under `synchronous = normal`.
 pub const DEFAULT_GROUP_PAGES: u32 = 1_000;
 
@@ -102,6 +144,7 @@ impl Default for SqliteConfig {
             journal: None,
             group_pages: None,
             page_cache_pages: None,
+            host_stack: None,
             workload: WorkloadConfig { name: "sqlite-bench".into(), params: Params::new() },
             run: super::SqliteRunConfig::default(),
         }
@@ -119,13 +162,17 @@ impl SqliteConfig {
     }
 
     /// Checks every field against the others and fills in the defaults that depend on
-    /// the storage and the workload: the journal, its group, every workload parameter
+    /// the storage and the workload: the journal, its group, the host stack, every
+    /// workload parameter
     /// (the page cache's default is the file layer's, filled in by who opens it).
     /// Errors name the field (`journal`, `workload.num`).
     pub fn resolve(&self) -> Result<SqliteConfig, ConfigError> {
         let mut c = self.clone();
         let params = super::find(&c.workload.name)?.configure(&c.workload.params)?;
         c.workload.params = params.params();
+        if let Some(share) = c.run.cache_share.filter(|s| !(*s > 0.0 && *s <= 1.0)) {
+            return Err(ConfigError::field("run.cache_share", format!("{share} is not a share in (0, 1]")));
+        }
         let ftl = match &c.storage {
             SqliteStorageConfig::Ftl(f) => Some(f.kind),
             SqliteStorageConfig::Host | SqliteStorageConfig::File(_) => None,
@@ -135,6 +182,7 @@ impl SqliteConfig {
                 ("journal", c.journal.is_some()),
                 ("group_pages", c.group_pages.is_some()),
                 ("page_cache_pages", c.page_cache_pages.is_some()),
+                ("host_stack", c.host_stack.is_some()),
                 ("run.free_space", c.run.free_space.is_some()),
             ];
             if let Some((field, _)) = flash_only.into_iter().find(|(_, set)| *set) {
@@ -154,6 +202,7 @@ impl SqliteConfig {
             _ => {}
         }
         c.journal = Some(journal);
+        c.host_stack.get_or_insert_default();
         match (journal, c.group_pages) {
             (SqliteJournal::Nolgn, None) => c.group_pages = Some(DEFAULT_GROUP_PAGES),
             (SqliteJournal::Nolgn, Some(0)) => return Err(ConfigError::field("group_pages", "must be at least 1")),

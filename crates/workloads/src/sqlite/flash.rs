@@ -193,6 +193,7 @@ impl FlashRunConfig {
             synchronous: self.synchronous,
             free_space: self.free_space,
             check: false,
+            cache_share: None,
         };
         run_registered(&mut sqlite, &self.workload.name, &self.workload.params, &run, progress)
     }

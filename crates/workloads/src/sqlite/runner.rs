@@ -93,6 +93,10 @@ pub struct SqliteRunConfig {
     pub free_space: Option<FreeSpace>,
     /// Check the workload's consistency conditions after the run.
     pub check: bool,
+    /// SQLite's page cache, set after the load to this share of the loaded database's
+    /// pages (`compare --engines`: the engine's buffer share); `None`: SQLite's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_share: Option<f64>,
 }
 
 impl Default for SqliteRunConfig {
@@ -103,8 +107,27 @@ impl Default for SqliteRunConfig {
             synchronous: Synchronous::Full,
             free_space: None,
             check: false,
+            cache_share: None,
         }
     }
+}
+
+/// SQLite's database after the load and the page cache [`SqliteRunConfig::cache_share`]
+/// set for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CacheSize {
+    pub database_pages: u64,
+    pub page_bytes: u64,
+    pub cache_pages: u64,
+}
+
+/// Sets the page cache to `share` of the database's pages (at least one page).
+fn set_cache_share(s: &mut Session<'_>, share: f64) -> Result<CacheSize, String> {
+    let database_pages = s.int("PRAGMA page_count", [])?.max(0) as u64;
+    let page_bytes = s.int("PRAGMA page_size", [])?.max(0) as u64;
+    let cache_pages = ((database_pages as f64 * share).ceil() as u64).max(1);
+    s.batch(&format!("PRAGMA cache_size = {cache_pages}"))?;
+    Ok(CacheSize { database_pages, page_bytes, cache_pages })
 }
 
 /// Latency percentiles of one set of transactions, in simulated microseconds.
@@ -203,6 +226,9 @@ pub struct SqliteResult {
     pub latency: Latency,
     /// `None` when SQLite is not on emulated flash.
     pub flash: Option<FlashMetrics>,
+    /// The page cache set after the load, when [`SqliteRunConfig::cache_share`] asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSize>,
     pub kinds: BTreeMap<String, KindResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consistency_check: Option<Consistency>,
@@ -255,6 +281,8 @@ pub fn run(
     s.batch(config.synchronous.pragma()).map_err(|e| format!("{name}: {e}"))?;
     let load_start = s.host().now();
     workload.load(&mut s, &mut rng).map_err(|e| format!("{name}: loading: {e}"))?;
+    let cache = config.cache_share.map(|share| set_cache_share(&mut s, share)).transpose();
+    let cache = cache.map_err(|e| format!("{name}: sizing the page cache: {e}"))?;
     let start = s.host().now();
     let start_flash = s.host().flash();
     let start_statements = s.statements();
@@ -344,6 +372,7 @@ pub fn run(
         tpmc: workload.new_orders().map(|n| if sim_seconds > 0.0 { n as f64 * 60.0 / sim_seconds } else { 0.0 }),
         latency: Latency::of(&all),
         flash,
+        cache,
         kinds,
         consistency_check,
         run_wall_seconds,
