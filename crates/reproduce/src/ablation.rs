@@ -96,7 +96,8 @@ fn show(kind: Kind, x: f64) -> String {
     match kind {
         Kind::Change | Kind::Share => format!("{x:+.1}"),
         Kind::Factor | Kind::Absolute => {
-            let digits = (2 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+            let magnitude = if x == 0.0 { 0 } else { x.abs().log10().floor() as i32 };
+            let digits = 2i32.saturating_sub(magnitude).clamp(0, 6) as usize;
             format!("{x:.digits$}")
         }
     }
@@ -167,6 +168,12 @@ mod tests {
         annotate(&mut cells, &[A], &[vec![Ours { row: "r".into(), column: "c".into(), value: Some(-40.0) }]]);
         assert_eq!(cells[0].reason, "");
         assert_eq!(cells[1].reason, "stated");
+    }
+
+    #[test]
+    fn a_zero_shows_without_overflow() {
+        assert_eq!(show(Kind::Absolute, 0.0), "0.00");
+        assert_eq!(show(Kind::Factor, 1234.5), "1234");
     }
 
     #[test]

@@ -98,18 +98,21 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipl:table3",
         description: "IPL Table 3: 1,000,000 random inserts: elapsed time and flash reads, writes, erases per B+-tree",
-        implementation: Some(Implementation::new(ipl::table3_runs, ipl::table3_cells).notes(ipl::table3_notes)),
+        implementation: Some(Implementation::new(ipl::table3_runs, ipl::table3_cells).notes(ipl::table3_notes).ablation(ipl::TABLE3_VARIANTS)),
     },
     Experiment {
         id: "ipl:table4",
         description: "IPL Table 4: read overhead of the IPL B+-tree against the B+-tree on an FTL",
-        implementation: Some(Implementation::new(ipl::table4_runs, ipl::table4_cells).notes(ipl::table4_notes)),
+        implementation: Some(Implementation::new(ipl::table4_runs, ipl::table4_cells).notes(ipl::table4_notes).ablation(ipl::TABLE3_VARIANTS)),
     },
     Experiment {
         id: "ipl:fig6",
         description: "IPL Fig. 6: flash operations of the B+-trees on BAST, FAST and IPL by buffer size",
         implementation: Some(
-            Implementation::new(ipl::fig6_runs, ipl::fig6_cells).notes(ipl::fig6_notes).plot(ipl::fig6_plot),
+            Implementation::new(ipl::fig6_runs, ipl::fig6_cells)
+                .notes(ipl::fig6_notes)
+                .plot(ipl::fig6_plot)
+                .ablation(ipl::FIG6_VARIANTS),
         ),
     },
     nolgn_figure("nolgn:fig6", "NoLgn Fig. 6: flash page writes of Base-WAL, SW-WAL and NoLgn-FTL (sqlite-bench overwrite)", nolgn::sweep_runs, nolgn::fig6_cells),

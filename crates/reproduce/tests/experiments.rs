@@ -36,21 +36,35 @@ fn smoke(id: &str) -> (String, Option<String>) {
     (md, svg)
 }
 
+/// Every cell row of a Markdown report names each of `variants` in its ablation column.
+fn ablation_names(md: &str, variants: &[&str]) {
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| count |") || l.contains("| times |")).collect();
+    assert!(!rows.is_empty(), "{md}");
+    for row in rows {
+        for v in variants {
+            assert!(row.contains(&format!("{v}: ")), "the ablation lacks {v}: {row}");
+        }
+    }
+}
+
 #[test]
 fn ipl_table3_smoke() {
     let (md, svg) = smoke("ipl:table3");
     assert!(md.contains("| IPL B+-tree | ipl on native"), "{md}");
     assert!(svg.is_none(), "a table without a numeric axis has no figure");
+    ablation_names(&md, &["buffer 50%", "buffer 150%"]);
 }
 
 #[test]
 fn ipl_table4_smoke() {
-    smoke("ipl:table4");
+    let (md, _) = smoke("ipl:table4");
+    ablation_names(&md, &["buffer 50%", "buffer 150%"]);
 }
 
 #[test]
 fn ipl_fig6_smoke() {
-    let (_, svg) = smoke("ipl:fig6");
+    let (md, svg) = smoke("ipl:fig6");
+    ablation_names(&md, &["buffer axis 50%", "buffer axis 150%", "log blocks, other reading"]);
     let svg = svg.expect("a figure writes its SVG");
     assert!(svg.contains(">buffer frames</text>") && svg.contains("B+-tree on BAST, 16 (11%) log blocks"), "{svg}");
 }
