@@ -34,9 +34,15 @@ pub struct ReproduceArgs {
     #[arg(long, default_value = "out/reproduce")]
     out: PathBuf,
     /// Write into an existing directory that `reproduce` did not make (files of the
-    /// same names are replaced).
+    /// same names are replaced); with --publish, replace files there and DIR.md that
+    /// `reproduce` did not write.
     #[arg(long)]
     overwrite: bool,
+    /// Afterwards copy summary.json and the experiments' reports and figures into DIR
+    /// (docs/results) and write the results page DIR.md (docs/results.md) linking into
+    /// it, with the prose per paper of DIR/prose.md.
+    #[arg(long, value_name = "DIR")]
+    publish: Option<PathBuf>,
 }
 
 /// The catalogue as a table: id, implemented or not, description.
@@ -72,15 +78,20 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
     let log = |line: String| eprintln!("{line}");
     let outcome = reproduce::reproduce(&experiments, &options, &log)?;
-    println!("{}", reproduce::report::experiments_markdown(&outcome.cells));
+    println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
-        "runs: {} executed, {} reused, {} failed; reports in {}",
+        "runs: {} executed, {} reused, {} failed; {:.1} CPU s over all runs; reports in {}",
         outcome.executed,
         outcome.reused,
         outcome.failed,
+        outcome.cpu_seconds,
         options.out.display()
     );
+    if let Some(dir) = &args.publish {
+        let page = reproduce::publish::publish(&experiments, scale, &outcome, &options.out, dir, args.overwrite)?;
+        println!("published into {} and {}", dir.display(), page.display());
+    }
     Ok(outcome.failed == 0)
 }
 
