@@ -43,6 +43,12 @@ pub struct ReproduceArgs {
     /// it, with the prose per paper of DIR/prose.md.
     #[arg(long, value_name = "DIR")]
     publish: Option<PathBuf>,
+    /// Make the runs not kept in --out as Ray tasks through the Python package
+    /// (`python3 -m deltaflash reproduce-runs`; `pip install ./python[ray]`): `local`
+    /// starts Ray on this machine (--jobs CPUs), `auto` or HOST:PORT joins a cluster.
+    /// $DELTAFLASH_PYTHON names another interpreter.
+    #[arg(long, value_name = "ADDRESS")]
+    ray: Option<String>,
 }
 
 /// The catalogue as a table: id, implemented or not, description.
@@ -77,7 +83,12 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     };
     let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
     let log = |line: String| eprintln!("{line}");
-    let outcome = reproduce::reproduce(&experiments, &options, &log)?;
+    let ray = args.ray.map(|address| reproduce::ray::Ray {
+        address,
+        workers: args.jobs.map(|j| j as usize),
+        python: std::env::var("DELTAFLASH_PYTHON").unwrap_or_else(|_| "python3".into()),
+    });
+    let outcome = reproduce::reproduce_on(&experiments, &options, ray.as_ref(), &log)?;
     println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(

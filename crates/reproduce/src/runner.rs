@@ -13,6 +13,7 @@
 use crate::ablation;
 use crate::compare::{self, Cell, Missing};
 use crate::experiment::{Experiment, RunSpec, Scale};
+use crate::ray::{self, Ray};
 use crate::reference::{self, ReferenceCell};
 pub use crate::report::Outcome;
 use crate::report::{self, Cost, RunRecord};
@@ -53,10 +54,24 @@ pub fn reproduce(
     options: &Options,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Outcome, String> {
+    reproduce_on(experiments, options, None, log)
+}
+
+/// [`reproduce`], the runs not kept yet made on Ray when `ray` is given (see
+/// [`crate::ray`]), else on `options.jobs` threads.
+pub fn reproduce_on(
+    experiments: &[&Experiment],
+    options: &Options,
+    ray: Option<&Ray>,
+    log: &(dyn Fn(String) + Sync),
+) -> Result<Outcome, String> {
     let reference = reference::load()?;
     let store = Store::open(&options.out, options.overwrite)?;
     let (planned, plans) = plan(experiments, options.scale);
-    let results = run_all(&store, &planned, options.jobs, log);
+    let results = match ray {
+        Some(ray) => run_on_ray(&store, &planned, ray, log),
+        None => run_all(&store, &planned, options.jobs, log),
+    };
     let executed = results.iter().filter(|r| matches!(r, (Ok(_), true))).count();
     let reused = results.iter().filter(|r| matches!(r, (Ok(_), false))).count();
     let failed = results.iter().filter(|r| r.0.is_err()).count();
@@ -134,6 +149,33 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Each planned run's result and whether it was made now: the ones the store does not
+/// keep yet made on Ray.
+fn run_on_ray(store: &Store, planned: &[Planned], ray: &Ray, log: &(dyn Fn(String) + Sync)) -> Vec<(RunResult, bool)> {
+    let kept: Vec<Option<Value>> = planned.iter().map(|p| store.load(&p.spec.input)).collect();
+    let jobs: Vec<ray::Job> = planned
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(p, _)| (p.key.as_str(), p.name.as_str(), &p.spec.input))
+        .collect();
+    log(format!(
+        "{} runs kept in {}, {} to make on Ray",
+        planned.len() - jobs.len(),
+        store.dir().display(),
+        jobs.len()
+    ));
+    let mut made = ray::run(store, &jobs, ray, log);
+    planned
+        .iter()
+        .zip(kept)
+        .map(|(p, k)| match k {
+            Some(result) => (Ok(result), false),
+            None => (made.remove(&p.key).unwrap_or_else(|| Err("not made on Ray".into())), true),
+        })
+        .collect()
 }
 
 /// Makes one run (its kind logs its start, progress and end) and keeps the result in

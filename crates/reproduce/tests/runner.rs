@@ -43,8 +43,7 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
 }
 
 fn engine_run(_: Scale) -> Vec<RunSpec> {
-    let mut config = ExperimentConfig::default();
-    config.seed = 7;
+    let config = ExperimentConfig { seed: 7, ..ExperimentConfig::default() };
     vec![RunSpec::engine("kept".into(), config)]
 }
 
