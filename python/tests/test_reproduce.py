@@ -12,7 +12,7 @@ import pytest
 from deltaflash import _deltaflash
 from deltaflash.reproduce import finished, run_inputs
 
-EXPERIMENT = "ipa:table1"
+EXPERIMENT = "demo:table1"
 
 
 def without_times(value):
