@@ -61,6 +61,11 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
             && page.contains("[Report](demo-table1.md)"),
         "{page}"
     );
+    let paper = page.split("\n## demo\n").nth(1).unwrap_or_default();
+    assert!(
+        paper.starts_with("\n| verdict | cells |\n") && paper.contains("| all | 23 |"),
+        "per paper, its counts: {page}"
+    );
     assert!(page.contains("| GC erases | [2x3] with regions Δ% | change % | -53 | "), "{page}");
     let cells = s["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 23, "the reference gives Table I 23 cells");

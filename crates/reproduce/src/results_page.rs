@@ -1,5 +1,5 @@
 //! `results.md`: every experiment of an invocation on one page, per paper: the paper's
-//! counts per verdict and CPU seconds, then each experiment's cells (paper, ours,
+//! counts per verdict, each experiment's counts and CPU seconds, then each experiment's cells (paper, ours,
 //! verdict, reason) with links to its report and figure. Every number on the page comes
 //! from the invocation; the only hand-written text is the optional prose per paper (see
 //! [`prose_for`]), which [`crate::publish`] takes from a committed file.
@@ -53,6 +53,9 @@ pub fn markdown(
         let own: Vec<&&Experiment> = experiments.iter().filter(|e| paper_of(e.id) == paper).collect();
         let costs: Vec<Cost> =
             outcome.costs.iter().filter(|c| own.iter().any(|e| e.id == c.experiment)).cloned().collect();
+        let cells: Vec<Cell> = outcome.cells.iter().filter(|c| paper_of(&c.experiment) == paper).cloned().collect();
+        out += &report::counts_markdown(&cells);
+        out += "\n";
         out += &report::experiments_markdown(&outcome.cells, &costs);
         for e in own {
             out += &experiment_section(e, outcome, link);
