@@ -4,14 +4,18 @@
 #   make test    everything CI runs: format check, clippy (warnings denied), all tests, fuzz pass,
 #                the Python package's pytest suite
 #   make bench   the speed benchmarks recorded in docs/benchmarks.md
-#   make long    long kill -9, bit-rot and power-cut runs (not in make test)
+#   make long    long kill -9, bit-rot and power-cut runs, and every paper's experiment at the
+#                quick scale (`reproduce --all --quick`; not in make test)
+#   make reproduce-full
+#                every paper's experiment at the papers' scale into out/reproduce-full
+#                (resumable: run it again after an interruption)
 
 CARGO ?= cargo
 # Cases per fuzz_* property test in `make fuzz` (the plain test run uses 256).
 FUZZ_CASES ?= 4096
 BIN := target/release/deltaflash
 
-.PHONY: all test deps fmt-check clippy doc unit fuzz browser-test screenshots python-test build run bench long
+.PHONY: all test deps fmt-check clippy doc unit fuzz browser-test screenshots python-test build run bench long reproduce-full
 
 all: build
 
@@ -64,7 +68,8 @@ python-test:
 
 # Long reliability runs, not in `make test`: 300 kill -9 sessions, 10,000 bit-rot seeds,
 # 2,000 power cuts per torture configuration (NoFTL, IPL, SQLite), 500 per FTL with DB
-# pages of two and four flash pages (torn-page protection).
+# pages of two and four flash pages (torn-page protection); then every paper's experiment
+# at the quick scale into out/reproduce-quick (runs kept there are reused).
 long: build
 	DELTAFLASH_KILL9_ITERATIONS=300 $(CARGO) test -p deltaflash-cli --locked --test kill9
 	CORRUPTION_SEEDS=10000 $(CARGO) test -p flash --locked --test corruption
@@ -78,6 +83,13 @@ long: build
 		$(BIN) torture --cuts 500 --seed 1 --storage ftl:$$ftl --db-page-bytes $$db_page || exit 1; done; done
 	$(BIN) torture --cuts 2000 --seed 1 --engine sqlite
 	$(BIN) torture --cuts 500 --seed 1 --engine sqlite --journal delete
+	$(BIN) reproduce --all --quick --out out/reproduce-quick
+
+# The papers' tables and figures at the papers' scale; the CPU seconds per experiment are
+# in each report and at the end. Finished runs are kept in the output directory, so an
+# interrupted invocation resumes where it stopped.
+reproduce-full: build
+	$(BIN) reproduce --all --full --out out/reproduce-full
 
 build:
 	$(CARGO) build --release --locked

@@ -44,6 +44,12 @@ def advise_baseline(image: str, result_json: str, title: str) -> str:
 def check_grid_points(points: int, yes: bool) -> None:
     """Raises ConfigError for a grid of more than 10,000 points unless yes."""
 
+def reproduce_runs(ids: List[str], scale: str) -> List[Tuple[str, str, str]]:
+    """The runs of `reproduce` experiments at a scale: (key, label, input JSON)."""
+
+def run_input(input_json: str) -> str:
+    """Makes one `reproduce` run from its input JSON; its result JSON."""
+
 def registered_workloads() -> List[Tuple[str, str, str]]:
     """(name, about, default parameters as JSON) of each registered workload."""
 

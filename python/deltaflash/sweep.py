@@ -134,19 +134,20 @@ class _Local:
 
 
 class _Ray:
-    """Ray tasks: on ``ray.init()`` of this machine, or of the cluster at ``address``."""
+    """Ray tasks of ``function`` (a sweep's points by default): on ``ray.init()`` of
+    this machine, or of the cluster at ``address``."""
 
-    def __init__(self, address: Optional[str], retries: int):
+    def __init__(self, address: Optional[str], retries: int, function: Callable[..., str] = run_point):
         import ray
 
         if not ray.is_initialized():
             ray.init(address=address, log_to_driver=False)
         self.ray = ray
         # Ray itself re-runs a task whose worker died; exceptions are retried below.
-        self.task = ray.remote(run_point).options(num_cpus=1, max_retries=retries)
+        self.task = ray.remote(function).options(num_cpus=1, max_retries=retries)
 
-    def submit(self, base: Optional[Dict[str, Any]], point: Point) -> Any:
-        return self.task.remote(base, point)
+    def submit(self, *args: Any) -> Any:
+        return self.task.remote(*args)
 
     def wait(self, pending: List[Any]) -> Iterator[Tuple[Any, Optional[str], Optional[BaseException]]]:
         done, _ = self.ray.wait(pending, num_returns=1)

@@ -34,9 +34,21 @@ pub struct ReproduceArgs {
     #[arg(long, default_value = "out/reproduce")]
     out: PathBuf,
     /// Write into an existing directory that `reproduce` did not make (files of the
-    /// same names are replaced).
+    /// same names are replaced); with --publish, replace files there and DIR.md that
+    /// `reproduce` did not write.
     #[arg(long)]
     overwrite: bool,
+    /// Afterwards copy summary.json and the experiments' reports and figures into DIR
+    /// (docs/results) and write the results page DIR.md (docs/results.md) linking into
+    /// it, with the prose per paper of DIR/prose.md.
+    #[arg(long, value_name = "DIR")]
+    publish: Option<PathBuf>,
+    /// Make the runs not kept in --out as Ray tasks through the Python package
+    /// (`python3 -m deltaflash reproduce-runs`; `pip install ./python[ray]`): `local`
+    /// starts Ray on this machine (--jobs CPUs), `auto` or HOST:PORT joins a cluster.
+    /// $DELTAFLASH_PYTHON names another interpreter.
+    #[arg(long, value_name = "ADDRESS")]
+    ray: Option<String>,
 }
 
 /// The catalogue as a table: id, implemented or not, description.
@@ -71,16 +83,26 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     };
     let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
     let log = |line: String| eprintln!("{line}");
-    let outcome = reproduce::reproduce(&experiments, &options, &log)?;
-    println!("{}", reproduce::report::experiments_markdown(&outcome.cells));
+    let ray = args.ray.map(|address| reproduce::ray::Ray {
+        address,
+        workers: args.jobs.map(|j| j as usize),
+        python: std::env::var("DELTAFLASH_PYTHON").unwrap_or_else(|_| "python3".into()),
+    });
+    let outcome = reproduce::reproduce_on(&experiments, &options, ray.as_ref(), &log)?;
+    println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
-        "runs: {} executed, {} reused, {} failed; reports in {}",
+        "runs: {} executed, {} reused, {} failed; {:.1} CPU s over all runs; reports in {}",
         outcome.executed,
         outcome.reused,
         outcome.failed,
+        outcome.cpu_seconds,
         options.out.display()
     );
+    if let Some(dir) = &args.publish {
+        let page = reproduce::publish::publish(&experiments, scale, &outcome, &options.out, dir, args.overwrite)?;
+        println!("published into {} and {}", dir.display(), page.display());
+    }
     Ok(outcome.failed == 0)
 }
 

@@ -1,6 +1,7 @@
 //! `deltaflash reproduce`: the catalogue listing, one experiment end to end at the smoke
-//! scale (reports, summary, resumption without re-running), and the output directory's
-//! safety.
+//! scale (reports, CPU seconds, summary, results page, publishing into docs, resumption
+//! without re-running, also after a kill), and the safety of the output and publish
+//! directories.
 
 mod common;
 
@@ -35,16 +36,37 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     assert!(first.status.success(), "{}", stderr(&first));
     let text = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(text.contains("| verdict | cells |") && text.contains("| opposite |"), "{text}");
-    assert!(text.contains("| experiment | within | direction | opposite | n/a | unexplained |\n|---|---|---|---|---|---|\n| demo:table1 |"), "{text}");
-    assert!(text.contains("runs: 2 executed, 0 reused, 0 failed"), "{text}");
+    assert!(text.contains("| experiment | within | direction | opposite | n/a | unexplained | CPU s |\n|---|---|---|---|---|---|---|\n| demo:table1 |"), "{text}");
+    assert!(text.contains("runs: 2 executed, 0 reused, 0 failed; "), "{text}");
     let log = stderr(&first);
     assert!(log.contains("[1/2] demo:table1 [0x0]: running") && log.contains("done in"), "{log}");
 
     let md = fs::read_to_string(out.join("demo-table1.md")).unwrap();
     assert!(md.contains("| GC erases | [2x3] with regions Δ% | change % | -53 |"), "{md}");
+    assert!(md.contains("| run | conditions | file | wall s | CPU s |") && md.contains("\nCPU: "), "{md}");
     let experiment: Value = serde_json::from_str(&fs::read_to_string(out.join("demo-table1.json")).unwrap()).unwrap();
     assert_eq!(experiment["runs"].as_array().unwrap().len(), 2);
+    let run_cpu: Vec<f64> =
+        experiment["runs"].as_array().unwrap().iter().map(|r| r["cpu_seconds"].as_f64().unwrap()).collect();
+    assert!(run_cpu.iter().all(|&c| c > 0.0), "every run records its CPU seconds: {run_cpu:?}");
+    assert_eq!(experiment["cpu_seconds"].as_f64(), Some(run_cpu.iter().sum()));
     let s = summary(&out);
+    assert_eq!(s["experiments"][0]["experiment"], "demo:table1");
+    assert_eq!(s["experiments"][0]["cpu_seconds"], experiment["cpu_seconds"]);
+    assert_eq!(s["cpu_seconds"], experiment["cpu_seconds"]);
+    let page = fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(
+        page.contains("\n## demo\n")
+            && page.contains("\n### demo:table1\n")
+            && page.contains("[Report](demo-table1.md)"),
+        "{page}"
+    );
+    let paper = page.split("\n## demo\n").nth(1).unwrap_or_default();
+    assert!(
+        paper.starts_with("\n| verdict | cells |\n") && paper.contains("| all | 23 |"),
+        "per paper, its counts: {page}"
+    );
+    assert!(page.contains("| GC erases | [2x3] with regions Δ% | change % | -53 | "), "{page}");
     let cells = s["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 23, "the reference gives Table I 23 cells");
     for c in cells {
@@ -69,10 +91,73 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     };
     let before = run_files(&out);
     assert_eq!(before.len(), 2);
-    let second = ok(&args);
+    // The second invocation publishes: the docs get the reports and a results page
+    // with the hand-written prose of the publish directory.
+    let docs = tmp.path().join("docs");
+    let published = docs.join("results");
+    fs::create_dir_all(&published).unwrap();
+    fs::write(published.join("prose.md"), "## demo — IPA demo: selective regions\n\nWhy the demo differs.\n").unwrap();
+    let publish_args: Vec<&str> = args.iter().copied().chain(["--publish", published.to_str().unwrap()]).collect();
+    let second = ok(&publish_args);
     assert!(second.contains("runs: 0 executed, 2 reused, 0 failed"), "{second}");
     assert_eq!(run_files(&out), before, "no run was made again");
-    assert_eq!(summary(&out), s, "the same cells from the kept runs");
+    assert_eq!(summary(&out), s, "the same cells, and CPU seconds, from the kept runs");
+    for f in ["summary.json", "demo-table1.md", "demo-table1.json"] {
+        assert_eq!(fs::read(published.join(f)).unwrap(), fs::read(out.join(f)).unwrap(), "{f}");
+    }
+    let page = fs::read_to_string(docs.join("results.md")).unwrap();
+    assert!(page.contains("\n## demo — IPA demo: selective regions\n\nWhy the demo differs.\n"), "{page}");
+    assert!(page.contains("[Report](results/demo-table1.md)"), "{page}");
+    // Publishing again replaces what it wrote; a page it did not write is refused.
+    ok(&publish_args);
+    fs::write(docs.join("results.md"), "hand-written").unwrap();
+    let refused = deltaflash(&publish_args);
+    assert!(
+        !refused.status.success() && stderr(&refused).contains("is not a generated results page"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(fs::read_to_string(docs.join("results.md")).unwrap(), "hand-written");
+}
+
+/// The number after `label` in the last line of a run's output: `runs: 3 executed`.
+fn count(text: &str, label: &str) -> usize {
+    let line = text.lines().rev().find(|l| l.starts_with("runs: ")).unwrap_or_default();
+    let before = line.split(label).next().unwrap_or_default();
+    before.split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no `{label}` in {text}"))
+}
+
+#[test]
+fn an_invocation_killed_after_some_runs_resumes_with_only_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_arg = out.to_str().unwrap();
+    let args = ["reproduce", "nolgn:fig7", "--smoke", "--jobs", "1", "--out", out_arg];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_deltaflash"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stored = |dir: &std::path::Path| {
+        fs::read_dir(dir.join("runs"))
+            .map_or(0, |d| d.filter(|e| e.as_ref().unwrap().path().extension() == Some("json".as_ref())).count())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while stored(&out) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "the first invocation ended before a run was stored");
+        assert!(std::time::Instant::now() < deadline, "no run stored in 600 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = stored(&out);
+    let second = ok(&args);
+    assert_eq!(count(&second, " reused"), kept, "{second}");
+    assert!(count(&second, " executed") > 0, "the kill came before every run was stored: {second}");
+    assert_eq!(count(&second, " failed"), 0, "{second}");
+    let third = ok(&args);
+    assert_eq!(count(&third, " executed"), 0, "{third}");
 }
 
 #[test]

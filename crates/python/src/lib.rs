@@ -2,7 +2,7 @@
 //! (python/). A thin binding with no logic of its own: experiments go through the
 //! `workloads` experiment API as JSON configs and results, the device through
 //! `flash::Flash`, SQL through `engine::Database`, the IPA advisor through
-//! `advisor::baseline`. The Python package turns the JSON into dicts and DataFrames.
+//! `advisor::baseline`, `reproduce`'s runs through `reproduce::RunInput`. The Python package turns the JSON into dicts and DataFrames.
 //!
 //! Invariants: a run releases the GIL (`allow_threads`) and takes it back only to look
 //! for signals and to call the progress callback, at most every 100 ms of wall time, so
@@ -16,6 +16,7 @@ mod advice;
 mod database;
 mod device;
 mod experiment;
+mod reproduce;
 
 use pyo3::create_exception;
 use pyo3::prelude::*;
@@ -54,6 +55,8 @@ fn _deltaflash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment::storage_config, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::check_grid_points, m)?)?;
     m.add_function(wrap_pyfunction!(advice::advise_baseline, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::reproduce_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce::run_input, m)?)?;
     m.add_class::<device::Device>()?;
     m.add_class::<database::Database>()?;
     Ok(())

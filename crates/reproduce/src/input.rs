@@ -14,6 +14,10 @@
 //!    uses it): `check` without running, `conditions` in one line for the report,
 //!    `execute` to a result JSON with a top-level `wall_seconds`.
 //!
+//! [`RunInput::execute`] adds `cpu_seconds` to every kind's result: the CPU time of the
+//! thread that made the run (each run is single-threaded), so a report can give what an
+//! experiment costs apart from what else the machine was doing.
+//!
 //! Nothing else changes: planning, the store, the reports and the progress lines take
 //! any kind.
 
@@ -90,9 +94,22 @@ impl RunInput {
         self.kind().conditions()
     }
 
+    /// Makes the run on this thread; the result gets the thread's CPU seconds spent on
+    /// it as `cpu_seconds`, beside the kind's `wall_seconds`.
     pub fn execute(&self, tag: &str, log: Log) -> Result<Value, String> {
-        self.kind().execute(tag, log)
+        let start = thread_cpu_seconds();
+        let mut value = self.kind().execute(tag, log)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("cpu_seconds".into(), Value::from(thread_cpu_seconds() - start));
+        }
+        Ok(value)
     }
+}
+
+/// The CPU time this thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 impl RunKind for ExperimentConfig {
@@ -245,6 +262,18 @@ mod tests {
         let tagged = serde_json::to_value(&input).unwrap();
         assert_eq!(tagged["kind"], "engine");
         assert_eq!(serde_json::from_value::<RunInput>(tagged).unwrap(), input);
+    }
+
+    #[test]
+    fn a_run_records_the_cpu_seconds_of_its_thread() {
+        let e = crate::catalogue::find("demo:table1").expect("listed");
+        let run = (e.implementation.as_ref().expect("implemented").runs)(crate::Scale::Smoke).remove(0);
+        let before = thread_cpu_seconds();
+        let result = run.input.execute("t", &|_| {}).expect("runs");
+        let spent = thread_cpu_seconds() - before;
+        let cpu = result["cpu_seconds"].as_f64().expect("cpu_seconds is recorded");
+        assert!(cpu > 0.0 && cpu <= spent, "{cpu} of {spent}");
+        assert!(result["wall_seconds"].as_f64().is_some());
     }
 
     #[test]

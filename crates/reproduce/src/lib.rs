@@ -10,6 +10,9 @@
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.
+//! [`results_page`]: `results.md`, the invocation's experiments per paper on one page;
+//! [`publish`]: that page, the reports and figures copied into the docs.
+//! [`ray`]: the runs made as Ray tasks through the Python package.
 //! [`svg`]: a figure as SVG ([`buffer_plot`]: the figure of a table by buffer size). [`runner`]: one invocation, from ids to reports.
 //!
 //! Engine runs go through the experiment API of `workloads` (the same as `bench` and
@@ -29,8 +32,11 @@ pub mod ipa_ipl;
 pub mod ipl;
 pub mod linkbench;
 pub mod nolgn;
+pub mod publish;
+pub mod ray;
 pub mod reference;
 pub mod report;
+pub mod results_page;
 pub mod runner;
 pub mod store;
 pub mod svg;
@@ -39,4 +45,4 @@ pub mod verdict;
 pub use catalogue::CATALOGUE;
 pub use experiment::{Experiment, RunSpec, Scale};
 pub use input::RunInput;
-pub use runner::{reproduce, Options, Outcome};
+pub use runner::{reproduce, reproduce_on, Options, Outcome};

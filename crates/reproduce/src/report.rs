@@ -1,11 +1,33 @@
-//! The reports: one experiment as Markdown and JSON, and the summary (counts per
-//! verdict, `summary.json`).
+//! The reports: one experiment as Markdown and JSON, the summary (counts per verdict
+//! and CPU seconds per experiment, `summary.json`), and `results.md`, every experiment
+//! of an invocation per paper in one page.
+//!
+//! CPU seconds: an experiment's are those of its distinct runs, a run shared with
+//! another experiment counted in each (so each experiment's figure is what it costs
+//! alone); the invocation's total counts every run once.
 
 use crate::compare::Cell;
 use crate::experiment::{Experiment, Scale};
 use crate::verdict::Verdict;
 use serde::Serialize;
 use serde_json::{json, Value};
+
+/// What an invocation did.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Every cell of the experiments, in catalogue order.
+    pub cells: Vec<Cell>,
+    /// Runs made now, taken from the output directory, and failed.
+    pub executed: usize,
+    pub reused: usize,
+    pub failed: usize,
+    /// Each experiment's runs and CPU seconds, in the order given.
+    pub costs: Vec<Cost>,
+    /// The ids of the experiments that wrote a figure (`ID.svg`).
+    pub figures: Vec<String>,
+    /// CPU seconds of all the invocation's runs, each counted once.
+    pub cpu_seconds: f64,
+}
 
 /// One run of an experiment as its report names it.
 #[derive(Clone, Debug, Serialize)]
@@ -17,6 +39,9 @@ pub struct RunRecord {
     pub key: String,
     /// Wall seconds of the run when it was made; `None` if it failed.
     pub wall_seconds: Option<f64>,
+    /// CPU seconds of the run's thread when it was made; `None` if it failed or was kept
+    /// from before runs recorded it.
+    pub cpu_seconds: Option<f64>,
     /// Why it failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -72,15 +97,16 @@ pub fn experiment_markdown(
         out += "\n";
     }
     if !runs.is_empty() {
-        out += "| run | conditions | file | wall s |\n|---|---|---|---|\n";
+        out += "| run | conditions | file | wall s | CPU s |\n|---|---|---|---|---|\n";
         for r in runs {
-            let wall = match (&r.error, r.wall_seconds) {
-                (Some(e), _) => format!("FAILED: {e}"),
-                (None, w) => show(w.map(|w| (w * 10.0).round() / 10.0)),
+            let (wall, cpu) = match (&r.error, r.wall_seconds) {
+                (Some(e), _) => (format!("FAILED: {e}"), show(None)),
+                (None, w) => (show_seconds(w), show_seconds(r.cpu_seconds)),
             };
-            out += &format!("| {} | {} | runs/{}.json | {wall} |\n", r.label, r.conditions, r.key);
+            out += &format!("| {} | {} | runs/{}.json | {wall} | {cpu} |\n", r.label, r.conditions, r.key);
         }
-        out += "\n";
+        let cost = Cost::of(e.id, runs);
+        out += &format!("\nCPU: {}.\n\n", cost.sentence());
     }
     out += "| row | column | unit | paper | ours | difference | verdict | reason | ablation |\n";
     out += "|---|---|---|---|---|---|---|---|---|\n";
@@ -101,9 +127,54 @@ pub fn experiment_markdown(
     out + "\n" + &counts_markdown(cells)
 }
 
+/// Seconds to one decimal.
+fn show_seconds(s: Option<f64>) -> String {
+    show(s.map(|s| (s * 10.0).round() / 10.0))
+}
+
+/// What an experiment's runs cost (see the module's doc for shared runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Cost {
+    pub experiment: String,
+    /// Its distinct runs (a variant's run equal to the headline's counts once).
+    pub runs: usize,
+    /// CPU seconds of those with a recorded CPU time.
+    pub cpu_seconds: f64,
+    /// Runs without one: failed, or kept from an output directory written before runs
+    /// recorded their CPU time.
+    pub runs_without_cpu: usize,
+}
+
+impl Cost {
+    pub fn of(experiment: &str, runs: &[RunRecord]) -> Cost {
+        let mut cost = Cost { experiment: experiment.into(), ..Cost::default() };
+        let mut seen = std::collections::HashSet::new();
+        for r in runs.iter().filter(|r| seen.insert(r.key.as_str())) {
+            cost.runs += 1;
+            match r.cpu_seconds {
+                Some(cpu) if r.error.is_none() => cost.cpu_seconds += cpu,
+                _ => cost.runs_without_cpu += 1,
+            }
+        }
+        cost
+    }
+
+    /// `12.3 s over 4 runs (1 without a recorded CPU time)`.
+    pub fn sentence(&self) -> String {
+        let mut out = format!("{:.1} s over {} runs", self.cpu_seconds, self.runs);
+        if self.runs_without_cpu > 0 {
+            out += &format!(" ({} without a recorded CPU time)", self.runs_without_cpu);
+        }
+        out
+    }
+}
+
 /// The experiment's JSON.
 pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[RunRecord], cells: &[Cell]) -> Value {
+    let cost = Cost::of(e.id, runs);
     json!({
+        "cpu_seconds": cost.cpu_seconds,
+        "runs_without_cpu": cost.runs_without_cpu,
         "experiment": e.id,
         "description": e.description,
         "implemented": e.implemented(),
@@ -170,26 +241,36 @@ pub fn counts_markdown(cells: &[Cell]) -> String {
     out
 }
 
-/// Cells per verdict for each experiment, in the order the cells come.
-pub fn experiments_markdown(cells: &[Cell]) -> String {
-    let mut out =
-        String::from("| experiment | within | direction | opposite | n/a | unexplained |\n|---|---|---|---|---|---|\n");
-    let mut rest = cells;
-    while let Some(first) = rest.first() {
-        let n = rest.iter().take_while(|c| c.experiment == first.experiment).count();
-        let c = Counts::of(&rest[..n]);
+/// Cells per verdict and CPU seconds for each experiment of `costs`, in their order.
+pub fn experiments_markdown(cells: &[Cell], costs: &[Cost]) -> String {
+    let mut out = String::from(
+        "| experiment | within | direction | opposite | n/a | unexplained | CPU s |\n|---|---|---|---|---|---|---|\n",
+    );
+    for cost in costs {
+        let own: Vec<Cell> = cells.iter().filter(|c| c.experiment == cost.experiment).cloned().collect();
+        let c = Counts::of(&own);
+        let cpu = match cost.runs_without_cpu {
+            0 => format!("{:.1}", cost.cpu_seconds),
+            n => format!("{:.1} ({n} of {} runs unknown)", cost.cpu_seconds, cost.runs),
+        };
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            first.experiment, c.within, c.direction, c.opposite, c.not_comparable, c.unexplained
+            "| {} | {} | {} | {} | {} | {} | {cpu} |\n",
+            cost.experiment, c.within, c.direction, c.opposite, c.not_comparable, c.unexplained
         );
-        rest = &rest[n..];
     }
     out
 }
 
-/// `summary.json`: every cell of the experiments run, and the counts.
-pub fn summary_json(scale: Scale, cells: &[Cell]) -> Value {
-    json!({ "scale": scale.name(), "counts": Counts::of(cells), "cells": cells })
+/// `summary.json`: every cell of the experiments run, the counts, each experiment's
+/// CPU seconds, and the invocation's (every run once).
+pub fn summary_json(scale: Scale, cells: &[Cell], costs: &[Cost], cpu_seconds: f64) -> Value {
+    json!({
+        "scale": scale.name(),
+        "counts": Counts::of(cells),
+        "cpu_seconds": cpu_seconds,
+        "experiments": costs,
+        "cells": cells,
+    })
 }
 
 #[cfg(test)]
@@ -213,6 +294,32 @@ mod tests {
         }
     }
 
+    fn record(key: &str, cpu_seconds: Option<f64>, error: Option<&str>) -> RunRecord {
+        RunRecord {
+            label: key.into(),
+            conditions: String::new(),
+            key: key.into(),
+            wall_seconds: cpu_seconds,
+            cpu_seconds,
+            error: error.map(String::from),
+        }
+    }
+
+    #[test]
+    fn an_experiment_costs_its_distinct_runs_and_names_those_without_cpu() {
+        let runs = [
+            record("k1", Some(2.0), None),
+            record("k2", Some(0.5), None),
+            // A variant's run equal to the headline's: the same run, counted once.
+            record("k1", Some(2.0), None),
+            record("k3", None, None),
+            record("k4", None, Some("failed")),
+        ];
+        let cost = Cost::of("x", &runs);
+        assert_eq!((cost.runs, cost.cpu_seconds, cost.runs_without_cpu), (4, 2.5, 2));
+        assert_eq!(cost.sentence(), "2.5 s over 4 runs (2 without a recorded CPU time)");
+    }
+
     #[test]
     fn counts_per_verdict_and_per_experiment_name_the_unexplained() {
         let cells = [
@@ -223,8 +330,15 @@ mod tests {
         ];
         let c = Counts::of(&cells);
         assert_eq!((c.within, c.direction, c.opposite, c.not_comparable, c.unexplained), (1, 1, 1, 1, 2));
-        let table = experiments_markdown(&cells);
-        assert!(table.ends_with("| a | 1 | 0 | 1 | 0 | 1 |\n| b | 0 | 1 | 0 | 1 | 1 |\n"), "{table}");
+        let costs = [
+            Cost { experiment: "a".into(), runs: 2, cpu_seconds: 1.25, runs_without_cpu: 0 },
+            Cost { experiment: "b".into(), runs: 3, cpu_seconds: 4.0, runs_without_cpu: 1 },
+        ];
+        let table = experiments_markdown(&cells, &costs);
+        assert!(
+            table.ends_with("| a | 1 | 0 | 1 | 0 | 1 | 1.2 |\n| b | 0 | 1 | 0 | 1 | 1 | 4.0 (1 of 3 runs unknown) |\n"),
+            "{table}"
+        );
         let summary = counts_markdown(&cells);
         assert!(summary.contains("33% of the 3 comparable cells are within ±15; 2 cells not within"), "{summary}");
     }

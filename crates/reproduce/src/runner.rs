@@ -2,6 +2,10 @@
 //! the output directory keeps, run the others (`jobs` at once, each single-threaded and
 //! seeded), then compare and write the reports.
 //!
+//! Each run's CPU seconds come with its result ([`crate::input`]); the reports give
+//! them per run and per experiment, and `results.md` ([`crate::results_page`]) every
+//! experiment of the invocation per paper.
+//!
 //! Runs are keyed by their input, so two experiments that need the same run share it,
 //! and a second invocation re-executes nothing that finished. A run may be of any kind
 //! ([`crate::input`]); the runner only checks, executes and keeps it.
@@ -9,8 +13,11 @@
 use crate::ablation;
 use crate::compare::{self, Cell, Missing};
 use crate::experiment::{Experiment, RunSpec, Scale};
+use crate::ray::{self, Ray};
 use crate::reference::{self, ReferenceCell};
-use crate::report::{self, RunRecord};
+pub use crate::report::Outcome;
+use crate::report::{self, Cost, RunRecord};
+use crate::results_page;
 use crate::store::Store;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -27,17 +34,6 @@ pub struct Options {
     pub out: PathBuf,
     /// Write into an existing directory that is not a reproduce output directory.
     pub overwrite: bool,
-}
-
-/// What an invocation did.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// Every cell of the experiments, in catalogue order.
-    pub cells: Vec<Cell>,
-    /// Runs made now, taken from the output directory, and failed.
-    pub executed: usize,
-    pub reused: usize,
-    pub failed: usize,
 }
 
 /// A run to make (or reuse), shared by the experiments that need it.
@@ -58,23 +54,50 @@ pub fn reproduce(
     options: &Options,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Outcome, String> {
+    reproduce_on(experiments, options, None, log)
+}
+
+/// [`reproduce`], the runs not kept yet made on Ray when `ray` is given (see
+/// [`crate::ray`]), else on `options.jobs` threads.
+pub fn reproduce_on(
+    experiments: &[&Experiment],
+    options: &Options,
+    ray: Option<&Ray>,
+    log: &(dyn Fn(String) + Sync),
+) -> Result<Outcome, String> {
     let reference = reference::load()?;
     let store = Store::open(&options.out, options.overwrite)?;
     let (planned, plans) = plan(experiments, options.scale);
-    let results = run_all(&store, &planned, options.jobs, log);
+    let results = match ray {
+        Some(ray) => run_on_ray(&store, &planned, ray, log),
+        None => run_all(&store, &planned, options.jobs, log),
+    };
     let executed = results.iter().filter(|r| matches!(r, (Ok(_), true))).count();
     let reused = results.iter().filter(|r| matches!(r, (Ok(_), false))).count();
     let failed = results.iter().filter(|r| r.0.is_err()).count();
     let by_key: HashMap<&str, &RunResult> =
         planned.iter().map(|p| p.key.as_str()).zip(results.iter().map(|r| &r.0)).collect();
+    let cpu_seconds = results.iter().filter_map(|r| r.0.as_ref().ok()).filter_map(cpu_of).sum();
     let mut all_cells = Vec::new();
+    let (mut costs, mut figures) = (Vec::new(), Vec::new());
     for (e, specs) in experiments.iter().zip(&plans) {
-        let cells = experiment(&store, e, options.scale, specs, &by_key, &reference)?;
+        let (cells, cost, figure) = experiment(&store, e, options.scale, specs, &by_key, &reference)?;
         all_cells.extend(cells);
+        costs.push(cost);
+        if figure {
+            figures.push(e.id.to_string());
+        }
     }
-    let summary = report::summary_json(options.scale, &all_cells);
+    let outcome = Outcome { cells: all_cells, executed, reused, failed, costs, figures, cpu_seconds };
+    let summary = report::summary_json(options.scale, &outcome.cells, &outcome.costs, cpu_seconds);
     store.write("summary.json", &(serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n"))?;
-    Ok(Outcome { cells: all_cells, executed, reused, failed })
+    store.write(results_page::FILE, &results_page::markdown(experiments, options.scale, &outcome, "", None))?;
+    Ok(outcome)
+}
+
+/// A result's recorded CPU seconds (absent from runs kept before they were recorded).
+fn cpu_of(result: &Value) -> Option<f64> {
+    result.get("cpu_seconds").and_then(Value::as_f64)
 }
 
 /// Every distinct run of the experiments (in first-need order), and per experiment
@@ -128,6 +151,33 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Each planned run's result and whether it was made now: the ones the store does not
+/// keep yet made on Ray.
+fn run_on_ray(store: &Store, planned: &[Planned], ray: &Ray, log: &(dyn Fn(String) + Sync)) -> Vec<(RunResult, bool)> {
+    let kept: Vec<Option<Value>> = planned.iter().map(|p| store.load(&p.spec.input)).collect();
+    let jobs: Vec<ray::Job> = planned
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(p, _)| (p.key.as_str(), p.name.as_str(), &p.spec.input))
+        .collect();
+    log(format!(
+        "{} runs kept in {}, {} to make on Ray",
+        planned.len() - jobs.len(),
+        store.dir().display(),
+        jobs.len()
+    ));
+    let mut made = ray::run(store, &jobs, ray, log);
+    planned
+        .iter()
+        .zip(kept)
+        .map(|(p, k)| match k {
+            Some(result) => (Ok(result), false),
+            None => (made.remove(&p.key).unwrap_or_else(|| Err("not made on Ray".into())), true),
+        })
+        .collect()
+}
+
 /// Makes one run (its kind logs its start, progress and end) and keeps the result in
 /// the store; logs a failure.
 fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync)) -> RunResult {
@@ -141,7 +191,8 @@ fn execute(store: &Store, p: &Planned, tag: &str, log: &(dyn Fn(String) + Sync))
     result
 }
 
-/// Compares one experiment and writes `ID.md`, `ID.json`, and `ID.svg` if it has a figure.
+/// Compares one experiment and writes `ID.md`, `ID.json`, and `ID.svg` if it has a
+/// figure; returns its cells, its cost and whether it wrote a figure.
 fn experiment(
     store: &Store,
     e: &Experiment,
@@ -149,21 +200,20 @@ fn experiment(
     specs: &[(RunSpec, String)],
     results: &HashMap<&str, &RunResult>,
     reference: &[ReferenceCell],
-) -> Result<Vec<Cell>, String> {
+) -> Result<(Vec<Cell>, Cost, bool), String> {
     let outcome = |key: &str| results.get(key).copied();
     let values: Vec<Option<&Value>> = specs.iter().map(|(_, k)| outcome(k).and_then(|r| r.as_ref().ok())).collect();
     let records: Vec<RunRecord> = specs
         .iter()
         .map(|(spec, key)| {
             let r = outcome(key);
+            let value = r.and_then(|r| r.as_ref().ok());
             RunRecord {
                 label: spec.label.clone(),
                 conditions: spec.input.conditions(),
                 key: key.clone(),
-                wall_seconds: r
-                    .and_then(|r| r.as_ref().ok())
-                    .and_then(|v| v.get("wall_seconds"))
-                    .and_then(Value::as_f64),
+                wall_seconds: value.and_then(|v| v.get("wall_seconds")).and_then(Value::as_f64),
+                cpu_seconds: value.and_then(cpu_of),
                 error: r.and_then(|r| r.as_ref().err()).cloned(),
             }
         })
@@ -183,11 +233,12 @@ fn experiment(
     }
     let stem = e.file_stem();
     let notes = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.notes)(scale));
-    if let Some(plot) = e.implementation.as_ref().and_then(|i| i.plot) {
+    let plot = e.implementation.as_ref().and_then(|i| i.plot);
+    if let Some(plot) = plot {
         store.write(&format!("{stem}.svg"), &plot(headline, &cells).to_svg())?;
     }
     store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &notes, &records, &cells))?;
     let json = report::experiment_json(e, scale, &notes, &records, &cells);
     store.write(&format!("{stem}.json"), &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"))?;
-    Ok(cells)
+    Ok((cells, Cost::of(e.id, &records), plot.is_some()))
 }

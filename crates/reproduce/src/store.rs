@@ -3,8 +3,11 @@
 //! Layout: `DIR/.deltaflash-reproduce` (the marker that says the tool made this
 //! directory), `DIR/runs/KEY.json` (one finished run: its input's key JSON as
 //! `input_config` and its `result`, KEY a hash of that JSON; see
-//! [`RunInput::key_text`]), and the reports (`DIR/ID.md`, `DIR/ID.json`,
-//! `DIR/summary.json`, and `DIR/ID.svg` for an experiment with a figure).
+//! [`RunInput::key_text`]; the result carries the run's `wall_seconds` and, for runs
+//! made since they are recorded, `cpu_seconds`), the reports (`DIR/ID.md`,
+//! `DIR/ID.json`, `DIR/summary.json`, `DIR/results.md`, and `DIR/ID.svg` for an
+//! experiment with a figure), and with `--ray` the runs handed to Ray and their results
+//! (`DIR/ray/`, see [`crate::ray`]).
 //! A run whose file exists, with the same input in it, is reused, so an interrupted
 //! `reproduce` resumes where it stopped. Every file is written to a temporary name and
 //! renamed, so an interruption never leaves a half-written run behind.
