@@ -24,7 +24,7 @@ pub fn reproduce_runs(ids: Vec<String>, scale: &str) -> PyResult<Vec<(String, St
     for id in &ids {
         let e = reproduce::catalogue::find(id)
             .ok_or_else(|| ConfigError::new_err(format!("{} is not an experiment id", workloads::limits::quote(id))))?;
-        for spec in e.implementation.as_ref().map_or_else(Vec::new, |i| i.all_runs(scale)) {
+        for spec in e.implementation.as_ref().map_or_else(Vec::new, |i| reproduce::ablation::all_runs(i, scale)) {
             let key = Store::key(&spec.input);
             if runs.iter().all(|(k, _, _)| *k != key) {
                 let json = serde_json::to_string(&spec.input).map_err(crate::failure)?;

@@ -9,8 +9,13 @@
 //! as unexplained; its ablation text still shows how little each component moved it.
 
 use crate::compare::{Cell, Ours};
-use crate::experiment::{RunSpec, Variant};
+use crate::experiment::{Implementation, RunSpec, Scale, Variant};
 use crate::verdict::{self, Kind, Verdict};
+
+/// Every run of an experiment at a scale: its headline runs, then each variant's.
+pub fn all_runs(implementation: &Implementation, scale: Scale) -> Vec<RunSpec> {
+    runs(&(implementation.runs)(scale), implementation.variants)
+}
 
 /// The headline runs, then each variant's (variant-major, the runs in order within
 /// each); a variant that leaves a run unchanged gives the same input, so the runner

@@ -52,7 +52,7 @@ pub type Results<'a> = [Option<&'a Value>];
 /// One variant of an experiment's ablation: every run of the experiment again with one
 /// model component switched or one uncertain constant changed. The report gives each
 /// cell's value under every variant, and a cell that is not `within` is explained by the
-/// variant that moves it furthest towards the paper (see [`crate::ablation`]).
+/// variant that moves it furthest towards the paper (see the `ablation` module).
 #[derive(Clone, Copy, Debug)]
 pub struct Variant {
     /// The label in the ablation column (`no host stack`, `fresh device`).
@@ -99,11 +99,6 @@ impl Implementation {
 
     pub const fn ablation(self, variants: &'static [Variant]) -> Implementation {
         Implementation { variants, ..self }
-    }
-
-    /// Every run at a scale: the headline runs, then each variant's, variant-major.
-    pub fn all_runs(&self, scale: Scale) -> Vec<RunSpec> {
-        crate::ablation::runs(&(self.runs)(scale), self.variants)
     }
 }
 

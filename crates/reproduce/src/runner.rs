@@ -106,7 +106,7 @@ fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(Ru
     let mut planned: Vec<Planned> = Vec::new();
     let mut plans = Vec::new();
     for e in experiments {
-        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| i.all_runs(scale));
+        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| ablation::all_runs(i, scale));
         let mut keyed = Vec::new();
         for spec in specs {
             let key = Store::key(&spec.input);

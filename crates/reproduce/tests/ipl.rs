@@ -23,7 +23,7 @@ fn index(spec: &RunSpec) -> &IndexBenchConfig {
 /// The headline runs, then each variant's, as `(variant name, its runs)`.
 fn by_variant(id: &str, scale: Scale) -> (Vec<RunSpec>, Vec<(&'static str, Vec<RunSpec>)>) {
     let i = implementation(id);
-    let all = i.all_runs(scale);
+    let all = reproduce::ablation::all_runs(i, scale);
     let n = (i.runs)(scale).len();
     assert_eq!(all.len(), n * (i.variants.len() + 1), "{id}");
     let variants = i.variants.iter().zip(all[n..].chunks(n)).map(|(v, runs)| (v.name, runs.to_vec())).collect();

@@ -51,7 +51,7 @@ fn fig10_runs_at_smoke_scale() {
 fn fig11_plans_its_runs_and_computes_its_cells() {
     let e = find("nolgn:fig11").unwrap();
     let i = e.implementation.as_ref().unwrap();
-    let runs = i.all_runs(Scale::Smoke);
+    let runs = reproduce::ablation::all_runs(i, Scale::Smoke);
     // 3 journals × 3 free-space levels × (the headline and 4 ablation variants).
     assert_eq!(runs.len(), 45);
     for r in &runs {
