@@ -27,7 +27,7 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table1",
         description: "IPA Table 1: update sizes (changed bytes per page write) in TPC-B, TPC-C, LinkBench at a 75% buffer",
-        implementation: Some(Implementation::new(ipa::table1_runs, ipa::table1_cells).notes(ipa::table1_notes).ablation(ipa::PRECONDITION_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table1_runs, ipa::table1_cells).notes(ipa::table1_notes)),
     },
     Experiment {
         id: "ipa:table2",
@@ -42,12 +42,12 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes).ablation(ipa::PRECONDITION_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes)),
     },
     Experiment {
         id: "ipa:table5",
         description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
-        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells).notes(ipa::table5_notes).ablation(ipa::PRECONDITION_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells).notes(ipa::table5_notes)),
     },
     Experiment {
         id: "ipa:table6",
@@ -82,14 +82,13 @@ pub static CATALOGUE: &[Experiment] = &[
         implementation: Some(
             Implementation::new(linkbench::fig6_runs, linkbench::fig6_cells)
                 .notes(linkbench::fig6_notes)
-                .ablation(ipa::PRECONDITION_VARIANTS)
                 .plot(linkbench::fig6_plot),
         ),
     },
     Experiment {
         id: "ipa:appendix-a",
         description: "IPA appendix A, Table 11: TPC-C update sizes under non-eager eviction, buffers 10-90%",
-        implementation: Some(Implementation::new(ipa::appendix_a_runs, ipa::appendix_a_cells).notes(ipa::appendix_a_notes).ablation(ipa::PRECONDITION_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::appendix_a_runs, ipa::appendix_a_cells).notes(ipa::appendix_a_notes)),
     },
     Experiment {
         id: "demo:table1",
