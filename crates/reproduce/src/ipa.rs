@@ -70,7 +70,7 @@ pub const FRESH: Variant = Variant {
 
 /// The device emptier: the data regions with 15% over-provisioning instead of 10%, so
 /// the fill leaves valid data on 85% of the blocks outside GC's reserve (+50% of the
-/// free share, see [`FULLNESS`]).
+/// free share; the notes' `FULLNESS` says why).
 pub const EMPTIER: Variant = Variant {
     name: "emptier device (15% free)",
     component: "how full the database made the device (not stated; the free share at 15%, +50%)",
