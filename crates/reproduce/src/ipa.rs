@@ -3,19 +3,25 @@
 //!
 //! The devices and databases are those of `scripts/results.sh` (the runs behind
 //! docs/results.md) except where the papers' text says otherwise (the board's regions
-//! in Tables 6 and 8, the demo's board and layout); each experiment's notes give the
-//! conditions and the assumptions where the text is silent. Every run starts from a
-//! device preconditioned to GC steady state (`driver.precondition = steady`). The
-//! scales differ only in run length and database size:
-//! - `quick`: 5 simulated seconds of warm-up and 10 measured; Tables 9 and 10 with one
-//!   warehouse on an eighth of the device (80 blocks per chip; a little less full);
+//! in Tables 6 and 8, the demo's board and layout) or a run needs room to grow (TPC-C,
+//! [`tpcc_room`]); each experiment's notes give the conditions and the assumptions where
+//! the text is silent. Every run starts from a device preconditioned to GC steady state
+//! (`driver.precondition = steady`). The scales differ in run length and database size:
+//! - `quick`: 5 simulated seconds of warm-up and 10 measured; TPC-C with one warehouse
+//!   on 192 blocks per chip (Tables 1, 3, 4, 9, 10 share these runs); LinkBench with
+//!   25,000 nodes on 32 blocks per chip;
 //! - `full`: 10 s of warm-up and 2 simulated hours measured (LinkBench: 4), the
 //!   duration of the papers' runs (SIGMOD'17 §8.2: "running for 2 (TPC-C/-B) and 4 (LinkBench) hours";
-//!   the demo's Table I: "a TATP benchmark run for two hours"); the databases stay
-//!   those of results.sh (the paper's 50 GB does not fit in memory here);
+//!   the demo's Table I: "a TATP benchmark run for two hours"); TPC-C with ten warehouses
+//!   on the emulator preset's 1,024 blocks per chip, LinkBench with 100,000 nodes on 64
+//!   (the paper's 50 GB does not fit in memory here);
 //! - `smoke`: a fraction of a second on the smallest database, for tests.
+//!
+//! The ablations ([`FRESH`], [`EMPTIER`]) re-run an experiment's runs from a fresh
+//! device and with the device emptier than the assumed condition.
 
-use crate::experiment::{Ours, Results, RunSpec, Scale};
+use crate::experiment::{Ours, Results, RunSpec, Scale, Variant};
+use crate::input::RunInput;
 use serde_json::Value;
 use workloads::config::Eviction;
 use workloads::precondition::Precondition;
@@ -32,6 +38,24 @@ const STEADY: &str = "Every run starts from a preconditioned device (driver.prec
 const EMULATOR: &str = "The paper's emulator: 16 SLC chips, page-level mapping, 10% over-provisioning \
     (§8.1, §8.4). Its capacity is not stated; ours is cut to fewer blocks per chip, and after the fill the \
     over-provisioning, not the database's size, sets the GC work.";
+/// The TPC-C device of Tables 1, 3, 4, 9, 10 and appendix A, and the room it leaves.
+const TPCC_DEVICE: &str = "TPC-C with 1 warehouse on 192 blocks per chip (quick), 10 warehouses on the \
+    preset's 1,024 (full). Not stated, assumed: the device holds the database and what it grows by over the run \
+    (the text gives databases of \"roughly 50GB\", §8.2, and no emulator capacity): the loaded database, the \
+    rows the aging inserts (up to half the data regions, measured) and those of the warm-up and measured time \
+    (up to 1.5 KB per transaction at up to 5,000 tps on an aged device, 7,500 on a filled or fresh one, \
+    measured). At full scale the 2-hour measurement alone would add 50-75 GB at those rates, more than a device held in memory can take here, so a full TPC-C run may stop on a full \
+    region.";
+/// Why the experiments of DBMS-level cells have no ablation.
+pub const DBMS_CELLS: &str = "No ablation: the cells are the DBMS's (update sizes, write amplification, the \
+    appends' share, space overhead), which the device's state and GC do not enter.";
+/// How Table 10's runs start, and why not from steady state.
+const FILLED_NOT_AGED: &str = "Every run starts from a filled device (driver.precondition = fill): the data \
+    regions' free space is written until valid data takes 90% of the blocks outside GC's reserve (10% \
+    over-provisioning, §8.4), without the aging to GC steady state of the other tables. Without the eager \
+    strategies a large buffer writes few pages per transaction, so an aging measured in host writes runs many \
+    transactions, and TPC-C's inserts outgrow any device: [2x40] at a 90% buffer grew from 125 to 395 MiB \
+    (68% of the data regions) on 160 blocks per chip before its aging reached steady state (measured).";
 /// What the text leaves open about Shore-MT's log on the emulator.
 const SHORE_LOG: &str = "Not stated, assumed: Shore-MT's log on 4 chips of the same emulated device \
     (engine.log_chips = 4), and every commit forcing the log (engine.group_commit_us = 0); the paper names \
@@ -40,6 +64,75 @@ const SHORE_LOG: &str = "Not stated, assumed: Shore-MT's log on 4 chips of the s
 const SHORE_EAGER: &str = "Eager eviction: a page cleaner flushes once 12.5% of the buffer is dirty \
     (\"12.5% hard-coded in Shore-MT\", §8.4); checkpoints at 30% of the log region (Shore-MT reclaims log \
     space \"when 25%-50% of the log-space is consumed\", §8.4).";
+
+/// The precondition's ablation: the run from the device as the load left it
+/// (`driver.precondition = none`) instead of filled and aged (or only filled). The papers do not say whether their devices were
+/// aged before a run; a 2-hour run from a fresh device counts GC only once the spare
+/// space is used up.
+pub const FRESH: Variant = Variant {
+    name: "fresh device",
+    component: "the steady-state precondition (the papers do not say their devices were aged before a run)",
+    apply: fresh,
+};
+
+/// The device emptier: the data regions with 15% over-provisioning instead of 10%, so
+/// the fill leaves valid data on 85% of the blocks outside GC's reserve (+50% of the
+/// free share; the notes' `FULLNESS` says why).
+pub const EMPTIER: Variant = Variant {
+    name: "emptier device (15% free)",
+    component: "how full the database made the device (not stated; the free share at 15%, +50%)",
+    apply: |input| with_over_provisioning(input, 0.15),
+};
+
+/// What the fullness variants stand for, for the notes.
+const FULLNESS: &str = "Not stated, assumed: how full the database made the device. After the load, the \
+    precondition writes the data regions' free space until valid data takes all but the over-provisioning \
+    (10%, §8.4) of the blocks outside GC's reserve, as if the database filled the device's logical space. The \
+    text gives 64 GB for the board (§8.1), a buffer of 1 GB at \"1.5% of DB size\" (appendix D.3: a 67 GB \
+    database, more than the board holds) and \"DB-sizes … roughly 50GB\" (§8.2: 78% of 64 GB), and no \
+    capacity for the emulator. The ablation moves the free share +50%, to 15% (emptier device), as the data \
+    regions' over-provisioning; −50% (5%) would leave fewer spare blocks than GC's reserve of 3 per chip on \
+    our devices cut to 32-48 blocks per chip, so the headline is already the fullest they allow.";
+
+/// The preconditioned run from a fresh device; `None` for a run without a precondition.
+fn fresh(input: &RunInput) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(c) if !c.driver.precondition.is_none() => {
+            let mut c = c.clone();
+            c.driver.precondition = Precondition::None;
+            Some(RunInput::Engine(c))
+        }
+        _ => None,
+    }
+}
+
+/// The run with its data region's over-provisioning at `share` (the default region as
+/// `workloads` creates it, `OVER_PROVISIONING` added); `None` for a run with a schema of
+/// its own or without the fill.
+fn with_over_provisioning(input: &RunInput, share: f64) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(c)
+            if c.engine.schema.is_none() && c.engine.ipa_objects.is_empty() && !c.driver.precondition.is_none() =>
+        {
+            let mut c = c.clone();
+            c.engine.schema = Some(format!(
+                "CREATE REGION data (${{IPA}}, OVER_PROVISIONING={share}); CREATE TABLESPACE ts_data (REGION=data);"
+            ));
+            Some(RunInput::Engine(c))
+        }
+        _ => None,
+    }
+}
+
+/// The ablation of the experiments on the board and of Table 7: the precondition and
+/// the device's fullness.
+pub const FULLNESS_VARIANTS: &[Variant] = &[FRESH, EMPTIER];
+/// The ablation of Tables 3, 9, 10 and the demo's Table I: the precondition (their runs
+/// are many, and the fullness variant would add as many aged runs again). Tables 1, 4,
+/// 5, Fig. 6 and appendix A have none: their cells are the DBMS's (update sizes, write
+/// amplification, appends' share, space overhead), which the device's state does not
+/// enter.
+pub const PRECONDITION_VARIANTS: &[Variant] = &[FRESH];
 
 /// One row of the IPA tables: its name in the reference file and the result's field.
 struct Row {
@@ -190,6 +283,7 @@ pub const TABLE7_NOTES: &[&str] = &[
     "TPC-B at scale 2 on 32 blocks per chip; buffers of 10% and 20% of the database after loading (Table 7).",
     SHORE_EAGER,
     SHORE_LOG,
+    FULLNESS,
 ];
 
 const TABLE7_BUFFERS: [f64; 2] = [0.1, 0.2];
@@ -247,11 +341,21 @@ const BOARD_REGIONS: &str = "Not stated, assumed: the regions' sizes. pSLC uses 
     logical pages as the MLC runs' and is as full; its log keeps the same capacity on 2 chips instead of 4 \
     (the board serves one host I/O at a time, so the log chips' parallelism counts for little).";
 
+/// What the board's own counts say about its GC condition.
+const BOARD_GC: &str = "The board's baseline counts imply a device far emptier, or less aged, than ours: \
+    0.30 GC page migrations per host write, and 38 (Table 6) or 59 (Table 8) migrations per GC erase, so GC's \
+    victims held 30-46% valid pages of a 128-page block (the openssd-mlc preset's assumed block); ours, about \
+    3 migrations per host write from steady state at quick, means victims about 75% valid (m / (1 + m)). The \
+    text does not say whether the board was aged before a run; the ablation's fresh device and emptier device \
+    show how far either condition moves the cells.";
+
 pub const TABLE6_NOTES: &[&str] = &[
     STEADY,
     BOARD,
     BOARD_REGIONS,
     "TPC-B at scale 8 on 32 blocks per chip (pSLC: 64); the baseline without IPA uses the whole MLC capacity.",
+    FULLNESS,
+    BOARD_GC,
 ];
 
 pub const TABLE8_NOTES: &[&str] = &[
@@ -259,6 +363,8 @@ pub const TABLE8_NOTES: &[&str] = &[
     BOARD,
     BOARD_REGIONS,
     "TPC-C with 1 warehouse on 48 blocks per chip (pSLC: 96); the baseline without IPA uses the whole MLC capacity.",
+    FULLNESS,
+    BOARD_GC,
 ];
 
 /// Runs of a board table: the baseline (no IPA: the whole MLC capacity), then the
@@ -329,18 +435,13 @@ pub fn table8_cells(results: &Results) -> Vec<Ours> {
 
 // ---- Tables 9 and 10: TPC-C with larger buffers ----
 
-pub const TABLE9_NOTES: &[&str] = &[
-    STEADY,
-    EMULATOR,
-    "TPC-C, 1 warehouse on 80 blocks per chip (quick), 10 on 640 (full); buffers 10-90% of the database \
-     after loading (Table 9).",
-    SHORE_EAGER,
-    SHORE_LOG,
-];
+pub const TABLE9_NOTES: &[&str] =
+    &[STEADY, EMULATOR, TPCC_DEVICE, "Buffers 10-90% of the database after loading (Table 9).", SHORE_EAGER, SHORE_LOG];
 
 pub const TABLE10_NOTES: &[&str] = &[
-    STEADY,
+    FILLED_NOT_AGED,
     EMULATOR,
+    TPCC_DEVICE,
     "TPC-C as Table 9 with the eager strategies off (\"extreme values for the respective thresholds\", \
      §8.4): no page cleaner, checkpoints at 90% of the log region (the paper's 100% would never reclaim log \
      space here).",
@@ -351,13 +452,13 @@ const LARGE_BUFFERS: [f64; 5] = [0.1, 0.2, 0.5, 0.75, 0.9];
 /// Table 10's M per buffer, as in its column heads.
 const TABLE10_SCHEMES: [&str; 5] = ["2x10", "2x10", "2x30", "2x40", "2x40"];
 
-/// Ten warehouses fill 640 blocks per chip to two thirds (results.sh); quick and smoke
-/// run one warehouse on 80 blocks (on 64, [2x3] at a 75% buffer outgrew its region
-/// within 15 simulated seconds).
+/// TPC-C on the emulator (Tables 1, 3, 4, 9, 10 and appendix A share these runs): one
+/// warehouse on 192 blocks per chip at quick and smoke, ten on the preset's 1,024 at
+/// full, each with room for the database's growth ([`tpcc_room`]).
 fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
     let (warehouses, blocks_per_chip) = match scale {
-        Scale::Smoke | Scale::Quick => (1, 80),
-        Scale::Full => (10, 640),
+        Scale::Smoke | Scale::Quick => (1, 192),
+        Scale::Full => (10, 1024),
     };
     Setup {
         preset: "paper-emulator",
@@ -371,6 +472,62 @@ fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
     }
 }
 
+/// TPC-C's database after loading, MiB per warehouse, on 4 KiB pages with room for the
+/// largest delta area here ([2x40]: 2 × (1 + 3·40 + 3·12) = 314 B a page, 8%).
+/// Measured (quick runs' `database_mib`, 1 warehouse): 115.2 without IPA, 119.2 with
+/// [2x3], 120.1 with [2x10].
+const TPCC_LOADED_MIB_PER_WAREHOUSE: f64 = 128.0;
+/// How much TPC-C grows while the precondition ages the device, as a share of the data
+/// regions: the aging writes windows of a tenth of their logical capacity (up to 25), so
+/// the rows it inserts grow with the device. Measured: on 80 blocks per chip (198 MiB of
+/// data regions), [0x0] at a 50% non-eager buffer grew from 115.2 to 196.9 MiB (41%)
+/// during the aging before its region was full; rounded up. Without the eager
+/// strategies the growth has no bound short of the whole device ([2x40] at a 90%
+/// buffer reached 68% on 160 blocks per chip before its region was full): a run so aged
+/// never has room.
+const TPCC_AGING_GROWTH_SHARE: f64 = 0.5;
+const TPCC_AGING_GROWTH_SHARE_NON_EAGER: f64 = 1.0;
+/// TPC-C's growth per transaction: at most 1.5 KB of rows and index entries (measured:
+/// [0x0] at a 20% non-eager buffer grew by less than the 83 MiB of room it had over
+/// 54,600 transactions).
+const TPCC_GROWTH_BYTES_PER_TRANSACTION: f64 = 1.5e3;
+/// The highest throughput of one warehouse, which sets how fast it grows in the warm-up
+/// and measurement: 5,000 tps on an aged device ([2x3] at a 90% buffer ran 4,985 at
+/// quick scale), 7,500 on one only filled or fresh ([0x0] at a 90% buffer from a fresh
+/// device ran 7,283; [2x40] at a 90% non-eager buffer from a filled one 6,196).
+const TPCC_TPS_AGED: f64 = 5_000.0;
+const TPCC_TPS_NOT_AGED: f64 = 7_500.0;
+/// Chips of the emulator preset (`nand::Geometry::paper_emulator`: 16 SLC chips, §8.1),
+/// pages per block and page bytes, and its chip for the `system` region.
+const EMULATOR_CHIPS: f64 = 16.0;
+const EMULATOR_PAGES_PER_BLOCK: f64 = 64.0;
+const EMULATOR_PAGE_BYTES: f64 = 4096.0;
+const SYSTEM_CHIPS: f64 = 1.0;
+
+/// A TPC-C run on the emulator: the MiB its data regions hold (their logical capacity:
+/// the chips outside the log and `system`, 10% over-provisioning) and the MiB the
+/// database may need by the run's end (loaded, grown by the aging and by the warm-up
+/// and measurement). `None` for any other run.
+pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
+    if config.workload.name != "tpcc" || config.device.preset != "paper-emulator" {
+        return None;
+    }
+    let warehouses = config.workload.params.get("warehouses").and_then(Value::as_f64).unwrap_or(1.0);
+    let data_chips = EMULATOR_CHIPS - f64::from(config.engine.log_chips.unwrap_or(4)) - SYSTEM_CHIPS;
+    let blocks = f64::from(config.device.blocks_per_chip.unwrap_or(1024));
+    let capacity_mib = data_chips * blocks * EMULATOR_PAGES_PER_BLOCK * EMULATOR_PAGE_BYTES * 0.9 / (1024.0 * 1024.0);
+    let aging_share = match (config.driver.precondition, config.engine.eviction) {
+        (Precondition::Steady, Eviction::NonEager) => TPCC_AGING_GROWTH_SHARE_NON_EAGER,
+        (Precondition::Steady, _) => TPCC_AGING_GROWTH_SHARE,
+        _ => 0.0,
+    };
+    let aging = aging_share * capacity_mib;
+    let tps = if config.driver.precondition == Precondition::Steady { TPCC_TPS_AGED } else { TPCC_TPS_NOT_AGED };
+    let running_mib = TPCC_GROWTH_BYTES_PER_TRANSACTION * tps * (config.driver.warmup_s + config.driver.sim_time_s)
+        / (1024.0 * 1024.0);
+    Some((capacity_mib, warehouses * TPCC_LOADED_MIB_PER_WAREHOUSE + aging + running_mib))
+}
+
 fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<RunSpec> {
     let mut runs = Vec::new();
     for (b, scheme) in LARGE_BUFFERS.into_iter().zip(schemes) {
@@ -382,6 +539,7 @@ fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<R
                 // no page cleaner, checkpoints late; results.sh's 0.9 of the log.
                 config.engine.eviction = Eviction::NonEager;
                 config.engine.checkpoint_log_share = 0.9;
+                config.driver.precondition = Precondition::Fill;
             }
             runs.push(RunSpec::engine(format!("buffer {} [{s}]", percent(b)), config));
         }
@@ -421,36 +579,24 @@ pub const TABLE4_NOTES: &[&str] = &[
     EMULATOR,
     "Buffers of 75% and 90% with eager eviction; the write amplification is the DBMS's (gross written over \
      net changed bytes), which GC does not change.",
+    "TPC-B as Table 7 (scale 2 on 32 blocks per chip); TPC-C the runs of Table 9 at 75% and 90% ([0x0], [2x3]) \
+     and [3x3] on the same device; LinkBench the runs of Table 5 at 75% and 90% (8 KiB pages).",
+    TPCC_DEVICE,
+    LINKBENCH_DEVICE,
+    DBMS_CELLS,
 ];
 
 /// (column name, M) per benchmark of Table 4.
 const TABLE4_BENCHMARKS: [(&str, u32); 3] = [("TPC-B", 4), ("TPC-C", 3), ("LinkBench", 125)];
 const TABLE4_BUFFERS: [f64; 2] = [0.75, 0.9];
 
-fn table4_setup(scale: Scale, benchmark: &str, buffer_share: f64) -> Setup {
-    let smoke = scale == Scale::Smoke;
+/// A Table 4 run: TPC-B as Table 7, TPC-C as Table 9, LinkBench as Table 5 (8 KiB pages).
+fn table4_run(scale: Scale, benchmark: &str, buffer_share: f64, scheme: &str) -> RunSpec {
+    let label = format!("{benchmark} buffer {} [{scheme}]", percent(buffer_share));
     match benchmark {
-        "TPC-B" => tpcb_emulator(scale, buffer_share),
-        "TPC-C" => Setup {
-            preset: "paper-emulator",
-            chips: None,
-            blocks_per_chip: 400,
-            workload: "tpcc",
-            size_param: "warehouses",
-            size: 1,
-            buffer_share,
-            log_chips: 4,
-        },
-        _ => Setup {
-            preset: "paper-emulator",
-            chips: None,
-            blocks_per_chip: 64,
-            workload: "linkbench",
-            size_param: "nodes",
-            size: if smoke { 5_000 } else { 100_000 },
-            buffer_share,
-            log_chips: 4,
-        },
+        "TPC-B" => tpcb_emulator(scale, buffer_share).run(scale, label, scheme),
+        "TPC-C" => tpcc_large(scale, buffer_share).run(scale, label, scheme),
+        _ => linkbench_8k(scale, buffer_share, scheme, label),
     }
 }
 
@@ -458,9 +604,8 @@ pub fn table4_runs(scale: Scale) -> Vec<RunSpec> {
     let mut runs = Vec::new();
     for (name, m) in TABLE4_BENCHMARKS {
         for b in TABLE4_BUFFERS {
-            let setup = table4_setup(scale, name, b);
             for s in ["0x0".to_string(), format!("2x{m}"), format!("3x{m}")] {
-                runs.push(setup.run(scale, format!("{name} buffer {} [{s}]", percent(b)), &s));
+                runs.push(table4_run(scale, name, b, &s));
             }
         }
     }
@@ -575,7 +720,8 @@ fn update_share_at_most(run: Option<&Value>, bytes: u64) -> Option<f64> {
     (total > 0.0).then(|| at_most / total * 100.0)
 }
 
-pub const TABLE1_NOTES: &[&str] = &[STEADY, EMULATOR, "The runs without IPA at a 75% buffer of Table 4."];
+pub const TABLE1_NOTES: &[&str] =
+    &[STEADY, EMULATOR, "The runs without IPA at a 75% buffer of Table 4 (TPC-B and TPC-C).", TPCC_DEVICE, DBMS_CELLS];
 
 /// Table 1's thresholds (bytes) and rows.
 const TABLE1_SIZES: [u64; 5] = [3, 7, 20, 100, 125];
@@ -584,10 +730,7 @@ const TABLE1_SIZES: [u64; 5] = [3, 7, 20, 100, 125];
 /// column counts gross bytes (page header and footer included); ours are net, so it
 /// stays without a value.
 pub fn table1_runs(scale: Scale) -> Vec<RunSpec> {
-    ["TPC-B", "TPC-C"]
-        .into_iter()
-        .map(|name| table4_setup(scale, name, 0.75).run(scale, format!("{name} buffer 75% [0x0]"), "0x0"))
-        .collect()
+    ["TPC-B", "TPC-C"].into_iter().map(|name| table4_run(scale, name, 0.75, "0x0")).collect()
 }
 
 pub fn table1_cells(results: &Results) -> Vec<Ours> {
@@ -601,7 +744,8 @@ pub fn table1_cells(results: &Results) -> Vec<Ours> {
     out
 }
 
-pub const APPENDIX_A_NOTES: &[&str] = &[STEADY, EMULATOR, "The runs without IPA of Table 10."];
+pub const APPENDIX_A_NOTES: &[&str] =
+    &[FILLED_NOT_AGED, EMULATOR, "The runs without IPA of Table 10.", TPCC_DEVICE, DBMS_CELLS];
 
 /// Table 11's thresholds (bytes).
 const TABLE11_SIZES: [u64; 5] = [3, 6, 10, 30, 40];
@@ -631,11 +775,23 @@ pub fn appendix_a_cells(results: &Results) -> Vec<Ours> {
 pub const TABLE3_NOTES: &[&str] = &[
     STEADY,
     EMULATOR,
-    "TPC-C at a 75% buffer on 4 KiB pages; LinkBench at a 75% buffer on 8 KiB pages (Table 3's heading).",
+    "TPC-C at a 75% buffer on 4 KiB pages (Table 9's device and its runs at 75%); LinkBench at a 75% buffer on \
+     8 KiB pages (Table 3's heading; Table 5's runs at 75%).",
+    TPCC_DEVICE,
+    LINKBENCH_DEVICE,
 ];
 
-pub const TABLE5_NOTES: &[&str] =
-    &[STEADY, EMULATOR, "LinkBench on 8 KiB DB pages, buffers 20-90% of the database after loading."];
+pub const TABLE5_NOTES: &[&str] = &[
+    STEADY,
+    EMULATOR,
+    "LinkBench on 8 KiB DB pages, buffers 20-90% of the database after loading.",
+    LINKBENCH_DEVICE,
+    DBMS_CELLS,
+];
+
+/// LinkBench's database and device at each scale.
+const LINKBENCH_DEVICE: &str = "LinkBench with 25,000 nodes on 32 blocks per chip (quick), 100,000 nodes on 64 \
+    (full), 5,000 on 64 (smoke).";
 
 /// Table 3's TPC-C schemes: N = 1..4 by M = 3, 6, 10, 15, 20 (net bytes).
 const TABLE3_TPCC_N: [u32; 4] = [1, 2, 3, 4];
@@ -645,10 +801,25 @@ const LINKBENCH_SCHEMES: [(u32, u32); 6] = [(1, 100), (1, 125), (2, 100), (2, 12
 /// Table 5's buffers.
 const TABLE5_BUFFERS: [f64; 4] = [0.2, 0.5, 0.75, 0.9];
 
-/// LinkBench as Table 4 runs it, on 8 KiB DB pages: "Linkbench (75% buffer, 8KB
-/// pages, …)" (Table 3's heading).
+/// LinkBench on 8 KiB DB pages, as Tables 3, 4 and 5 run it: "Linkbench (75% buffer,
+/// 8KB pages, …)" (Table 3's heading); the sizes of [`LINKBENCH_DEVICE`].
 fn linkbench_8k(scale: Scale, buffer_share: f64, scheme: &str, label: String) -> RunSpec {
-    let mut config = table4_setup(scale, "LinkBench", buffer_share).config(scale, scheme);
+    let (nodes, blocks_per_chip) = match scale {
+        Scale::Smoke => (5_000, 64),
+        Scale::Quick => (25_000, 32),
+        Scale::Full => (100_000, 64),
+    };
+    let setup = Setup {
+        preset: "paper-emulator",
+        chips: None,
+        blocks_per_chip,
+        workload: "linkbench",
+        size_param: "nodes",
+        size: nodes,
+        buffer_share,
+        log_chips: 4,
+    };
+    let mut config = setup.config(scale, scheme);
     config.engine.db_page_bytes = Some(8192);
     RunSpec::engine(label, config)
 }
@@ -668,7 +839,7 @@ fn amplification_reduction(base: Option<&Value>, run: Option<&Value>) -> Option<
 /// Table 3: TPC-C at a 75% buffer (Table 4's runs, the baseline first, then N by M),
 /// then LinkBench at a 75% buffer on 8 KiB pages (the baseline, then the six schemes).
 pub fn table3_runs(scale: Scale) -> Vec<RunSpec> {
-    let tpcc = table4_setup(scale, "TPC-C", 0.75);
+    let tpcc = tpcc_large(scale, 0.75);
     let mut runs = vec![tpcc.run(scale, "TPC-C [0x0]".into(), "0x0")];
     for n in TABLE3_TPCC_N {
         for m in TABLE3_TPCC_M {

@@ -1,0 +1,129 @@
+//! The IPA experiments' plans: every TPC-C run has room for the database's growth, the
+//! experiments that compare the same conditions share their runs, the experiments with
+//! GC cells carry the precondition's ablation, and the emptier-device variant runs with the
+//! over-provisioning it names.
+
+use reproduce::catalogue::{find, CATALOGUE};
+use reproduce::experiment::RunSpec;
+use reproduce::{ipa, RunInput, Scale};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use workloads::precondition::Precondition;
+use workloads::ExperimentConfig;
+
+fn engine(run: &RunSpec) -> &ExperimentConfig {
+    match &run.input {
+        RunInput::Engine(c) => c,
+        other => panic!("{} is not an engine run: {other:?}", run.label),
+    }
+}
+
+fn ipa_experiments() -> impl Iterator<Item = &'static reproduce::Experiment> {
+    CATALOGUE.iter().filter(|e| e.id.starts_with("ipa:") || e.id.starts_with("demo:"))
+}
+
+fn keys(id: &str, scale: Scale) -> BTreeSet<String> {
+    let e = find(id).unwrap();
+    (e.implementation.as_ref().unwrap().runs)(scale).iter().map(|r| r.input.key_text()).collect()
+}
+
+#[test]
+fn every_tpcc_run_has_room_for_the_database_and_its_growth() {
+    for scale in [Scale::Smoke, Scale::Quick] {
+        for e in ipa_experiments() {
+            for run in e.implementation.as_ref().unwrap().all_runs(scale) {
+                let RunInput::Engine(config) = &run.input else { continue };
+                let Some((capacity_mib, needed_mib)) = ipa::tpcc_room(config) else { continue };
+                assert!(
+                    capacity_mib >= needed_mib,
+                    "{} {} at {}: data regions of {capacity_mib:.0} MiB, the database may need {needed_mib:.0} MiB",
+                    e.id,
+                    run.label,
+                    scale.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_room_counts_the_aging_only_for_an_aged_run() {
+    let run = &(find("ipa:table9").unwrap().implementation.as_ref().unwrap().runs)(Scale::Quick)[0];
+    let mut config = engine(run).clone();
+    let (capacity, aged) = ipa::tpcc_room(&config).unwrap();
+    config.driver.precondition = Precondition::None;
+    let (_, fresh) = ipa::tpcc_room(&config).unwrap();
+    // The aging's half of the data regions, less the faster fresh device's extra growth
+    // in the 15 simulated seconds (2,500 tps × 1.5 KB more).
+    let faster = 2_500.0 * 1.5e3 * 15.0 / (1024.0 * 1024.0);
+    assert!((aged - fresh - (capacity / 2.0 - faster)).abs() < 1e-6, "{aged} {fresh} {capacity}");
+    config.driver.precondition = Precondition::Steady;
+    config.engine.eviction = workloads::config::Eviction::NonEager;
+    let (_, non_eager) = ipa::tpcc_room(&config).unwrap();
+    assert!(non_eager > capacity, "a non-eager TPC-C run aged to steady state never has room");
+    config.workload.name = "tpcb".into();
+    assert_eq!(ipa::tpcc_room(&config), None);
+}
+
+#[test]
+fn tables_on_the_same_conditions_share_their_runs() {
+    for scale in [Scale::Smoke, Scale::Quick, Scale::Full] {
+        let (table4, table9, table5) =
+            (keys("ipa:table4", scale), keys("ipa:table9", scale), keys("ipa:table5", scale));
+        // Table 4's TPC-C at 75% and 90%: [0x0] and [2x3] are Table 9's; LinkBench's
+        // [0x0], [2x125] and [3x125] are Table 5's.
+        assert_eq!(table4.intersection(&table9).count(), 4, "{}", scale.name());
+        assert_eq!(table4.intersection(&table5).count(), 6, "{}", scale.name());
+        let table3 = keys("ipa:table3", scale);
+        assert_eq!(table3.intersection(&table9).count(), 2, "Table 3's TPC-C [0x0] and [2x3] at 75%");
+        assert_eq!(table3.intersection(&table5).count(), 7, "Table 3's LinkBench is Table 5's at 75%");
+        assert!(keys("ipa:table1", scale).is_subset(&table4));
+        assert!(keys("ipa:appendix-a", scale).is_subset(&keys("ipa:table10", scale)));
+    }
+}
+
+#[test]
+fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
+    let variants = |id: &str| -> Vec<&str> {
+        find(id).unwrap().implementation.as_ref().unwrap().variants.iter().map(|v| v.name).collect()
+    };
+    for id in ["ipa:table3", "ipa:table9", "ipa:table10", "demo:table1"] {
+        assert_eq!(variants(id), ["fresh device"], "{id}");
+    }
+    for id in ["ipa:table6", "ipa:table7", "ipa:table8"] {
+        assert_eq!(variants(id), ["fresh device", "emptier device (15% free)"], "{id}");
+    }
+    for e in ipa_experiments().filter(|e| !e.implementation.as_ref().unwrap().variants.is_empty()) {
+        for r in (e.implementation.as_ref().unwrap().runs)(Scale::Quick) {
+            let changed = (ipa::FRESH.apply)(&r.input).expect("an aged run changes");
+            let RunInput::Engine(c) = changed else { panic!("engine run") };
+            assert_eq!(c.driver.precondition, Precondition::None);
+            assert!(!engine(&r).driver.precondition.is_none(), "{} {}", e.id, r.label);
+        }
+    }
+}
+
+/// A run's numeric field.
+fn field(v: &Value, name: &str) -> f64 {
+    v.get(name).and_then(Value::as_f64).unwrap_or_else(|| panic!("no {name}"))
+}
+
+#[test]
+fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
+    let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Smoke)[0];
+    let mut headline = engine(run).clone();
+    headline.driver.precondition = Precondition::Fill;
+    headline.driver.warmup_s = 0.0;
+    headline.driver.sim_time_s = 0.05;
+    let emptier = (ipa::EMPTIER.apply)(&RunInput::Engine(headline.clone())).expect("a filled run changes");
+    let RunInput::Engine(c) = &emptier else { panic!("engine run") };
+    assert!(c.engine.schema.as_deref().unwrap().contains("OVER_PROVISIONING=0.15"));
+    let log = |_: String| {};
+    let base = RunInput::Engine(headline).execute("headline", &log).unwrap();
+    let less = emptier.execute("emptier", &log).unwrap();
+    // The data region's logical capacity follows (1 − over-provisioning): 0.85 / 0.9.
+    let ratio = field(&less, "data_regions_mib") / field(&base, "data_regions_mib");
+    assert!((ratio - 0.85 / 0.9).abs() < 0.01, "{ratio}");
+    let filled = |v: &Value| v["precondition"]["filled_pages"].as_f64().unwrap();
+    assert!(filled(&less) < filled(&base), "the fill leaves the emptier device emptier");
+}
