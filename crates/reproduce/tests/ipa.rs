@@ -31,7 +31,7 @@ fn keys(id: &str, scale: Scale) -> BTreeSet<String> {
 fn every_tpcc_run_has_room_for_the_database_and_its_growth() {
     for scale in [Scale::Smoke, Scale::Quick] {
         for e in ipa_experiments() {
-            for run in e.implementation.as_ref().unwrap().all_runs(scale) {
+            for run in reproduce::ablation::all_runs(e.implementation.as_ref().unwrap(), scale) {
                 let RunInput::Engine(config) = &run.input else { continue };
                 let Some((capacity_mib, needed_mib)) = ipa::tpcc_room(config) else { continue };
                 assert!(
