@@ -12,12 +12,11 @@ ignored and its run made again). Ray's scheduler and retries are the sweep's
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, Dict, List, Optional
 
 from . import _deltaflash
-from .sweep import _ends_cut, _message, _Ray
+from .sweep import _ends_cut, _message, _Ray, read_finished
 
 
 def run_input(input_json: str) -> str:
@@ -33,21 +32,7 @@ def read_inputs(path: str) -> List[Dict[str, Any]]:
 
 def finished(path: str) -> Dict[str, Dict[str, Any]]:
     """The keys a results file holds a result for (failed runs are left out)."""
-    done: Dict[str, Dict[str, Any]] = {}
-    if not os.path.exists(path):
-        return done
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                print(f"{path}:{number}: skipping an incomplete line", file=sys.stderr)
-                continue
-            if "result" in entry:
-                done[entry["key"]] = entry
-    return done
+    return read_finished(path, lambda entry: entry["key"])
 
 
 def run_inputs(

@@ -66,6 +66,12 @@ def load_grid(path: str) -> Tuple[Dict[str, Any], Dict[str, List[Any]]]:
 
 def read_results(path: str) -> Dict[str, Dict[str, Any]]:
     """The points finished in a results file, by ``key``; failed points are left out."""
+    return read_finished(path, lambda entry: key(entry["point"]))
+
+
+def read_finished(path: str, key_of: Callable[[Dict[str, Any]], str]) -> Dict[str, Dict[str, Any]]:
+    """The entries of a JSON-lines results file that hold a ``result``, by ``key_of``
+    (a missing file holds none). A line cut by a kill is skipped: its entry runs again."""
     done: Dict[str, Dict[str, Any]] = {}
     if not os.path.exists(path):
         return done
@@ -76,11 +82,10 @@ def read_results(path: str) -> Dict[str, Dict[str, Any]]:
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError:
-                # A line cut by a kill: its point runs again.
                 print(f"{path}:{number}: skipping an incomplete line", file=sys.stderr)
                 continue
             if "result" in entry:
-                done[key(entry["point"])] = entry
+                done[key_of(entry)] = entry
     return done
 
 
