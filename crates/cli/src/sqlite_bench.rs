@@ -208,6 +208,11 @@ pub struct SqliteArgs {
     /// 64 MiB of 4 KB pages].
     #[arg(long)]
     page_cache_pages: Option<usize>,
+    /// SQLite on flash: clean pages the file layer keeps in RAM after a write-back or a
+    /// read, as Linux's page cache does (least recently used evicted first; 0 keeps none,
+    /// so every other read goes to flash) [default: 16384].
+    #[arg(long)]
+    clean_cache_pages: Option<usize>,
     /// SQLite on flash: the host I/O stack charged under its files: none, or ext4 (a
     /// system call, the VFS and Ext4 data=ordered's journal commits; docs/host-stack.md)
     /// [default: none].
@@ -238,6 +243,7 @@ impl SqliteArgs {
             ("--journal", self.journal.is_some()),
             ("--group-pages", self.group_pages.is_some()),
             ("--page-cache-pages", self.page_cache_pages.is_some()),
+            ("--clean-cache-pages", self.clean_cache_pages.is_some()),
             ("--host-stack", self.host_stack.is_some()),
         ];
         given.into_iter().filter(|(_, g)| *g).map(|(f, _)| f).collect()
@@ -289,6 +295,9 @@ impl SqliteArgs {
         if self.page_cache_pages.is_some() {
             config.page_cache_pages = self.page_cache_pages;
         }
+        if self.clean_cache_pages.is_some() {
+            config.clean_cache_pages = self.clean_cache_pages;
+        }
         if self.host_stack.is_some() {
             config.host_stack = self.host_stack;
         }
@@ -309,6 +318,7 @@ pub fn spell(field: &str, file: Option<&str>) -> String {
         "journal" => "--journal".into(),
         "group_pages" => "--group-pages".into(),
         "page_cache_pages" => "--page-cache-pages".into(),
+        "clean_cache_pages" => "--clean-cache-pages".into(),
         "host_stack" => "--host-stack".into(),
         "run.free_space" => "--free-space".into(),
         "run.synchronous" => "--sync".into(),
@@ -352,6 +362,7 @@ pub(crate) fn open_host(config: &SqliteConfig) -> Result<Box<dyn SqliteHost>, St
                     },
                 },
                 page_cache_pages: config.page_cache_pages.unwrap_or(defaults.page_cache_pages),
+                clean_cache_pages: config.clean_cache_pages.unwrap_or(defaults.clean_cache_pages),
                 host_stack: config.host_stack.unwrap_or_default().stack(),
                 ..defaults
             };
@@ -369,6 +380,7 @@ pub fn resolve(config: &SqliteConfig, file: Option<&str>) -> Result<SqliteConfig
     let mut resolved = config.resolve().map_err(|e| e.message(&|field| spell(field, file)))?;
     if matches!(resolved.storage, SqliteStorageConfig::Ftl(_)) {
         resolved.page_cache_pages.get_or_insert(sqlite_flash::DEFAULT_CACHE_PAGES);
+        resolved.clean_cache_pages.get_or_insert(sqlite_flash::DEFAULT_CACHE_PAGES);
     }
     Ok(resolved)
 }

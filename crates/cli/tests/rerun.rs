@@ -524,3 +524,26 @@ fn bench_sqlite_selects_the_host_stack() {
     let refused = deltaflash(&["bench", "--host-stack", "ext4"]);
     assert!(stderr(&refused).contains("--host-stack is a setting of SQLite runs"), "{}", stderr(&refused));
 }
+
+#[test]
+fn bench_sqlite_keeps_clean_pages_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    // Past one WAL checkpoint (1,000 frames), so frames are rewritten after it.
+    let args = ["bench", "--engine", "sqlite", "--num", "1500", "--value-size", "256", "--storage", "ftl:page"];
+    let args = [&args[..], &["--sync", "normal", "--chips", "2", "--blocks-per-chip", "64"]].concat();
+    let kept = round_trip(dir.path(), "kept.json", &args);
+    let none = round_trip(dir.path(), "none.json", &[&args[..], &["--clean-cache-pages", "0"]].concat());
+    assert_eq!(
+        (kept["config"]["clean_cache_pages"].as_u64(), none["config"]["clean_cache_pages"].as_u64()),
+        (Some(16_384), Some(0))
+    );
+    let reads = |v: &serde_json::Value| v["flash"]["host_reads"].as_u64().unwrap();
+    assert!(
+        reads(&none) > reads(&kept),
+        "without clean pages the rewritten frames are read from flash: {} vs {}",
+        reads(&none),
+        reads(&kept)
+    );
+    let refused = deltaflash(&["bench", "--engine", "sqlite", "--num", "40", "--clean-cache-pages", "0"]);
+    assert!(stderr(&refused).contains("--clean-cache-pages: applies to SQLite on flash"), "{}", stderr(&refused));
+}

@@ -32,6 +32,10 @@ pub struct SqliteConfig {
     /// The file layer's write-back page cache in logical pages (flash storage only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_cache_pages: Option<usize>,
+    /// Clean pages the file layer keeps in RAM after a write-back or read, as Linux's
+    /// page cache (flash storage only) [default: 16,384; 0 keeps none].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clean_cache_pages: Option<usize>,
     /// The host I/O stack modelled under SQLite's files (flash storage only)
     /// [default: none].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,6 +148,7 @@ impl Default for SqliteConfig {
             journal: None,
             group_pages: None,
             page_cache_pages: None,
+            clean_cache_pages: None,
             host_stack: None,
             workload: WorkloadConfig { name: "sqlite-bench".into(), params: Params::new() },
             run: super::SqliteRunConfig::default(),
@@ -182,6 +187,7 @@ impl SqliteConfig {
                 ("journal", c.journal.is_some()),
                 ("group_pages", c.group_pages.is_some()),
                 ("page_cache_pages", c.page_cache_pages.is_some()),
+                ("clean_cache_pages", c.clean_cache_pages.is_some()),
                 ("host_stack", c.host_stack.is_some()),
                 ("run.free_space", c.run.free_space.is_some()),
             ];
