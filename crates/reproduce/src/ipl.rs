@@ -223,7 +223,7 @@ fn fig6_ftls() -> Vec<(String, Storage, (u32, f64))> {
 
 /// Fig. 6's ablation: the buffer axis, whose values are only in the figure's image
 /// (`FIG6_FRAMES`, assumed), every point at −50% and +50%; and the FTLs' log blocks
-/// read the other way from "16 (11%) and 32 (22%)" ([`other_log_blocks`]).
+/// read the other way from "16 (11%) and 32 (22%)" (`other_log_blocks`).
 pub const FIG6_VARIANTS: &[Variant] = &[
     Variant {
         name: "buffer axis 50%",
