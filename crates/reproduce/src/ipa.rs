@@ -497,11 +497,7 @@ const TPCC_GROWTH_BYTES_PER_TRANSACTION: f64 = 1.5e3;
 /// device ran 7,283; [2x40] at a 90% non-eager buffer from a filled one 6,196).
 const TPCC_TPS_AGED: f64 = 5_000.0;
 const TPCC_TPS_NOT_AGED: f64 = 7_500.0;
-/// Chips of the emulator preset (`nand::Geometry::paper_emulator`: 16 SLC chips, §8.1),
-/// pages per block and page bytes, and its chip for the `system` region.
-const EMULATOR_CHIPS: f64 = 16.0;
-const EMULATOR_PAGES_PER_BLOCK: f64 = 64.0;
-const EMULATOR_PAGE_BYTES: f64 = 4096.0;
+/// The emulator's chip for the `system` region.
 const SYSTEM_CHIPS: f64 = 1.0;
 
 /// A TPC-C run on the emulator: the MiB its data regions hold (their logical capacity:
@@ -513,9 +509,10 @@ pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
         return None;
     }
     let warehouses = config.workload.params.get("warehouses").and_then(Value::as_f64).unwrap_or(1.0);
-    let data_chips = EMULATOR_CHIPS - f64::from(config.engine.log_chips.unwrap_or(4)) - SYSTEM_CHIPS;
-    let blocks = f64::from(config.device.blocks_per_chip.unwrap_or(1024));
-    let capacity_mib = data_chips * blocks * EMULATOR_PAGES_PER_BLOCK * EMULATOR_PAGE_BYTES * 0.9 / (1024.0 * 1024.0);
+    let g = config.device.geometry().ok()?;
+    let data_chips = f64::from(g.chips()) - f64::from(config.engine.log_chips.unwrap_or(4)) - SYSTEM_CHIPS;
+    let block_bytes = f64::from(g.pages_per_block) * f64::from(g.page_bytes);
+    let capacity_mib = data_chips * f64::from(g.blocks_per_chip) * block_bytes * 0.9 / (1024.0 * 1024.0);
     let aging_share = match (config.driver.precondition, config.engine.eviction) {
         (Precondition::Steady, Eviction::NonEager) => TPCC_AGING_GROWTH_SHARE_NON_EAGER,
         (Precondition::Steady, _) => TPCC_AGING_GROWTH_SHARE,
