@@ -38,9 +38,8 @@ use workloads::config::StorageConfig;
 use workloads::experiment::Consistency;
 use workloads::limits::{cut_quoted, quote};
 use workloads::sqlite::config::{SqliteConfig, SqliteStorageConfig};
-use workloads::sqlite::runner::run_registered;
 use workloads::sqlite::{SqliteResult, SqliteRunConfig, Synchronous};
-use workloads::{Control, Experiment, ExperimentConfig, ExperimentResult};
+use workloads::{Experiment, ExperimentConfig, ExperimentResult};
 
 /// The workloads both engines have.
 const WORKLOADS: [&str; 2] = ["tpcb", "tpcc"];
@@ -271,14 +270,7 @@ fn run_sqlite_on(config: &SqliteConfig, bars: &MultiProgress) -> Result<SqliteRe
         ProgressStyle::with_template("{prefix:>7} [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
     bar.set_prefix("[sqlite]");
-    let (name, params) = (&config.workload.name, &config.workload.params);
-    let result = run_registered(host.as_mut(), name, params, &config.run, &mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-        Control::Continue
-    });
-    bar.finish_and_clear();
-    result
+    crate::sqlite_bench::run_with_bar(host.as_mut(), config, &bar)
 }
 
 /// One engine's run, checked and ready to start.

@@ -445,6 +445,23 @@ fn print_result(r: &SqliteResult) {
     print_table(&kinds);
 }
 
+/// Runs `config`'s workload on `host`, `bar` following its transactions (cleared when
+/// the run ends).
+pub(crate) fn run_with_bar(
+    host: &mut dyn SqliteHost,
+    config: &SqliteConfig,
+    bar: &ProgressBar,
+) -> Result<SqliteResult, String> {
+    let (name, params) = (&config.workload.name, &config.workload.params);
+    let result = run_registered(host, name, params, &config.run, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+        Control::Continue
+    });
+    bar.finish_and_clear();
+    result
+}
+
 /// Runs a resolved config ([`resolve`]); `Ok(false)` when the consistency check failed.
 /// The JSON holds the result, the config under `config`, and `command`.
 pub fn run(config: &SqliteConfig, json: Option<&crate::output::OutputFile>) -> Result<bool, String> {
@@ -453,14 +470,7 @@ pub fn run(config: &SqliteConfig, json: Option<&crate::output::OutputFile>) -> R
     let style = ProgressStyle::with_template("[sqlite] [{bar:30}] {pos}/{len} transactions").expect("valid template");
     bar.set_style(style.progress_chars("=> "));
     eprintln!("loading {} on SQLite", config.workload.name);
-    let (name, params) = (&config.workload.name, &config.workload.params);
-    let result = run_registered(host.as_mut(), name, params, &config.run, &mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-        Control::Continue
-    });
-    bar.finish_and_clear();
-    let r = result?;
+    let r = run_with_bar(host.as_mut(), config, &bar)?;
     print_result(&r);
     let memory = MemoryReport::now(Kept {
         device: host.device_memory_bytes().unwrap_or(0),
