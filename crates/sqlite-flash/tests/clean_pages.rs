@@ -2,19 +2,12 @@
 //! a read of a written-back page are served from RAM, not flash, and always give what
 //! flash holds — also after a trim and a reopen.
 
-use flash::ftl::{format, FtlConfig, FtlKind};
-use nand::{Device, Geometry, MemoryStorage};
+mod common;
+
 use sqlite_flash::FileStore;
 
 fn store(clean_pages: usize) -> FileStore {
-    let mut g = Geometry::paper_emulator();
-    g.channels = 2;
-    g.chips_per_channel = 1;
-    g.blocks_per_chip = 64;
-    g.pages_per_block = 32;
-    g.page_bytes = 4096;
-    let ftl = format(Device::new(Box::new(MemoryStorage::new(g, true))), &FtlConfig::new(FtlKind::Page)).unwrap();
-    let mut s = FileStore::format(ftl, 0).unwrap();
+    let mut s = common::small_store();
     s.set_clean_cache_pages(clean_pages);
     s.create("main.db-wal");
     s

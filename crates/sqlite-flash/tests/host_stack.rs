@@ -2,22 +2,15 @@
 //! and the JBD2 journal blocks (`files::host_stack`), against the same operations on a
 //! store without it; `none` charges nothing.
 
-use flash::ftl::{format, FtlConfig, FtlKind};
-use nand::{Device, Geometry, MemoryStorage};
+mod common;
+
 use sqlite_flash::files::host_stack::{
     ALLOCATION_BLOCKS, COMMIT_BLOCKS, DESCRIPTOR_BLOCKS, FSYNC_CALL_NS, INODE_BLOCKS, TIMESTAMP_TICK_NS, WRITE_CALL_NS,
 };
 use sqlite_flash::{FileStore, HostStack, HostStackModel, JOURNAL_FILE};
 
 fn store(stack: HostStack) -> FileStore {
-    let mut g = Geometry::paper_emulator();
-    g.channels = 2;
-    g.chips_per_channel = 1;
-    g.blocks_per_chip = 64;
-    g.pages_per_block = 32;
-    g.page_bytes = 4096;
-    let ftl = format(Device::new(Box::new(MemoryStorage::new(g, true))), &FtlConfig::new(FtlKind::Page)).unwrap();
-    let mut s = FileStore::format(ftl, 0).unwrap();
+    let mut s = common::small_store();
     s.set_host_stack(stack).unwrap();
     s.create("main.db");
     s
