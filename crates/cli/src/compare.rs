@@ -396,9 +396,9 @@ fn column(run: &EngineRun) -> Result<Column, String> {
                 flash_programs: f.counters.flash_programs,
                 flash_erases: f.counters.flash_erases,
                 gc_migrations: f.counters.gc_page_migrations,
-                latency_mean_us: r.latency.mean_us,
-                latency_p50_us: r.latency.p50_us,
-                latency_p99_us: r.latency.p99_us,
+                latency_mean_us: r.transaction_latency_us_mean,
+                latency_p50_us: r.transaction_latency_us.p50,
+                latency_p99_us: r.transaction_latency_us.p99,
                 database_mib: (size.database_pages * size.page_bytes) as f64 / (1024.0 * 1024.0),
                 buffer_pages: size.cache_pages,
             }

@@ -403,12 +403,14 @@ fn print_result(r: &SqliteResult) {
         rows.push(Row::kv("tpmC", format!("{tpmc:.1}")));
     }
     rows.extend([
-        Row::kv("latency p50 [µs]", us(r.latency.p50_us)),
-        Row::kv("latency p95 [µs]", us(r.latency.p95_us)),
-        Row::kv("latency p99 [µs]", us(r.latency.p99_us)),
-        Row::kv("latency p99.9 [µs]", us(r.latency.p99_9_us)),
-        Row::kv("latency max [µs]", us(r.latency.max_us)),
+        Row::kv("transaction latency mean [µs]", us(r.transaction_latency_us_mean)),
+        Row::kv("transaction latency p50 / p95 / p99 / p99.9 / max [µs]", r.transaction_latency_us.cell()),
     ]);
+    for (name, latency) in [("page read", &r.read_latency_us), ("page write", &r.write_latency_us)] {
+        if let Some(l) = latency {
+            rows.push(Row::kv(&format!("flash {name} latency p50 / p95 / p99 / p99.9 / max [µs]"), l.cell()));
+        }
+    }
     match &r.flash {
         Some(f) => rows.extend([
             Row::kv("host reads", f.counters.host_reads),
@@ -435,11 +437,11 @@ fn print_result(r: &SqliteResult) {
             k.transactions.to_string(),
             k.committed.to_string(),
             format!("{:.1}", k.throughput_tps),
-            us(k.latency.p50_us),
-            us(k.latency.p95_us),
-            us(k.latency.p99_us),
-            us(k.latency.p99_9_us),
-            us(k.latency.max_us),
+            us(k.transaction_latency_us.p50),
+            us(k.transaction_latency_us.p95),
+            us(k.transaction_latency_us.p99),
+            us(k.transaction_latency_us.p99_9),
+            us(k.transaction_latency_us.max),
         ]));
     }
     print_table(&kinds);
@@ -549,9 +551,10 @@ mod tests {
         assert_eq!(a["transactions"], 3 * 75);
         assert_eq!(a["config"]["engine"], "sqlite");
         assert_eq!(a["config"]["workload"]["num"], 300);
-        for p in ["p50_us", "p95_us", "p99_us"] {
-            assert!(a["latency"][p].as_f64().is_some_and(|v| v > 0.0), "{p}");
+        for p in ["p50", "p95", "p99", "p99_9", "max"] {
+            assert!(a["transaction_latency_us"][p].as_f64().is_some_and(|v| v > 0.0), "{p}");
         }
+        assert!(a["transaction_latency_us_mean"].as_f64().is_some_and(|v| v > 0.0));
     }
 
     #[test]

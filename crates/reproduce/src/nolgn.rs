@@ -297,7 +297,7 @@ pub fn fig8_cells(results: &Results) -> Vec<Ours> {
     sweep_cells(
         results,
         "Latency",
-        &["latency", "mean_us"],
+        &["transaction_latency_us_mean"],
         &[
             (Nolgn, BaseWal, Normal),
             (Nolgn, SwWal, Normal),

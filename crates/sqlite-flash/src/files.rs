@@ -59,6 +59,7 @@
 
 use crate::error::Error;
 use flash::ftl::{Ftl, FtlKind};
+use latency::LatencyHistogram;
 use nand::{SimTime, SyncPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -215,6 +216,18 @@ pub struct FileStore {
     clean: CleanPages,
     /// The host I/O stack's switch and state.
     host: host_stack::StackState,
+    /// How long SQLite's page reads and writes took on the FTL.
+    latency: IoLatency,
+}
+
+/// The latencies of the logical page reads and writes the file layer sent to the FTL
+/// for SQLite (those [`FileCounters::read_pages`] and [`FileCounters::write_pages`]
+/// count: file-table and journal writes left out), each from its issue to its end on
+/// the device, queueing behind other I/O included.
+#[derive(Clone, Debug, Default)]
+pub struct IoLatency {
+    pub reads: LatencyHistogram,
+    pub writes: LatencyHistogram,
 }
 
 impl FileStore {
@@ -300,6 +313,7 @@ impl FileStore {
             cache: PageCache::new(DEFAULT_CACHE_PAGES),
             clean: CleanPages::new(DEFAULT_CACHE_PAGES),
             host: host_stack::StackState::default(),
+            latency: IoLatency::default(),
         })
     }
 
@@ -401,6 +415,7 @@ impl FileStore {
             None => self.ftl.write(lpn, data, now)?,
         };
         self.counters.write_pages += 1;
+        self.latency.writes.record(timing.end_ns.saturating_sub(now));
         self.clean.put(lpn, data, Some(tag));
         Ok(timing.end_ns.max(now))
     }
@@ -437,6 +452,7 @@ impl FileStore {
         if tagged {
             return Ok(match self.ftl.read_tagged(lpn, now)? {
                 Some((read, tag)) => {
+                    self.latency.reads.record(read.timing.end_ns.saturating_sub(now));
                     self.clean.put(lpn, read.data, Some(tag));
                     (Some((read.data.to_vec(), tag)), read.timing.end_ns.max(now))
                 }
@@ -445,6 +461,7 @@ impl FileStore {
         }
         Ok(match self.ftl.read(lpn, now)? {
             Some(read) => {
+                self.latency.reads.record(read.timing.end_ns.saturating_sub(now));
                 self.clean.put(lpn, read.data, None);
                 (Some((read.data.to_vec(), None)), read.timing.end_ns.max(now))
             }
@@ -480,6 +497,17 @@ impl FileStore {
 
     pub fn page_bytes(&self) -> usize {
         self.page_bytes
+    }
+
+    /// The latencies of SQLite's page I/O since the store was opened or last reset.
+    pub fn io_latency(&self) -> &IoLatency {
+        &self.latency
+    }
+
+    /// Starts the latencies afresh (a measurement's start).
+    pub fn reset_io_latency(&mut self) {
+        self.latency.reads.reset();
+        self.latency.writes.reset();
     }
 
     pub fn counters(&self) -> FileCounters {
@@ -914,7 +942,9 @@ impl FileStore {
         let issued = self.now;
         let mut end = issued;
         for (i, (lpn, page)) in pages.iter().enumerate() {
-            end = end.max(self.ftl.write_tx(*lpn, &page.data, tid, i == last, issued)?.end_ns);
+            let done = self.ftl.write_tx(*lpn, &page.data, tid, i == last, issued)?.end_ns;
+            end = end.max(done);
+            self.latency.writes.record(done.saturating_sub(issued));
             self.clean.put(*lpn, &page.data, Some(None));
             self.counters.write_pages += 1;
         }

@@ -33,7 +33,7 @@ mod vfs;
 
 pub use error::Error;
 pub use files::host_stack::{HostStack, HostStackModel, JOURNAL_FILE};
-pub use files::{FileCounters, FileStore, AGING_FILE, DEFAULT_CACHE_PAGES};
+pub use files::{FileCounters, FileStore, IoLatency, AGING_FILE, DEFAULT_CACHE_PAGES};
 /// The rusqlite this crate's connections come from (bundled SQLite).
 pub use rusqlite;
 pub use vfs::{is_complete, DB_NAME};
@@ -298,6 +298,20 @@ impl FlashSqlite {
         let overwrites = store.ftl().logical_pages() as u64;
         store.age(pages, overwrites, rng)?;
         Ok(pages)
+    }
+
+    /// The latencies of SQLite's page reads and writes on the FTL since the database
+    /// was opened or [`FlashSqlite::reset_io_latency`].
+    pub fn io_latency(&self) -> IoLatency {
+        let state = self.registration.state();
+        state.store.as_ref().map_or_else(IoLatency::default, |s| s.io_latency().clone())
+    }
+
+    /// Starts [`FlashSqlite::io_latency`] afresh: a measured interval's start.
+    pub fn reset_io_latency(&self) {
+        if let Some(store) = self.registration.state().store.as_mut() {
+            store.reset_io_latency();
+        }
     }
 
     /// The NAND device's own counters (every program, copyback, erase).

@@ -16,6 +16,7 @@ use crate::config::{DeviceConfig, WorkloadConfig};
 use crate::limits::quote;
 use crate::Control;
 use flash::ftl::{FtlConfig, FtlKind};
+use latency::Percentiles;
 use nand::{Device, MemoryStorage, SimTime};
 use rand_chacha::ChaCha8Rng;
 use rusqlite::Connection;
@@ -61,6 +62,15 @@ impl SqliteHost for FlashSqlite {
 
     fn mapping_memory_bytes(&self) -> Option<u64> {
         Some(FlashSqlite::mapping_memory_bytes(self))
+    }
+
+    fn reset_io_latency(&self) {
+        FlashSqlite::reset_io_latency(self)
+    }
+
+    fn io_latency(&self) -> Option<(Percentiles, Percentiles)> {
+        let latency = FlashSqlite::io_latency(self);
+        Some((latency.reads.percentiles(), latency.writes.percentiles()))
     }
 }
 

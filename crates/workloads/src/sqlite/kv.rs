@@ -209,7 +209,11 @@ mod tests {
         assert_eq!(r.consistency_check, Some(crate::experiment::Consistency::Passed));
         // Each batch: BEGIN, 7 rows (the last 6), COMMIT.
         assert_eq!(r.statements, 3 * (143 * 2 + 1000));
-        assert!(r.latency.p50_us >= 9.0 * 10.0, "a batch is at least 9 statements of 10 µs: {:?}", r.latency);
+        assert!(
+            r.transaction_latency_us.p50 >= 9.0 * 10.0,
+            "a batch is at least 9 statements of 10 µs: {:?}",
+            r.transaction_latency_us
+        );
         assert!(r.flash.is_none());
     }
 

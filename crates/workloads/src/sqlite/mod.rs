@@ -26,6 +26,7 @@ pub mod zipf;
 
 use crate::config_error::ConfigError;
 use crate::params::{parse_params, Params};
+use latency::Percentiles;
 use nand::SimTime;
 use rand_chacha::ChaCha8Rng;
 use rusqlite::{Connection, Params as SqlParams, Row};
@@ -110,6 +111,14 @@ pub trait SqliteHost {
     }
     /// Heap bytes of the FTL's maps and tables; `None` when SQLite is not on flash.
     fn mapping_memory_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Starts the page I/O latencies afresh (the runner calls it where the measured
+    /// transactions start); nothing to do without flash.
+    fn reset_io_latency(&self) {}
+    /// The latency of SQLite's page reads and writes on the device since the last
+    /// [`SqliteHost::reset_io_latency`], in µs; `None` when SQLite is not on flash.
+    fn io_latency(&self) -> Option<(Percentiles, Percentiles)> {
         None
     }
 }

@@ -13,7 +13,7 @@ use crate::build_info::{GIT_COMMIT, VERSION};
 use crate::params::Params;
 use crate::workload::Consistency;
 use crate::Control;
-use hdrhistogram::Histogram;
+use latency::{LatencyHistogram, Percentiles};
 use nand::SimTime;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -130,39 +130,13 @@ fn set_cache_share(s: &mut Session<'_>, share: f64) -> Result<CacheSize, String>
     Ok(CacheSize { database_pages, page_bytes, cache_pages })
 }
 
-/// Latency percentiles of one set of transactions, in simulated microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Latency {
-    pub mean_us: f64,
-    pub p50_us: f64,
-    pub p95_us: f64,
-    pub p99_us: f64,
-    pub p99_9_us: f64,
-    pub max_us: f64,
-}
-
-/// An HDR histogram of nanoseconds: 3 significant digits up to an hour.
-fn histogram() -> Histogram<u64> {
-    match Histogram::new_with_bounds(1, 3_600_000_000_000, 3) {
-        Ok(h) => h,
-        Err(e) => panic!("constant histogram bounds are valid: {e}"),
-    }
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Latency {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        if h.is_empty() {
-            return Latency::default();
-        }
-        Latency {
-            mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p95_us: us(h.value_at_quantile(0.95)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p99_9_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-        }
+/// The mean of `total_ns` over `count` latencies, in microseconds (exact: from the sum,
+/// not the histogram); 0 when there are none.
+fn mean_us(total_ns: SimTime, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        total_ns as f64 / count as f64 / 1e3
     }
 }
 
@@ -197,7 +171,9 @@ pub struct KindResult {
     /// Simulated seconds its transactions took, and its committed transactions per one.
     pub sim_seconds: f64,
     pub throughput_tps: f64,
-    pub latency: Latency,
+    /// Its transactions' latency: percentiles, and the exact mean, in µs.
+    pub transaction_latency_us: Percentiles,
+    pub transaction_latency_us_mean: f64,
     pub flash: Option<FlashMetrics>,
 }
 
@@ -223,7 +199,16 @@ pub struct SqliteResult {
     /// TPC-C: committed NewOrders per simulated minute.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tpmc: Option<f64>,
-    pub latency: Latency,
+    /// Transaction latency (the simulated clock across each transaction): percentiles,
+    /// and the exact mean, in µs.
+    pub transaction_latency_us: Percentiles,
+    pub transaction_latency_us_mean: f64,
+    /// On flash: the latency of SQLite's page reads and writes on the FTL over the
+    /// measured transactions (`sqlite_flash::IoLatency`), in µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_latency_us: Option<Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_latency_us: Option<Percentiles>,
     /// `None` when SQLite is not on emulated flash.
     pub flash: Option<FlashMetrics>,
     /// The page cache set after the load, when [`SqliteRunConfig::cache_share`] asks.
@@ -257,7 +242,7 @@ struct KindAcc {
     transactions: u64,
     committed: u64,
     time_ns: SimTime,
-    histogram: Histogram<u64>,
+    histogram: LatencyHistogram,
     flash: FlashSnapshot,
 }
 
@@ -286,9 +271,11 @@ pub fn run(
     let start = s.host().now();
     let start_flash = s.host().flash();
     let start_statements = s.statements();
+    s.host().reset_io_latency();
     let total = workload.transactions();
     let wall = Instant::now();
-    let mut all = histogram();
+    let mut all = LatencyHistogram::new();
+    let mut all_ns: SimTime = 0;
     let mut kinds: Vec<KindAcc> = workload
         .kinds()
         .iter()
@@ -296,7 +283,7 @@ pub fn run(
             transactions: 0,
             committed: 0,
             time_ns: 0,
-            histogram: histogram(),
+            histogram: LatencyHistogram::new(),
             flash: Default::default(),
         })
         .collect();
@@ -311,8 +298,9 @@ pub fn run(
         let latency_ns = s.host().now() - t0;
         let acc =
             kinds.get_mut(kind).ok_or_else(|| format!("{name}: transaction kind {kind} is not one of its kinds"))?;
-        all.saturating_record(latency_ns.max(1));
-        acc.histogram.saturating_record(latency_ns.max(1));
+        all.record(latency_ns);
+        all_ns += latency_ns;
+        acc.histogram.record(latency_ns);
         acc.transactions += 1;
         acc.committed += u64::from(ok);
         acc.time_ns += latency_ns;
@@ -323,6 +311,7 @@ pub fn run(
     }
     let run_wall_seconds = wall.elapsed().as_secs_f64();
     let end = s.host().now();
+    let io_latency = s.host().io_latency();
     let statements = s.statements() - start_statements;
     let flash = match (start_flash, s.host().flash()) {
         (Some(a), Some(b)) => Some(FlashMetrics::of(b.since(&a), total)),
@@ -351,7 +340,8 @@ pub fn run(
                 committed: acc.committed,
                 sim_seconds: secs,
                 throughput_tps: tps(acc.committed, secs),
-                latency: Latency::of(&acc.histogram),
+                transaction_latency_us: acc.histogram.percentiles(),
+                transaction_latency_us_mean: mean_us(acc.time_ns, acc.transactions),
                 flash: has_flash.then(|| FlashMetrics::of(acc.flash, acc.transactions)),
             };
             (kind.to_string(), result)
@@ -370,7 +360,10 @@ pub fn run(
         statements,
         throughput_tps: tps(committed, sim_seconds),
         tpmc: workload.new_orders().map(|n| if sim_seconds > 0.0 { n as f64 * 60.0 / sim_seconds } else { 0.0 }),
-        latency: Latency::of(&all),
+        transaction_latency_us: all.percentiles(),
+        transaction_latency_us_mean: mean_us(all_ns, total),
+        read_latency_us: io_latency.map(|(reads, _)| reads),
+        write_latency_us: io_latency.map(|(_, writes)| writes),
         flash,
         cache,
         kinds,
@@ -481,15 +474,8 @@ mod tests {
     }
 
     #[test]
-    fn latency_percentiles_come_from_the_histogram() {
-        let mut h = histogram();
-        for ns in 1..=1000u64 {
-            h.record(ns * 1000).unwrap();
-        }
-        let l = Latency::of(&h);
-        assert!((l.p50_us - 500.0).abs() < 1.0, "{l:?}");
-        assert!((l.p99_us - 990.0).abs() < 1.0, "{l:?}");
-        assert!((l.p99_9_us - 999.0).abs() < 1.0, "{l:?}");
-        assert!((l.max_us - 1000.0).abs() < 1.0, "{l:?}");
+    fn the_mean_latency_is_exact_and_zero_without_transactions() {
+        assert!((mean_us(3_000_001, 3) - 1_000.000_333_333).abs() < 1e-9);
+        assert_eq!(mean_us(0, 0), 0.0);
     }
 }

@@ -341,7 +341,9 @@ mod tests {
         let r = ycsb(p, 4);
         let (reads, rmws) = (r.kinds["read"].transactions, r.kinds["read-modify-write"].transactions);
         assert_eq!(r.statements, reads + 2 * rmws);
-        assert!(r.kinds["read-modify-write"].latency.p50_us >= 2.0 * r.kinds["read"].latency.p50_us);
+        assert!(
+            r.kinds["read-modify-write"].transaction_latency_us.p50 >= 2.0 * r.kinds["read"].transaction_latency_us.p50
+        );
         let p =
             YcsbParams { mix: Mix::E, records: 200, operations: 500, fields: 2, field_bytes: 10, ..Default::default() };
         assert_eq!(ycsb(p, 4).statements, 500);
