@@ -102,8 +102,8 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
-        "runs: {} executed, {} reused, {} failed ({} refused before starting); {} kept runs were stale (an \
-         older model version); {:.1} CPU s over all runs; reports in {}",
+        "runs: {} executed, {} reused, {} failed; {} refused before starting, {} kept by an older model \
+         version (stale); {:.1} CPU s over all runs; reports in {}",
         outcome.executed,
         outcome.reused,
         outcome.failed,

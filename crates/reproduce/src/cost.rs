@@ -32,11 +32,12 @@ pub struct Estimate {
     pub outgrows_device: Option<String>,
 }
 
-/// CPU seconds per simulated second of an engine workload (warm-up and measured time;
-/// the highest measured), and CPU seconds per GiB of device for loading and
-/// preconditioning it.
+/// CPU seconds per simulated second of an engine workload on a device preset (warm-up
+/// and measured time; the highest measured), and CPU seconds per GiB of device for
+/// loading and preconditioning it.
 struct EngineRate {
     workload: &'static str,
+    preset: &'static str,
     cpu_per_sim_second: f64,
     setup_cpu_per_device_gib: f64,
 }
@@ -53,29 +54,53 @@ struct EngineRate {
 ///   simulated s at full (0.034 per simulated s at 2,855 tps, 10% buffer); the quick
 ///   runs reach 0.107 (11,498 tps); setup ≤ 1.0 CPU s on 0.125 GiB.
 /// - tatp: at most 0.225 per simulated s (28,676 tps), setup ≤ 8.7 CPU s on ≤ 1 GiB.
+/// - on openssd-mlc (one I/O at a time, so far fewer transactions per simulated s):
+///   tpcc at most 0.066 per simulated s at quick scale (1 warehouse), doubled for a
+///   larger database as the full TPC-C run's 213 µs a transaction is twice the quick
+///   runs' ~100; tpcb at most 0.034; tatp at most 0.045.
 /// - linkbench: 100,000 nodes on 64 blocks per chip (full scale), [0x0], 90% buffer:
 ///   51.6 CPU s for 310 simulated s, 49.7 in the run (0.160 per simulated s at 8,942
 ///   tps), 1.9 loading and aging 0.25 GiB; the quick runs (25,000 nodes) reach 0.222.
 const ENGINE_RATES: &[EngineRate] = &[
-    EngineRate { workload: "tpcc", cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 },
-    EngineRate { workload: "tpcb", cpu_per_sim_second: 0.107, setup_cpu_per_device_gib: 8.0 },
-    EngineRate { workload: "tatp", cpu_per_sim_second: 0.225, setup_cpu_per_device_gib: 8.7 },
-    EngineRate { workload: "linkbench", cpu_per_sim_second: 0.222, setup_cpu_per_device_gib: 7.6 },
+    EngineRate { workload: "tpcc", preset: "openssd-mlc", cpu_per_sim_second: 0.132, setup_cpu_per_device_gib: 9.2 },
+    EngineRate { workload: "tpcb", preset: "openssd-mlc", cpu_per_sim_second: 0.034, setup_cpu_per_device_gib: 8.0 },
+    EngineRate { workload: "tatp", preset: "openssd-mlc", cpu_per_sim_second: 0.045, setup_cpu_per_device_gib: 8.7 },
+    EngineRate { workload: "tpcc", preset: ANY_PRESET, cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 },
+    EngineRate { workload: "tpcb", preset: ANY_PRESET, cpu_per_sim_second: 0.107, setup_cpu_per_device_gib: 8.0 },
+    EngineRate { workload: "tatp", preset: ANY_PRESET, cpu_per_sim_second: 0.225, setup_cpu_per_device_gib: 8.7 },
+    EngineRate { workload: "linkbench", preset: ANY_PRESET, cpu_per_sim_second: 0.222, setup_cpu_per_device_gib: 7.6 },
 ];
+/// A rate for a workload on any preset not listed before it.
+const ANY_PRESET: &str = "*";
 /// A workload not measured: the highest rate above.
 const UNMEASURED_ENGINE: EngineRate =
-    EngineRate { workload: "other", cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 };
+    EngineRate { workload: "other", preset: ANY_PRESET, cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 };
 
 /// CPU seconds per operation of a SQLite workload (transactions as its result counts
-/// them) or an index benchmark (inserts, queries and scans), the highest measured in
-/// the quick catalogue at 1545772: sqlite-bench 0.72 CPU s for 4,000 (2,000 rows,
-/// fillrandom and overwrite, 16 KiB values); ycsb 1.60 for 20,000 operations on 2,000
-/// records (mix e); SQLite tpcc 3.44 for 500 transactions of 1 warehouse (its loading
-/// included); index ipl 1.12 for 100,000 inserts.
+/// them) or an index benchmark (inserts, queries and scans). Measured 2026-11-27 with
+/// `bench --engine sqlite --storage ftl:page --device femu --journal base-wal
+/// --free-space 75%` (main e92b880, release): TPC-C, 4 warehouses, 1,000 transactions:
+/// 23.9 CPU s, 0.78 ms a transaction in the run, the rest loading and aging; YCSB,
+/// 100,000 records and operations: 21.9 CPU s, 27 µs an operation in the run. The
+/// per-operation bounds are the quick catalogue's highest at 1545772, setup included:
+/// sqlite-bench 0.72 CPU s for 4,000 (16 KiB values), ycsb 1.60 for 20,000 operations;
+/// index ipl 1.12 for 100,000 inserts.
 const SQLITE_BENCH_CPU_PER_OP: f64 = 1.8e-4;
 const YCSB_CPU_PER_OP: f64 = 8.0e-5;
-const SQLITE_TPCC_CPU_PER_TRANSACTION: f64 = 6.9e-3;
+const SQLITE_TPCC_CPU_PER_TRANSACTION: f64 = 1.0e-3;
 const INDEX_CPU_PER_OP: f64 = 1.12e-5;
+/// CPU seconds to load and age the full FEMU device per quarter of it aged: the two runs
+/// above spent 19–23 CPU s outside the run aging to 75% free; 50% and 25% free write
+/// two and three times as much.
+const SQLITE_SETUP_CPU_PER_AGED_QUARTER: f64 = 23.0;
+/// Peak memory of a SQLite run besides its rows' bytes: the TPC-C run above peaked at
+/// 665 MiB (533 MiB the device kept), the YCSB run at 487 MiB; rounded up.
+const SQLITE_BASE_BYTES: u64 = 768 << 20;
+/// What the device keeps per byte of rows (page headers, the WAL, dead versions not yet
+/// collected): the runs above kept 1.13–1.16× their peak RSS less the base; rounded up.
+const SQLITE_BYTES_PER_ROW_BYTE: f64 = 1.5;
+/// YCSB's record: 10 fields of 100 B (the YCSB core workload's default).
+const YCSB_RECORD_BYTES: f64 = 1_000.0;
 
 /// Peak resident bytes per device page of 4 KiB (pages of another size scale with it),
 /// before the buffer pool: TPC-C at full scale (above) peaked at 2,149 MiB RSS on the
@@ -97,32 +122,41 @@ pub fn estimate(input: &RunInput) -> Estimate {
         RunInput::Sqlite(config) => {
             let name = config.workload.name.as_str();
             let param = |k: &str| config.workload.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-            let (ops, per_op, size) = match name {
+            let (ops, per_op, row_bytes, size) = match name {
                 "ycsb" => (
                     param("operations") + param("records"),
                     YCSB_CPU_PER_OP,
-                    format!("{} records, {} operations", param("records"), param("operations")),
+                    param("records") * YCSB_RECORD_BYTES,
+                    format!("records {}, operations {}", param("records"), param("operations")),
                 ),
                 "tpcc" => (
                     param("transactions"),
-                    SQLITE_TPCC_CPU_PER_TRANSACTION * param("warehouses").max(1.0),
-                    format!("{} warehouses, {} transactions", param("warehouses"), param("transactions")),
+                    SQLITE_TPCC_CPU_PER_TRANSACTION,
+                    0.0,
+                    format!("warehouses {}, transactions {}", param("warehouses"), param("transactions")),
                 ),
                 _ => {
                     let phases = config.workload.params.get("ops").and_then(|v| v.as_array()).map_or(1, Vec::len);
                     (
                         param("num") * phases as f64,
                         SQLITE_BENCH_CPU_PER_OP,
-                        format!("{} rows × {phases} phases, {} B values", param("num"), param("value_size")),
+                        param("num") * param("value_size"),
+                        format!("rows {} × {phases} phases, {} B values", param("num"), param("value_size")),
                     )
                 }
+            };
+            let aged_quarters = match config.free_space.map(|f| serde_json::to_string(&f).unwrap_or_default()) {
+                Some(f) if f.contains("25") => 3.0,
+                Some(f) if f.contains("50") => 2.0,
+                Some(_) => 1.0,
+                None => 0.0,
             };
             Estimate {
                 workload: format!("sqlite {name}"),
                 size,
                 sim_seconds: None,
-                cpu_seconds: ops * per_op,
-                peak_bytes: device_peak(&config.device, 0.0),
+                cpu_seconds: aged_quarters * SQLITE_SETUP_CPU_PER_AGED_QUARTER + ops * per_op,
+                peak_bytes: SQLITE_BASE_BYTES + (row_bytes * SQLITE_BYTES_PER_ROW_BYTE) as u64,
                 outgrows_device: None,
             }
         }
@@ -143,10 +177,14 @@ pub fn estimate(input: &RunInput) -> Estimate {
 
 fn engine(config: &ExperimentConfig) -> Estimate {
     let name = config.workload.name.as_str();
-    let rate = ENGINE_RATES.iter().find(|r| r.workload == name).unwrap_or(&UNMEASURED_ENGINE);
+    let preset = config.device.preset.as_str();
+    let rate = ENGINE_RATES
+        .iter()
+        .find(|r| r.workload == name && (r.preset == preset || r.preset == ANY_PRESET))
+        .unwrap_or(&UNMEASURED_ENGINE);
     let sim_seconds = config.driver.warmup_s.max(0.0) + config.driver.sim_time_s.max(0.0);
     let device_gib = raw_bytes(&config.device) / GIB;
-    let params: Vec<String> = config.workload.params.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let params: Vec<String> = config.workload.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let blocks = config.device.blocks_per_chip.map_or(String::new(), |b| format!(", {b} blocks per chip"));
     let mut peak_bytes = device_peak(&config.device, config.engine.buffer_share);
     let outgrows_device = crate::ipa::tpcc_room(config).and_then(|(capacity_mib, needed_mib)| {

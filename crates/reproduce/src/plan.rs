@@ -47,8 +47,11 @@ pub fn markdown(rows: &[PlanRow], jobs: usize) -> String {
     }
     let total = |rows: &[&PlanRow]| {
         let count = |f: fn(&State) -> bool| rows.iter().filter(|r| f(&r.state)).count();
-        let to_make: f64 =
-            rows.iter().filter(|r| matches!(r.state, State::ToMake { .. })).map(|r| r.estimate.cpu_seconds).sum();
+        // Folded from +0.0: an empty sum of floats is -0.0, which prints as "-0.00".
+        let to_make = rows
+            .iter()
+            .filter(|r| matches!(r.state, State::ToMake { .. }))
+            .fold(0.0, |sum, r| sum + r.estimate.cpu_seconds);
         let peak = rows.iter().map(|r| r.estimate.peak_bytes).max().unwrap_or(0);
         (
             rows.len(),
@@ -69,8 +72,12 @@ pub fn markdown(rows: &[PlanRow], jobs: usize) -> String {
     let all: Vec<&PlanRow> = rows.iter().collect();
     let t = total(&all);
     out.push_str(&line("all", t));
+    let refused_hours =
+        rows.iter().filter(|r| matches!(r.state, State::Refused(_))).fold(0.0, |sum, r| sum + r.estimate.cpu_seconds)
+            / 3600.0;
     out.push_str(&format!(
-        "\n{:.1} CPU hours to make ({:.1} hours on {jobs} runs at once, if the cores are free); {} runs refused.\n",
+        "\n{:.1} CPU hours to make ({:.1} hours on {jobs} runs at once, if the cores are free); {} runs refused \
+         ({refused_hours:.1} CPU hours more, could they be made).\n",
         t.4,
         t.4 / jobs.max(1) as f64,
         t.3
