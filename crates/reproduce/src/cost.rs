@@ -9,8 +9,10 @@
 //!
 //! The estimates are bounds for planning, not predictions: CPU per simulated second
 //! grows with throughput (buffer, scheme), so each workload's rate is the highest
-//! measured; peak memory is the device's pages at the measured bytes per page (page
-//! data, metadata, mapping and buffer pool together), every page counted resident.
+//! measured. Peak memory of an engine or index run is its device's pages at the
+//! measured bytes per page (page data, metadata, mapping and buffer pool together),
+//! every page counted resident; of a SQLite run (a sparse device, aged with shared
+//! ballast pages), the measured base plus its rows' bytes.
 
 use crate::input::RunInput;
 use workloads::config::DeviceConfig;
