@@ -43,6 +43,11 @@ pub struct ReproduceArgs {
     /// it, with the prose per paper of DIR/prose.md.
     #[arg(long, value_name = "DIR")]
     publish: Option<PathBuf>,
+    /// List the runs the experiments need (deduplicated, each marked kept in --out, to
+    /// make, or refused because it cannot fit this machine), with each one's estimated
+    /// CPU seconds and peak memory and the totals per experiment; runs nothing.
+    #[arg(long, conflicts_with_all = ["publish", "ray"])]
+    plan: bool,
     /// Make the runs not kept in --out as Ray tasks through the Python package
     /// (`python3 -m deltaflash reproduce-runs`; `pip install ./python[ray]`): `local`
     /// starts Ray on this machine (--jobs CPUs), `auto` or HOST:PORT joins a cluster.
@@ -82,6 +87,11 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
         _ => Scale::Quick,
     };
     let options = Options { scale, jobs: crate::bench::jobs(args.jobs), out: args.out, overwrite: args.overwrite };
+    if args.plan {
+        let rows = reproduce::runner::plan(&experiments, &options, workloads::limits::available_memory_bytes());
+        println!("{}", reproduce::plan::markdown(&rows, options.jobs));
+        return Ok(true);
+    }
     let log = |line: String| eprintln!("{line}");
     let ray = args.ray.map(|address| reproduce::ray::Ray {
         address,
@@ -92,10 +102,13 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
-        "runs: {} executed, {} reused, {} failed; {:.1} CPU s over all runs; reports in {}",
+        "runs: {} executed, {} reused, {} failed; {} refused before starting, {} kept by an older model \
+         version (stale); {:.1} CPU s over all runs; reports in {}",
         outcome.executed,
         outcome.reused,
         outcome.failed,
+        outcome.refused,
+        outcome.stale,
         outcome.cpu_seconds,
         options.out.display()
     );

@@ -186,3 +186,35 @@ fn an_unknown_id_is_refused_by_name() {
     assert!(stderr(&o).contains("`ipa:table99` is not an experiment id"), "{}", stderr(&o));
     assert!(!out.exists(), "no directory made for a refused command");
 }
+
+/// `--plan` lists the runs with their estimates and refuses, in the list, the full TPC-C
+/// runs whose database outgrows the emulator; it runs and writes nothing.
+#[test]
+fn a_plan_lists_the_runs_with_their_costs_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let text = ok(&[
+        "reproduce",
+        "demo:table1",
+        "ipa:table9",
+        "--full",
+        "--plan",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("| run | workload | size | simulated s | CPU s (est.) | peak GiB (est.) | status |"),
+        "{text}"
+    );
+    assert!(text.contains("| demo:table1 [0x0] | tatp | ") && text.contains("| to make |"), "{text}");
+    assert!(
+        text.contains("| ipa:table9 buffer 10% [0x0] | tpcc | ")
+            && text.contains("REFUSED: refused before starting: its database grows to"),
+        "{text}"
+    );
+    assert!(text.contains("| ipa:table9 | 20 | 0 | 0 | 20 |"), "{text}");
+    assert!(text.contains(" CPU hours to make (") && text.contains("20 runs refused"), "{text}");
+    assert!(!out.exists(), "a plan writes nothing");
+}

@@ -9,7 +9,10 @@
 //! [`ablation`]: an experiment's runs under its variants, and the reasons they show.
 //! [`verdict`]: ours against the paper's: difference and verdict. [`compare`]: an
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
-//! finished runs are kept and reused. [`report`]: Markdown, JSON and the summary.
+//! finished runs are kept and reused, under the [`model_version`] that made them.
+//! [`cost`]: a run's estimated CPU time and peak memory, and whether it fits this
+//! machine; [`plan`]: those estimates for every run of an invocation (`--plan`).
+//! [`report`]: Markdown, JSON and the summary.
 //! [`results_page`]: `results.md`, the invocation's experiments per paper on one page;
 //! [`publish`]: that page, the reports and figures copied into the docs.
 //! [`ray`]: the runs made as Ray tasks through the Python package.
@@ -25,13 +28,16 @@ pub mod ablation;
 pub mod buffer_plot;
 pub mod catalogue;
 pub mod compare;
+pub mod cost;
 pub mod experiment;
 pub mod input;
 pub mod ipa;
 pub mod ipa_ipl;
 pub mod ipl;
 pub mod linkbench;
+pub mod model_version;
 pub mod nolgn;
+pub mod plan;
 pub mod publish;
 pub mod ray;
 pub mod reference;

@@ -17,10 +17,15 @@ use serde_json::{json, Value};
 pub struct Outcome {
     /// Every cell of the experiments, in catalogue order.
     pub cells: Vec<Cell>,
-    /// Runs made now, taken from the output directory, and failed.
+    /// Runs made now, taken from the output directory, and failed (refused ones
+    /// included).
     pub executed: usize,
     pub reused: usize,
     pub failed: usize,
+    /// Runs the directory kept only from an older model version (made again), and runs
+    /// refused before starting (see [`crate::cost`]).
+    pub stale: usize,
+    pub refused: usize,
     /// Each experiment's runs and CPU seconds, in the order given.
     pub costs: Vec<Cost>,
     /// The ids of the experiments that wrote a figure (`ID.svg`).

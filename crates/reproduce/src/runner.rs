@@ -6,12 +6,17 @@
 //! them per run and per experiment, and `results.md` ([`crate::results_page`]) every
 //! experiment of the invocation per paper.
 //!
-//! Runs are keyed by their input, so two experiments that need the same run share it,
-//! and a second invocation re-executes nothing that finished. A run may be of any kind
-//! ([`crate::input`]); the runner only checks, executes and keeps it.
+//! Runs are keyed by their input and the model version, so two experiments that need the
+//! same run share it, a second invocation re-executes nothing that finished, and a run
+//! kept by an older model is made again (stale, [`crate::store`]). Before anything
+//! starts, each run not kept is estimated ([`crate::cost`]) and one that cannot be made
+//! on this machine is refused with the numbers; [`plan`] gives the same list without
+//! running (`reproduce --plan`). A run may be of any kind ([`crate::input`]); the runner
+//! only checks, executes and keeps it.
 
 use crate::ablation;
 use crate::compare::{self, Cell, Missing};
+use crate::cost::{self, Estimate};
 use crate::experiment::{Experiment, RunSpec, Scale};
 use crate::ray::{self, Ray};
 use crate::reference::{self, ReferenceCell};
@@ -41,6 +46,8 @@ struct Planned {
     spec: RunSpec,
     /// The id and run label of the first experiment that needs it, for progress lines.
     name: String,
+    /// That experiment's id.
+    experiment: &'static str,
     key: String,
 }
 
@@ -67,14 +74,25 @@ pub fn reproduce_on(
 ) -> Result<Outcome, String> {
     let reference = reference::load()?;
     let store = Store::open(&options.out, options.overwrite)?;
-    let (planned, plans) = plan(experiments, options.scale);
+    let (planned, plans) = distinct_runs(experiments, options.scale);
+    let states = states(&store, &planned, workloads::limits::available_memory_bytes());
+    let stale = states.iter().filter(|s| matches!(s, State::ToMake { stale: true })).count();
+    if stale > 0 {
+        log(format!("{stale} runs kept in {} were made by an older model version: made again", store.dir().display()));
+    }
+    for (p, state) in planned.iter().zip(&states) {
+        if let State::Refused(why) = state {
+            log(format!("{}: {why}", p.name));
+        }
+    }
     let results = match ray {
-        Some(ray) => run_on_ray(&store, &planned, ray, log),
-        None => run_all(&store, &planned, options.jobs, log),
+        Some(ray) => run_on_ray(&store, &planned, &states, ray, log),
+        None => run_all(&store, &planned, &states, options.jobs, log),
     };
     let executed = results.iter().filter(|r| matches!(r, (Ok(_), true))).count();
     let reused = results.iter().filter(|r| matches!(r, (Ok(_), false))).count();
     let failed = results.iter().filter(|r| r.0.is_err()).count();
+    let refused = states.iter().filter(|s| matches!(s, State::Refused(_))).count();
     let by_key: HashMap<&str, &RunResult> =
         planned.iter().map(|p| p.key.as_str()).zip(results.iter().map(|r| &r.0)).collect();
     let cpu_seconds = results.iter().filter_map(|r| r.0.as_ref().ok()).filter_map(cpu_of).sum();
@@ -88,7 +106,7 @@ pub fn reproduce_on(
             figures.push(e.id.to_string());
         }
     }
-    let outcome = Outcome { cells: all_cells, executed, reused, failed, costs, figures, cpu_seconds };
+    let outcome = Outcome { cells: all_cells, executed, reused, failed, stale, refused, costs, figures, cpu_seconds };
     let summary = report::summary_json(options.scale, &outcome.cells, &outcome.costs, cpu_seconds);
     store.write("summary.json", &(serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n"))?;
     store.write(results_page::FILE, &results_page::markdown(experiments, options.scale, &outcome, "", None))?;
@@ -100,9 +118,73 @@ fn cpu_of(result: &Value) -> Option<f64> {
     result.get("cpu_seconds").and_then(Value::as_f64)
 }
 
+/// Where a planned run stands before anything runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum State {
+    /// Kept in the output directory by the current model: reused.
+    Kept(Value),
+    /// To make; `stale` when the directory keeps it only from an older model version.
+    ToMake { stale: bool },
+    /// Cannot be made here: why, with the numbers ([`Estimate::refusal`]).
+    Refused(String),
+}
+
+/// Each planned run's state, refusals judged against `available_bytes` of memory.
+fn states(store: &Store, planned: &[Planned], available_bytes: Option<u64>) -> Vec<State> {
+    planned
+        .iter()
+        .map(|p| match store.load(&p.spec.input) {
+            Some(result) => State::Kept(result),
+            None => match cost::estimate(&p.spec.input).refusal(available_bytes) {
+                Some(why) => State::Refused(why),
+                None => State::ToMake { stale: store.stale(&p.spec.input) },
+            },
+        })
+        .collect()
+}
+
+/// One run of a plan: the experiment and label that first need it, its key, its
+/// estimate and its state.
+#[derive(Clone, Debug)]
+pub struct PlanRow {
+    pub name: String,
+    pub experiment: &'static str,
+    pub key: String,
+    pub estimate: Estimate,
+    pub state: State,
+}
+
+/// The runs `reproduce` would make or reuse for `experiments`, deduplicated, each with
+/// its estimate and state; nothing runs, nothing is written (an `options.out` that does
+/// not exist yet keeps nothing).
+pub fn plan(experiments: &[&Experiment], options: &Options, available_bytes: Option<u64>) -> Vec<PlanRow> {
+    let (planned, _) = distinct_runs(experiments, options.scale);
+    let states = match Store::existing(&options.out) {
+        Some(store) => states(&store, &planned, available_bytes),
+        None => planned
+            .iter()
+            .map(|p| match cost::estimate(&p.spec.input).refusal(available_bytes) {
+                Some(why) => State::Refused(why),
+                None => State::ToMake { stale: false },
+            })
+            .collect(),
+    };
+    planned
+        .into_iter()
+        .zip(states)
+        .map(|(p, state)| PlanRow {
+            estimate: cost::estimate(&p.spec.input),
+            name: p.name,
+            experiment: p.experiment,
+            key: p.key,
+            state,
+        })
+        .collect()
+}
+
 /// Every distinct run of the experiments (in first-need order), and per experiment
 /// its runs with their keys.
-fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(RunSpec, String)>>) {
+fn distinct_runs(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(RunSpec, String)>>) {
     let mut planned: Vec<Planned> = Vec::new();
     let mut plans = Vec::new();
     for e in experiments {
@@ -114,6 +196,7 @@ fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(Ru
                 planned.push(Planned {
                     spec: spec.clone(),
                     name: format!("{} {}", e.id, spec.label),
+                    experiment: e.id,
                     key: key.clone(),
                 });
             }
@@ -124,8 +207,15 @@ fn plan(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Vec<Vec<(Ru
     (planned, plans)
 }
 
-/// Each planned run's result and whether it was executed now (not reused), in order.
-fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String) + Sync)) -> Vec<(RunResult, bool)> {
+/// Each planned run's result and whether it was executed now (not reused, not
+/// refused), in order.
+fn run_all(
+    store: &Store,
+    planned: &[Planned],
+    states: &[State],
+    jobs: usize,
+    log: &(dyn Fn(String) + Sync),
+) -> Vec<(RunResult, bool)> {
     let total = planned.len();
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, (RunResult, bool))>> = Mutex::new(Vec::new());
@@ -135,12 +225,13 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = planned.get(i) else { return };
                 let tag = format!("[{}/{total}] {}", i + 1, p.name);
-                let outcome = match store.load(&p.spec.input) {
-                    Some(result) => {
+                let outcome = match &states[i] {
+                    State::Kept(result) => {
                         log(format!("{tag}: reused runs/{}.json", p.key));
-                        (Ok(result), false)
+                        (Ok(result.clone()), false)
                     }
-                    None => (execute(store, p, &tag, log), true),
+                    State::Refused(why) => (Err(why.clone()), false),
+                    State::ToMake { .. } => (execute(store, p, &tag, log), true),
                 };
                 done.lock().unwrap_or_else(|e| e.into_inner()).push((i, outcome));
             });
@@ -151,29 +242,30 @@ fn run_all(store: &Store, planned: &[Planned], jobs: usize, log: &(dyn Fn(String
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Each planned run's result and whether it was made now: the ones the store does not
-/// keep yet made on Ray.
-fn run_on_ray(store: &Store, planned: &[Planned], ray: &Ray, log: &(dyn Fn(String) + Sync)) -> Vec<(RunResult, bool)> {
-    let kept: Vec<Option<Value>> = planned.iter().map(|p| store.load(&p.spec.input)).collect();
+/// Each planned run's result and whether it was made now: the ones to make made on Ray.
+fn run_on_ray(
+    store: &Store,
+    planned: &[Planned],
+    states: &[State],
+    ray: &Ray,
+    log: &(dyn Fn(String) + Sync),
+) -> Vec<(RunResult, bool)> {
     let jobs: Vec<ray::Job> = planned
         .iter()
-        .zip(&kept)
-        .filter(|(_, k)| k.is_none())
+        .zip(states)
+        .filter(|(_, s)| matches!(s, State::ToMake { .. }))
         .map(|(p, _)| (p.key.as_str(), p.name.as_str(), &p.spec.input))
         .collect();
-    log(format!(
-        "{} runs kept in {}, {} to make on Ray",
-        planned.len() - jobs.len(),
-        store.dir().display(),
-        jobs.len()
-    ));
+    let kept = states.iter().filter(|s| matches!(s, State::Kept(_))).count();
+    log(format!("{kept} runs kept in {}, {} to make on Ray", store.dir().display(), jobs.len()));
     let mut made = ray::run(store, &jobs, ray, log);
     planned
         .iter()
-        .zip(kept)
-        .map(|(p, k)| match k {
-            Some(result) => (Ok(result), false),
-            None => (made.remove(&p.key).unwrap_or_else(|| Err("not made on Ray".into())), true),
+        .zip(states)
+        .map(|(p, state)| match state {
+            State::Kept(result) => (Ok(result.clone()), false),
+            State::Refused(why) => (Err(why.clone()), false),
+            State::ToMake { .. } => (made.remove(&p.key).unwrap_or_else(|| Err("not made on Ray".into())), true),
         })
         .collect()
 }

@@ -2,20 +2,24 @@
 //!
 //! Layout: `DIR/.deltaflash-reproduce` (the marker that says the tool made this
 //! directory), `DIR/runs/KEY.json` (one finished run: its input's key JSON as
-//! `input_config` and its `result`, KEY a hash of that JSON; see
-//! [`RunInput::key_text`]; the result carries the run's `wall_seconds` and, for runs
-//! made since they are recorded, `cpu_seconds`), the reports (`DIR/ID.md`,
+//! `input_config`, the `model_version` that made it and its `result`, KEY a hash of
+//! that JSON and version; see [`RunInput::key_text`] and [`crate::model_version`]; the
+//! result carries the run's `wall_seconds` and, for runs made since they are recorded,
+//! `cpu_seconds`), the reports (`DIR/ID.md`,
 //! `DIR/ID.json`, `DIR/summary.json`, `DIR/results.md`, and `DIR/ID.svg` for an
 //! experiment with a figure), and with `--ray` the runs handed to Ray and their results
 //! (`DIR/ray/`, see [`crate::ray`]).
-//! A run whose file exists, with the same input in it, is reused, so an interrupted
-//! `reproduce` resumes where it stopped. Every file is written to a temporary name and
+//! A run whose file exists, with the same input and model version in it, is reused, so
+//! an interrupted `reproduce` resumes where it stopped. A run kept for the same input by
+//! an older model version is stale ([`Store::stale`]): not reused, made again under the
+//! current version's key (the old file stays until the directory is removed). Every file is written to a temporary name and
 //! renamed, so an interruption never leaves a half-written run behind.
 //!
 //! The tool writes only into a directory it made (or an empty one); any other existing
 //! directory is refused unless the caller allows overwriting.
 
 use crate::input::RunInput;
+use crate::model_version::MODEL_VERSION;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -53,37 +57,62 @@ impl Store {
         Ok(store)
     }
 
+    /// `dir` as an output directory to read, if it is one (it carries the marker);
+    /// nothing is created or written.
+    pub fn existing(dir: &Path) -> Option<Store> {
+        dir.join(MARKER).is_file().then(|| Store { dir: dir.to_path_buf() })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// The key of a run: a 64-bit FNV-1a hash of its input's key JSON, in hex. The
-    /// stored file keeps that JSON itself, so a collision is detected, not reused.
+    /// The key of a run under the current model: see [`Store::key_under`].
     pub fn key(input: &RunInput) -> String {
-        let text = input.key_text();
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in text.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        Self::key_under(input, MODEL_VERSION)
+    }
+
+    /// The key of a run made by model `version`: a 64-bit FNV-1a hash, in hex, of its
+    /// input's key JSON followed by the version (version 0, runs kept before versions:
+    /// of the JSON alone). The stored file keeps that JSON and version, so a collision
+    /// is detected, not reused.
+    pub fn key_under(input: &RunInput, version: u32) -> String {
+        let mut text = input.key_text();
+        if version > 0 {
+            text.push_str(&format!("\nmodel version {version}"));
         }
-        format!("{hash:016x}")
+        format!("{:016x}", fnv1a(&text))
     }
 
     fn run_file(&self, key: &str) -> PathBuf {
         self.dir.join(RUNS).join(format!("{key}.json"))
     }
 
-    /// The stored result of the run of `input`, if one was kept for exactly it.
-    pub fn load(&self, input: &RunInput) -> Option<Value> {
-        let text = fs::read_to_string(self.run_file(&Self::key(input))).ok()?;
-        let mut stored: Value = serde_json::from_str(&text).ok()?;
-        let same = stored.get("input_config") == Some(&input.key_json());
-        same.then(|| stored.get_mut("result").map(Value::take)).flatten()
+    /// The stored file of the run of `input` by model `version`, if one was kept for
+    /// exactly that input and version.
+    fn stored(&self, input: &RunInput, version: u32) -> Option<Value> {
+        let text = fs::read_to_string(self.run_file(&Self::key_under(input, version))).ok()?;
+        let stored: Value = serde_json::from_str(&text).ok()?;
+        let kept_version = stored.get("model_version").map_or(Some(0), Value::as_u64);
+        let same = stored.get("input_config") == Some(&input.key_json()) && kept_version == Some(u64::from(version));
+        same.then_some(stored)
     }
 
-    /// Keeps a finished run's result.
+    /// The stored result of the run of `input`, if one was kept for exactly it by the
+    /// current model.
+    pub fn load(&self, input: &RunInput) -> Option<Value> {
+        self.stored(input, MODEL_VERSION)?.get_mut("result").map(Value::take)
+    }
+
+    /// Whether a run of `input` is kept only by an older model version: it will be made
+    /// again, not reused.
+    pub fn stale(&self, input: &RunInput) -> bool {
+        (0..MODEL_VERSION).any(|version| self.stored(input, version).is_some())
+    }
+
+    /// Keeps a finished run's result, under the current model version.
     pub fn save(&self, input: &RunInput, result: &Value) -> Result<(), String> {
-        let stored = json!({ "input_config": input.key_json(), "result": result });
+        let stored = json!({ "input_config": input.key_json(), "model_version": MODEL_VERSION, "result": result });
         let text = serde_json::to_string_pretty(&stored).map_err(|e| e.to_string())? + "\n";
         self.write(&format!("{RUNS}/{}.json", Self::key(input)), &text)
     }
@@ -95,6 +124,12 @@ impl Store {
         fs::write(&temporary, text).map_err(|e| format!("{}: {e}", temporary.display()))?;
         fs::rename(&temporary, &path).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// The 64-bit FNV-1a hash of `text`: run keys, and the digest of the `same_results`
+/// fixtures that [`crate::model_version`] records.
+pub fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]
@@ -143,11 +178,12 @@ mod tests {
         assert_eq!(store.load(&other), None);
     }
 
-    /// The key and file of an engine run as output directories have always had them:
-    /// FNV-1a of the config's JSON, the config itself as `input_config`; written here
-    /// by hand, not through the store.
+    /// The key and file of an engine run as output directories kept them before runs
+    /// carried a model version: FNV-1a of the config's JSON, the config itself as
+    /// `input_config`; written here by hand, not through the store. Such a run is stale:
+    /// not reused, and saving the run again keeps it beside the old file.
     #[test]
-    fn an_engine_run_file_of_the_config_keyed_layout_is_reused() {
+    fn a_run_kept_before_model_versions_is_stale_not_reused() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("out"), false).unwrap();
         let mut config = ExperimentConfig::default();
@@ -159,6 +195,35 @@ mod tests {
         let file = tmp.path().join("out").join(RUNS).join(format!("{hash:016x}.json"));
         let stored = json!({ "input_config": config, "result": { "throughput_tps": 7.0 } });
         fs::write(&file, serde_json::to_string_pretty(&stored).unwrap()).unwrap();
-        assert_eq!(store.load(&RunInput::Engine(config)), Some(json!({ "throughput_tps": 7.0 })));
+        let input = RunInput::Engine(config);
+        assert_eq!(store.load(&input), None, "a run of an unknown model is not reused");
+        assert!(store.stale(&input));
+        store.save(&input, &json!({ "throughput_tps": 8.0 })).unwrap();
+        assert_eq!(store.load(&input), Some(json!({ "throughput_tps": 8.0 })));
+        assert!(file.is_file(), "the old run is left where it was");
+    }
+
+    /// A run kept by the previous model version (its file under that version's key,
+    /// with that version in it) is stale; one under the current version is not.
+    #[test]
+    fn a_run_of_an_older_model_version_is_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("out"), false).unwrap();
+        let input = RunInput::Engine(ExperimentConfig::default());
+        let older = MODEL_VERSION - 1;
+        let stored = json!({ "input_config": input.key_json(), "model_version": older, "result": {} });
+        fs::write(store.run_file(&Store::key_under(&input, older)), stored.to_string()).unwrap();
+        assert_ne!(Store::key_under(&input, older), Store::key(&input));
+        assert_eq!(store.load(&input), None);
+        assert!(store.stale(&input));
+        // The current key holding another version's file (a forged or mixed-up file)
+        // is not reused either.
+        fs::write(store.run_file(&Store::key(&input)), stored.to_string()).unwrap();
+        assert_eq!(store.load(&input), None);
+        store.save(&input, &json!({ "throughput_tps": 1.0 })).unwrap();
+        assert_eq!(store.load(&input), Some(json!({ "throughput_tps": 1.0 })));
+        let saved: Value =
+            serde_json::from_str(&fs::read_to_string(store.run_file(&Store::key(&input))).unwrap()).unwrap();
+        assert_eq!(saved["model_version"], MODEL_VERSION);
     }
 }

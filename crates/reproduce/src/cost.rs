@@ -1,0 +1,288 @@
+//! What a run will cost before it is made: its simulated seconds, CPU seconds and peak
+//! memory, from rates measured per workload (each constant below cites its
+//! measurement), and whether it can be made on this machine at all.
+//!
+//! `reproduce --plan` lists these per run; `reproduce` refuses a run that cannot be made
+//! ([`Estimate::refusal`]) before anything starts, instead of dying in its middle: one
+//! whose database would outgrow its device (TPC-C on the emulator, [`crate::ipa::tpcc_room`]),
+//! or whose peak memory is above the memory available.
+//!
+//! The estimates are bounds for planning, not predictions: CPU per simulated second
+//! grows with throughput (buffer, scheme), so each workload's rate is the highest
+//! measured. Peak memory of an engine or index run is its device's pages at the
+//! measured bytes per page (page data, metadata, mapping and buffer pool together),
+//! every page counted resident; of a SQLite run (a sparse device, aged with shared
+//! ballast pages), the measured base plus its rows' bytes.
+
+use crate::input::RunInput;
+use workloads::config::DeviceConfig;
+use workloads::ExperimentConfig;
+
+/// A run's estimated cost and size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// The workload (`tpcc`, `sqlite ycsb`, `index ipl`).
+    pub workload: String,
+    /// Its size and device in a few words.
+    pub size: String,
+    /// Simulated seconds of an engine run (warm-up and measured); `None` for runs
+    /// counted in operations.
+    pub sim_seconds: Option<f64>,
+    pub cpu_seconds: f64,
+    pub peak_bytes: u64,
+    /// Why the run cannot be made whatever the memory: its database outgrows its device.
+    pub outgrows_device: Option<String>,
+}
+
+/// CPU seconds per simulated second of an engine workload on a device preset (warm-up
+/// and measured time; the highest measured), and CPU seconds per GiB of device for
+/// loading and preconditioning it.
+struct EngineRate {
+    workload: &'static str,
+    preset: &'static str,
+    cpu_per_sim_second: f64,
+    setup_cpu_per_device_gib: f64,
+}
+
+/// Measured on 2026-11-27, `bench … --json` (main e92b880, release build, 2 shared
+/// cores) and the runs of `reproduce --all --quick` at 1545772 (/work/rq/qall, the same
+/// model: `cpu_seconds` split by `run_wall_seconds` over `wall_seconds`):
+/// - tpcc: 10 warehouses on 1,024 blocks per chip (full scale), [0x0], 10% buffer,
+///   steady precondition, 130 simulated s: 84.1 CPU s in all, 47.3 of them in the run
+///   (0.364 per simulated s at 1,694 tps, 213 µs a transaction) and 36.8 loading and
+///   aging the 4 GiB device. The quick runs reach 7,283 tps (1 warehouse, 90% buffer),
+///   so the bound is 7,283 tps × 213 µs = 1.55 CPU s per simulated s.
+/// - tpcb: scale 2 on 32 blocks per chip (quick and full alike): 11.7 CPU s for 310
+///   simulated s at full (0.034 per simulated s at 2,855 tps, 10% buffer); the quick
+///   runs reach 0.107 (11,498 tps); setup ≤ 1.0 CPU s on 0.125 GiB.
+/// - tatp: at most 0.225 per simulated s (28,676 tps), setup ≤ 8.7 CPU s on ≤ 1 GiB.
+/// - on openssd-mlc (one I/O at a time, so far fewer transactions per simulated s):
+///   tpcc at most 0.066 per simulated s at quick scale (1 warehouse), doubled for a
+///   larger database as the full TPC-C run's 213 µs a transaction is twice the quick
+///   runs' ~100; tpcb at most 0.034; tatp at most 0.045.
+/// - linkbench: 100,000 nodes on 64 blocks per chip (full scale), [0x0], 90% buffer:
+///   51.6 CPU s for 310 simulated s, 49.7 in the run (0.160 per simulated s at 8,942
+///   tps), 1.9 loading and aging 0.25 GiB; the quick runs (25,000 nodes) reach 0.222.
+const ENGINE_RATES: &[EngineRate] = &[
+    EngineRate { workload: "tpcc", preset: "openssd-mlc", cpu_per_sim_second: 0.132, setup_cpu_per_device_gib: 9.2 },
+    EngineRate { workload: "tpcb", preset: "openssd-mlc", cpu_per_sim_second: 0.034, setup_cpu_per_device_gib: 8.0 },
+    EngineRate { workload: "tatp", preset: "openssd-mlc", cpu_per_sim_second: 0.045, setup_cpu_per_device_gib: 8.7 },
+    EngineRate { workload: "tpcc", preset: ANY_PRESET, cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 },
+    EngineRate { workload: "tpcb", preset: ANY_PRESET, cpu_per_sim_second: 0.107, setup_cpu_per_device_gib: 8.0 },
+    EngineRate { workload: "tatp", preset: ANY_PRESET, cpu_per_sim_second: 0.225, setup_cpu_per_device_gib: 8.7 },
+    EngineRate { workload: "linkbench", preset: ANY_PRESET, cpu_per_sim_second: 0.222, setup_cpu_per_device_gib: 7.6 },
+];
+/// A rate for a workload on any preset not listed before it.
+const ANY_PRESET: &str = "*";
+/// A workload not measured: the highest rate above.
+const UNMEASURED_ENGINE: EngineRate =
+    EngineRate { workload: "other", preset: ANY_PRESET, cpu_per_sim_second: 1.55, setup_cpu_per_device_gib: 9.2 };
+
+/// CPU seconds per operation of a SQLite workload (transactions as its result counts
+/// them) or an index benchmark (inserts, queries and scans). Measured 2026-11-27 with
+/// `bench --engine sqlite --storage ftl:page --device femu --journal base-wal
+/// --free-space 75%` (main e92b880, release): TPC-C, 4 warehouses, 1,000 transactions:
+/// 23.9 CPU s, 0.78 ms a transaction in the run, the rest loading and aging; YCSB,
+/// 100,000 records and operations: 21.9 CPU s, 27 µs an operation in the run. The
+/// per-operation bounds are the quick catalogue's highest at 1545772, setup included:
+/// sqlite-bench 0.72 CPU s for 4,000 (16 KiB values), ycsb 1.60 for 20,000 operations;
+/// index ipl 1.12 for 100,000 inserts.
+const SQLITE_BENCH_CPU_PER_OP: f64 = 1.8e-4;
+const YCSB_CPU_PER_OP: f64 = 8.0e-5;
+const SQLITE_TPCC_CPU_PER_TRANSACTION: f64 = 1.0e-3;
+const INDEX_CPU_PER_OP: f64 = 1.12e-5;
+/// CPU seconds to load and age the full FEMU device per quarter of it aged: the two runs
+/// above spent 19–23 CPU s outside the run aging to 75% free; 50% and 25% free write
+/// two and three times as much.
+const SQLITE_SETUP_CPU_PER_AGED_QUARTER: f64 = 23.0;
+/// Peak memory of a SQLite run besides its rows' bytes: the TPC-C run above peaked at
+/// 665 MiB (533 MiB the device kept), the YCSB run at 487 MiB; rounded up.
+const SQLITE_BASE_BYTES: u64 = 768 << 20;
+/// What the device keeps per byte of rows (page headers, the WAL, dead versions not yet
+/// collected): the runs above kept 1.13–1.16× their peak RSS less the base; rounded up.
+const SQLITE_BYTES_PER_ROW_BYTE: f64 = 1.5;
+/// YCSB's record: 10 fields of 100 B (the YCSB core workload's default).
+const YCSB_RECORD_BYTES: f64 = 1_000.0;
+
+/// Peak resident bytes per device page of 4 KiB (pages of another size scale with it),
+/// before the buffer pool: TPC-C at full scale (above) peaked at 2,149 MiB RSS on the
+/// emulator's 1,048,576 pages (1,832 MiB the device kept, 105 MiB buffer pool, 20 MiB
+/// mapping): 2,149 B a page. The buffer pool adds its share of the database, bounded
+/// here by `buffer_share` × this: LinkBench at full (90% buffer, 65,536 pages) peaked
+/// at 292 MiB, TPC-B at full (10%, 32,768 pages) at 138 MiB, both below the bound.
+const PEAK_BYTES_PER_4K_PAGE: f64 = 2_149.0;
+/// What a process takes besides its device (binary, tables, threads): rounded up from
+/// the 138 MiB TPC-B's 32,768-page run peaked at, less its pages.
+const BASE_BYTES: u64 = 128 << 20;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The estimate of one run.
+pub fn estimate(input: &RunInput) -> Estimate {
+    match input {
+        RunInput::Engine(config) => engine(config),
+        RunInput::Sqlite(config) => {
+            let name = config.workload.name.as_str();
+            let param = |k: &str| config.workload.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+            let (ops, per_op, row_bytes, size) = match name {
+                "ycsb" => (
+                    param("operations") + param("records"),
+                    YCSB_CPU_PER_OP,
+                    param("records") * YCSB_RECORD_BYTES,
+                    format!("records {}, operations {}", param("records"), param("operations")),
+                ),
+                "tpcc" => (
+                    param("transactions"),
+                    SQLITE_TPCC_CPU_PER_TRANSACTION,
+                    0.0,
+                    format!("warehouses {}, transactions {}", param("warehouses"), param("transactions")),
+                ),
+                _ => {
+                    let phases = config.workload.params.get("ops").and_then(|v| v.as_array()).map_or(1, Vec::len);
+                    (
+                        param("num") * phases as f64,
+                        SQLITE_BENCH_CPU_PER_OP,
+                        param("num") * param("value_size"),
+                        format!("rows {} × {phases} phases, {} B values", param("num"), param("value_size")),
+                    )
+                }
+            };
+            let aged_quarters = match config.free_space.map(|f| serde_json::to_string(&f).unwrap_or_default()) {
+                Some(f) if f.contains("25") => 3.0,
+                Some(f) if f.contains("50") => 2.0,
+                Some(_) => 1.0,
+                None => 0.0,
+            };
+            Estimate {
+                workload: format!("sqlite {name}"),
+                size,
+                sim_seconds: None,
+                cpu_seconds: aged_quarters * SQLITE_SETUP_CPU_PER_AGED_QUARTER + ops * per_op,
+                peak_bytes: SQLITE_BASE_BYTES + (row_bytes * SQLITE_BYTES_PER_ROW_BYTE) as u64,
+                outgrows_device: None,
+            }
+        }
+        RunInput::Index(config) => {
+            let ops = f64::from(config.inserts) + f64::from(config.queries) + f64::from(config.scans);
+            let device = DeviceConfig { preset: config.device.clone(), ..DeviceConfig::default() };
+            Estimate {
+                workload: format!("index {:?}", config.index).to_lowercase(),
+                size: format!("{} inserts, {} B nodes", config.inserts, config.node_bytes),
+                sim_seconds: None,
+                cpu_seconds: ops * INDEX_CPU_PER_OP,
+                peak_bytes: device_peak(&device, 0.0),
+                outgrows_device: None,
+            }
+        }
+    }
+}
+
+fn engine(config: &ExperimentConfig) -> Estimate {
+    let name = config.workload.name.as_str();
+    let preset = config.device.preset.as_str();
+    let rate = ENGINE_RATES
+        .iter()
+        .find(|r| r.workload == name && (r.preset == preset || r.preset == ANY_PRESET))
+        .unwrap_or(&UNMEASURED_ENGINE);
+    let sim_seconds = config.driver.warmup_s.max(0.0) + config.driver.sim_time_s.max(0.0);
+    let device_gib = raw_bytes(&config.device) / GIB;
+    let params: Vec<String> = config.workload.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let blocks = config.device.blocks_per_chip.map_or(String::new(), |b| format!(", {b} blocks per chip"));
+    let mut peak_bytes = device_peak(&config.device, config.engine.buffer_share);
+    let outgrows_device = crate::ipa::tpcc_room(config).and_then(|(capacity_mib, needed_mib)| {
+        (needed_mib > capacity_mib).then(|| {
+            // The memory a device with room for it would take.
+            peak_bytes = BASE_BYTES + ((peak_bytes - BASE_BYTES) as f64 * needed_mib / capacity_mib) as u64;
+            format!(
+                "its database grows to about {:.1} GiB, its data regions hold {:.1} GiB; a device with room for \
+                 it would take about {:.0} GiB of memory",
+                needed_mib / 1024.0,
+                capacity_mib / 1024.0,
+                peak_bytes as f64 / GIB
+            )
+        })
+    });
+    Estimate {
+        workload: name.to_string(),
+        size: format!("{} on {}{blocks}", params.join(", "), config.device.preset),
+        sim_seconds: Some(sim_seconds),
+        cpu_seconds: rate.setup_cpu_per_device_gib * device_gib + sim_seconds * rate.cpu_per_sim_second,
+        peak_bytes,
+        outgrows_device,
+    }
+}
+
+/// Data bytes of a device's pages (0 for a device its config cannot build; the run's
+/// check says why).
+fn raw_bytes(device: &DeviceConfig) -> f64 {
+    device.geometry().map_or(0.0, |g| {
+        f64::from(g.chips()) * f64::from(g.blocks_per_chip) * f64::from(g.pages_per_block) * f64::from(g.page_bytes)
+    })
+}
+
+/// The peak memory of a run on `device` with a buffer pool of `buffer_share`: every
+/// page resident at the measured bytes per page, plus the process's base.
+fn device_peak(device: &DeviceConfig, buffer_share: f64) -> u64 {
+    let per_page = PEAK_BYTES_PER_4K_PAGE * (1.0 + buffer_share.clamp(0.0, 1.0));
+    BASE_BYTES + (raw_bytes(device) / 4096.0 * per_page) as u64
+}
+
+impl Estimate {
+    /// Why the run cannot be made with `available_bytes` of memory (`None`: not known),
+    /// naming the numbers; `None` when it can.
+    pub fn refusal(&self, available_bytes: Option<u64>) -> Option<String> {
+        if let Some(why) = &self.outgrows_device {
+            return Some(format!("refused before starting: {why}"));
+        }
+        let available = available_bytes?;
+        (self.peak_bytes > available).then(|| {
+            format!(
+                "refused before starting: needs about {:.1} GiB of memory at its peak, {:.1} GiB are available",
+                self.peak_bytes as f64 / GIB,
+                available as f64 / GIB
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Scale;
+
+    fn first_run(id: &str, scale: Scale) -> RunInput {
+        let e = crate::catalogue::find(id).expect("listed");
+        (e.implementation.as_ref().expect("implemented").runs)(scale).remove(0).input
+    }
+
+    #[test]
+    fn full_tpcc_outgrows_the_emulator_and_is_refused_with_the_numbers() {
+        let e = estimate(&first_run("ipa:table9", Scale::Full));
+        assert_eq!(e.workload, "tpcc");
+        assert_eq!(e.sim_seconds, Some(7210.0));
+        let why = e.refusal(None).expect("refused whatever the memory");
+        assert!(why.contains("its database grows to about") && why.contains("GiB of memory"), "{why}");
+        assert!(e.cpu_seconds > 3600.0, "{}", e.cpu_seconds);
+        let quick = estimate(&first_run("ipa:table9", Scale::Quick));
+        assert_eq!(quick.refusal(None), None, "quick TPC-C has room");
+    }
+
+    #[test]
+    fn a_run_above_the_memory_available_is_refused() {
+        let e = estimate(&first_run("ipa:table7", Scale::Quick));
+        assert!(e.peak_bytes > BASE_BYTES);
+        assert_eq!(e.refusal(Some(e.peak_bytes)), None);
+        let why = e.refusal(Some(e.peak_bytes / 2)).expect("refused");
+        assert!(why.contains("GiB of memory at its peak") && why.contains("GiB are available"), "{why}");
+    }
+
+    #[test]
+    fn sqlite_and_index_runs_are_estimated_by_their_operations() {
+        for id in ["nolgn:fig7", "ipl:table3"] {
+            let quick = estimate(&first_run(id, Scale::Quick));
+            let full = estimate(&first_run(id, Scale::Full));
+            assert_eq!(quick.sim_seconds, None, "{id}");
+            assert!(quick.cpu_seconds > 0.0 && full.cpu_seconds > quick.cpu_seconds, "{id}: {quick:?} {full:?}");
+        }
+    }
+}
