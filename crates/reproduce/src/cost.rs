@@ -45,7 +45,7 @@ struct EngineRate {
 }
 
 /// Measured on 2026-11-27, `bench … --json` (main e92b880, release build, 2 shared
-/// cores) and the runs of `reproduce --all --quick` at 1545772 (/work/rq/qall, the same
+/// cores) and the runs of `reproduce --all --quick` at 1545772 (docs/benchmarks.md; the same
 /// model: `cpu_seconds` split by `run_wall_seconds` over `wall_seconds`):
 /// - tpcc: 10 warehouses on 1,024 blocks per chip (full scale), [0x0], 10% buffer,
 ///   steady precondition, 130 simulated s: 84.1 CPU s in all, 47.3 of them in the run
