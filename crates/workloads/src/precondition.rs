@@ -248,7 +248,7 @@ fn age(
 /// transactions, which sized the next chunk at 270,000 transactions: 76 windows' worth of
 /// host writes, and rows enough to outgrow the device (measured).
 fn next_chunk(chunk: u64, transactions: u64, host_writes: u64, remaining: u64) -> u64 {
-    let at_most = (chunk * 2).max(FIRST_CHUNK).min(MAX_CHUNK);
+    let at_most = (chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK);
     if host_writes == 0 {
         return at_most;
     }
