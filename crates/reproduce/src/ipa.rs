@@ -24,7 +24,7 @@ use crate::experiment::{Ours, Results, RunSpec, Scale, Variant};
 use crate::input::RunInput;
 use serde_json::Value;
 use workloads::config::Eviction;
-use workloads::precondition::Precondition;
+use workloads::precondition::{self, Precondition};
 use workloads::ExperimentConfig;
 
 /// How every run here starts (`driver.precondition = steady`).
@@ -42,7 +42,7 @@ const EMULATOR: &str = "The paper's emulator: 16 SLC chips, page-level mapping, 
 const TPCC_DEVICE: &str = "TPC-C with 1 warehouse on 192 blocks per chip (quick), 10 warehouses on the \
     preset's 1,024 (full). Not stated, assumed: the device holds the database and what it grows by over the run \
     (the text gives databases of \"roughly 50GB\", §8.2, and no emulator capacity): the loaded database, the \
-    rows the aging inserts (up to half the data regions, measured) and those of the warm-up and measured time \
+    rows the aging inserts (up to 42% of the data regions, from measured rates) and those of the warm-up and measured time \
     (up to 1.5 KB per transaction at up to 5,000 tps on an aged device, 7,500 on a filled or fresh one, \
     measured). At full scale the 2-hour measurement alone would add 50-75 GB at those rates, more than a device held in memory can take here, so a full TPC-C run may stop on a full \
     region.";
@@ -73,6 +73,18 @@ pub const FRESH: Variant = Variant {
     name: "fresh device",
     component: "the steady-state precondition (the papers do not say their devices were aged before a run)",
     apply: fresh,
+};
+
+/// The aging's ablation: the run from a device only filled (`driver.precondition =
+/// fill`), not aged to GC steady state. The board's counts imply runs that wrote more
+/// pages per GC erase than a block holds, which no device in steady state does
+/// ([`PSLC_ERASES`]); from the fill, GC starts within the run once the over-provisioning's
+/// free blocks are used, as on a device not yet in steady state.
+pub const FILLED: Variant = Variant {
+    name: "filled, not aged",
+    component: "the aging to GC steady state (the papers do not say their devices were aged; the board's counts \
+        imply they were not in steady state)",
+    apply: filled,
 };
 
 /// The device emptier: the data regions with 15% over-provisioning instead of 10%, so
@@ -106,32 +118,56 @@ fn fresh(input: &RunInput) -> Option<RunInput> {
     }
 }
 
-/// The run with its data region's over-provisioning at `share` (the default region as
-/// `workloads` creates it, `OVER_PROVISIONING` added); `None` for a run with a schema of
-/// its own or without the fill.
-fn with_over_provisioning(input: &RunInput, share: f64) -> Option<RunInput> {
+/// The aged run from the fill alone; `None` for a run not aged.
+fn filled(input: &RunInput) -> Option<RunInput> {
     match input {
-        RunInput::Engine(c)
-            if c.engine.schema.is_none() && c.engine.ipa_objects.is_empty() && !c.driver.precondition.is_none() =>
-        {
-            let mut c = c.clone();
-            c.engine.schema = Some(format!(
-                "CREATE REGION data (${{IPA}}, OVER_PROVISIONING={share}); CREATE TABLESPACE ts_data (REGION=data);"
-            ));
-            Some(RunInput::Engine(c))
+        RunInput::Engine(c) if c.driver.precondition == Precondition::Steady => {
+            engine_changed(input, |c| c.driver.precondition = Precondition::Fill)
         }
         _ => None,
     }
 }
 
-/// The ablation of the experiments on the board and of Table 7: the precondition and
-/// the device's fullness.
-pub const FULLNESS_VARIANTS: &[Variant] = &[FRESH, EMPTIER];
-/// The ablation of Tables 3, 9, 10 and the demo's Table I: the precondition (their runs
-/// are many, and the fullness variant would add as many aged runs again). Tables 1, 4,
-/// 5, Fig. 6 and appendix A have none: their cells are the DBMS's (update sizes, write
-/// amplification, appends' share, space overhead), which the device's state does not
-/// enter.
+/// The run with its data regions' over-provisioning at `share`: the default region as
+/// `workloads` creates it, `OVER_PROVISIONING` added, or each region of the run's own
+/// schema with it; `None` for a run of chosen IPA objects or without the fill.
+fn with_over_provisioning(input: &RunInput, share: f64) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(c) if c.engine.ipa_objects.is_empty() && !c.driver.precondition.is_none() => {
+            let schema = match &c.engine.schema {
+                None => format!(
+                    "CREATE REGION data (${{IPA}}, OVER_PROVISIONING={share}); CREATE TABLESPACE ts_data (REGION=data);"
+                ),
+                Some(schema) => regions_with_option(schema, &format!("OVER_PROVISIONING={share}")),
+            };
+            engine_changed(input, |c| c.engine.schema = Some(schema))
+        }
+        _ => None,
+    }
+}
+
+/// `schema` with `option` first in every `CREATE REGION name (…)`.
+fn regions_with_option(schema: &str, option: &str) -> String {
+    let mut out = String::with_capacity(schema.len());
+    let mut rest = schema;
+    while let Some(at) = rest.find("CREATE REGION ") {
+        let Some(open) = rest[at..].find('(').map(|o| at + o + 1) else { break };
+        out.push_str(&rest[..open]);
+        out.push_str(option);
+        out.push_str(", ");
+        rest = &rest[open..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The ablation of the experiments on the board: the precondition (none, or the fill
+/// without the aging) and the device's fullness.
+pub const BOARD_VARIANTS: &[Variant] = &[FRESH, FILLED, EMPTIER];
+/// The ablation of Tables 3, 9 and 10: the precondition (their runs are many, and the
+/// fullness variant would add as many aged runs again). Tables 1, 4, 5, Fig. 6 and
+/// appendix A have none: their cells are the DBMS's (update sizes, write amplification,
+/// appends' share, space overhead), which the device's state does not enter.
 pub const PRECONDITION_VARIANTS: &[Variant] = &[FRESH];
 
 /// One row of the IPA tables: its name in the reference file and the result's field.
@@ -275,6 +311,63 @@ fn percent(share: f64) -> String {
     format!("{}%", (share * 100.0 * 10.0).round() / 10.0)
 }
 
+/// `input`'s engine config changed by `change`; `None` for a run of another kind.
+fn engine_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(c) => {
+            let mut c = c.clone();
+            change(&mut c);
+            Some(RunInput::Engine(c))
+        }
+        _ => None,
+    }
+}
+
+/// The log chips the emulator runs assume ([`SHORE_LOG`]: results.sh's `--log-chips 4`).
+const SHORE_LOG_CHIPS: u32 = 4;
+
+/// The Shore-MT log on half the assumed chips (−50%): log writes queue on fewer chips.
+pub const LOG_CHIPS_FEWER: Variant = Variant {
+    name: "log on 2 chips",
+    component: "the log device (not stated; assumed 4 chips of the emulator, here 2, −50%)",
+    apply: |input| engine_changed(input, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS / 2)),
+};
+
+/// The Shore-MT log on 50% more chips: the data regions keep 2 chips fewer.
+pub const LOG_CHIPS_MORE: Variant = Variant {
+    name: "log on 6 chips",
+    component: "the log device (not stated; assumed 4 chips of the emulator, here 6, +50%)",
+    apply: |input| engine_changed(input, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS * 3 / 2)),
+};
+
+/// Group commit: commits that arrive while a log flush is in flight share the next one,
+/// as a log flush daemon does; the window is one page program of the emulator's SLC
+/// flash (200 µs, `nand::Latencies::slc_typical`), the time a flush holds a log chip.
+pub const GROUP_COMMIT: Variant = Variant {
+    name: "group commit 200 µs",
+    component: "group commit (not stated; assumed off, here commits within one SLC page program, 200 µs, share a \
+        log flush)",
+    apply: |input| engine_changed(input, |c| c.engine.group_commit_us = 200.0),
+};
+
+/// Checkpoints at either end of the range the text gives for Shore-MT's log-space
+/// reclamation ("when 25%-50% of the log-space is consumed", §8.4); the runs take 30%.
+pub const CHECKPOINT_EARLY: Variant = Variant {
+    name: "checkpoint at 25% of the log",
+    component: "when Shore-MT checkpoints (\"25%-50% of the log-space\", §8.4; assumed 30%, here 25%)",
+    apply: |input| engine_changed(input, |c| c.engine.checkpoint_log_share = 0.25),
+};
+pub const CHECKPOINT_LATE: Variant = Variant {
+    name: "checkpoint at 50% of the log",
+    component: "when Shore-MT checkpoints (\"25%-50% of the log-space\", §8.4; assumed 30%, here 50%)",
+    apply: |input| engine_changed(input, |c| c.engine.checkpoint_log_share = 0.5),
+};
+
+/// Table 7's ablation: the precondition and the fullness ([`FRESH`], [`EMPTIER`]), and
+/// Shore-MT's log and checkpoint assumptions ([`SHORE_LOG`], [`SHORE_EAGER`]).
+pub const TABLE7_VARIANTS: &[Variant] =
+    &[FRESH, EMPTIER, LOG_CHIPS_FEWER, LOG_CHIPS_MORE, GROUP_COMMIT, CHECKPOINT_EARLY, CHECKPOINT_LATE];
+
 // ---- Table 7: TPC-B on the flash emulator ----
 
 pub const TABLE7_NOTES: &[&str] = &[
@@ -298,7 +391,7 @@ fn tpcb_emulator(scale: Scale, buffer_share: f64) -> Setup {
         size_param: "scale",
         size: if scale == Scale::Smoke { 1 } else { 2 },
         buffer_share,
-        log_chips: 4,
+        log_chips: SHORE_LOG_CHIPS,
     }
 }
 
@@ -348,6 +441,18 @@ const BOARD_GC: &str = "The board's baseline counts imply a device far emptier, 
     3 migrations per host write from steady state at quick, means victims about 75% valid (m / (1 + m)). The \
     text does not say whether the board was aged before a run; the ablation's fresh device and emptier device \
     show how far either condition moves the cells.";
+/// Why pSLC's GC erases rise here and fell on the board: the steady-state arithmetic.
+const PSLC_ERASES: &str = "The board's pages programmed per GC erase (out-of-place host writes and migrations \
+    over erases) come to 166 (Table 6) and 248 (Table 8) without IPA and 160 and 331 in pSLC mode: more than a \
+    block holds (128 pages, 64 in pSLC), which no device in GC steady state programs per erase; ours program one \
+    block per erase. A pSLC erase frees half the pages of an MLC one, so from steady state pSLC's erases per \
+    host write fall only where the appends and the fewer migrations cut the pages programmed per host write by \
+    more than half. Measured (Table 8, quick): 38% of pSLC's host writes are appends and it migrates 0.75 pages \
+    per host write against the baseline's 1.64, 1.37 pages programmed per host write against 2.64 (−48%), so \
+    its GC erases per host write stay level (+5%) and its GC erases follow its host writes, 2.1 times the \
+    baseline's in the same time (throughput +105%: the one host I/O at a time no longer waits for MSB programs \
+    and as much GC). From a device only filled (\"filled, not aged\"), where GC starts within the run, pSLC's \
+    migrations per host write fall 80% and its erases per host write 20% (measured).";
 
 pub const TABLE6_NOTES: &[&str] = &[
     STEADY,
@@ -356,6 +461,7 @@ pub const TABLE6_NOTES: &[&str] = &[
     "TPC-B at scale 8 on 32 blocks per chip (pSLC: 64); the baseline without IPA uses the whole MLC capacity.",
     FULLNESS,
     BOARD_GC,
+    PSLC_ERASES,
 ];
 
 pub const TABLE8_NOTES: &[&str] = &[
@@ -365,6 +471,7 @@ pub const TABLE8_NOTES: &[&str] = &[
     "TPC-C with 1 warehouse on 48 blocks per chip (pSLC: 96); the baseline without IPA uses the whole MLC capacity.",
     FULLNESS,
     BOARD_GC,
+    PSLC_ERASES,
 ];
 
 /// Runs of a board table: the baseline (no IPA: the whole MLC capacity), then the
@@ -477,16 +584,36 @@ fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
 /// Measured (quick runs' `database_mib`, 1 warehouse): 115.2 without IPA, 119.2 with
 /// [2x3], 120.1 with [2x10].
 const TPCC_LOADED_MIB_PER_WAREHOUSE: f64 = 128.0;
-/// How much TPC-C grows while the precondition ages the device, as a share of the data
-/// regions: the aging writes windows of a tenth of their logical capacity (up to 25), so
-/// the rows it inserts grow with the device. Measured: on 80 blocks per chip (198 MiB of
-/// data regions), [0x0] at a 50% non-eager buffer grew from 115.2 to 196.9 MiB (41%)
-/// during the aging before its region was full; rounded up. Without the eager
-/// strategies the growth has no bound short of the whole device ([2x40] at a 90%
-/// buffer reached 68% on 160 blocks per chip before its region was full): a run so aged
-/// never has room.
-const TPCC_AGING_GROWTH_SHARE: f64 = 0.5;
+/// TPC-C's transactions per host page write while the precondition ages a run with
+/// eager eviction: at most 0.37, at the largest buffer (measured: the aging windows of
+/// Tables 3 and 9 at quick scale, 0.16 at a 10% buffer, 0.28-0.33 at 75%, 0.35-0.37 at
+/// 90%). With the window's host writes ([`precondition::WINDOW_CAPACITY_SHARE`] of the
+/// data regions) and their cap ([`precondition::MAX_WINDOWS`]) it bounds the rows the
+/// aging inserts, [`tpcc_aging_growth_share`].
+const TPCC_TRANSACTIONS_PER_HOST_WRITE: f64 = 0.37;
+/// How far the aging's windows run past their host writes: a window ends after the
+/// chunk of transactions that completes it, and a chunk is sized from the last one's
+/// write rate, at most twice its transactions. Measured at quick scale (Table 8's TPC-C
+/// and the demo's TATP): 1.00-1.04 times on average over a run's windows, at most 1.15
+/// for one window; rounded up.
+const AGING_WINDOW_OVERRUN: f64 = 1.25;
+/// Without the eager strategies the growth has no bound short of the whole device
+/// ([2x40] at a 90% buffer reached 68% on 160 blocks per chip before its region was
+/// full): a run so aged never has room.
 const TPCC_AGING_GROWTH_SHARE_NON_EAGER: f64 = 1.0;
+
+/// How much TPC-C grows while the precondition ages the device with eager eviction, as
+/// a share of the data regions: every window writes a share of their capacity, so the
+/// rows inserted grow with the device. `db_page_bytes`: the size a host write has.
+fn tpcc_aging_growth_share(db_page_bytes: f64) -> f64 {
+    precondition::MAX_WINDOWS as f64
+        * precondition::WINDOW_CAPACITY_SHARE
+        * AGING_WINDOW_OVERRUN
+        * TPCC_TRANSACTIONS_PER_HOST_WRITE
+        * TPCC_GROWTH_BYTES_PER_TRANSACTION
+        / db_page_bytes
+}
+
 /// TPC-C's growth per transaction: at most 1.5 KB of rows and index entries (measured:
 /// [0x0] at a 20% non-eager buffer grew by less than the 83 MiB of room it had over
 /// 54,600 transactions).
@@ -515,7 +642,9 @@ pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
     let capacity_mib = data_chips * f64::from(g.blocks_per_chip) * block_bytes * 0.9 / (1024.0 * 1024.0);
     let aging_share = match (config.driver.precondition, config.engine.eviction) {
         (Precondition::Steady, Eviction::NonEager) => TPCC_AGING_GROWTH_SHARE_NON_EAGER,
-        (Precondition::Steady, _) => TPCC_AGING_GROWTH_SHARE,
+        (Precondition::Steady, _) => {
+            tpcc_aging_growth_share(config.engine.db_page_bytes.map_or(f64::from(g.page_bytes), |b| b as f64))
+        }
         _ => 0.0,
     };
     let aging = aging_share * capacity_mib;
@@ -641,6 +770,15 @@ pub const DEMO_TABLE1_NOTES: &[&str] = &[
      (MAX_CHIPS=4, MAX_CHANNELS=2, IPA_MODE = pSLC): the IPA region on 4 chips of 2 channels in pSLC mode; \
      the plain region gets the other data chips.",
     "Not stated, assumed: the log on 2 chips; the buffer at the default 10% of the database.",
+    "From steady state, not from a formatted device: Demo-Scenario 3 runs \"the Flash SSD … completely \
+     formatted\", but a formatted device's quick run ends before GC starts (the fresh device variant).",
+    "Measured cause of the GC cells: the fill makes every data region as full as the device (valid data on 90% \
+     of the blocks outside GC's reserve), so Subscriber and Special_Facility, whose updates are nearly all of \
+     TATP's writes, keep only the free space of their 4-chip pSLC region (64 MiB of flash at quick) where the \
+     baseline's hot tables share that of all 13 data chips (416 MiB): GC's victims in the IPA region held 84-90% \
+     valid pages against the baseline's 71%, and a pSLC erase frees 64 pages against 128. The ablation shows \
+     each part: every region emptier (15% over-provisioning), and the IPA region in odd-MLC mode (whole blocks \
+     and capacity).",
 ];
 
 /// The demo's layout: "one for Subscriber and Special_Facility tables with enabled IPA,
@@ -674,6 +812,26 @@ fn demo_config(scale: Scale, scheme: &str) -> ExperimentConfig {
     config.engine.db_page_bytes = Some(16384);
     config
 }
+
+/// The demo's IPA region in odd-MLC mode instead of pSLC. Table I does not name the
+/// mode (the pSLC of the headline is the demo's DDL example's); pSLC halves the
+/// region's blocks and capacity, odd-MLC keeps the whole MLC block and appends to 16 KB
+/// DB pages as pSLC does, each DB page spanning an LSB and an MSB page (SIGMOD'17
+/// appendix C.2: "IPA can be applied to all logical DB pages").
+pub const DEMO_ODD_MLC: Variant = Variant {
+    name: "IPA region odd-MLC",
+    component: "the IPA region's mode (not stated for Table I; pSLC, from the demo's DDL example, halves its blocks \
+        and capacity; odd-MLC keeps them and appends to 16 KB DB pages as well, SIGMOD'17 appendix C.2)",
+    apply: |input| match input {
+        RunInput::Engine(c) if c.engine.schema.is_some() && c.engine.ipa_mode == "pslc" => {
+            engine_changed(input, |c| c.engine.ipa_mode = "odd-mlc".into())
+        }
+        _ => None,
+    },
+};
+
+/// The demo's ablation: the precondition, the device's fullness and the IPA region's mode.
+pub const DEMO_VARIANTS: &[Variant] = &[FRESH, EMPTIER, DEMO_ODD_MLC];
 
 pub fn demo_table1_runs(scale: Scale) -> Vec<RunSpec> {
     let mut regions = demo_config(scale, "2x3");
@@ -940,6 +1098,17 @@ mod tests {
         assert!(demo.iter().all(|r| engine(r).engine.db_page_bytes == Some(16384)));
         assert_eq!(engine(&demo[1]).engine.ipa_mode, "pslc");
         assert!(engine(&demo[1]).engine.schema.as_deref().is_some_and(|s| s.contains("MAX_CHIPS=4, MAX_CHANNELS=2")));
+    }
+
+    #[test]
+    fn every_region_of_a_schema_gets_the_option_first() {
+        let schema = "CREATE REGION a (X=1);\nCREATE TABLESPACE t (REGION=a);\nCREATE REGION b (IPA_MODE=none);";
+        assert_eq!(
+            regions_with_option(schema, "OVER_PROVISIONING=0.15"),
+            "CREATE REGION a (OVER_PROVISIONING=0.15, X=1);\nCREATE TABLESPACE t (REGION=a);\n\
+             CREATE REGION b (OVER_PROVISIONING=0.15, IPA_MODE=none);"
+        );
+        assert_eq!(regions_with_option("CREATE TABLE t (a INT);", "O=1"), "CREATE TABLE t (a INT);");
     }
 
     #[test]

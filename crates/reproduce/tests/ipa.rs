@@ -53,10 +53,13 @@ fn the_room_counts_the_aging_only_for_an_aged_run() {
     let (capacity, aged) = ipa::tpcc_room(&config).unwrap();
     config.driver.precondition = Precondition::None;
     let (_, fresh) = ipa::tpcc_room(&config).unwrap();
-    // The aging's half of the data regions, less the faster fresh device's extra growth
-    // in the 15 simulated seconds (2,500 tps × 1.5 KB more).
+    // The aging's share of the data regions (25 windows of a tenth of them, each run
+    // 1.25 times over, 0.37 transactions of 1.5 KB per 4 KiB host write: 42%), less the
+    // faster fresh device's extra growth in the 15 simulated seconds (2,500 tps × 1.5 KB
+    // more).
+    let aging_share = 25.0 * 0.1 * 1.25 * 0.37 * 1.5e3 / 4096.0;
     let faster = 2_500.0 * 1.5e3 * 15.0 / (1024.0 * 1024.0);
-    assert!((aged - fresh - (capacity / 2.0 - faster)).abs() < 1e-6, "{aged} {fresh} {capacity}");
+    assert!((aged - fresh - (capacity * aging_share - faster)).abs() < 1e-6, "{aged} {fresh} {capacity}");
     config.driver.precondition = Precondition::Steady;
     config.engine.eviction = workloads::config::Eviction::NonEager;
     let (_, non_eager) = ipa::tpcc_room(&config).unwrap();
@@ -87,12 +90,25 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
     let variants = |id: &str| -> Vec<&str> {
         find(id).unwrap().implementation.as_ref().unwrap().variants.iter().map(|v| v.name).collect()
     };
-    for id in ["ipa:table3", "ipa:table9", "ipa:table10", "demo:table1"] {
+    assert_eq!(variants("demo:table1"), ["fresh device", "emptier device (15% free)", "IPA region odd-MLC"]);
+    for id in ["ipa:table3", "ipa:table9", "ipa:table10"] {
         assert_eq!(variants(id), ["fresh device"], "{id}");
     }
-    for id in ["ipa:table6", "ipa:table7", "ipa:table8"] {
-        assert_eq!(variants(id), ["fresh device", "emptier device (15% free)"], "{id}");
+    for id in ["ipa:table6", "ipa:table8"] {
+        assert_eq!(variants(id), ["fresh device", "filled, not aged", "emptier device (15% free)"], "{id}");
     }
+    assert_eq!(
+        variants("ipa:table7"),
+        [
+            "fresh device",
+            "emptier device (15% free)",
+            "log on 2 chips",
+            "log on 6 chips",
+            "group commit 200 µs",
+            "checkpoint at 25% of the log",
+            "checkpoint at 50% of the log"
+        ]
+    );
     for e in ipa_experiments().filter(|e| !e.implementation.as_ref().unwrap().variants.is_empty()) {
         for r in (e.implementation.as_ref().unwrap().runs)(Scale::Quick) {
             let changed = (ipa::FRESH.apply)(&r.input).expect("an aged run changes");
@@ -126,4 +142,27 @@ fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
     assert!((ratio - 0.85 / 0.9).abs() < 0.01, "{ratio}");
     let filled = |v: &Value| v["precondition"]["filled_pages"].as_f64().unwrap();
     assert!(filled(&less) < filled(&base), "the fill leaves the emptier device emptier");
+}
+
+#[test]
+fn table7_shore_variants_move_the_log_and_checkpoint_assumptions_by_what_they_name() {
+    let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Quick)[0];
+    let headline = engine(run);
+    assert_eq!((headline.engine.log_chips, headline.engine.group_commit_us), (Some(4), 0.0));
+    assert_eq!(headline.engine.checkpoint_log_share, 0.3);
+    let under = |v: &reproduce::experiment::Variant| match (v.apply)(&run.input) {
+        Some(RunInput::Engine(c)) => c,
+        other => panic!("{}: {other:?}", v.name),
+    };
+    assert_eq!(under(&ipa::LOG_CHIPS_FEWER).engine.log_chips, Some(2));
+    assert_eq!(under(&ipa::LOG_CHIPS_MORE).engine.log_chips, Some(6));
+    assert_eq!(under(&ipa::GROUP_COMMIT).engine.group_commit_us, 200.0);
+    assert_eq!(under(&ipa::CHECKPOINT_EARLY).engine.checkpoint_log_share, 0.25);
+    assert_eq!(under(&ipa::CHECKPOINT_LATE).engine.checkpoint_log_share, 0.5);
+    for v in [ipa::LOG_CHIPS_FEWER, ipa::LOG_CHIPS_MORE, ipa::GROUP_COMMIT, ipa::CHECKPOINT_EARLY, ipa::CHECKPOINT_LATE]
+    {
+        let mut c = under(&v);
+        c.engine = headline.engine.clone();
+        assert_eq!(&c, headline, "{} changes only the engine", v.name);
+    }
 }
