@@ -31,6 +31,10 @@ pub const MODEL_VERSIONS: &[ModelEntry] = &[
         change: "SQLite results: transaction latency on the shared percentile type with an exact mean \
                  (`transaction_latency_us_mean`, which NoLgn Fig. 8 reads), flash page I/O latency",
     },
+    ModelEntry {
+        fixtures_digest: "acdeb65aed4fe065",
+        change: "steady-state preconditioning: an aging chunk at most doubles the last one (every aged run changes)",
+    },
 ];
 
 /// The current model's version (1 for the first entry; 0 for runs kept without one).
