@@ -56,6 +56,7 @@ pub fn fig6_notes(_: Scale) -> Vec<String> {
         "The paper's two cells are the range its text gives for Tables 6–10 and Fig. 6 together (30% to 76%), not for LinkBench alone; ours are the least and most share over our LinkBench curve. Their markers stand at the middle of the buffer axis.".into(),
         "The paper's LinkBench ran on MySQL InnoDB; ours runs on the DeltaFlash engine.".into(),
         ipa::LINKBENCH_UPDATES.into(),
+        ipa::LINKBENCH_WRITES_MEASURED.into(),
         ipa::DBMS_CELLS.into(),
     ]
 }
