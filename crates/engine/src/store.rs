@@ -49,6 +49,13 @@ pub struct ObjectCounters {
     /// appendix A): bucket 0 counts writes of 0 or 1 byte, bucket k of [2^k, 2^(k+1))
     /// bytes, the last one of 8 KiB or more.
     pub update_size_writes: [u64; UPDATE_SIZE_BUCKETS],
+    /// Where the changed bytes of writes of pages already on flash lie: in tuples
+    /// (the "net data" of `update_size_writes`), in the page header (LSN, counts, free
+    /// space bounds) and in the slot directory. Their sum is those writes' share of
+    /// `net_changed_bytes`; they tell what an update changes besides its rows.
+    pub update_body_bytes: u64,
+    pub update_header_bytes: u64,
+    pub update_slot_bytes: u64,
 }
 
 /// Buckets of [`ObjectCounters::update_size_writes`].
@@ -90,6 +97,9 @@ impl ObjectCounters {
         self.logged_writes = f(self.logged_writes, o.logged_writes);
         self.net_changed_bytes = f(self.net_changed_bytes, o.net_changed_bytes);
         self.gross_written_bytes = f(self.gross_written_bytes, o.gross_written_bytes);
+        self.update_body_bytes = f(self.update_body_bytes, o.update_body_bytes);
+        self.update_header_bytes = f(self.update_header_bytes, o.update_header_bytes);
+        self.update_slot_bytes = f(self.update_slot_bytes, o.update_slot_bytes);
         for (a, b) in self.update_size_writes.iter_mut().zip(o.update_size_writes) {
             *a = f(*a, b);
         }
@@ -355,7 +365,12 @@ impl PageStore {
         let object = page::object(page);
         if state.on_flash && net > 0 {
             let body = self.changes.body.len() as u64;
-            self.counters.entry(object).or_default().update_size_writes[update_size_bucket(body)] += 1;
+            let header = self.changes.meta.iter().filter(|&&o| (o as usize) < page::HEADER_BYTES).count() as u64;
+            let c = self.counters.entry(object).or_default();
+            c.update_size_writes[update_size_bucket(body)] += 1;
+            c.update_body_bytes += body;
+            c.update_header_bytes += header;
+            c.update_slot_bytes += self.changes.meta.len() as u64 - header;
         }
         if state.on_flash && self.device.logs_changes() {
             let written = self.write_logged(pid, page, net, now)?;

@@ -70,6 +70,42 @@ fn worked_example_page_4711() {
     );
 }
 
+/// A write of a page on flash counts where its changed bytes lie: an update of one
+/// fixed-width field per tuple changes only tuple bytes and the page LSN; an insert
+/// adds a slot and moves the header's slot count and free-space bounds too.
+#[test]
+fn update_writes_count_body_header_and_slot_bytes_apart() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute(
+        "CREATE REGION rg (IPA_MODE=SLC, IPA=2x3, V=12, MAX_CHIPS=1);
+         CREATE TABLESPACE ts (REGION=rg);
+         CREATE TABLE R (id INT PRIMARY KEY, A7 INT, A8 INT) TABLESPACE ts;",
+    )
+    .unwrap();
+    db.execute("INSERT INTO R VALUES (1, 9, 7), (2, 9, 7), (3, 9, 7)").unwrap();
+    db.checkpoint().unwrap();
+    let counters = |db: &Database| db.object_stats().into_iter().find(|s| s.name == "R").unwrap().counters;
+    let first = counters(&db);
+    assert_eq!((first.update_body_bytes, first.update_header_bytes, first.update_slot_bytes), (0, 0, 0));
+
+    db.execute("UPDATE R SET A7 = 3 WHERE id BETWEEN 1 AND 3").unwrap();
+    db.checkpoint().unwrap();
+    let update = counters(&db).since(&first);
+    assert_eq!(update.update_body_bytes, 3, "one byte of A7 in each tuple");
+    assert!((1..=8).contains(&update.update_header_bytes), "the page LSN's low bytes: {update:?}");
+    assert_eq!(update.update_slot_bytes, 0);
+    assert_eq!(update.net_changed_bytes, update.update_body_bytes + update.update_header_bytes);
+
+    let before = counters(&db);
+    db.execute("INSERT INTO R VALUES (4, 9, 7)").unwrap();
+    db.checkpoint().unwrap();
+    let insert = counters(&db).since(&before);
+    assert!(insert.update_slot_bytes >= 2, "the new slot's offset and length: {insert:?}");
+    assert!(insert.update_header_bytes >= 3, "LSN, slot count, free-space bounds: {insert:?}");
+    let parts = insert.update_body_bytes + insert.update_header_bytes + insert.update_slot_bytes;
+    assert_eq!(parts, insert.net_changed_bytes);
+}
+
 fn small_store(scheme: IpaScheme) -> PageStore {
     let geometry = Geometry {
         channels: 1,

@@ -42,12 +42,12 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes)),
+        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes).ablation(ipa::LINKBENCH_UPDATE_VARIANTS)),
     },
     Experiment {
         id: "ipa:table5",
         description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
-        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells).notes(ipa::table5_notes)),
+        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells).notes(ipa::table5_notes).ablation(ipa::LINKBENCH_UPDATE_VARIANTS)),
     },
     Experiment {
         id: "ipa:table6",
@@ -82,7 +82,8 @@ pub static CATALOGUE: &[Experiment] = &[
         implementation: Some(
             Implementation::new(linkbench::fig6_runs, linkbench::fig6_cells)
                 .notes(linkbench::fig6_notes)
-                .plot(linkbench::fig6_plot),
+                .plot(linkbench::fig6_plot)
+                .ablation(ipa::LINKBENCH_UPDATE_VARIANTS),
         ),
     },
     Experiment {

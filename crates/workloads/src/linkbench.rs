@@ -58,11 +58,15 @@ pub const NODES: CountRange = CountRange { min: 2, max: 1_000_000_000 };
 #[serde(deny_unknown_fields, default)]
 pub struct LinkbenchParams {
     pub nodes: u32,
+    /// Share of node and link updates that keep the payload and change only numeric
+    /// fields (time, version, visibility). 0, LinkBench's own: every update writes a
+    /// new payload. The IPA paper's MySQL traces had "over a third" (appendix A.0.3).
+    pub keep_payload_share: f64,
 }
 
 impl Default for LinkbenchParams {
     fn default() -> Self {
-        LinkbenchParams { nodes: 100_000 }
+        LinkbenchParams { nodes: 100_000, keep_payload_share: 0.0 }
     }
 }
 
@@ -71,7 +75,14 @@ impl WorkloadParams for LinkbenchParams {
     const ABOUT: &'static str = "LinkBench: Facebook's social graph, nodes, links and counts, 69% reads";
 
     fn check(&self) -> Result<(), (&'static str, String)> {
-        NODES.check(self.nodes.into()).map(|_| ()).map_err(|p| ("nodes", p))
+        NODES.check(self.nodes.into()).map(|_| ()).map_err(|p| ("nodes", p))?;
+        if !(0.0..=1.0).contains(&self.keep_payload_share) {
+            return Err((
+                "keep_payload_share",
+                format!("must be a share from 0 to 1, not {}", self.keep_payload_share),
+            ));
+        }
+        Ok(())
     }
 
     fn size(&self) -> String {
@@ -79,7 +90,9 @@ impl WorkloadParams for LinkbenchParams {
     }
 
     fn build(&self, rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
-        Box::new(Linkbench::new(self.nodes.into(), rng.gen()))
+        let mut workload = Linkbench::new(self.nodes.into(), rng.gen());
+        workload.keep_payload_share = self.keep_payload_share;
+        Box::new(workload)
     }
 }
 
@@ -281,6 +294,8 @@ pub struct Linkbench {
     link_writes: Zipf,
     node_reads: Zipf,
     node_updates: Zipf,
+    /// [`LinkbenchParams::keep_payload_share`].
+    pub keep_payload_share: f64,
     tables: Option<[TableId; 3]>,
     /// The id the next added node gets.
     next_node: i64,
@@ -299,10 +314,17 @@ impl Linkbench {
             link_writes: Zipf::new(n, LINK_WRITE_SHAPE),
             node_reads: Zipf::new(n, NODE_READ_SHAPE),
             node_updates: Zipf::new(n, NODE_UPDATE_SHAPE),
+            keep_payload_share: 0.0,
             tables: None,
             next_node: nodes + 1,
             counts: [0; 11],
         }
+    }
+
+    /// Whether an update keeps the payload ([`LinkbenchParams::keep_payload_share`]);
+    /// draws nothing at share 0, so LinkBench's own updates run as they always did.
+    fn keeps_payload(&self, rng: &mut ChaCha8Rng) -> bool {
+        self.keep_payload_share > 0.0 && rng.gen_bool(self.keep_payload_share)
     }
 
     /// Operations run so far, by kind.
@@ -393,8 +415,9 @@ impl Linkbench {
         Ok(())
     }
 
-    /// add_link and update_link (LinkBench's `addLink`): insert, or rewrite the payload,
-    /// time and version of the existing link and make it visible.
+    /// add_link and update_link (LinkBench's `addLink`): insert, or rewrite the payload
+    /// (unless [`Linkbench::keeps_payload`]), time and version of the existing link and
+    /// make it visible.
     fn put_link(
         &self,
         db: &mut Database,
@@ -420,8 +443,10 @@ impl Linkbench {
                 db.insert(tx, t[LINK], &row).map_err(e)?;
             }
             Some(v) => {
-                let sets =
-                    [(L_VISIBILITY, Value::Int(VISIBLE)), (L_DATA, data), (L_TIME, now), (L_VERSION, Value::Int(0))];
+                let mut sets = vec![(L_VISIBILITY, Value::Int(VISIBLE)), (L_TIME, now), (L_VERSION, Value::Int(0))];
+                if !self.keeps_payload(rng) {
+                    sets.insert(1, (L_DATA, data));
+                }
                 db.update(tx, t[LINK], &key, &sets).map_err(e)?;
                 if v == VISIBLE {
                     return Ok(3);
@@ -556,11 +581,10 @@ impl Linkbench {
             Op::UpdateNode => {
                 // LinkBench's update sets version 2, a new time and a new payload.
                 let id = self.scatter(self.node_updates.rank(rng));
-                let sets = [
-                    (2, Value::Int(2)),
-                    (3, Value::Int(Self::now_ms(db) / 1000)),
-                    (4, payload(rng, NODE_DATA_MEDIAN, MAX_NODE_DATA)),
-                ];
+                let mut sets = vec![(2, Value::Int(2)), (3, Value::Int(Self::now_ms(db) / 1000))];
+                if !self.keeps_payload(rng) {
+                    sets.push((4, payload(rng, NODE_DATA_MEDIAN, MAX_NODE_DATA)));
+                }
                 db.update(tx, t[NODE], &[Value::Int(id)], &sets).map_err(e)?;
                 Ok(1)
             }
@@ -905,6 +929,40 @@ mod tests {
         db.commit(tx).unwrap();
         let err = lb.check(&mut db).unwrap_err();
         assert!(err.starts_with(&format!("({id1}, {ty}) has ")) && err.ends_with("no counttable row"), "{err}");
+    }
+
+    /// Node and link payloads, by key.
+    fn payloads(db: &mut Database, lb: &mut Linkbench) -> HashMap<Vec<i64>, Value> {
+        let t = lb.ids(db).unwrap();
+        let tx = db.begin();
+        let nodes = db.scan(&tx, t[NODE], &[], &[]).unwrap().into_iter().map(|r| (vec![int(&r[0])], r[4].clone()));
+        let links = db.scan(&tx, t[LINK], &[], &[]).unwrap().into_iter();
+        let links = links.map(|r| (vec![int(&r[0]), int(&r[1]), int(&r[2])], r[L_DATA].clone()));
+        let all = nodes.chain(links).collect();
+        db.commit(tx).unwrap();
+        all
+    }
+
+    /// With every update keeping its payload, updates change only numeric fields: no
+    /// payload of a node or link on both sides of the run differs. With none keeping
+    /// it (LinkBench's own), most updated payloads differ; with a third, in between.
+    #[test]
+    fn updates_keep_the_payload_at_the_share_asked() {
+        let changed = |share: f64| {
+            let (mut db, mut lb, mut rng) = loaded(300, "0x0", 8);
+            lb.keep_payload_share = share;
+            let before = payloads(&mut db, &mut lb);
+            for _ in 0..3000 {
+                lb.transaction(&mut db, 0, &mut rng).unwrap();
+            }
+            assert_eq!(lb.check(&mut db), Ok(()));
+            let after = payloads(&mut db, &mut lb);
+            after.iter().filter(|(k, v)| before.get(*k).is_some_and(|b| b != *v)).count()
+        };
+        let (none, third, all) = (changed(0.0), changed(1.0 / 3.0), changed(1.0));
+        assert_eq!(all, 0);
+        assert!(none > 100, "{none} payloads rewritten by LinkBench's own updates");
+        assert!(third > none / 2 && third < none, "a third keep theirs: {third} of {none} rewritten");
     }
 
     fn driven(ipa: &str) -> (driver::Metrics, Vec<(Op, u64)>) {
