@@ -35,6 +35,10 @@ pub const MODEL_VERSIONS: &[ModelEntry] = &[
         fixtures_digest: "acdeb65aed4fe065",
         change: "steady-state preconditioning: an aging chunk at most doubles the last one (every aged run changes)",
     },
+    ModelEntry {
+        fixtures_digest: "e780e5344026fbaf",
+        change: "per-object counters of where an update write's changed bytes lie (tuples, header, slots)",
+    },
 ];
 
 /// The current model's version (1 for the first entry; 0 for runs kept without one).
