@@ -445,6 +445,20 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
         eprintln!("plots written to {}", dir.display());
     }
     let mut verified = Value::Null;
+    let split = &advice.recommendation.chip_split;
+    if !split.fits {
+        eprintln!(
+            "advise: no split of the data chips holds the advised layout's growth over the run (see the reasoning)"
+        );
+    }
+    if args.verify && !split.fits {
+        return Err(format!(
+            "--verify: the advised layout would run out of extents: its IPA region needs {:.0} flash pages of its \
+             {:.0}, its plain region {:.0} of its {:.0} by the run's end; use a device with more blocks per chip \
+             (--blocks-per-chip) or a shorter run",
+            split.ipa_needed_pages, split.ipa_capacity_pages, split.plain_needed_pages, split.plain_capacity_pages
+        ));
+    }
     if args.verify {
         eprintln!("verify: the recommended layout, same flags and seed");
         let measured = run(&advice, selective_config(&advice, &ddl))?.to_json();

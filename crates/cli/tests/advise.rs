@@ -285,3 +285,21 @@ fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
         |v: &serde_json::Value| f(&v["recommendation"]["predicted"]["advised"], "gc_migrations_per_host_write");
     assert!((per_write(&again) / per_write(&v) - 1.0).abs() < 1e-9, "{} against {}", per_write(&again), per_write(&v));
 }
+
+/// TPC-B at scale 1 on two data chips of 32 blocks: the baseline fits, but no IPA layout
+/// holds the tables with their delta areas, whole extents and growth over the run, so
+/// `--verify` refuses the advised layout before running it, naming what each region
+/// needs, instead of a run that stops when a region runs out of extents.
+#[test]
+fn advise_verify_refuses_a_layout_whose_regions_cannot_hold_the_tables_growth() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ["--workload", "tpcb", "--sim-time", "6", "--warmup", "0.5", "--chips", "4"];
+    let device = ["--blocks-per-chip", "32", "--pages-per-block", "64"];
+    let image = dir.path().join("base.img");
+    let out = deltaflash(&[&["advise", "--verify", "--image", path(&image)][..], &run, &device].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("--verify: the advised layout would run out of extents: its IPA region needs"), "{stderr}");
+    assert!(!stderr.contains("loading stopped"), "{stderr}");
+    assert!(stdout.contains("WARNING: no split of the 2 data chips holds the tables' growth over the run"), "{stdout}");
+}
