@@ -194,8 +194,8 @@ pub const SOURCES: [(&str, &str); 8] = [
     ("appends", "renewal model over the write-size histogram (docs/advisor.md)"),
     (
         "GC, throughput, latency",
-        "greedy GC's WA(utilisation) per region (scaled to the baseline's GC unless it ran from steady state) and \
-         the I/O-time model",
+        "the run's writes replayed on each region's greedy GC (scaled to the baseline's GC unless it ran from steady \
+         state) and the I/O-time model",
     ),
 ];
 
@@ -724,12 +724,14 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{} ({}, {} chips) {:.0}% full, its written pages {:.0}%, WA−1 = {:.3}",
+                "{} ({}, {} chips) {:.0}% full, its tables' pages {:.0}% of the room the fill leaves them, {:.0} of \
+                 them unwritten, {:.3} migrations per write",
                 r.name,
                 r.mode,
                 r.chips,
                 r.utilisation * 100.0,
                 r.written_utilisation * 100.0,
+                r.state.unwritten_pages,
                 r.model_migrations_per_write
             )
         })
@@ -742,7 +744,7 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         format!("scaled to the baseline's {} measured migrations", input.baseline.gc_page_migrations)
     };
     format!(
-        "GC: greedy GC's WA(u) per region — {} — {calibration}: {:.0} migrations, {:.0} erases; time: {:.1} tps \
+        "GC: the run's writes replayed on each region's greedy GC — {} — {calibration}: {:.0} migrations, {:.0} erases; time: {:.1} tps \
          predicted against the baseline's {:.1}",
         regions.join("; "),
         p.gc_page_migrations,
@@ -877,7 +879,7 @@ mod tests {
         assert_eq!(r.ipa_chips, 1);
         assert_eq!(r.global_mode, "slc");
         assert!(r.reasoning.iter().any(|l| l.starts_with("cold: plain")));
-        assert!(r.reasoning.iter().any(|l| l.starts_with("GC: greedy GC's WA(u) per region")));
+        assert!(r.reasoning.iter().any(|l| l.starts_with("GC: the run's writes replayed on each region's greedy GC")));
         assert_eq!(r.candidates.len(), 2 * schemes(&input()).len());
     }
 

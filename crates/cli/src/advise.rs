@@ -84,8 +84,8 @@ const PRECONDITION_HELP: &str = "The device before the warm-up, for the baseline
      loaded), fill (the data regions' free space written once) or steady (filled, then aged by the workload until \
      GC migrations per host write are in steady state, SNIA PTS style) [default: none, as bench, so that advise \
      analyses the run bench makes with the same flags and a short run stays short]. Only from steady is the GC \
-     prediction greedy GC's write amplification as it stands; from none or fill free pages postpone GC, and the \
-     model is scaled to the baseline's measured migrations";
+     prediction the model's own (the run's writes replayed on each region's greedy GC); from none or fill free \
+     pages postpone GC, and the model is scaled to the baseline's measured migrations";
 
 /// A baseline and what the advisor made of it.
 pub(crate) struct Advice {
