@@ -53,16 +53,19 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let indexes = catalog.indexes.iter().map(|i| (i.id, i.name.clone(), "index", i.table.clone(), &i.space));
     for (id, name, kind, table, space) in tables.chain(indexes) {
         let mut pages = 0;
+        let mut extents = Vec::new();
         for (k, &start) in space.extents.iter().enumerate() {
             let used = if k + 1 == space.extents.len() { space.used_in_last } else { space.extent_pages };
             for p in start..start + used {
                 owner.insert((space.region, p), objects.len());
             }
             pages += used as u64;
+            extents.push([start, used]);
         }
         pages = pages.saturating_sub(space.free.len() as u64);
         by_id.insert(id, objects.len());
-        objects.push(ObjectEntry { name, kind: kind.into(), table, pages });
+        let extent_pages = space.extent_pages;
+        objects.push(ObjectEntry { name, kind: kind.into(), table, pages, extents, extent_pages });
     }
     let name_of = |i: Option<&usize>| i.map(|&i| objects[i].name.clone());
     let rows = records
@@ -76,6 +79,7 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
                 region: None,
                 page: None,
                 bytes: None,
+                meta_bytes: None,
             };
             let mut on_page = |kind: &str, page: &engine::store::PageId, bytes: u64| {
                 row.kind = kind.into();
@@ -84,7 +88,10 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
             };
             let changed = |ranges: &[engine::logrec::Range]| ranges.iter().map(|r| r.after.len() as u64).sum();
             match &record.body {
-                Body::Update { page, ranges } => on_page("update", page, changed(ranges)),
+                Body::Update { page, ranges } => {
+                    on_page("update", page, changed(ranges));
+                    row.meta_bytes = slot_change_meta_bytes(ranges);
+                }
                 Body::Clr { page, ranges, .. } => on_page("clr", page, changed(ranges)),
                 Body::Format { page, ranges } => on_page("format", page, changed(ranges)),
                 Body::Image { page, bytes } => on_page("image", page, bytes.len() as u64),
@@ -119,6 +126,41 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
         measured_from_lsn: None,
     };
     Ok((header, rows))
+}
+
+/// The header and slot-directory bytes of an update that adds or removes a slot (it
+/// changes the slot count or the directory's start, `free_end`: header bytes 18–19 and
+/// 22–23), `None` for any other update. The ranges are the record's changed spans,
+/// sorted; the header is the first `HEADER_BYTES` (engine::page). The directory runs
+/// from the new `free_end` to the delta area: where the record holds both its bytes,
+/// the spans from there on; where it changed only one of them (the diff logs differing
+/// bytes), the last span, which lies past the tuples.
+fn slot_change_meta_bytes(ranges: &[engine::logrec::Range]) -> Option<u64> {
+    let header = engine::page::HEADER_BYTES;
+    let span = |r: &engine::logrec::Range| (r.offset as usize, r.offset as usize + r.after.len());
+    let touches = |lo: usize, hi: usize| ranges.iter().any(|r| span(r).0 < hi && lo < span(r).1);
+    if !touches(18, 20) && !touches(22, 24) {
+        return None;
+    }
+    let free_end = ranges.iter().find_map(|r| {
+        let from = 22usize.checked_sub(r.offset as usize)?;
+        r.after.get(from..from + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    });
+    let directory_from =
+        free_end.or_else(|| ranges.last().map(|r| span(r).0)).map_or(usize::MAX, |from| from.max(header));
+    // Bytes that differ (a span may hold equal bytes: the log merges spans fewer than 8
+    // bytes apart, as in a shifted slot directory where most of each slot is unchanged).
+    let meta = ranges
+        .iter()
+        .flat_map(|r| {
+            let from = r.offset as usize;
+            r.after.iter().enumerate().filter(move |&(k, &after)| {
+                let at = from + k;
+                (at < header || at >= directory_from) && r.before.get(k).is_none_or(|&before| before != after)
+            })
+        })
+        .count() as u64;
+    Some(meta)
 }
 
 /// Where a result's measured run begins in the log (`None` in results written before
@@ -158,6 +200,10 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
             },
             warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
             measured_s: number("sim_seconds"),
+            aging_writes: result
+                .pointer("/precondition/windows")
+                .and_then(Value::as_array)
+                .map_or(0.0, |w| w.iter().filter_map(|w| w.get("host_writes").and_then(Value::as_f64)).sum()),
             device_state: DeviceState::of_precondition(precondition).map_err(|e| format!("{source}: {e}"))?,
         },
     };
@@ -216,4 +262,31 @@ pub fn analyze(log: Log, result: &Value, source: &str) -> Result<Analysis, Strin
     let recommendation = crate::recommend(&input, &Policy::default())
         .ok_or_else(|| format!("{source} wrote no data pages in its measured time: nothing to advise on"))?;
     Ok(Analysis { stats, recommendation, log_records })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_change_meta_bytes;
+    use engine::logrec::Range;
+
+    /// A span whose bytes were all 0 before.
+    fn range(offset: u16, after: &[u8]) -> Range {
+        Range { offset, before: vec![0; after.len()], after: after.to_vec() }
+    }
+
+    #[test]
+    fn a_slot_insert_counts_its_header_and_directory_bytes() {
+        // A B+-tree insert: slot count and free_end (4000 = 0x0FA0) in the header, the
+        // tuple at 500, the shifted slots from 4000 on; only differing bytes count.
+        let insert = [range(18, &[5, 0, 0, 0, 0xA0, 0x0F]), range(500, &[7; 20]), range(4000, &[1; 40])];
+        assert_eq!(slot_change_meta_bytes(&insert), Some(3 + 40));
+        // Only free_end's low byte changed: the last span is the directory.
+        let low = [range(18, &[5, 0, 0, 0, 0xA0]), range(500, &[7; 20]), range(4000, &[1; 40])];
+        assert_eq!(slot_change_meta_bytes(&low), Some(2 + 40));
+        // A merged span of shifted slots: the equal bytes in it do not count.
+        let shifted = Range { offset: 4000, before: vec![1, 2, 3, 4, 1, 2], after: vec![1, 9, 3, 4, 1, 9] };
+        assert_eq!(slot_change_meta_bytes(&[range(18, &[5]), shifted]), Some(1 + 2));
+        // An in-place update of a tuple changes no slot.
+        assert_eq!(slot_change_meta_bytes(&[range(500, &[7; 4])]), None);
+    }
 }

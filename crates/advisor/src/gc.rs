@@ -18,10 +18,10 @@
 //! ("Analytic modeling of SSD write performance", SYSTOR 2012) and Hu et al.'s
 //! large-block limit (SYSTOR 2009).
 //!
-//! The advisor applies it per region at the utilisation of the region's written pages
-//! (static pages taken out, [`crate::layout::RegionState`]); in GC's steady state as it
-//! stands, before it scaled to the baseline's measured migrations (docs/advisor.md).
-//! In-place appends invalidate no page, so they do not count as writes here.
+//! It is the limit of uniformly written pages in steady state: the advisor's GC
+//! prediction replays the run's writes on the region's blocks instead
+//! ([`crate::greedy_sim`], which pages a run leaves cold, and for how long they share
+//! blocks with written ones), and its tests hold that replay to this closed form.
 
 /// Utilisation past which a region is taken as full (WA grows without bound at 1).
 pub const MAX_UTILISATION: f64 = 0.98;

@@ -16,7 +16,7 @@
 //! the baseline's. `gc_reduction` and `flash_program_reduction` compare steady states:
 //! the long-run effect, defined also when the baseline ran no GC.
 
-use crate::gc::migrations_per_write;
+use crate::greedy_sim::{self, Page};
 use crate::io_time::{self, OpTimes, PredictedTime, RegionWork, Service};
 use crate::{model, DeviceState, Input, ObjectInput};
 use engine::IpaScheme;
@@ -27,8 +27,8 @@ use serde::Serialize;
 pub struct Table<'a> {
     pub name: &'a str,
     pub pages: u64,
-    /// Pages of its objects written in the measured run (the rest are static to GC).
-    pub written_pages: u64,
+    /// Pages allocated to its objects in the measured run (its growth).
+    pub allocated_pages: u64,
     pub reads: u64,
     pub writes: u64,
     pub objects: Vec<&'a ObjectInput>,
@@ -44,7 +44,7 @@ pub fn tables(input: &Input) -> Vec<Table<'_>> {
                 out.push(Table {
                     name: &o.table,
                     pages: 0,
-                    written_pages: 0,
+                    allocated_pages: 0,
                     reads: 0,
                     writes: 0,
                     objects: Vec::new(),
@@ -53,7 +53,7 @@ pub fn tables(input: &Input) -> Vec<Table<'_>> {
             }
         };
         out[i].pages += o.pages;
-        out[i].written_pages += if o.writes > 0 { o.pages } else { 0 };
+        out[i].allocated_pages += o.allocated_pages;
         out[i].reads += o.reads;
         out[i].writes += o.writes;
         out[i].objects.push(o);
@@ -84,8 +84,52 @@ pub fn appends(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str) -
     let lsb = lsb_share(mode, input.device.cell);
     tables
         .iter()
-        .map(|t| t.objects.iter().map(|o| model::predicted_appends(&o.write_sizes, o.writes, scheme, lsb)).sum())
+        .map(|t| t.objects.iter().map(|o| model::predicted_appends(&evictions(o), o.writes, scheme, lsb)).sum())
         .collect()
+}
+
+/// An object's evictions as the append model takes them: its histogram of changed body
+/// bytes, and the slot-changing share (the log's slot-adding or -removing updates per
+/// write of a page on flash, at most 1) with their metadata bytes.
+pub fn evictions(o: &ObjectInput) -> model::Evictions<'_> {
+    let on_flash = model::total(&o.write_sizes);
+    let slot_share = if on_flash == 0 { 0.0 } else { (o.slot_updates as f64 / on_flash as f64).min(1.0) };
+    model::Evictions { body: &o.write_sizes, slot_share, slot_meta: &o.slot_update_meta_sizes }
+}
+
+/// The pages of a region's objects, where the load put them and how often the
+/// measured run writes them, for [`crate::greedy_sim`]; each entry of `objects` is
+/// (its table's place in the catalog, the object, its out-of-place writes). An object's
+/// writes spread over its pages in proportion to the log's updates of each page (a
+/// write is an eviction of a page made dirty by updates); its pages without a measured
+/// update, and every page of an object never written, at rate 0. The load's order is
+/// the page numbers (the order the catalog's extents were taken); an object whose
+/// extents are not known follows the known ones, table by table. An object written
+/// with no update in the log (a ring that lost the run's start) has its writes spread
+/// evenly.
+pub fn region_pages(objects: &[(usize, &ObjectInput, f64)]) -> Vec<Page> {
+    let mut out = Vec::new();
+    let unknown = |table: usize, k: u64| (1u64 << 48) + ((table as u64) << 32) + k;
+    for &(table, o, out_of_place) in objects {
+        let updates: u64 = o.page_updates.iter().sum();
+        let numbers: Vec<u64> = if o.page_numbers.is_empty() {
+            (0..o.pages).map(|k| unknown(table, k)).collect()
+        } else {
+            o.page_numbers.iter().map(|&p| p as u64).collect()
+        };
+        let even = if updates == 0 && out_of_place > 0.0 { out_of_place / numbers.len().max(1) as f64 } else { 0.0 };
+        let mut rate: std::collections::HashMap<u64, f64> = std::collections::HashMap::new();
+        if updates > 0 && out_of_place > 0.0 {
+            let known = !o.page_numbers.is_empty() && o.updated_pages.len() == o.page_updates.len();
+            for (k, &count) in o.page_updates.iter().enumerate() {
+                // Without page numbers, the updated pages take the object's first places.
+                let at = if known { o.updated_pages[k] as u64 } else { numbers.get(k).copied().unwrap_or_default() };
+                *rate.entry(at).or_default() += out_of_place * count as f64 / updates as f64;
+            }
+        }
+        out.extend(numbers.iter().map(|&n| Page { order: n, rate: rate.get(&n).copied().unwrap_or(even) }));
+    }
+    out
 }
 
 /// One layout: the scheme and mode of the IPA region, its tables and chips.
@@ -111,7 +155,8 @@ pub struct RegionPrediction {
     pub utilisation: f64,
     /// The same for the written pages, static pages taken out ([`RegionState`]).
     pub written_utilisation: f64,
-    /// Greedy GC's WA − 1 at `written_utilisation`, before any calibration.
+    /// GC's migrations per out-of-place write from the tables' pages by write rate
+    /// ([`crate::gc::migrations_per_write_mixed`]), before any calibration.
     pub model_migrations_per_write: f64,
     pub state: RegionState,
     #[serde(flatten)]
@@ -179,9 +224,12 @@ pub struct RegionState {
     /// Valid flash pages: the tables' (grown by the delta area in an IPA region) and,
     /// on a preconditioned device, the fill's up to its target.
     pub valid_pages: f64,
-    /// Of those, the pages no write of the measured run touches: the fill's and those
-    /// of objects never written.
+    /// Of those, the fill's: written after the load, in blocks of their own that stay
+    /// full, which greedy GC (the block with the fewest valid pages first) never picks.
     pub static_pages: f64,
+    /// Of the tables' pages, those no write of the measured run touches: they share
+    /// blocks with written pages and GC moves them with those ([`crate::gc`]).
+    pub unwritten_pages: f64,
     /// Free pages the first out-of-place writes take before GC must run (none in steady
     /// state).
     pub free_pages: f64,
@@ -191,12 +239,12 @@ pub struct RegionState {
 
 impl RegionState {
     /// The state of a region of `chips` chips in `mode` whose tables take `valid` flash
-    /// pages, `written` of them written in the measured run. The fill target is
+    /// pages, `unwritten` of them not written in the measured run. The fill target is
     /// `workloads::precondition::fill_target_pages`: (1 − over-provisioning) of the
     /// usable pages outside GC's reserve of (`gc_foreground_free_blocks` + 1) blocks per
     /// chip; a table that grows past the fill takes the fill's pages, so the valid pages
     /// are the larger of the two.
-    pub fn of(input: &Input, chips: u32, mode: &str, valid: f64, written: f64) -> RegionState {
+    pub fn of(input: &Input, chips: u32, mode: &str, valid: f64, unwritten: f64) -> RegionState {
         let d = &input.device;
         let usable = capacity(input, chips, mode);
         let per_block = d.pages_per_block as f64 / stride(input, mode);
@@ -214,7 +262,8 @@ impl RegionState {
         RegionState {
             circulating_pages: circulating,
             valid_pages,
-            static_pages: (valid_pages - written).max(0.0),
+            static_pages: valid_pages - valid,
+            unwritten_pages: unwritten.min(valid),
             free_pages,
             pages_per_block: per_block,
         }
@@ -225,11 +274,7 @@ impl RegionState {
         self.valid_pages / self.circulating_pages
     }
 
-    /// The utilisation the written pages see. GC writes the pages it moves to a block
-    /// of their own (`flash::region`: one host and one GC block open per chip), so the
-    /// static pages end up in full blocks, which greedy GC, taking the block with the
-    /// fewest valid pages, does not pick: they take their pages out of circulation and
-    /// the written pages share the rest.
+    /// The tables' pages over the room the fill's static blocks leave them.
     pub fn written_utilisation(&self) -> f64 {
         let room = self.circulating_pages - self.static_pages;
         if room <= 0.0 {
@@ -248,10 +293,31 @@ impl RegionState {
         }
     }
 
-    /// Greedy GC's migrations per out-of-place write: WA − 1 at the written pages'
-    /// utilisation ([`crate::gc`]).
-    pub fn migrations_per_write(&self) -> f64 {
-        migrations_per_write(self.written_utilisation())
+    /// GC's migrations per out-of-place write over the measured `writes`: the tables'
+    /// pages ([`region_pages`], `scale` flash pages each) replayed on the region's
+    /// `chips` of `pages_per_chip` flash pages ([`crate::greedy_sim`]), the fill's pages
+    /// in blocks of their own, a chip collecting below `min_free_blocks` free blocks.
+    pub fn migrations_per_write(
+        &self,
+        pages: &[Page],
+        scale: f64,
+        (chips, pages_per_chip): (u32, f64),
+        min_free_blocks: u32,
+        writes: greedy_sim::Writes,
+    ) -> f64 {
+        if self.pages_per_block < 1.0 {
+            return 0.0;
+        }
+        let chips = chips.max(1);
+        let region = greedy_sim::Region {
+            chips,
+            blocks_per_chip: (pages_per_chip / self.pages_per_block) as u32,
+            pages_per_block: self.pages_per_block as u32,
+            static_blocks_per_chip: (self.static_pages / chips as f64 / self.pages_per_block).floor() as u32,
+            flash_pages_per_page: scale,
+            min_free_blocks,
+        };
+        greedy_sim::migrations_per_write(pages, region, writes)
     }
 }
 
@@ -278,10 +344,56 @@ struct Calibration {
     fill: bool,
 }
 
+/// A region holding `members` (indexes into `tables`) on `chips` chips in `mode`, its
+/// tables' pages `scale` flash pages per DB page and `appends[i]` of table i's writes
+/// appended: its state and GC's migrations per out-of-place write.
+fn region_gc(
+    input: &Input,
+    tables: &[Table],
+    members: &[usize],
+    appends: &[f64],
+    scale: f64,
+    chips: u32,
+    mode: &str,
+) -> (RegionState, f64) {
+    let mut objects = Vec::new();
+    for &i in members {
+        let t = &tables[i];
+        let kept = if t.writes == 0 { 0.0 } else { 1.0 - appends[i] / t.writes as f64 };
+        objects.extend(t.objects.iter().map(|&o| (i, o, o.writes as f64 * kept)));
+    }
+    let pages = region_pages(&objects);
+    let valid = pages.len() as f64 * scale;
+    let unwritten = pages.iter().filter(|p| p.rate == 0.0).count() as f64 * scale;
+    let state = RegionState::of(input, chips, mode, valid, unwritten);
+    // The writes to replay: the measured run's out-of-place writes of the region, and
+    // before them the warm-up's and (from steady state) the aging's, the region's share
+    // of the baseline's; from a device not aged, long enough for GC to settle (the
+    // fill-and-calibrate path of `predict` accounts for the free pages).
+    let b = &input.baseline;
+    let measured: f64 = objects.iter().map(|(_, _, w)| w).sum();
+    let all: f64 = tables.iter().map(|t| t.writes as f64).sum::<f64>().max(1.0);
+    let warmup = if b.measured_s > 0.0 { measured * b.warmup_s / b.measured_s } else { 0.0 };
+    let before = match b.device_state {
+        DeviceState::Steady => warmup + b.aging_writes * measured / all,
+        DeviceState::Loaded | DeviceState::Filled => SETTLE_FILLS * valid,
+    };
+    let pages_per_chip = capacity(input, 1, mode);
+    let writes = greedy_sim::Writes { before, measured };
+    let min_free = input.device.gc_background_free_blocks;
+    let per_write = state.migrations_per_write(&pages, scale, (chips, pages_per_chip), min_free, writes);
+    (state, per_write)
+}
+
+/// Writes before the measured ones, in region fills, when the baseline was not aged to
+/// steady state: enough for GC's rate to settle on the replay.
+const SETTLE_FILLS: f64 = 20.0;
+
 fn calibration(input: &Input, tables: &[Table]) -> Calibration {
     let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
-    let pages = |f: fn(&Table) -> u64| tables.iter().map(f).sum::<u64>() as f64 * flash_per_db;
-    let state = RegionState::of(input, input.device.data_chips, "none", pages(|t| t.pages), pages(|t| t.written_pages));
+    let all: Vec<usize> = (0..tables.len()).collect();
+    let (state, per_write) =
+        region_gc(input, tables, &all, &vec![0.0; tables.len()], flash_per_db, input.device.data_chips, "none");
     let work = RegionWork {
         reads: tables.iter().map(|t| t.reads).sum::<u64>() as f64,
         out_of_place_writes: tables.iter().map(|t| t.writes).sum::<u64>() as f64,
@@ -292,7 +404,6 @@ fn calibration(input: &Input, tables: &[Table]) -> Calibration {
     let b = &input.baseline;
     let warmup_per_measured = if b.measured_s > 0.0 { b.warmup_s / b.measured_s } else { 0.0 };
     let writes = work.out_of_place_writes;
-    let per_write = state.migrations_per_write();
     let steady = (writes * per_write, writes * (1.0 + per_write));
     if b.device_state == DeviceState::Steady {
         return Calibration {
@@ -381,19 +492,27 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
     // which needs the counts: a damped fixed-point iteration).
     let (mut scale, mut regions, mut time) = (1.0, Vec::new(), PredictedTime::default());
     let (mut steady_migrations, mut steady_programs) = (0.0, 0.0);
+    // Per region: its members, state and GC's migrations per write (no function of
+    // the throughput).
+    let models: Vec<_> = groups
+        .iter()
+        .map(|g| {
+            let members: Vec<usize> = (0..tables.len()).filter(|&i| layout.in_ipa[i] == g.ipa).collect();
+            let scale = flash_per_db * if g.ipa { growth } else { 1.0 };
+            let no_appends = vec![0.0; tables.len()];
+            let appends = if g.ipa { &layout.appends } else { &no_appends };
+            let (state, per_write) = region_gc(input, tables, &members, appends, scale, g.chips, &g.mode);
+            (members, state, per_write)
+        })
+        .collect();
     for _ in 0..ROUNDS {
         let mut parts = Vec::new();
         (regions, steady_migrations, steady_programs) = (Vec::new(), 0.0, 0.0);
-        for g in &groups {
-            let members: Vec<usize> = (0..tables.len()).filter(|&i| layout.in_ipa[i] == g.ipa).collect();
-            let grown = |pages: u64| pages as f64 * flash_per_db * if g.ipa { growth } else { 1.0 };
-            let valid: f64 = members.iter().map(|&i| grown(tables[i].pages)).sum();
-            let written: f64 = members.iter().map(|&i| grown(tables[i].written_pages)).sum();
-            let state = RegionState::of(input, g.chips, &g.mode, valid, written);
+        for (g, (members, state, per_write)) in groups.iter().zip(&models) {
+            let (state, per_write) = (*state, *per_write);
             let writes: f64 = members.iter().map(|&i| tables[i].writes as f64).sum();
             let appends: f64 = if g.ipa { members.iter().map(|&i| layout.appends[i]).sum() } else { 0.0 };
             let out_of_place = (writes - appends) * scale;
-            let per_write = state.migrations_per_write();
             steady_migrations += (writes - appends) * per_write;
             steady_programs += (writes - appends) * (1.0 + per_write);
             let free = if base.fill { state.free_pages } else { 0.0 };
@@ -488,21 +607,26 @@ mod tests {
     }
 
     #[test]
-    fn steady_state_gc_is_greedy_wa_of_the_filled_region_without_calibration() {
+    fn steady_state_gc_is_the_mixed_model_of_the_filled_region_without_calibration() {
         let mut i = input();
         i.baseline.device_state = DeviceState::Steady;
         let none = |i: &Input| predict(i, &tables(i), &layout(i, IpaScheme::NONE, vec![false, false], 1));
         let p = none(&i);
         // 10 chips of 20 blocks of 50 pages: GC keeps 4 blocks a chip free (8,000 pages
         // circulate); the fill brings the valid pages to 90% of the pages outside 3
-        // blocks a chip, 7,650; the 6,110 table pages stay, the 10 of hot_pk (never
-        // written) and the 1,540 of the fill are static.
+        // blocks a chip, 7,650: the 6,110 table pages and the fill's 1,540, static.
+        // Of the tables' pages the log shows 20 of hot's and 600 of cold's updated: the
+        // other 5,490 share blocks with them unwritten.
         let r = &p.regions[0];
-        assert_eq!((r.state.circulating_pages, r.state.valid_pages, r.state.static_pages), (8000.0, 7650.0, 1550.0));
-        let written_u = 6100.0 / (8000.0 - 1550.0);
-        assert!((r.written_utilisation - written_u).abs() < 1e-12);
+        let state = &r.state;
+        assert_eq!((state.circulating_pages, state.valid_pages, state.static_pages), (8000.0, 7650.0, 1540.0));
+        assert_eq!(state.unwritten_pages, 5490.0);
+        assert!((r.written_utilisation - 6110.0 / (8000.0 - 1540.0)).abs() < 1e-12);
+        // The replay's migrations per write, uncalibrated: the unwritten pages share
+        // blocks with the written ones, so GC moves them.
+        let per_write = r.model_migrations_per_write;
+        assert!(per_write > 0.0, "{r:?}");
         // Per out-of-place write (the counts follow the predicted throughput).
-        let per_write = crate::gc::write_amplification(written_u) - 1.0;
         assert!((p.gc_migrations_per_host_write - per_write).abs() < 1e-9, "{p:?}");
         assert!((p.gc_erases / p.out_of_place_writes - (1.0 + per_write) / 50.0).abs() < 1e-9);
         // The baseline's measured GC work enters only the time model's busy time.
@@ -514,7 +638,7 @@ mod tests {
     #[test]
     fn the_device_state_sets_the_valid_and_free_pages_gc_starts_from() {
         let mut i = input();
-        let state = |i: &Input| RegionState::of(i, 10, "none", 6110.0, 6100.0);
+        let state = |i: &Input| RegionState::of(i, 10, "none", 6110.0, 10.0);
         // As loaded: the tables' pages; the rest of the 8,000 in circulation is free.
         assert_eq!((state(&i).valid_pages, state(&i).free_pages), (6110.0, 1890.0));
         // Filled: the fill's target, 7,650; 350 pages free before GC must run.

@@ -10,13 +10,16 @@
 //! and the baseline's measured GC work and time. [`analyze`] gives the statistics,
 //! [`recommend`] the layout with its predicted effect ([`layout`]: appends by
 //! [`model`], GC by [`gc`], time by [`io_time`]), [`render`] the table, DDL and SVG
-//! plots. Every figure names its source. The analysis does no I/O and draws no random
-//! numbers; [`baseline`] reads a finished run's image and result into an [`Input`].
+//! plots. Every figure names its source. The analysis does no I/O; its one replay
+//! ([`greedy_sim`]) draws from a fixed seed, so the same input gives the same advice;
+//! [`baseline`] reads a finished run's image and result into an [`Input`].
 
 #![forbid(unsafe_code)]
 
 pub mod baseline;
+pub mod chips;
 pub mod gc;
+pub mod greedy_sim;
 pub mod io_time;
 pub mod layout;
 pub mod log_file;
@@ -40,8 +43,10 @@ pub struct ObjectInput {
     pub kind: String,
     /// The table it belongs to (itself for a table): placement is per table.
     pub table: String,
-    /// Pages it holds (catalog).
+    /// Pages it holds (catalog), and its extents' pages (it grows by whole extents; 0
+    /// where not known).
     pub pages: u64,
+    pub extent_pages: u32,
     /// Engine counters over the baseline's measured run: pages read from flash,
     /// pages written (dirty evictions and cleaner writes), and the writes of pages
     /// already on flash by changed body bytes.
@@ -49,13 +54,25 @@ pub struct ObjectInput {
     pub writes: u64,
     pub write_sizes: Histogram,
     /// From the log's records of the measured run: updates of each page it shows
-    /// updated, in any order.
+    /// updated, in any order, and those pages' numbers (in the same order; empty where
+    /// not known).
     pub page_updates: Vec<u64>,
+    pub updated_pages: Vec<u32>,
+    /// Its pages' numbers in the order the object took them (catalog extents; empty
+    /// where not known): the order the load wrote them.
+    pub page_numbers: Vec<u32>,
     /// From the log's records of the measured run: changed bytes of each update.
     pub update_bytes: Vec<u64>,
     /// Update records the log still holds from before the measurement (the load and
     /// the warm-up): reported apart, used for nothing else.
     pub updates_before_measurement: u64,
+    /// From the log's records of the measured run: pages allocated to it (its growth).
+    pub allocated_pages: u64,
+    /// From the log's records of the measured run: updates that add or remove a slot,
+    /// and their header and slot-directory bytes (bucketed like `write_sizes`), which
+    /// IPA's eviction rule counts against V.
+    pub slot_updates: u64,
+    pub slot_update_meta_sizes: Histogram,
 }
 
 /// Everything the advisor reads.
@@ -147,6 +164,9 @@ pub struct Baseline {
     /// measured ones fill free flash pages too).
     pub warmup_s: f64,
     pub measured_s: f64,
+    /// Page writes of the aging before the warm-up (`--precondition steady`, the
+    /// result's `precondition.windows[].host_writes`), 0 without it.
+    pub aging_writes: f64,
     /// The device's state before the warm-up.
     pub device_state: DeviceState,
 }
@@ -174,8 +194,8 @@ pub const SOURCES: [(&str, &str); 8] = [
     ("appends", "renewal model over the write-size histogram (docs/advisor.md)"),
     (
         "GC, throughput, latency",
-        "greedy GC's WA(utilisation) per region (scaled to the baseline's GC unless it ran from steady state) and \
-         the I/O-time model",
+        "the run's writes replayed on each region's greedy GC (scaled to the baseline's GC unless it ran from steady \
+         state) and the I/O-time model",
     ),
 ];
 
@@ -367,6 +387,8 @@ pub struct Recommendation {
     pub global_mode: String,
     /// Chips of the IPA region (the plain region takes the rest).
     pub ipa_chips: u32,
+    /// The split's need and capacity per region, and whether it holds the growth.
+    pub chip_split: chips::ChipSplit,
     pub tables: Vec<TableChoice>,
     pub predicted: Predicted,
     /// Every layout weighed: each candidate scheme, selective and global.
@@ -390,6 +412,7 @@ struct Evaluated {
     layout: Layout,
     global: bool,
     prediction: Prediction,
+    split: chips::ChipSplit,
 }
 
 impl Evaluated {
@@ -442,28 +465,38 @@ fn schemes(input: &Input) -> Vec<IpaScheme> {
     out
 }
 
-/// The selective layout of `scheme` in `mode`, its chips split by fullness.
+/// The selective layout of `scheme` in `mode`, its chips split by what each region
+/// needs by the run's end ([`chips::split`]): first at the baseline's throughput, then
+/// at the layout's predicted one.
 fn selective(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str, policy: &Policy) -> Evaluated {
     let appends = layout::appends(input, tables, scheme, mode);
     let in_ipa = chosen(tables, &appends, policy);
-    let total_pages: u64 = tables.iter().map(|t| t.pages).sum();
-    let ipa_pages: u64 = tables.iter().zip(&in_ipa).filter(|(_, &c)| c).map(|(t, _)| t.pages).sum();
-    let ipa_chips = ipa_chips(input.device.data_chips, ipa_pages, total_pages, mode, layout::bits(input.device.cell));
-    let layout = Layout { scheme, mode: mode.to_string(), in_ipa, appends, ipa_chips };
-    Evaluated { prediction: layout::predict(input, tables, &layout), layout, global: false }
+    evaluate(input, tables, Layout { scheme, mode: mode.to_string(), in_ipa, appends, ipa_chips: 0 }, false)
 }
 
 /// Global IPA: `scheme` on every table, one region on every data chip.
 fn global(input: &Input, tables: &[Table], scheme: IpaScheme, mode: &str) -> Evaluated {
     let appends = layout::appends(input, tables, scheme, mode);
-    let layout = Layout {
-        scheme,
-        mode: mode.to_string(),
-        in_ipa: vec![true; tables.len()],
-        appends,
-        ipa_chips: input.device.data_chips,
+    let in_ipa = vec![true; tables.len()];
+    evaluate(input, tables, Layout { scheme, mode: mode.to_string(), in_ipa, appends, ipa_chips: 0 }, true)
+}
+
+/// `layout` with its chips split and its prediction.
+fn evaluate(input: &Input, tables: &[Table], mut layout: Layout, global: bool) -> Evaluated {
+    let split = |layout: &Layout, ratio: f64| {
+        chips::split(input, tables, &layout.in_ipa, layout.scheme.area_bytes(), &layout.mode, ratio)
     };
-    Evaluated { prediction: layout::predict(input, tables, &layout), layout, global: true }
+    let first = split(&layout, 1.0);
+    layout.ipa_chips = first.ipa_chips;
+    let mut prediction = layout::predict(input, tables, &layout);
+    let baseline_tps = input.baseline.time.throughput_tps;
+    let ratio = if baseline_tps > 0.0 { prediction.time.throughput_tps / baseline_tps } else { 1.0 };
+    let split = split(&layout, ratio);
+    if split.ipa_chips != layout.ipa_chips {
+        layout.ipa_chips = split.ipa_chips;
+        prediction = layout::predict(input, tables, &layout);
+    }
+    Evaluated { layout, global, prediction, split }
 }
 
 /// Recommends a layout: the scheme, the mode, the tables in the IPA region, with the
@@ -520,6 +553,10 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         evaluated.push(selective(input, &tables, s, mode, policy));
         evaluated.push(global(input, &tables, s, global_mode));
     }
+    // Layouts whose regions hold their growth, if any does.
+    if evaluated.iter().any(|e| e.split.fits) {
+        evaluated.retain(|e| e.split.fits);
+    }
     let benefit = |e: &Evaluated| e.prediction.flash_program_reduction;
     let best = evaluated.iter().map(benefit).fold(0.0, f64::max);
     let pick = evaluated
@@ -563,13 +600,23 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         });
     }
     let ipa_chips = pick.layout.ipa_chips;
+    let split = pick.split;
     if !pick.global && choices.iter().any(|c| c.in_ipa_region) {
         reasoning.push(format!(
             "the IPA region gets {ipa_chips} of the {} data chips: the split that leaves the fuller region least \
-             full, its tables' pages counted{}",
+             full by the run's end, its tables' pages and their growth counted (the pages allocated per measured \
+             second over the warm-up and measurement, at the predicted throughput; delta areas{}): the IPA region \
+             needs {:.0} flash pages of its {:.0}, the plain region {:.0} of its {:.0}",
             input.device.data_chips,
-            if pick.layout.mode == "pslc" { format!(", × {bits} for pslc's lost capacity") } else { String::new() }
+            if pick.layout.mode == "pslc" { format!(", × {bits} for pslc's lost capacity") } else { String::new() },
+            split.ipa_needed_pages,
+            split.ipa_capacity_pages,
+            split.plain_needed_pages,
+            split.plain_capacity_pages
         ));
+    }
+    if let Some(warning) = split.warning(input.device.data_chips) {
+        reasoning.push(warning);
     }
     reasoning.push(gc_reason(input, p));
     let no_ipa = Layout {
@@ -587,6 +634,7 @@ pub fn recommend(input: &Input, policy: &Policy) -> Option<Recommendation> {
         mode: pick.layout.mode.clone(),
         global_mode: global_mode.to_string(),
         ipa_chips,
+        chip_split: split,
         tables: choices,
         predicted: Predicted {
             baseline: layout::predict(input, &tables, &no_ipa),
@@ -676,12 +724,14 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         .iter()
         .map(|r| {
             format!(
-                "{} ({}, {} chips) {:.0}% full, its written pages {:.0}%, WA−1 = {:.3}",
+                "{} ({}, {} chips) {:.0}% full, its tables' pages {:.0}% of the room the fill leaves them, {:.0} of \
+                 them unwritten, {:.3} migrations per write",
                 r.name,
                 r.mode,
                 r.chips,
                 r.utilisation * 100.0,
                 r.written_utilisation * 100.0,
+                r.state.unwritten_pages,
                 r.model_migrations_per_write
             )
         })
@@ -694,7 +744,7 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
         format!("scaled to the baseline's {} measured migrations", input.baseline.gc_page_migrations)
     };
     format!(
-        "GC: greedy GC's WA(u) per region — {} — {calibration}: {:.0} migrations, {:.0} erases; time: {:.1} tps \
+        "GC: the run's writes replayed on each region's greedy GC — {} — {calibration}: {:.0} migrations, {:.0} erases; time: {:.1} tps \
          predicted against the baseline's {:.1}",
         regions.join("; "),
         p.gc_page_migrations,
@@ -704,26 +754,13 @@ fn gc_reason(input: &Input, p: &Prediction) -> String {
     )
 }
 
-/// Chips for the IPA region: the split of the data chips that leaves the fuller of
-/// the two regions least full, the IPA region's pages counted × bits per cell in pslc
-/// (its lost capacity); each region gets at least one chip.
-fn ipa_chips(data_chips: u32, ipa_pages: u64, total_pages: u64, mode: &str, bits: u32) -> u32 {
-    let factor = if mode == "pslc" { bits as f64 } else { 1.0 };
-    let (ipa, plain) = (ipa_pages as f64 * factor, total_pages.saturating_sub(ipa_pages) as f64);
-    if data_chips < 2 || plain == 0.0 {
-        return data_chips.max(1);
-    }
-    let fullest = |k: u32| (ipa / k as f64).max(plain / (data_chips - k) as f64);
-    (1..data_chips).min_by(|&a, &b| fullest(a).total_cmp(&fullest(b))).unwrap_or(1)
-}
-
 #[cfg(test)]
 pub(crate) mod tests_support {
     use super::*;
 
-    /// A hand-built baseline: a hot table with 1-byte updates, its index rarely
-    /// written, and a cold table with large updates, on 10 SLC chips of 1,000 pages;
-    /// the baseline ran GC.
+    /// A hand-built baseline: a hot table with 1-byte updates, its index never
+    /// written, and a large table with large updates on half its pages, on 10 SLC chips
+    /// of 1,000 pages; the baseline ran GC.
     pub fn input() -> Input {
         let mut hot = Histogram::default();
         hot[0] = 900; // every write changes 0–1 byte
@@ -741,17 +778,21 @@ pub(crate) mod tests_support {
                 update_bytes: vec![4; page_updates.iter().sum::<u64>() as usize],
                 page_updates,
                 updates_before_measurement: 7,
+                ..Default::default()
             }
         };
         // 100 pages; page 0 takes 50 updates, pages 1..=9 take 5, pages 10..=19 take 1.
         let mut updates = vec![50];
         updates.extend([5; 9]);
         updates.extend([1; 10]);
+        // 600 of cold's 6,000 pages updated: one 3 times, the others once.
+        let mut cold_updates = vec![3];
+        cold_updates.extend([1; 599]);
         Input {
             objects: vec![
                 obj("hot", "table", "hot", 100, 2000, 1000, hot, updates),
                 obj("hot_pk", "index", "hot", 10, 500, 0, Histogram::default(), vec![]),
-                obj("cold", "table", "cold", 6000, 100, 100, cold, vec![3, 1]),
+                obj("cold", "table", "cold", 6000, 100, 100, cold, cold_updates),
             ],
             device: DeviceFacts {
                 page_bytes: 4096,
@@ -777,6 +818,7 @@ pub(crate) mod tests_support {
                 },
                 warmup_s: 1.0,
                 measured_s: 10.0,
+                aging_writes: 0.0,
                 device_state: DeviceState::Loaded,
             },
         }
@@ -810,8 +852,8 @@ mod tests {
         assert_eq!(cold.write_size_cdf[9], 0.0);
         assert_eq!(cold.write_size_cdf[10], 1.0);
         assert!(cold.fits.iter().all(|(_, share)| *share == 0.0));
-        // Cold: 6000 pages, hottest 1% = 60 pages hold both updated pages.
-        assert_eq!(cold.skew.as_ref().unwrap().hottest_1_pct, 1.0);
+        // Cold: 6000 pages, hottest 1% = 60 pages hold 3 + 59 of the 602 updates.
+        assert!((cold.skew.as_ref().unwrap().hottest_1_pct - 62.0 / 602.0).abs() < 1e-12);
     }
 
     #[test]
@@ -837,7 +879,7 @@ mod tests {
         assert_eq!(r.ipa_chips, 1);
         assert_eq!(r.global_mode, "slc");
         assert!(r.reasoning.iter().any(|l| l.starts_with("cold: plain")));
-        assert!(r.reasoning.iter().any(|l| l.starts_with("GC: greedy GC's WA(u) per region")));
+        assert!(r.reasoning.iter().any(|l| l.starts_with("GC: the run's writes replayed on each region's greedy GC")));
         assert_eq!(r.candidates.len(), 2 * schemes(&input()).len());
     }
 
@@ -871,6 +913,42 @@ mod tests {
         i.objects[0].pages = 3_000;
         let r = recommend(&i, &Policy::default()).unwrap();
         assert_eq!(r.mode, "odd-mlc");
+    }
+
+    #[test]
+    fn the_chip_split_holds_each_regions_growth_over_the_run() {
+        // hot in the IPA region, cold in the plain one. As loaded, hot's 110 pages take
+        // one chip (900 pages: 1,000 less 10% over-provisioning) beside cold's 6,000 on
+        // nine. Allocating 2,000 pages in the 10 measured seconds, hot needs 2,200 more
+        // by the end of a run as long as the warm-up and measurement: three chips.
+        let mut i = input();
+        let scheme = IpaScheme::new(2, 3, IpaScheme::DEFAULT_V).unwrap();
+        let split = |i: &Input| chips::split(i, &layout::tables(i), &[true, false], scheme.area_bytes(), "slc", 1.0);
+        assert_eq!(split(&i).ipa_chips, 1);
+        i.objects[0].allocated_pages = 2_000;
+        let s = split(&i);
+        let growth = 4096.0 / (4096 - scheme.area_bytes()) as f64;
+        // hot's 100 pages and 2,200 new, hot_pk's 10, each grown by the delta area and
+        // rounded up to whole extents (of 1 page, the input knowing none).
+        let needed = (2_300.0 * growth).ceil() + (10.0 * growth).ceil();
+        assert_eq!(s.ipa_needed_pages, needed, "{s:?}");
+        assert_eq!((s.ipa_chips, s.ipa_capacity_pages, s.plain_capacity_pages), (3, 2_700.0, 6_300.0));
+        assert!(s.fits && s.plain_needed_pages == 6_000.0);
+        // The advised layout holds its growth, and says how.
+        let r = recommend(&i, &Policy::default()).unwrap();
+        assert!(r.chip_split.fits, "{:?}", r.chip_split);
+        assert!(!r.reasoning.iter().any(|l| l.starts_with("WARNING")));
+    }
+
+    #[test]
+    fn a_layout_no_split_can_hold_is_advised_with_a_warning() {
+        // hot grows past the whole device's 9,000 pages: no layout fits.
+        let mut i = input();
+        i.objects[0].allocated_pages = 100_000;
+        let r = recommend(&i, &Policy::default()).unwrap();
+        assert!(!r.chip_split.fits);
+        let warning = r.reasoning.iter().find(|l| l.starts_with("WARNING: no split of the 10 data chips")).unwrap();
+        assert!(warning.contains("would run out of extents"), "{warning}");
     }
 
     #[test]

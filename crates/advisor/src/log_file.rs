@@ -6,9 +6,12 @@
 //!
 //! [`objects`] turns the rows into the advisor's per-object input: update records at
 //! or past `measured_from_lsn` are the measured run's (counted per page, their sizes
-//! kept); earlier ones (the load, the warm-up) are only counted apart.
+//! kept, those adding or removing a slot counted with their metadata bytes), and so
+//! are its page allocations; earlier ones (the load, the warm-up) are only counted
+//! apart.
 
 use crate::{DeviceFacts, ObjectInput};
+use engine::store::update_size_bucket;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -27,6 +30,13 @@ pub struct ObjectEntry {
     pub table: String,
     /// Pages it holds (its extents, less freed pages).
     pub pages: u64,
+    /// Its extents in the order it took them: [first page, pages used] in its region
+    /// (the load's order of page allocation; absent in logs exported without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extents: Vec<[u32; 2]>,
+    /// Pages per extent: it grows by whole extents (0: not known).
+    #[serde(default)]
+    pub extent_pages: u32,
 }
 
 /// The first line of an exported log.
@@ -61,6 +71,11 @@ pub struct Row {
     /// Changed bytes (update, clr, format: the after-images' lengths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// Of those, the page header's and the slot directory's, for an update that adds or
+    /// removes a slot (it moves the directory's start, `free_end`): what IPA's eviction
+    /// rule counts against V (`engine::delta::choose_eviction`). Absent on other records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_bytes: Option<u64>,
 }
 
 /// The advisor's objects from the header's catalog and the update rows: the measured
@@ -75,27 +90,38 @@ pub fn objects(header: &Header, rows: &[Row], measured_from_lsn: Option<u64>) ->
             kind: o.kind.clone(),
             table: o.table.clone(),
             pages: o.pages,
+            extent_pages: o.extent_pages,
+            page_numbers: o.extents.iter().flat_map(|&[first, used]| first..first.saturating_add(used)).collect(),
             ..Default::default()
         })
         .collect();
     let index: HashMap<&str, usize> = header.objects.iter().enumerate().map(|(i, o)| (o.name.as_str(), i)).collect();
     let mut per_page: HashMap<(usize, u16, u32), u64> = HashMap::new();
-    for row in rows.iter().filter(|r| r.kind == "update") {
+    for row in rows.iter().filter(|r| r.kind == "update" || r.kind == "alloc") {
         let Some(name) = &row.object else { continue };
         let &i = index.get(name.as_str()).ok_or_else(|| {
             format!("log record at LSN {}: object `{}` is not in the header's catalog", row.lsn, crate::quote(name))
         })?;
-        if measured_from_lsn.is_some_and(|from| row.lsn < from) {
-            out[i].updates_before_measurement += 1;
-            continue;
+        let measured = measured_from_lsn.is_none_or(|from| row.lsn >= from);
+        match (row.kind.as_str(), measured) {
+            ("alloc", true) => out[i].allocated_pages += 1,
+            ("alloc", false) => {}
+            (_, false) => out[i].updates_before_measurement += 1,
+            (_, true) => {
+                *per_page.entry((i, row.region.unwrap_or_default(), row.page.unwrap_or_default())).or_default() += 1;
+                out[i].update_bytes.push(row.bytes.unwrap_or_default());
+                if let Some(meta) = row.meta_bytes {
+                    out[i].slot_updates += 1;
+                    out[i].slot_update_meta_sizes[update_size_bucket(meta)] += 1;
+                }
+            }
         }
-        *per_page.entry((i, row.region.unwrap_or_default(), row.page.unwrap_or_default())).or_default() += 1;
-        out[i].update_bytes.push(row.bytes.unwrap_or_default());
     }
     let mut counts: Vec<((usize, u16, u32), u64)> = per_page.into_iter().collect();
     counts.sort_unstable();
-    for ((i, _, _), count) in counts {
+    for ((i, _, page), count) in counts {
         out[i].page_updates.push(count);
+        out[i].updated_pages.push(page);
     }
     Ok(out)
 }
@@ -121,7 +147,14 @@ mod tests {
                 gc_foreground_free_blocks: 2,
                 gc_background_free_blocks: 4,
             },
-            objects: vec![ObjectEntry { name: "t".into(), kind: "table".into(), table: "t".into(), pages: 9 }],
+            objects: vec![ObjectEntry {
+                name: "t".into(),
+                kind: "table".into(),
+                table: "t".into(),
+                pages: 9,
+                extents: vec![[0, 8], [16, 1]],
+                extent_pages: 8,
+            }],
             measured_from_lsn: Some(100),
         }
     }
@@ -135,6 +168,7 @@ mod tests {
             region: Some(2),
             page: Some(page),
             bytes: Some(bytes),
+            meta_bytes: None,
         }
     }
 
@@ -144,6 +178,8 @@ mod tests {
         let o = &objects(&header(), &rows, Some(100)).unwrap()[0];
         assert_eq!(o.updates_before_measurement, 2);
         assert_eq!(o.page_updates, vec![2, 1]);
+        assert_eq!(o.updated_pages, vec![1, 3]);
+        assert_eq!(o.page_numbers, vec![0, 1, 2, 3, 4, 5, 6, 7, 16]);
         assert_eq!(o.update_bytes, vec![8, 2, 8]);
         let all = &objects(&header(), &rows, None).unwrap()[0];
         assert_eq!((all.updates_before_measurement, all.update_bytes.len()), (0, 5));
@@ -157,6 +193,8 @@ mod tests {
         let h: Header = serde_json::from_str(line).unwrap();
         let mut expected = header();
         expected.device.pages_per_block = 0;
+        expected.objects[0].extents.clear();
+        expected.objects[0].extent_pages = 0;
         assert_eq!(h, expected);
         // The device's fields stay at the header's top level.
         let written: serde_json::Value = serde_json::to_value(header()).unwrap();

@@ -9,8 +9,11 @@
 //! records of k evictions, and the share of appends among writes of pages already on
 //! flash is E\[A\] / (1 + E\[A\]). First writes of new pages are always out-of-place.
 //! Within a histogram bucket [2^k, 2^(k+1)) the byte counts are taken as uniform.
-//! Metadata changes (header, slot directory) are assumed to fit V pairs per record
-//! (the paper's V = 12 bound for OLTP, §6.1). Invariant: every share is in [0, 1].
+//! An eviction needs r = max(1, ⌈U/M⌉, ⌈K/V⌉) records for K metadata bytes (header and
+//! slot directory, `engine::delta::choose_eviction`): an eviction that adds or removes a
+//! slot of a sorted page (a B+-tree entry) shifts the slots after it, K measured from
+//! the log's slot-changing updates ([`Evictions`]); other evictions change only a few
+//! header bytes (the page LSN), which fit V. Invariant: every share is in [0, 1].
 
 use engine::store::UPDATE_SIZE_BUCKETS;
 use engine::IpaScheme;
@@ -52,33 +55,50 @@ pub fn share_at_most(h: &Histogram, bytes: u64) -> f64 {
     fitting / all as f64
 }
 
-/// P(one eviction needs r records) for r = 1..=n at index r − 1, under scheme's M;
-/// the rest of the mass needs more than N records.
-fn records_distribution(h: &Histogram, scheme: IpaScheme) -> Vec<f64> {
-    let (n, m) = (scheme.n as u64, scheme.m as u64);
-    let all = total(h) as f64;
-    let mut p = vec![0.0; n as usize];
-    if all == 0.0 || m == 0 {
-        return p;
+/// What an object's evictions change: the histogram of changed body bytes, and for
+/// the share `slot_share` of evictions that carry an added or removed slot, the
+/// histogram of their header and slot-directory bytes (`slot_meta`). A B+-tree insert
+/// shifts the slots after its key, so its metadata bytes grow with the page's entries.
+#[derive(Clone, Copy, Debug)]
+pub struct Evictions<'a> {
+    pub body: &'a Histogram,
+    pub slot_share: f64,
+    pub slot_meta: &'a Histogram,
+}
+
+impl<'a> Evictions<'a> {
+    /// Evictions that change body bytes only (a header's page LSN fits one record's V).
+    pub fn body_only(body: &'a Histogram) -> Evictions<'a> {
+        Evictions { body, slot_share: 0.0, slot_meta: body }
     }
-    for (k, &count) in h.iter().enumerate() {
-        let Some((lo, hi)) = bucket_bytes(k) else { continue };
-        let width = (hi - lo + 1) as f64;
-        for r in 1..=n {
-            let (from, to) = ((r - 1) * m + 1, r * m);
-            let overlap = (to.min(hi) + 1).saturating_sub(from.max(lo));
-            p[r as usize - 1] += count as f64 * overlap as f64 / width / all;
+
+    /// P(an eviction needs at most r records): r = max(1, ⌈body/M⌉, ⌈meta/V⌉), the
+    /// body and (on a slot-changing eviction) the metadata bytes taken as independent.
+    fn records_at_most(&self, r: u64, scheme: IpaScheme) -> f64 {
+        if r == 0 {
+            return 0.0;
         }
+        let body = share_at_most(self.body, r * scheme.m as u64);
+        let meta = share_at_most(self.slot_meta, r * scheme.v as u64);
+        body * (1.0 - self.slot_share + self.slot_share * meta)
     }
-    p
+}
+
+/// P(one eviction needs r records) for r = 1..=n at index r − 1, under the scheme's M
+/// and V; the rest of the mass needs more than N records.
+fn records_distribution(e: &Evictions, scheme: IpaScheme) -> Vec<f64> {
+    if total(e.body) == 0 || scheme.m == 0 {
+        return vec![0.0; scheme.n as usize];
+    }
+    (1..=scheme.n as u64).map(|r| e.records_at_most(r, scheme) - e.records_at_most(r - 1, scheme)).collect()
 }
 
 /// E\[A\], the expected appends after one out-of-place write of a page.
-pub fn appends_per_cycle(h: &Histogram, scheme: IpaScheme) -> f64 {
+pub fn appends_per_cycle(e: &Evictions, scheme: IpaScheme) -> f64 {
     if !scheme.enabled() {
         return 0.0;
     }
-    let p = records_distribution(h, scheme);
+    let p = records_distribution(e, scheme);
     let n = scheme.n as usize;
     // q[s]: P(S_k = s) for s ≤ N; S_0 = 0.
     let mut q = vec![0.0; n + 1];
@@ -100,19 +120,19 @@ pub fn appends_per_cycle(h: &Histogram, scheme: IpaScheme) -> f64 {
 }
 
 /// The share of writes of pages already on flash that become appends.
-pub fn append_share(h: &Histogram, scheme: IpaScheme) -> f64 {
-    let e = appends_per_cycle(h, scheme);
-    e / (1.0 + e)
+pub fn append_share(e: &Evictions, scheme: IpaScheme) -> f64 {
+    let a = appends_per_cycle(e, scheme);
+    a / (1.0 + a)
 }
 
-/// Predicted appends among an object's writes: `writes` in all, `h` those of pages
+/// Predicted appends among an object's writes: `writes` in all, `e` those of pages
 /// already on flash; `lsb_share` is the share of flash pages that take appends (1 in
 /// slc and pslc mode, ½ in odd-mlc on MLC: a page written out-of-place to an MSB page
 /// takes no append, so its cycle has none).
-pub fn predicted_appends(h: &Histogram, writes: u64, scheme: IpaScheme, lsb_share: f64) -> f64 {
-    let on_flash = total(h).min(writes) as f64;
-    let e = appends_per_cycle(h, scheme) * lsb_share;
-    on_flash * e / (1.0 + e)
+pub fn predicted_appends(e: &Evictions, writes: u64, scheme: IpaScheme, lsb_share: f64) -> f64 {
+    let on_flash = total(e.body).min(writes) as f64;
+    let a = appends_per_cycle(e, scheme) * lsb_share;
+    on_flash * a / (1.0 + a)
 }
 
 #[cfg(test)]
@@ -145,20 +165,42 @@ mod tests {
         h[0] = 100;
         for n in 1..=4 {
             let s = scheme(n, 3);
-            assert!((appends_per_cycle(&h, s) - n as f64).abs() < 1e-12);
-            assert!((append_share(&h, s) - n as f64 / (n as f64 + 1.0)).abs() < 1e-12);
+            let e = Evictions::body_only(&h);
+            assert!((appends_per_cycle(&e, s) - n as f64).abs() < 1e-12);
+            assert!((append_share(&e, s) - n as f64 / (n as f64 + 1.0)).abs() < 1e-12);
         }
         // 100 writes of pages on flash and 50 first writes; odd-MLC halves E[A].
-        assert!((predicted_appends(&h, 150, scheme(2, 3), 1.0) - 100.0 * 2.0 / 3.0).abs() < 1e-9);
-        assert!((predicted_appends(&h, 150, scheme(2, 3), 0.5) - 50.0).abs() < 1e-9);
+        let e = Evictions::body_only(&h);
+        assert!((predicted_appends(&e, 150, scheme(2, 3), 1.0) - 100.0 * 2.0 / 3.0).abs() < 1e-9);
+        assert!((predicted_appends(&e, 150, scheme(2, 3), 0.5) - 50.0).abs() < 1e-9);
     }
 
     #[test]
     fn evictions_too_large_for_the_area_never_append() {
         let mut h = Histogram::default();
         h[5] = 7; // 32–63 bytes: more than 2 × 8
-        assert_eq!(appends_per_cycle(&h, scheme(2, 8)), 0.0);
-        assert_eq!(appends_per_cycle(&h, IpaScheme::NONE), 0.0);
+        assert_eq!(appends_per_cycle(&Evictions::body_only(&h), scheme(2, 8)), 0.0);
+        assert_eq!(appends_per_cycle(&Evictions::body_only(&h), IpaScheme::NONE), 0.0);
+    }
+
+    #[test]
+    fn evictions_adding_a_slot_to_a_sorted_page_overflow_on_their_metadata() {
+        // Every eviction changes 1 body byte; half of them insert an index entry whose
+        // slot shift and header change 64–127 bytes, more than N·V = 2·12: those go
+        // out-of-place whatever the body needs.
+        let mut body = Histogram::default();
+        body[0] = 100;
+        let mut meta = Histogram::default();
+        meta[6] = 50;
+        let e = Evictions { body: &body, slot_share: 0.5, slot_meta: &meta };
+        let s = scheme(2, 3);
+        // P(S1 ≤ 2) = 1/2, P(S2 ≤ 2) = 1/4: E[A] = 3/4 (body alone: 2).
+        assert!((appends_per_cycle(&e, s) - 0.75).abs() < 1e-12);
+        // Small metadata changes (a heap's new slot and header, 4–7 bytes) fit V.
+        let mut small = Histogram::default();
+        small[2] = 50;
+        let heap = Evictions { body: &body, slot_share: 1.0, slot_meta: &small };
+        assert!((appends_per_cycle(&heap, s) - 2.0).abs() < 1e-12);
     }
 
     #[test]
@@ -170,6 +212,6 @@ mod tests {
         h[2] = 1;
         let s = scheme(2, 3);
         // P(S1 ≤ 2) = 1/2 + 3/8; P(S2 ≤ 2) = P(1, 1) = 1/4.
-        assert!((appends_per_cycle(&h, s) - 1.125).abs() < 1e-12);
+        assert!((appends_per_cycle(&Evictions::body_only(&h), s) - 1.125).abs() < 1e-12);
     }
 }

@@ -84,8 +84,8 @@ const PRECONDITION_HELP: &str = "The device before the warm-up, for the baseline
      loaded), fill (the data regions' free space written once) or steady (filled, then aged by the workload until \
      GC migrations per host write are in steady state, SNIA PTS style) [default: none, as bench, so that advise \
      analyses the run bench makes with the same flags and a short run stays short]. Only from steady is the GC \
-     prediction greedy GC's write amplification as it stands; from none or fill free pages postpone GC, and the \
-     model is scaled to the baseline's measured migrations";
+     prediction the model's own (the run's writes replayed on each region's greedy GC); from none or fill free \
+     pages postpone GC, and the model is scaled to the baseline's measured migrations";
 
 /// A baseline and what the advisor made of it.
 pub(crate) struct Advice {
@@ -445,6 +445,20 @@ pub fn advise_command(args: AdviseArgs) -> Result<bool, String> {
         eprintln!("plots written to {}", dir.display());
     }
     let mut verified = Value::Null;
+    let split = &advice.recommendation.chip_split;
+    if !split.fits {
+        eprintln!(
+            "advise: no split of the data chips holds the advised layout's growth over the run (see the reasoning)"
+        );
+    }
+    if args.verify && !split.fits {
+        return Err(format!(
+            "--verify: the advised layout would run out of extents: its IPA region needs {:.0} flash pages of its \
+             {:.0}, its plain region {:.0} of its {:.0} by the run's end; use a device with more blocks per chip \
+             (--blocks-per-chip) or a shorter run",
+            split.ipa_needed_pages, split.ipa_capacity_pages, split.plain_needed_pages, split.plain_capacity_pages
+        ));
+    }
     if args.verify {
         eprintln!("verify: the recommended layout, same flags and seed");
         let measured = run(&advice, selective_config(&advice, &ddl))?.to_json();
