@@ -14,13 +14,19 @@
 //! in-memory sector would have written while the page stayed buffered are written with
 //! the page's write, in one group: the same sectors and merges, at the write's time.
 
-use crate::store::PageId;
 use std::collections::HashMap;
+use std::hash::Hash;
 
-/// The log records of the pages changed since their last write.
-#[derive(Debug, Default)]
-pub struct PageLogs {
-    pages: HashMap<PageId, PageLog>,
+/// The log records of the pages changed since their last write, by page id `P`.
+#[derive(Debug)]
+pub struct PageLogs<P> {
+    pages: HashMap<P, PageLog>,
+}
+
+impl<P> Default for PageLogs<P> {
+    fn default() -> Self {
+        PageLogs { pages: HashMap::new() }
+    }
 }
 
 /// One page's records, oldest first: `(offset, length)` spans and their after-images
@@ -31,10 +37,10 @@ pub struct PageLog {
     images: Vec<u8>,
 }
 
-impl PageLogs {
+impl<P: Eq + Hash> PageLogs<P> {
     /// Adds an operation's record to `pid`'s log: the bytes of `page` (the page after
     /// the operation) at each span `(offset, length)`.
-    pub fn note(&mut self, pid: PageId, spans: &[(u16, u16)], page: &[u8]) {
+    pub fn note(&mut self, pid: P, spans: &[(u16, u16)], page: &[u8]) {
         let log = self.pages.entry(pid).or_default();
         for &(offset, len) in spans {
             let (from, to) = (offset as usize, offset as usize + len as usize);
@@ -46,12 +52,12 @@ impl PageLogs {
     }
 
     /// Takes `pid`'s records (the page is being written).
-    pub fn take(&mut self, pid: PageId) -> Option<PageLog> {
+    pub fn take(&mut self, pid: P) -> Option<PageLog> {
         self.pages.remove(&pid)
     }
 
     /// Drops `pid`'s records: the page was read afresh or written whole.
-    pub fn forget(&mut self, pid: PageId) {
+    pub fn forget(&mut self, pid: P) {
         self.pages.remove(&pid);
     }
 }
@@ -78,7 +84,7 @@ impl PageLog {
 mod tests {
     use super::*;
 
-    const P: PageId = PageId { region: 1, page: 7 };
+    const P: (u16, u32) = (1, 7);
 
     #[test]
     fn records_replay_in_update_order() {

@@ -121,7 +121,7 @@ pub struct PageStore {
     changes: Changes,
     records: Vec<u8>,
     /// In-Page Logging: each changed page's update records until its write.
-    ipl_logs: PageLogs,
+    ipl_logs: PageLogs<PageId>,
     /// A page with its update records replayed (the IPL write's scratch).
     replayed: Vec<u8>,
 }
