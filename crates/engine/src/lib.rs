@@ -20,6 +20,7 @@ pub mod db;
 pub mod delta;
 pub mod error;
 pub mod heap;
+mod ipl_log;
 pub mod journal;
 pub mod latency;
 pub mod log;

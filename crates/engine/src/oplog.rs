@@ -347,6 +347,7 @@ impl BufferPool {
                 }
             }
         }
+        self.store.note_change(pid, &self.spans, &self.data[span]);
         // Only a change that was logged gets an undo entry: one the log refused is
         // taken back by `end_op`.
         if let (OpKind::Update, Some(undo)) = (kind, undo) {

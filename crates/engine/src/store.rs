@@ -14,6 +14,7 @@
 
 use crate::delta::{self, Changes, Eviction, FlashState, IpaScheme, OutOfPlaceReason};
 use crate::error::{Error, Result};
+use crate::ipl_log::PageLogs;
 use crate::page;
 use flash::{PageDevice, RegionId};
 use nand::SimTime;
@@ -129,6 +130,10 @@ pub struct PageStore {
     counters: BTreeMap<u32, ObjectCounters>,
     changes: Changes,
     records: Vec<u8>,
+    /// In-Page Logging: each changed page's update records until its write.
+    ipl_logs: PageLogs<PageId>,
+    /// A page with its update records replayed (the IPL write's scratch).
+    replayed: Vec<u8>,
 }
 
 impl PageStore {
@@ -151,6 +156,8 @@ impl PageStore {
             counters: BTreeMap::new(),
             changes: Changes::default(),
             records: Vec::new(),
+            ipl_logs: PageLogs::default(),
+            replayed: Vec::new(),
         })
     }
 
@@ -297,6 +304,7 @@ impl PageStore {
     /// Fetches a page into `buf` with its delta-records applied (§6.2). `None` if the
     /// page was never written. A page that does not parse is [`Error::Corrupt`].
     pub fn fetch(&mut self, pid: PageId, buf: &mut [u8], now: SimTime) -> Result<Option<(FlashState, SimTime)>> {
+        self.ipl_logs.forget(pid);
         let Some((whole, torn_tail, done)) = self.read_parts(pid, buf, now)? else { return Ok(None) };
         // The layout as written out-of-place (delta-records keep it).
         let (scheme, body_end) = self.page_layout(pid, buf)?;
@@ -373,7 +381,7 @@ impl PageStore {
             c.update_slot_bytes += self.changes.meta.len() as u64 - header;
         }
         if state.on_flash && self.device.logs_changes() {
-            let written = self.write_logged(pid, page, net, now)?;
+            let written = self.write_logged(pid, page, base, net, now)?;
             sync_base(base, page, changed, body_end);
             return Ok(written);
         }
@@ -409,14 +417,34 @@ impl PageStore {
         Ok(Written { eviction, done })
     }
 
-    /// In-Page Logging: the changed bytes of a page on flash go to the device as log
-    /// records (runs of the `delta::diff` offsets, joined across gaps shorter than
-    /// `LOG_RUN_GAP`); the page is not written.
-    fn write_logged(&mut self, pid: PageId, page: &[u8], net: u64, now: SimTime) -> Result<Written> {
+    /// Notes an operation's change of page `pid` (its changed `spans` of `page`, the
+    /// page after it) as the page's next In-Page Logging record, on a device that logs
+    /// each update ([`crate::ipl_log`]).
+    pub fn note_change(&mut self, pid: PageId, spans: &[(u16, u16)], page: &[u8]) {
+        if self.device.logs_updates() {
+            self.ipl_logs.note(pid, spans, page);
+        }
+    }
+
+    /// In-Page Logging: a page on flash is written as log records, the page itself is
+    /// not. The records are its updates since `base` (the page as on flash), one per
+    /// operation ([`crate::ipl_log`]), then the runs of bytes in which the page still
+    /// differs from them (bytes changed outside an operation: the page LSN, a redo),
+    /// found by the `delta::diff` offsets joined across gaps shorter than `LOG_RUN_GAP`.
+    fn write_logged(&mut self, pid: PageId, page: &[u8], base: &[u8], net: u64, now: SimTime) -> Result<Written> {
+        let updates = self.ipl_logs.take(pid);
         if net == 0 {
             return Ok(Written { eviction: Eviction::Clean, done: now });
         }
-        let mut offsets: Vec<usize> = self.changes.body.iter().chain(&self.changes.meta).map(|&o| o as usize).collect();
+        let mut offsets: Vec<usize> = match &updates {
+            Some(log) => {
+                self.replayed.clear();
+                self.replayed.extend_from_slice(base);
+                log.replay(&mut self.replayed);
+                self.replayed.iter().zip(page).enumerate().filter(|(_, (a, b))| a != b).map(|(i, _)| i).collect()
+            }
+            None => self.changes.body.iter().chain(&self.changes.meta).map(|&o| o as usize).collect(),
+        };
         offsets.sort_unstable();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for o in offsets {
@@ -425,12 +453,13 @@ impl PageStore {
                 _ => runs.push((o, o + 1)),
             }
         }
-        let ranges: Vec<(usize, &[u8])> = runs.iter().map(|&(from, to)| (from, &page[from..to])).collect();
+        let mut ranges: Vec<(usize, &[u8])> = updates.iter().flat_map(|log| log.records()).collect();
+        ranges.extend(runs.iter().map(|&(from, to)| (from, &page[from..to])));
         let timing = self.device.write_log(RegionId(pid.region as usize), self.lpn(pid, 0), &ranges, now)?;
         let c = self.counters.entry(page::object(page)).or_default();
         c.logged_writes += 1;
         c.net_changed_bytes += net;
-        c.gross_written_bytes += runs.iter().map(|(from, to)| (to - from) as u64).sum::<u64>();
+        c.gross_written_bytes += ranges.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
         Ok(Written { eviction: Eviction::Logged, done: timing.end_ns.max(now) })
     }
 
@@ -458,6 +487,7 @@ impl PageStore {
     }
 
     fn write_out_of_place(&mut self, pid: PageId, bytes: &[u8], now: SimTime) -> Result<SimTime> {
+        self.ipl_logs.forget(pid);
         let timing = self.device.write_pages(RegionId(pid.region as usize), self.lpn(pid, 0), bytes, now)?;
         Ok(timing.end_ns.max(now))
     }

@@ -73,6 +73,12 @@ pub trait PageDevice: Send {
     fn logs_changes(&self) -> bool {
         false
     }
+    /// Whether a device that logs changes takes a page's write as the records of its
+    /// updates since its last write, in order, rather than its net change
+    /// ([`crate::IplConfig::update_records`]).
+    fn logs_updates(&self) -> bool {
+        false
+    }
     /// Logs changed byte ranges `(offset from the start of first_lpn, bytes)` of a page
     /// on flash as its change records; the page itself is not written. Devices that do
     /// not log refuse ([`Error::DeltaRefused`]) and change nothing.

@@ -80,6 +80,7 @@ impl Kind {
                     db_page_bytes: IPL_PAGE as u32,
                     log_region_bytes: 1024,
                     sector_bytes: 128,
+                    update_records: true,
                 };
                 let spec = RegionSpec::new("r", IpaMode::None);
                 Store::Ipl(Box::new(IplStore::format(device, config, vec![spec]).unwrap()))

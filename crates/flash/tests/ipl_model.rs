@@ -31,7 +31,13 @@ fn geometry() -> Geometry {
 /// 3 DB pages of 2 flash pages per 8-page unit, 8 sectors of 128 B per unit: pages
 /// 0..12 fill 4 units, whose log regions fill (and merge) after a few updates.
 fn config() -> IplConfig {
-    IplConfig { blocks_per_unit: 1, db_page_bytes: DB_PAGE as u32, log_region_bytes: 1024, sector_bytes: 128 }
+    IplConfig {
+        blocks_per_unit: 1,
+        db_page_bytes: DB_PAGE as u32,
+        log_region_bytes: 1024,
+        sector_bytes: 128,
+        update_records: true,
+    }
 }
 
 #[derive(Clone, Debug)]

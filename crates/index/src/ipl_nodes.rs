@@ -213,7 +213,13 @@ impl IplNodes {
     /// An IPL store over the whole device: units of one block, `node_bytes` DB pages,
     /// a `log_region_bytes` log region of `sector_bytes` sectors.
     pub fn new(device: Device, node_bytes: usize, log_region_bytes: u32, sector_bytes: u32) -> Result<IplNodes, Error> {
-        let config = IplConfig { blocks_per_unit: 1, db_page_bytes: node_bytes as u32, log_region_bytes, sector_bytes };
+        let config = IplConfig {
+            blocks_per_unit: 1,
+            db_page_bytes: node_bytes as u32,
+            log_region_bytes,
+            sector_bytes,
+            ..IplConfig::default()
+        };
         let ipl = IplStore::format(device, config, vec![RegionSpec::new("index", IpaMode::None)])?;
         let region = ipl.region_id("index").ok_or_else(|| Error::Config("IPL store lost its region".into()))?;
         Ok(IplNodes {

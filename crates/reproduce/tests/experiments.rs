@@ -71,7 +71,8 @@ fn ipl_fig6_smoke() {
 
 #[test]
 fn ipa_table2_smoke() {
-    smoke("ipa:table2");
+    let (md, _) = smoke("ipa:table2");
+    ablation_names(&md, &["net change at the write", "device 150%"]);
 }
 
 #[test]

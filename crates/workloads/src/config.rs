@@ -245,6 +245,9 @@ pub struct IplStorageConfig {
     pub log_region_bytes: u32,
     /// Bytes of a log sector (one partial program).
     pub sector_bytes: u32,
+    /// A record per update of a page (IPL's in-memory log sectors), or only the page's
+    /// net change at its write (`flash::IplConfig::update_records`).
+    pub update_records: bool,
 }
 
 impl Default for IplStorageConfig {
@@ -255,6 +258,7 @@ impl Default for IplStorageConfig {
             blocks_per_unit: d.blocks_per_unit,
             log_region_bytes: d.log_region_bytes,
             sector_bytes: d.sector_bytes,
+            update_records: d.update_records,
         }
     }
 }
@@ -267,6 +271,7 @@ impl IplStorageConfig {
             db_page_bytes: db_page_bytes as u32,
             log_region_bytes: self.log_region_bytes,
             sector_bytes: self.sector_bytes,
+            update_records: self.update_records,
         }
     }
 }

@@ -137,6 +137,9 @@ impl PageDevice for IplStore {
     fn logs_changes(&self) -> bool {
         true
     }
+    fn logs_updates(&self) -> bool {
+        self.config().update_records
+    }
     fn write_log(
         &mut self,
         region: RegionId,

@@ -86,12 +86,23 @@ pub struct IplConfig {
     pub log_region_bytes: u32,
     /// Bytes of a log sector, written with one partial program.
     pub sector_bytes: u32,
+    /// Whether a page's write is the record of every update made to it while it was
+    /// buffered, as IPL's buffer manager fills a page's in-memory log sector (Lee &
+    /// Moon, SIGMOD 2007, §3), or only the page's net change at the write (one record
+    /// per run of changed bytes, an update overwritten before the write not logged).
+    pub update_records: bool,
 }
 
 impl Default for IplConfig {
     /// The IPA paper's §8.3 setting: 8 KiB DB pages, 8 KiB log region, 512 B sectors.
     fn default() -> Self {
-        IplConfig { blocks_per_unit: 1, db_page_bytes: 8192, log_region_bytes: 8192, sector_bytes: 512 }
+        IplConfig {
+            blocks_per_unit: 1,
+            db_page_bytes: 8192,
+            log_region_bytes: 8192,
+            sector_bytes: 512,
+            update_records: true,
+        }
     }
 }
 

@@ -23,7 +23,13 @@ fn geometry() -> Geometry {
 /// 8-page units: 6 data pages of one 512 B DB page each, 2 log pages of 4 × 128 B
 /// sectors (8 sectors per unit).
 fn config() -> IplConfig {
-    IplConfig { blocks_per_unit: 1, db_page_bytes: 512, log_region_bytes: 1024, sector_bytes: 128 }
+    IplConfig {
+        blocks_per_unit: 1,
+        db_page_bytes: 512,
+        log_region_bytes: 1024,
+        sector_bytes: 128,
+        update_records: true,
+    }
 }
 
 fn store() -> IplStore {
