@@ -39,6 +39,10 @@ pub const MODEL_VERSIONS: &[ModelEntry] = &[
         fixtures_digest: "e780e5344026fbaf",
         change: "per-object counters of where an update write's changed bytes lie (tuples, header, slots)",
     },
+    ModelEntry {
+        fixtures_digest: "e780e5344026fbaf",
+        change: "IPL: a page's write logs a record per update made while it was buffered, not only its net change",
+    },
 ];
 
 /// The current model's version (1 for the first entry; 0 for runs kept without one).
