@@ -917,8 +917,8 @@ pub const APPENDIX_A_NOTES: &[&str] = &[
     "The text's non-eager runs also kept Shore-MT's cleaner, at 75% dirty frames (\"75% and 100% respectively\", \
      §8.4); ours run without one. Measured (quick, 2026-11-28, reproduce ipa:appendix-a --quick --jobs 1, \
      branch of commit 467fe08): checkpoints at 99% of the log instead of 90% leave the small writes' shares \
-     where they are or raise them (≤ 10 bytes at 50%: 52.7% to 66.2%; at 75%: 39.5% to 50.2%), so log reclamation does not \
-     explain the gap.",
+     where they are or raise them (≤ 10 bytes at 50%: 52.7% to 66.2%; at 75%: 39.5% to 50.2%), so \
+     log reclamation does not explain the gap.",
     DBMS_CELLS,
 ];
 
