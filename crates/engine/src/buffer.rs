@@ -46,12 +46,19 @@ pub enum CleanerPolicy {
     /// Shore-MT style: once dirty frames exceed this share, write the pages that have
     /// been dirty longest (oldest first-dirty time, the order of their recovery LSNs).
     Eager { dirty_share: f64 },
+    /// Once dirty frames exceed this share, write every unpinned dirty page, as a cleaner
+    /// does that "flush[es] dirty pages eagerly when a threshold is reached" (SIGMOD'17
+    /// §8.4) in sweeps: a page stays dirty only until the next sweep, not until the pages
+    /// dirtied after it fill the share.
+    Sweep { dirty_share: f64 },
     /// Dirty pages are written only when evicted (or at a checkpoint).
     NonEager,
 }
 
 impl CleanerPolicy {
     pub const EAGER: CleanerPolicy = CleanerPolicy::Eager { dirty_share: 0.125 };
+    /// [`CleanerPolicy::EAGER`]'s threshold, writing every dirty page when it is passed.
+    pub const EAGER_SWEEP: CleanerPolicy = CleanerPolicy::Sweep { dirty_share: 0.125 };
 }
 
 /// Counters of the pool.
@@ -326,7 +333,7 @@ impl BufferPool {
         frame.dirty = true;
         frame.dirty_stamp = self.tick;
         self.dirty += 1;
-        if let CleanerPolicy::Eager { .. } = self.cleaner {
+        if let CleanerPolicy::Eager { .. } | CleanerPolicy::Sweep { .. } = self.cleaner {
             self.dirty_queue.push_back((self.tick, f));
             // Pages written by eviction leave stale entries; drop them now and then.
             if self.dirty_queue.len() > 4 * self.frames.len() {
@@ -535,13 +542,22 @@ impl BufferPool {
     }
 
     /// Runs the page cleaner (after each operation). Eager: while dirty frames exceed
-    /// the share, write unpinned dirty pages, longest dirty first; timed on the device
-    /// at the pool's clock, which does not wait for them.
+    /// the share, write unpinned dirty pages, longest dirty first; sweep: once they
+    /// exceed it, write them all, longest dirty first. Timed on the device at the pool's
+    /// clock, which does not wait for them.
     pub fn clean(&mut self, journal: &mut dyn Journal) -> Result<()> {
-        let CleanerPolicy::Eager { dirty_share } = self.cleaner else { return Ok(()) };
+        let (dirty_share, sweep) = match self.cleaner {
+            CleanerPolicy::Eager { dirty_share } => (dirty_share, false),
+            CleanerPolicy::Sweep { dirty_share } => (dirty_share, true),
+            CleanerPolicy::NonEager => return Ok(()),
+        };
         let limit = (dirty_share * self.frames.len() as f64) as usize;
+        if self.dirty <= limit {
+            return Ok(());
+        }
+        let clean_to = if sweep { 0 } else { limit };
         let mut pinned = Vec::new();
-        while self.dirty > limit {
+        while self.dirty > clean_to {
             let Some((stamp, f)) = self.dirty_queue.pop_front() else { break };
             let frame = self.frames[f];
             if !frame.dirty || frame.dirty_stamp != stamp {

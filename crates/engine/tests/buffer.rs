@@ -49,6 +49,21 @@ fn create(pool: &mut Pool, no: u32) {
     pool.pool.end_op(&mut pool.journal, 0, 0, OpKind::Update, None).unwrap();
 }
 
+/// The sweeping cleaner waits for the share like the eager one, then writes every dirty
+/// page (the eager one writes only down to the share).
+#[test]
+fn sweeping_cleaner_writes_every_dirty_page_once_past_the_share() {
+    let mut p = pool(64, Replacement::Clock, CleanerPolicy::EAGER_SWEEP);
+    for no in 0..8 {
+        create(&mut p, no);
+        p.clean().unwrap();
+    }
+    assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (8, 0), "at the share: nothing written yet");
+    create(&mut p, 8);
+    p.clean().unwrap();
+    assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (0, 9), "past the share: every dirty page written");
+}
+
 #[test]
 fn eager_cleaner_keeps_dirty_pages_under_the_share() {
     for replacement in [Replacement::Clock, Replacement::Lru] {

@@ -27,7 +27,7 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table1",
         description: "IPA Table 1: update sizes (changed bytes per page write) in TPC-B, TPC-C, LinkBench at a 75% buffer",
-        implementation: Some(Implementation::new(ipa::table1_runs, ipa::table1_cells).notes(ipa::table1_notes)),
+        implementation: Some(Implementation::new(ipa::table1_runs, ipa::table1_cells).notes(ipa::table1_notes).ablation(ipa::TABLE1_VARIANTS)),
     },
     Experiment {
         id: "ipa:table2",
@@ -46,7 +46,7 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes).ablation(ipa::LINKBENCH_UPDATE_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes).ablation(ipa::TABLE4_VARIANTS)),
     },
     Experiment {
         id: "ipa:table5",
@@ -93,7 +93,7 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:appendix-a",
         description: "IPA appendix A, Table 11: TPC-C update sizes under non-eager eviction, buffers 10-90%",
-        implementation: Some(Implementation::new(ipa::appendix_a_runs, ipa::appendix_a_cells).notes(ipa::appendix_a_notes)),
+        implementation: Some(Implementation::new(ipa::appendix_a_runs, ipa::appendix_a_cells).notes(ipa::appendix_a_notes).ablation(ipa::APPENDIX_A_VARIANTS)),
     },
     Experiment {
         id: "demo:table1",

@@ -166,3 +166,36 @@ fn table7_shore_variants_move_the_log_and_checkpoint_assumptions_by_what_they_na
         assert_eq!(&c, headline, "{} changes only the engine", v.name);
     }
 }
+
+/// The cleaner and log-reclamation variants change only the TPC-C runs of their
+/// eviction, and only the switch they name.
+#[test]
+fn tpcc_cleaner_variants_change_only_tpcc_runs_and_their_switch() {
+    for (id, variant) in [
+        ("ipa:table1", ipa::TPCC_CLEANER_SWEEP),
+        ("ipa:table4", ipa::TPCC_CLEANER_SWEEP),
+        ("ipa:appendix-a", ipa::TPCC_LOG_FULL_CHECKPOINT),
+    ] {
+        let e = find(id).unwrap().implementation.as_ref().unwrap();
+        assert!(e.variants.iter().any(|v| v.name == variant.name), "{id} lists {}", variant.name);
+        let mut changed = 0;
+        for run in (e.runs)(Scale::Quick) {
+            let Some(RunInput::Engine(mut c)) = (variant.apply)(&run.input) else {
+                assert!(!run.label.contains("TPC-C") || id == "ipa:appendix-a", "{id} {}: a TPC-C run", run.label);
+                continue;
+            };
+            let headline = engine(&run);
+            assert_eq!(headline.workload.name, "tpcc", "{id} {}", run.label);
+            if variant.name == ipa::TPCC_CLEANER_SWEEP.name {
+                assert!(c.engine.cleaner_sweep && !headline.engine.cleaner_sweep);
+                c.engine.cleaner_sweep = false;
+            } else {
+                assert_eq!((headline.engine.checkpoint_log_share, c.engine.checkpoint_log_share), (0.9, 0.99));
+                c.engine.checkpoint_log_share = 0.9;
+            }
+            assert_eq!(&c, headline, "{id} {}: only the switch differs", run.label);
+            changed += 1;
+        }
+        assert!(changed > 0, "{id}: the variant changes some run");
+    }
+}

@@ -316,6 +316,12 @@ pub struct EngineConfig {
     /// Buffer pool size as a share of the database after loading.
     pub buffer_share: f64,
     pub eviction: Eviction,
+    /// Eager eviction only: once past its threshold the cleaner writes every dirty page,
+    /// not only down to the threshold (Shore-MT "flushing dirty pages eagerly when a
+    /// threshold is reached", SIGMOD'17 §8.4) [default: false]. Not set, it stays out of
+    /// a result's config.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cleaner_sweep: bool,
     /// IPA scheme NxM of the data region (0x0: none).
     pub ipa: String,
     /// none, slc, pslc, odd-mlc, or auto (slc on SLC devices, odd-mlc otherwise).
@@ -355,6 +361,7 @@ impl Default for EngineConfig {
             db_page_bytes: None,
             buffer_share: 0.1,
             eviction: Eviction::Eager,
+            cleaner_sweep: false,
             ipa: "2x4".into(),
             ipa_mode: "auto".into(),
             v: IpaScheme::DEFAULT_V,
@@ -365,6 +372,16 @@ impl Default for EngineConfig {
             group_commit_us: 0.0,
             log_buffer_bytes: None,
             journal: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The page cleaner of [`EngineConfig::eviction`] and [`EngineConfig::cleaner_sweep`].
+    pub fn cleaner_policy(&self) -> CleanerPolicy {
+        match (self.eviction, self.cleaner_sweep) {
+            (Eviction::Eager, true) => CleanerPolicy::EAGER_SWEEP,
+            (eviction, _) => eviction.policy(),
         }
     }
 }
@@ -489,6 +506,12 @@ impl ExperimentConfig {
         range("engine.buffer_share", limits::BUFFER_SHARE, e.buffer_share)?;
         range("engine.checkpoint_log_share", limits::CHECKPOINT_LOG_SHARE, e.checkpoint_log_share)?;
         range("engine.group_commit_us", limits::GROUP_COMMIT_US, e.group_commit_us)?;
+        if e.cleaner_sweep && e.eviction != Eviction::Eager {
+            return Err(ConfigError::field(
+                "engine.cleaner_sweep",
+                "needs engine.eviction = \"eager\" (a page cleaner)",
+            ));
+        }
         if let Some(bytes) = e.log_buffer_bytes {
             count("engine.log_buffer_bytes", limits::LOG_BUFFER_BYTES, bytes)?;
         }
@@ -676,6 +699,19 @@ mod tests {
             assert!(e.starts_with(expected), "expected `{expected}`, got `{e}`");
             assert!(e.len() < 400, "at most 80 characters of a value are quoted: {} bytes", e.len());
         }
+    }
+
+    #[test]
+    fn cleaner_sweep_picks_the_sweeping_cleaner_and_stays_out_of_the_config_unset() {
+        let mut c = ExperimentConfig::default();
+        assert_eq!(c.engine.cleaner_policy(), CleanerPolicy::EAGER);
+        assert!(!c.to_toml().unwrap().contains("cleaner_sweep"), "unset, a result's config reads as before");
+        c.engine.cleaner_sweep = true;
+        assert_eq!(c.engine.cleaner_policy(), CleanerPolicy::EAGER_SWEEP);
+        let text = c.to_toml().unwrap();
+        assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), CleanerPolicy::EAGER_SWEEP);
+        c.engine.eviction = Eviction::NonEager;
+        assert!(field_error(&c).contains("engine.cleaner_sweep: needs engine.eviction"), "{}", field_error(&c));
     }
 
     #[test]

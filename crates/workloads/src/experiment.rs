@@ -310,7 +310,7 @@ impl Experiment {
         let options = DbOptions {
             page_bytes,
             buffer: BufferSize::Pages(4096),
-            cleaner: c.engine.eviction.policy(),
+            cleaner: c.engine.cleaner_policy(),
             checkpoint_log_share: c.engine.checkpoint_log_share,
             log_buffer_bytes: c.engine.log_buffer_bytes.unwrap_or(DbOptions::default().log_buffer_bytes),
             log_chips: c.engine.log_chips.unwrap_or(1),
