@@ -12,13 +12,9 @@ use flash::{Flash, IpaMode, RegionId, RegionSpec};
 use nand::{CellType, Device, Geometry, MemoryStorage};
 use proptest::prelude::*;
 
-/// §6.1: table R, [2×3] with V = 12 (46-byte records, a 92-byte area). Tx0 inserts three
-/// tuples (A7 = 9, A8 = 7) and the new page goes out-of-place; Tx1 and Tx2 each change
-/// A7 of all three tuples (one byte each) and the page LSN, and each eviction appends
-/// one delta-record of three body pairs and the changed LSN byte; a third round finds
-/// the area full and writes out-of-place with the area reset.
-#[test]
-fn worked_example_page_4711() {
+/// The §6.1 example's table R in a [2×3] region with V = 12, its three tuples
+/// (A7 = 9, A8 = 7) inserted and written out of place by a checkpoint.
+fn table_r_on_flash() -> Database {
     let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
     db.execute(
         "CREATE REGION rg (IPA_MODE=SLC, IPA=2x3, V=12, MAX_CHIPS=1);
@@ -28,7 +24,22 @@ fn worked_example_page_4711() {
     .unwrap();
     db.execute("INSERT INTO R VALUES (1, 9, 7), (2, 9, 7), (3, 9, 7)").unwrap();
     db.checkpoint().unwrap();
-    let counters = |db: &Database| db.object_stats().into_iter().find(|s| s.name == "R").unwrap().counters;
+    db
+}
+
+/// Table R's counters.
+fn counters(db: &Database) -> engine::store::ObjectCounters {
+    db.object_stats().into_iter().find(|s| s.name == "R").unwrap().counters
+}
+
+/// §6.1: table R, [2×3] with V = 12 (46-byte records, a 92-byte area). Tx0 inserts three
+/// tuples (A7 = 9, A8 = 7) and the new page goes out-of-place; Tx1 and Tx2 each change
+/// A7 of all three tuples (one byte each) and the page LSN, and each eviction appends
+/// one delta-record of three body pairs and the changed LSN byte; a third round finds
+/// the area full and writes out-of-place with the area reset.
+#[test]
+fn worked_example_page_4711() {
+    let mut db = table_r_on_flash();
     assert_eq!((counters(&db).out_of_place_writes, counters(&db).in_place_appends), (1, 0));
 
     for (round, value) in [(1, 3), (2, 5)] {
@@ -75,16 +86,7 @@ fn worked_example_page_4711() {
 /// adds a slot and moves the header's slot count and free-space bounds too.
 #[test]
 fn update_writes_count_body_header_and_slot_bytes_apart() {
-    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
-    db.execute(
-        "CREATE REGION rg (IPA_MODE=SLC, IPA=2x3, V=12, MAX_CHIPS=1);
-         CREATE TABLESPACE ts (REGION=rg);
-         CREATE TABLE R (id INT PRIMARY KEY, A7 INT, A8 INT) TABLESPACE ts;",
-    )
-    .unwrap();
-    db.execute("INSERT INTO R VALUES (1, 9, 7), (2, 9, 7), (3, 9, 7)").unwrap();
-    db.checkpoint().unwrap();
-    let counters = |db: &Database| db.object_stats().into_iter().find(|s| s.name == "R").unwrap().counters;
+    let mut db = table_r_on_flash();
     let first = counters(&db);
     assert_eq!((first.update_body_bytes, first.update_header_bytes, first.update_slot_bytes), (0, 0, 0));
 
