@@ -155,8 +155,8 @@ pub struct RegionPrediction {
     pub utilisation: f64,
     /// The same for the written pages, static pages taken out ([`RegionState`]).
     pub written_utilisation: f64,
-    /// GC's migrations per out-of-place write from the tables' pages by write rate
-    /// ([`crate::gc::migrations_per_write_mixed`]), before any calibration.
+    /// GC's migrations per out-of-place write, the run's writes replayed on the region's
+    /// greedy GC ([`crate::greedy_sim::migrations_per_write`]), before any calibration.
     pub model_migrations_per_write: f64,
     pub state: RegionState,
     #[serde(flatten)]

@@ -47,7 +47,7 @@ pub enum CleanerPolicy {
     /// been dirty longest (oldest first-dirty time, the order of their recovery LSNs).
     Eager { dirty_share: f64 },
     /// Once dirty frames exceed this share, write every unpinned dirty page, as a cleaner
-    /// does that "flush[es] dirty pages eagerly when a threshold is reached" (SIGMOD'17
+    /// does that "flush\[es\] dirty pages eagerly when a threshold is reached" (SIGMOD'17
     /// §8.4) in sweeps: a page stays dirty only until the next sweep, not until the pages
     /// dirtied after it fill the share.
     Sweep { dirty_share: f64 },

@@ -419,7 +419,7 @@ impl PageStore {
 
     /// Notes an operation's change of page `pid` (its changed `spans` of `page`, the
     /// page after it) as the page's next In-Page Logging record, on a device that logs
-    /// each update ([`crate::ipl_log`]).
+    /// each update (`ipl_log`).
     pub fn note_change(&mut self, pid: PageId, spans: &[(u16, u16)], page: &[u8]) {
         if self.device.logs_updates() {
             self.ipl_logs.note(pid, spans, page);

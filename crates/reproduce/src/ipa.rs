@@ -78,7 +78,7 @@ pub const FRESH: Variant = Variant {
 /// The aging's ablation: the run from a device only filled (`driver.precondition =
 /// fill`), not aged to GC steady state. The board's counts imply runs that wrote more
 /// pages per GC erase than a block holds, which no device in steady state does
-/// ([`PSLC_ERASES`]); from the fill, GC starts within the run once the over-provisioning's
+/// (`PSLC_ERASES`); from the fill, GC starts within the run once the over-provisioning's
 /// free blocks are used, as on a device not yet in steady state.
 pub const FILLED: Variant = Variant {
     name: "filled, not aged",
@@ -323,7 +323,7 @@ fn engine_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) 
     }
 }
 
-/// The log chips the emulator runs assume ([`SHORE_LOG`]: results.sh's `--log-chips 4`).
+/// The log chips the emulator runs assume (`SHORE_LOG`: results.sh's `--log-chips 4`).
 const SHORE_LOG_CHIPS: u32 = 4;
 
 /// The Shore-MT log on half the assumed chips (−50%): log writes queue on fewer chips.
@@ -364,7 +364,7 @@ pub const CHECKPOINT_LATE: Variant = Variant {
 };
 
 /// Table 7's ablation: the precondition and the fullness ([`FRESH`], [`EMPTIER`]), and
-/// Shore-MT's log and checkpoint assumptions ([`SHORE_LOG`], [`SHORE_EAGER`]).
+/// Shore-MT's log and checkpoint assumptions (`SHORE_LOG`, `SHORE_EAGER`).
 pub const TABLE7_VARIANTS: &[Variant] =
     &[FRESH, EMPTIER, LOG_CHIPS_FEWER, LOG_CHIPS_MORE, GROUP_COMMIT, CHECKPOINT_EARLY, CHECKPOINT_LATE];
 
