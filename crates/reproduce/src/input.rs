@@ -21,6 +21,7 @@
 //! Nothing else changes: planning, the store, the reports and the progress lines take
 //! any kind.
 
+use crate::model_version::{self, Family};
 use index::bench::{self, IndexBenchConfig};
 use index::Storage;
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,20 @@ pub trait RunKind {
 }
 
 impl RunInput {
+    /// Which family of runs it is, for its model version ([`crate::model_version`]).
+    pub fn family(&self) -> Family {
+        match self {
+            RunInput::Engine(_) => Family::Engine,
+            RunInput::Index(_) => Family::Index,
+            RunInput::Sqlite(_) => Family::Sqlite,
+        }
+    }
+
+    /// The current model's version for this run.
+    pub fn model_version(&self) -> u32 {
+        model_version::version_of(self.family())
+    }
+
     /// The kind's config behind the common interface.
     pub fn kind(&self) -> &dyn RunKind {
         match self {

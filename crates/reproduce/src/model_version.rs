@@ -15,35 +15,98 @@
 //!
 //! Version 0 is every run kept before runs carried a version (the key of its input
 //! alone): stale under any listed version.
+//!
+//! **Versions per family of runs.** An entry names the families of runs its change
+//! reaches ([`Family`]), and a run's version counts only the entries that reach its
+//! family ([`version_of`]). A change to the engine's model then leaves the SQLite runs
+//! of a long `--full` directory valid, and the other way round. An entry that cannot
+//! say which families its change reaches names [`ALL`], as the entries recorded before
+//! families were do.
+
+/// A family of runs, by what simulates them: the runs one model change can reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// Workloads on the engine (`RunInput::Engine`): IPA, IPL, NoFTL regions, the FTLs
+    /// under the engine.
+    Engine,
+    /// Flash-aware B+-tree benchmarks (`RunInput::Index`).
+    Index,
+    /// SQLite on emulated flash (`RunInput::Sqlite`): the NoLgn experiments.
+    Sqlite,
+}
+
+/// Every family: for a change that reaches all runs, or cannot say which.
+pub const ALL: &[Family] = &[Family::Engine, Family::Index, Family::Sqlite];
 
 /// One model: the digest of its `same_results` fixtures (see
-/// `tests/model_version.rs` for how it is computed) and what it changed.
+/// `tests/model_version.rs` for how it is computed), what it changed and which
+/// families of runs that change reaches.
 pub struct ModelEntry {
     pub fixtures_digest: &'static str,
     pub change: &'static str,
+    pub reaches: &'static [Family],
 }
 
 /// Every model version, oldest first; append only.
 pub const MODEL_VERSIONS: &[ModelEntry] = &[
-    ModelEntry { fixtures_digest: "67ddd0d1949c56fd", change: "the first versioned model: runs kept before are stale" },
+    ModelEntry {
+        fixtures_digest: "67ddd0d1949c56fd",
+        change: "the first versioned model: runs kept before are stale",
+        reaches: ALL,
+    },
     ModelEntry {
         fixtures_digest: "acdeb65aed4fe065",
         change: "SQLite results: transaction latency on the shared percentile type with an exact mean \
                  (`transaction_latency_us_mean`, which NoLgn Fig. 8 reads), flash page I/O latency",
+        reaches: ALL,
     },
     ModelEntry {
         fixtures_digest: "acdeb65aed4fe065",
         change: "steady-state preconditioning: an aging chunk at most doubles the last one (every aged run changes)",
+        reaches: ALL,
     },
     ModelEntry {
         fixtures_digest: "e780e5344026fbaf",
         change: "per-object counters of where an update write's changed bytes lie (tuples, header, slots)",
+        reaches: ALL,
     },
     ModelEntry {
         fixtures_digest: "e780e5344026fbaf",
         change: "IPL: a page's write logs a record per update made while it was buffered, not only its net change",
+        reaches: ALL,
     },
 ];
 
-/// The current model's version (1 for the first entry; 0 for runs kept without one).
-pub const MODEL_VERSION: u32 = MODEL_VERSIONS.len() as u32;
+/// The current model's version for runs of `family`: how many entries reach it (1 for
+/// the first entry; 0 for runs kept without a version).
+pub fn version_of(family: Family) -> u32 {
+    version_in(MODEL_VERSIONS, family)
+}
+
+fn version_in(entries: &[ModelEntry], family: Family) -> u32 {
+    let reaching = entries.iter().filter(|m| m.reaches.contains(&family)).count();
+    u32::try_from(reaching).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn entry(reaches: &'static [Family]) -> ModelEntry {
+        ModelEntry { fixtures_digest: "0", change: "c", reaches }
+    }
+
+    #[test]
+    fn a_change_moves_only_the_versions_of_the_families_it_reaches() {
+        let entries = [entry(ALL), entry(&[Family::Engine]), entry(&[Family::Engine, Family::Index])];
+        assert_eq!(version_in(&entries, Family::Engine), 3);
+        assert_eq!(version_in(&entries, Family::Index), 2);
+        assert_eq!(version_in(&entries, Family::Sqlite), 1, "SQLite runs kept under the first model stay valid");
+    }
+
+    #[test]
+    fn the_first_entry_reaches_every_family() {
+        assert_eq!(MODEL_VERSIONS[0].reaches, ALL);
+        assert!(ALL.iter().all(|f| version_of(*f) >= 1));
+    }
+}

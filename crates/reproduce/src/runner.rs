@@ -49,6 +49,9 @@ struct Planned {
     /// That experiment's id.
     experiment: &'static str,
     key: String,
+    /// Whether some experiment needs it among its headline runs (not only for an
+    /// ablation variant).
+    headline: bool,
 }
 
 /// A run's result, or why it failed.
@@ -154,8 +157,9 @@ pub struct PlanRow {
     pub state: State,
 }
 
-/// The runs `reproduce` would make or reuse for `experiments`, deduplicated, each with
-/// its estimate and state; nothing runs, nothing is written (an `options.out` that does
+/// The runs `reproduce` would make or reuse for `experiments`, deduplicated, in the
+/// order it would take them, each with its estimate and state; nothing runs, nothing is
+/// written (an `options.out` that does
 /// not exist yet keeps nothing).
 pub fn plan(experiments: &[&Experiment], options: &Options, available_bytes: Option<u64>) -> Vec<PlanRow> {
     let (planned, _) = distinct_runs(experiments, options.scale);
@@ -169,15 +173,17 @@ pub fn plan(experiments: &[&Experiment], options: &Options, available_bytes: Opt
             })
             .collect(),
     };
-    planned
+    execution_order(&planned, &states)
         .into_iter()
-        .zip(states)
-        .map(|(p, state)| PlanRow {
-            estimate: cost::estimate(&p.spec.input),
-            name: p.name,
-            experiment: p.experiment,
-            key: p.key,
-            state,
+        .map(|i| {
+            let p = &planned[i];
+            PlanRow {
+                estimate: cost::estimate(&p.spec.input),
+                name: p.name.clone(),
+                experiment: p.experiment,
+                key: p.key.clone(),
+                state: states[i].clone(),
+            }
         })
         .collect()
 }
@@ -189,16 +195,21 @@ fn distinct_runs(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Ve
     let mut plans = Vec::new();
     for e in experiments {
         let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| ablation::all_runs(i, scale));
+        let headline_len =
+            e.implementation.as_ref().map_or(0, |i| ablation::headline_len(specs.len(), i.variants.len()));
         let mut keyed = Vec::new();
-        for spec in specs {
+        for (n, spec) in specs.into_iter().enumerate() {
             let key = Store::key(&spec.input);
-            if planned.iter().all(|p| p.key != key) {
-                planned.push(Planned {
+            let headline = n < headline_len;
+            match planned.iter_mut().find(|p| p.key == key) {
+                Some(p) => p.headline |= headline,
+                None => planned.push(Planned {
                     spec: spec.clone(),
                     name: format!("{} {}", e.id, spec.label),
                     experiment: e.id,
                     key: key.clone(),
-                });
+                    headline,
+                }),
             }
             keyed.push((spec, key));
         }
@@ -217,14 +228,16 @@ fn run_all(
     log: &(dyn Fn(String) + Sync),
 ) -> Vec<(RunResult, bool)> {
     let total = planned.len();
+    let order = execution_order(planned, states);
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, (RunResult, bool))>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
             scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = planned.get(i) else { return };
-                let tag = format!("[{}/{total}] {}", i + 1, p.name);
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(n) else { return };
+                let p = &planned[i];
+                let tag = format!("[{}/{total}] {}", n + 1, p.name);
                 let outcome = match &states[i] {
                     State::Kept(result) => {
                         log(format!("{tag}: reused runs/{}.json", p.key));
@@ -240,6 +253,39 @@ fn run_all(
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The order to take the planned runs in (indices into `planned`), so that an
+/// interrupted invocation has made the most: headline runs before ablation variants';
+/// within each, the experiments with the fewest estimated CPU seconds left to make
+/// first, so whole experiments finish early; within an experiment the longest run
+/// first, so a batch does not end on one long run while the other cores idle. Kept and
+/// refused runs cost nothing and come first.
+fn execution_order(planned: &[Planned], states: &[State]) -> Vec<usize> {
+    let cost: Vec<f64> = planned
+        .iter()
+        .zip(states)
+        .map(|(p, s)| match s {
+            State::ToMake { .. } => cost::estimate(&p.spec.input).cpu_seconds,
+            _ => 0.0,
+        })
+        .collect();
+    let mut left: HashMap<(&str, bool), f64> = HashMap::new();
+    for (p, c) in planned.iter().zip(&cost) {
+        *left.entry((p.experiment, p.headline)).or_default() += c;
+    }
+    let mut order: Vec<usize> = (0..planned.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (&planned[a], &planned[b]);
+        let group = |p: &Planned| left[&(p.experiment, p.headline)];
+        (!pa.headline)
+            .cmp(&!pb.headline)
+            .then(group(pa).total_cmp(&group(pb)))
+            .then(pa.experiment.cmp(pb.experiment))
+            .then(cost[b].total_cmp(&cost[a]))
+            .then(a.cmp(&b))
+    });
+    order
 }
 
 /// Each planned run's result and whether it was made now: the ones to make made on Ray.

@@ -19,7 +19,6 @@
 //! directory is refused unless the caller allows overwriting.
 
 use crate::input::RunInput;
-use crate::model_version::MODEL_VERSION;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,9 +66,10 @@ impl Store {
         &self.dir
     }
 
-    /// The key of a run under the current model: see [`Store::key_under`].
+    /// The key of a run under the current model (its family's version, see
+    /// [`crate::model_version`]): see [`Store::key_under`].
     pub fn key(input: &RunInput) -> String {
-        Self::key_under(input, MODEL_VERSION)
+        Self::key_under(input, input.model_version())
     }
 
     /// The key of a run made by model `version`: a 64-bit FNV-1a hash, in hex, of its
@@ -101,18 +101,19 @@ impl Store {
     /// The stored result of the run of `input`, if one was kept for exactly it by the
     /// current model.
     pub fn load(&self, input: &RunInput) -> Option<Value> {
-        self.stored(input, MODEL_VERSION)?.get_mut("result").map(Value::take)
+        self.stored(input, input.model_version())?.get_mut("result").map(Value::take)
     }
 
     /// Whether a run of `input` is kept only by an older model version: it will be made
     /// again, not reused.
     pub fn stale(&self, input: &RunInput) -> bool {
-        (0..MODEL_VERSION).any(|version| self.stored(input, version).is_some())
+        (0..input.model_version()).any(|version| self.stored(input, version).is_some())
     }
 
     /// Keeps a finished run's result, under the current model version.
     pub fn save(&self, input: &RunInput, result: &Value) -> Result<(), String> {
-        let stored = json!({ "input_config": input.key_json(), "model_version": MODEL_VERSION, "result": result });
+        let stored =
+            json!({ "input_config": input.key_json(), "model_version": input.model_version(), "result": result });
         let text = serde_json::to_string_pretty(&stored).map_err(|e| e.to_string())? + "\n";
         self.write(&format!("{RUNS}/{}.json", Self::key(input)), &text)
     }
@@ -210,7 +211,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(&tmp.path().join("out"), false).unwrap();
         let input = RunInput::Engine(ExperimentConfig::default());
-        let older = MODEL_VERSION - 1;
+        let older = input.model_version() - 1;
         let stored = json!({ "input_config": input.key_json(), "model_version": older, "result": {} });
         fs::write(store.run_file(&Store::key_under(&input, older)), stored.to_string()).unwrap();
         assert_ne!(Store::key_under(&input, older), Store::key(&input));
@@ -224,6 +225,6 @@ mod tests {
         assert_eq!(store.load(&input), Some(json!({ "throughput_tps": 1.0 })));
         let saved: Value =
             serde_json::from_str(&fs::read_to_string(store.run_file(&Store::key(&input))).unwrap()).unwrap();
-        assert_eq!(saved["model_version"], MODEL_VERSION);
+        assert_eq!(saved["model_version"], input.model_version());
     }
 }

@@ -4,7 +4,7 @@
 //! change re-blesses those fixtures, this test then fails, and the change appends an
 //! entry: runs an output directory kept under the old model are no longer reused.
 
-use reproduce::model_version::{MODEL_VERSION, MODEL_VERSIONS};
+use reproduce::model_version::MODEL_VERSIONS;
 use reproduce::store::fnv1a;
 use std::path::PathBuf;
 
@@ -34,12 +34,15 @@ fn the_model_version_records_the_same_results_fixtures() {
     let digest = fixtures_digest();
     let newest = MODEL_VERSIONS.last().expect("at least one model version");
     assert_eq!(
-        newest.fixtures_digest, digest,
-        "the same_results fixtures (crates/cli/tests/fixtures) are not those of model version {MODEL_VERSION}: \
-         a model change that re-blessed them appends ModelEntry {{ fixtures_digest: \"{digest}\", change: \"…\" }} \
+        newest.fixtures_digest,
+        digest,
+        "the same_results fixtures (crates/cli/tests/fixtures) are not those of model entry {}: \
+         a model change that re-blessed them appends ModelEntry {{ fixtures_digest: \"{digest}\", change: \"…\", \
+         reaches: … }} \
          to MODEL_VERSIONS in crates/reproduce/src/model_version.rs (never edit an entry), so that runs kept \
-         under the old model are not reused"
+         under the old model are not reused",
+        MODEL_VERSIONS.len()
     );
-    assert_eq!(MODEL_VERSION as usize, MODEL_VERSIONS.len());
     assert!(MODEL_VERSIONS.iter().all(|m| !m.change.is_empty()), "every model version says what changed");
+    assert!(MODEL_VERSIONS.iter().all(|m| !m.reaches.is_empty()), "every model version reaches some runs");
 }

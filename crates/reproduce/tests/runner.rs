@@ -2,9 +2,11 @@
 //! the log and in the experiment's report, and nothing is kept; a run kept by an output
 //! directory of the layout before CPU times were recorded is reused; a run kept by an
 //! older model version is made again and counted stale; a run whose database would
-//! outgrow its device is refused before it starts, and `plan` says so without running.
+//! outgrow its device is refused before it starts, and `plan` says so without running;
+//! headline runs are made before any ablation variant's.
 
-use reproduce::experiment::{Experiment, Implementation, Ours, Results, RunSpec, Scale};
+use reproduce::experiment::{Experiment, Implementation, Ours, Results, RunSpec, Scale, Variant};
+use reproduce::input::RunInput;
 use reproduce::{reproduce, Options};
 use std::sync::Mutex;
 use workloads::ExperimentConfig;
@@ -66,7 +68,7 @@ fn a_directory_written_before_cpu_times_were_recorded_is_reused() {
     let input = &engine_run(Scale::Smoke)[0].input;
     let stored = serde_json::json!({
         "input_config": input.key_json(),
-        "model_version": reproduce::model_version::MODEL_VERSION,
+        "model_version": input.model_version(),
         "result": { "wall_seconds": 3.2 }
     });
     let file = out.join("runs").join(format!("{}.json", reproduce::store::Store::key(input)));
@@ -171,4 +173,63 @@ fn a_run_that_outgrows_its_device_is_refused_before_it_starts() {
     );
     let md = std::fs::read_to_string(out.join("test-outgrowing.md")).unwrap();
     assert!(md.contains("refused before starting"), "{md}");
+}
+
+fn failing(seed: u64, label: &str) -> RunSpec {
+    let mut config = ExperimentConfig { seed, ..ExperimentConfig::default() };
+    config.driver.sim_time_s = -1.0;
+    RunSpec::engine(label.into(), config)
+}
+
+fn first_failing(_: Scale) -> Vec<RunSpec> {
+    vec![failing(1, "one"), failing(2, "two")]
+}
+
+fn second_failing(_: Scale) -> Vec<RunSpec> {
+    vec![failing(3, "three")]
+}
+
+fn other_seed(input: &RunInput) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(config) => {
+            Some(RunInput::Engine(ExperimentConfig { seed: config.seed + 100, ..config.clone() }))
+        }
+        _ => None,
+    }
+}
+
+const OTHER_SEED: Variant = Variant { name: "other seed", component: "the seed", apply: other_seed };
+
+/// An interrupted invocation should have made every experiment's headline runs before
+/// any ablation variant's: the runs are taken headline first, whatever the order of the
+/// experiments and their variants.
+#[test]
+fn headline_runs_are_made_before_any_variant_run() {
+    let first = Experiment {
+        id: "test:first",
+        description: "d",
+        implementation: Some(Implementation::new(first_failing, no_cells).ablation(&[OTHER_SEED])),
+    };
+    let second = Experiment {
+        id: "test:second",
+        description: "d",
+        implementation: Some(Implementation::new(second_failing, no_cells).ablation(&[OTHER_SEED])),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let options = Options { scale: Scale::Smoke, jobs: 1, out: tmp.path().join("out"), overwrite: false };
+    let lines = Mutex::new(Vec::new());
+    let log = |line: String| lines.lock().unwrap().push(line);
+    let outcome = reproduce(&[&first, &second], &options, &log).expect("the invocation completes");
+    assert_eq!(outcome.failed, 6);
+    let made: Vec<String> = lines
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.contains(": FAILED: "))
+        .map(|l| l.split(": FAILED").next().unwrap().to_string())
+        .collect();
+    let variant_at = made.iter().position(|l| l.contains("[other seed]")).expect("a variant run");
+    assert_eq!(variant_at, 3, "three headline runs first: {made:?}");
+    assert!(made[..3].iter().all(|l| !l.contains("[other seed]")), "{made:?}");
+    assert!(made[0].starts_with("[1/6] "), "the progress counts in the order made: {made:?}");
 }
