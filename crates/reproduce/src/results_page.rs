@@ -181,6 +181,17 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_prose_has_a_section_for_every_paper_of_the_catalogue() {
+        let prose = include_str!("../../../docs/results/prose.md");
+        for e in crate::catalogue::CATALOGUE {
+            let paper = paper_of(e.id);
+            let (_, text) =
+                prose_for(prose, paper).unwrap_or_else(|| panic!("docs/results/prose.md: no section for {paper}"));
+            assert!(!text.is_empty(), "docs/results/prose.md: the section for {paper} is empty");
+        }
+    }
+
+    #[test]
     fn dates_and_prose_sections() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_512), (2026, 2, 28));
