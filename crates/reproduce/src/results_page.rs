@@ -2,7 +2,8 @@
 //! counts per verdict, each experiment's counts and CPU seconds, then each experiment's cells (paper, ours,
 //! verdict, reason) with links to its report and figure. Every number on the page comes
 //! from the invocation; the only hand-written text is the optional prose per paper (see
-//! [`prose_for`]), which [`crate::publish`] takes from a committed file.
+//! [`prose_for`]), which [`crate::publish`] takes from a committed file. A page below
+//! the papers' scale says so near its top, and that the `--full` page replaces it.
 
 use crate::compare::Cell;
 use crate::experiment::{Experiment, Scale};
