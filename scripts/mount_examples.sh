@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified programs on emulated flash through `deltaflash mount` (docs/mount.md), the
-# numbers behind docs/results.md's "Unmodified programs" section:
+# numbers behind docs/mount.md's "Measured: three programs on the mount":
 #   (a) fio random 4 KiB writes on the raw disk file, per storage, against ftl-bench's
 #       write amplification for the same pattern on the same geometry;
 #   (b) SQLite (Python's sqlite3 module) on ext4, WAL and DELETE journal, the NoLgn

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import deltaflash
 from deltaflash import plot
 
-# As scripts/results.sh runs Table 8 (t8-pslc), shorter: 10 simulated seconds.
+# Table 8's pSLC setting (TPC-C, 1 warehouse, openssd-mlc), short: 10 simulated seconds.
 BASE = deltaflash.build_config(
     workload="tpcc",
     warehouses=1,

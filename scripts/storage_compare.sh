@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TPC-B and TPC-C on NoFTL (no IPA and IPA [2x4]) and on each conventional FTL, same
-# device and seed: the storage table of docs/results.md. JSON goes to docs/results/.
+# device and seed: the storage table of docs/measurements.md. JSON goes to docs/results/.
 # Usage: scripts/storage_compare.sh [SIM_SECONDS]   (default 30; about 10 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."

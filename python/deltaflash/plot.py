@@ -1,4 +1,4 @@
-"""Figures with matplotlib, as in docs/results.md: the update-size CDF (Table 1 and
+"""Figures with matplotlib, of the papers' kinds: the update-size CDF (Table 1 and
 appendix A), a metric over simulated time, a Table-7 comparison, and a sweep's metric
 against one grid column. Each draws on ``ax`` (a new figure's if None) and returns it.
 

@@ -5,9 +5,8 @@
 //! physical pages per erase unit and 512B partial writes; (iii) the in-memory log sector
 //! per logical DB page is equal to the size of a partial write (512B); and (iv) the size
 //! of log region per erase unit is 8KB". Both schemes run on the same device, seed and
-//! buffer for the same simulated time; the device and databases are those of
-//! `scripts/ipl_table2.sh` (docs/results.md): the emulator preset with 2 KiB pages, 64
-//! per block, and 32, 256 and 160 blocks per chip for TPC-B, TPC-C and TATP.
+//! buffer for the same simulated time; the device and databases: the emulator preset
+//! with 2 KiB pages, 64 per block, and 32, 256 and 160 blocks per chip for TPC-B, TPC-C and TATP.
 //!
 //! Appendix B's formulas, in 2 KiB flash-page I/Os (a 512 B partial program counts as
 //! one), a DB page being P = 4 flash pages, over the data regions only (not the WAL's
@@ -39,8 +38,8 @@ const P: f64 = (DB_PAGE_BYTES / FLASH_PAGE_BYTES as usize) as f64;
 const SECTOR_BYTES: u32 = 512;
 const LOG_REGION_BYTES: u32 = 8192;
 
-/// (column name, workload, size parameter, size, blocks per chip): the databases of
-/// `scripts/ipl_table2.sh`, each filling about a third to a half of the data regions.
+/// (column name, workload, size parameter, size, blocks per chip): the databases, each
+/// filling about a third to a half of the data regions.
 const WORKLOADS: [(&str, &str, &str, u32, u32); 3] = [
     ("TPC-B", "tpcb", "scale", 1, 32),
     ("TPC-C", "tpcc", "warehouses", 1, 256),
@@ -222,7 +221,7 @@ pub fn table2_notes(scale: Scale) -> Vec<String> {
         "IPA is [2x4] on NoFTL for all three workloads (the paper used [2x4] and [2x3]); IPL runs the engine without IPA on the IPL store.".into(),
         "Amplifications and erases by appendix B's formulas from each run's measured fetches, evictions, merges and GC counts, over the data regions only (see the module doc). IPL's erases are its merges.".into(),
         "The paper replays one trace on both schemes; we run both for the same simulated time, so IPA runs more transactions. The erase comparison is therefore per eviction (erases / DB page writes); the read and write comparisons are of the amplifications, which are already per fetch and per eviction. Absolute erase totals are not comparable.".into(),
-        "IPL logs a record per update of a page (§2.1), every operation's changed spans with a 7-byte record header, so a page updated many times while buffered fills sectors before its write (appendix B's imlog full). They are written with the page's write, in one group: a page whose records need more sectors than its unit has free merges that unit once, where flushing each sector as it fills would merge it once per 16 sectors (about 2% more merges in the quick runs, docs/results.md). The ablation logs only each write's net change instead (\"net change at the write\"), as a trace of Shore-MT running IPA may have carried it; §8.3 does not say.".into(),
+        "IPL logs a record per update of a page (§2.1), every operation's changed spans with a 7-byte record header, so a page updated many times while buffered fills sectors before its write (appendix B's imlog full). They are written with the page's write, in one group: a page whose records need more sectors than its unit has free merges that unit once, where flushing each sector as it fills would merge it once per 16 sectors (about 2% more merges, counted in the quick runs of 2026-11-27 at e92b880). The ablation logs only each write's net change instead (\"net change at the write\"), as a trace of Shore-MT running IPA may have carried it; §8.3 does not say.".into(),
         "Where a comparison of writes is off, the write-amplification rows above show which scheme moves it. TPC-B: our IPA pays for GC on data regions 35–57% full (its read amplification above 1 is all GC migrations; the paper's 1.01 says its replay migrated almost none), which raises its write amplification above the paper's 0.54. TPC-C: our IPA's write amplification is below the paper's 0.94, and our IPL's with a record per update above its 1.22 (a TPC-C operation changes several fields of a row, a record each; the ablation's net change stays near 1.22).".into(),
     ]
 }

@@ -2,7 +2,8 @@
 //! counts per verdict, each experiment's counts and CPU seconds, then each experiment's cells (paper, ours,
 //! verdict, reason) with links to its report and figure. Every number on the page comes
 //! from the invocation; the only hand-written text is the optional prose per paper (see
-//! [`prose_for`]), which [`crate::publish`] takes from a committed file.
+//! [`prose_for`]), which [`crate::publish`] takes from a committed file. A page below
+//! the papers' scale says so near its top, and that the `--full` page replaces it.
 
 use crate::compare::Cell;
 use crate::experiment::{Experiment, Scale};
@@ -36,6 +37,9 @@ pub fn markdown(
         experiments.iter().map(|e| e.id).collect::<Vec<_>>().join(" "),
         scale.name()
     );
+    if let Some(notice) = scale_notice(scale) {
+        out += &format!("{notice}\n\n");
+    }
     out += &report::counts_markdown(&outcome.cells);
     let mut papers: Vec<&str> = Vec::new();
     for e in experiments {
@@ -62,6 +66,24 @@ pub fn markdown(
         }
     }
     out
+}
+
+/// What a page below the papers' scale says near its top: what its numbers are good
+/// for, and that the `--full` page replaces it. `None` at the papers' scale.
+fn scale_notice(scale: Scale) -> Option<&'static str> {
+    match scale {
+        Scale::Full => None,
+        Scale::Quick => Some(
+            "**This page is published from the quick catalogue** (small databases, short runs), not at the \
+             papers' scale: compare the relative effects and the verdicts, not the absolute values. The \
+             papers'-scale version, from `deltaflash reproduce --all --full`, replaces it when that run completes.",
+        ),
+        Scale::Smoke => Some(
+            "**This page is published from a smoke run** (seconds per run), which checks the plumbing, not the \
+             results: its numbers say nothing about the papers. The papers'-scale version, from \
+             `deltaflash reproduce --all --full`, replaces it when that run completes.",
+        ),
+    }
 }
 
 /// One experiment: its description, links, and a row per cell.
@@ -128,6 +150,47 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn page(scale: Scale) -> String {
+        let outcome = Outcome {
+            cells: Vec::new(),
+            executed: 0,
+            reused: 0,
+            failed: 0,
+            stale: 0,
+            refused: 0,
+            costs: Vec::new(),
+            figures: Vec::new(),
+            cpu_seconds: 0.0,
+        };
+        markdown(&[], scale, &outcome, "results/", None)
+    }
+
+    #[test]
+    fn a_page_below_the_papers_scale_says_near_its_top_that_the_full_run_replaces_it() {
+        for scale in [Scale::Quick, Scale::Smoke] {
+            let text = page(scale);
+            let notice = text.find("replaces it when that run completes").unwrap_or_else(|| panic!("{text}"));
+            let counts = text.find("| verdict | cells |").unwrap();
+            assert!(notice < counts, "the notice stands above the counts:\n{text}");
+        }
+        assert!(page(Scale::Quick).contains("published from the quick catalogue"));
+        assert!(page(Scale::Smoke).contains("published from a smoke run"));
+        let full = page(Scale::Full);
+        assert!(!full.contains("replaces it"), "{full}");
+        assert!(full.contains("Scale: full;"), "{full}");
+    }
+
+    #[test]
+    fn the_committed_prose_has_a_section_for_every_paper_of_the_catalogue() {
+        let prose = include_str!("../../../docs/results/prose.md");
+        for e in crate::catalogue::CATALOGUE {
+            let paper = paper_of(e.id);
+            let (_, text) =
+                prose_for(prose, paper).unwrap_or_else(|| panic!("docs/results/prose.md: no section for {paper}"));
+            assert!(!text.is_empty(), "docs/results/prose.md: the section for {paper} is empty");
+        }
+    }
 
     #[test]
     fn dates_and_prose_sections() {
