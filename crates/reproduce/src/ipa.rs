@@ -17,8 +17,11 @@
 //!   (the paper's 50 GB does not fit in memory here);
 //! - `smoke`: a fraction of a second on the smallest database, for tests.
 //!
-//! The ablations ([`FRESH`], [`EMPTIER`]) re-run an experiment's runs from a fresh
-//! device and with the device emptier than the assumed condition.
+//! The device ablations ([`FRESH`], [`FILLED`], [`FROM_FILL`], [`EMPTIER`]) re-run an
+//! experiment's runs from a fresh device, from the fill without the aging (with or
+//! without the warm-up) and with the device emptier than the assumed condition; the
+//! LinkBench runs place records as MySQL InnoDB does, and [`PACKED_HEAP`] re-runs them
+//! on the engine's packed heap pages.
 
 use crate::experiment::{Ours, Results, RunSpec, Scale, Variant};
 use crate::input::RunInput;
