@@ -213,8 +213,9 @@ impl Database {
         self.catalog.tables.push(copy);
         let c = self.catalog.tables.len() - 1;
         let mut placed = Vec::with_capacity(rows.len());
+        let space = self.options.heap_space;
         for bytes in rows {
-            let rid = self.with_object(tx, Object::Table(c), |a| heap::insert(a, &bytes))?;
+            let rid = self.with_object(tx, Object::Table(c), |a| heap::insert(a, &bytes, space))?;
             let row = types::decode_row(&self.catalog.tables[c].columns, &bytes)
                 .map_err(|m| Error::Corrupt(format!("table {name}: {m}")))?;
             placed.push((rid, row));

@@ -2,8 +2,9 @@
 //!
 //! Inserts go to a page that recently lost tuples, else to the last page, else to a new
 //! one. An update of equal length rewrites the tuple's bytes in place (for fixed-width
-//! columns only the changed bytes differ, so IPA sees a small change); a longer tuple
-//! moves within its page, or to another page, which gives it a new RID.
+//! columns only the changed bytes differ, so IPA sees a small change); a tuple of
+//! another length moves within its page, or to another page, which gives it a new RID.
+//! How a page makes room for inserts and such moves is the database's [`HeapSpace`].
 //!
 //! A page still in an older IPA layout of its object (`ALTER … SET IPA`) and too full
 //! for the new delta area makes room the same way: the updated tuple moves to another
@@ -14,7 +15,45 @@ use crate::error::{Error, Result};
 use crate::page::{self, Kind};
 use crate::space::{ObjectAccess, ObjectSpace};
 use crate::store::PageId;
+use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// How heap pages use their space for inserts and for updates that change a tuple's
+/// length. Both keep the page format; they differ in the bytes such an update changes,
+/// which is what IPA can append.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeapSpace {
+    /// Inserts fill a page to the brim; an updated tuple of another length goes to the
+    /// page's free gap, and when the gap is too small the page is compacted first,
+    /// moving every tuple behind the old one.
+    #[default]
+    Packed,
+    /// MySQL InnoDB's record space. Inserts at the end of a heap leave 1/16 of the page
+    /// free ("InnoDB tries to leave 1/16 of the page free for future insertions and
+    /// updates of the index records", MySQL 8.0 Reference Manual 15.6.2.2, "The
+    /// Physical Structure of an InnoDB Index"). An updated record no longer than the
+    /// old one takes the old one's place: InnoDB's optimistic update deletes the old
+    /// record, which heads the page's free list, and the insert reuses the free list's
+    /// first record when it is large enough (`page_cur_insert_rec_low`,
+    /// storage/innobase/page/page0cur.cc). A longer record goes to the free gap, the
+    /// page reorganized first when the gap is too small, as [`HeapSpace::Packed`] does.
+    Innodb,
+}
+
+impl HeapSpace {
+    pub fn is_packed(&self) -> bool {
+        *self == HeapSpace::Packed
+    }
+
+    /// Bytes an insert at the end of a heap leaves free on a page with this body.
+    fn end_insert_reserve(self, body_end: usize) -> usize {
+        match self {
+            HeapSpace::Packed => 0,
+            HeapSpace::Innodb => body_end / 16,
+        }
+    }
+}
 
 /// A tuple's address: page number in the object's region and slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,26 +96,27 @@ fn check_fits(a: &ObjectAccess, tuple: &[u8]) -> Result<()> {
 }
 
 /// Inserts a tuple and returns its RID.
-pub fn insert(a: &mut ObjectAccess, tuple: &[u8]) -> Result<Rid> {
+pub fn insert(a: &mut ObjectAccess, tuple: &[u8], space: HeapSpace) -> Result<Rid> {
     check_fits(a, tuple)?;
     // Pages that lost tuples, newest first, then the last page (`with_room` only
     // shrinks on the way, from the back).
     let mut next = a.space.with_room.len();
     let mut last = a.space.last_page();
     loop {
-        let no = match next.checked_sub(1) {
+        let (no, at_end) = match next.checked_sub(1) {
             Some(i) => {
                 next = i;
-                a.space.with_room[i]
+                (a.space.with_room[i], false)
             }
             None => match last.take() {
-                Some(no) => no,
+                Some(no) => (no, true),
                 None => break,
             },
         };
         let f = a.fetch(no)?;
         let body_end = page::body_end(a.pool.page(f));
-        let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len();
+        let reserve = if at_end { space.end_insert_reserve(body_end) } else { 0 };
+        let fits = page::free_bytes(a.pool.page(f), body_end) >= tuple.len() + reserve;
         if fits {
             let slot = page::insert(a.page_mut(f), body_end, tuple);
             a.pool.unpin(f);
@@ -111,7 +151,7 @@ pub fn get<T>(pool: &mut Pages<'_>, space: &ObjectSpace, rid: Rid, read: impl Fn
 
 /// Replaces the tuple at `rid`; returns its RID afterwards (new if it had to move),
 /// or `None` if there is no tuple at `rid`.
-pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid>> {
+pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8], space: HeapSpace) -> Result<Option<Rid>> {
     check_fits(a, tuple)?;
     let f = a.fetch(rid.page)?;
     let slot = rid.slot as usize;
@@ -121,7 +161,10 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
         a.pool.unpin(f);
         return Ok(None);
     }
-    // The bytes that differ, first to last (`None`: the tuple is unchanged).
+    // The bytes that differ, first to last (`None`: the tuple is unchanged; `Some(None)`:
+    // its length changes, and `shorter` says whether it shrinks).
+    let old_len = page::get(p, body_end, slot).map_or(0, <[u8]>::len);
+    let shorter = tuple.len() < old_len;
     let changed = match page::get(p, body_end, slot) {
         Some(old) if old.len() == tuple.len() => {
             let first = old.iter().zip(tuple).position(|(a, b)| a != b);
@@ -140,6 +183,9 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
         // Equal length: only the bytes that differ are written (a field update touches
         // its field alone).
         Some(Some(span)) => page::write_within(&mut a.page_mut(f), body_end, slot, span.clone(), &tuple[span]),
+        Some(None) if shorter && space == HeapSpace::Innodb => {
+            page::overwrite_shorter(&mut a.page_mut(f), body_end, slot, tuple)
+        }
         Some(None) => page::replace(a.page_mut(f), body_end, slot, tuple),
     };
     if in_place {
@@ -149,7 +195,7 @@ pub fn update(a: &mut ObjectAccess, rid: Rid, tuple: &[u8]) -> Result<Option<Rid
     page::delete(a.page_mut(f), body_end, slot);
     a.adopt(f);
     a.pool.unpin(f);
-    insert(a, tuple).map(Some)
+    insert(a, tuple, space).map(Some)
 }
 
 /// Deletes the tuple at `rid`; `false` if there was none.

@@ -361,6 +361,20 @@ pub fn delete(mut p: impl PageWrite, body_end: usize, i: usize) {
     p.write(s..s + SLOT_BYTES).fill(0);
 }
 
+/// Writes `tuple`, shorter than the tuple in slot `i`, over that tuple's first bytes and
+/// shortens the slot; the tail it no longer uses is free space a compaction wins back.
+/// `false` if the slot is empty or its tuple is not longer.
+pub fn overwrite_shorter(p: &mut (impl PageWrite + ?Sized), body_end: usize, i: usize, tuple: &[u8]) -> bool {
+    let s = slot_at(body_end, i);
+    let (off, len) = (u16_at(p.bytes(), s), u16_at(p.bytes(), s + 2));
+    if off == 0 || tuple.is_empty() || tuple.len() >= len {
+        return false;
+    }
+    p.write(off..off + tuple.len()).copy_from_slice(tuple);
+    set_u16(p, s + 2, tuple.len());
+    true
+}
+
 /// Replaces the tuple in slot `i`: in place when the length is unchanged, else
 /// elsewhere on the page. `false` if it does not fit.
 pub fn replace(mut p: impl PageWrite, body_end: usize, i: usize, tuple: &[u8]) -> bool {

@@ -8,6 +8,7 @@ use reproduce::experiment::RunSpec;
 use reproduce::{ipa, RunInput, Scale};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use workloads::config::HeapSpace;
 use workloads::precondition::Precondition;
 use workloads::ExperimentConfig;
 
@@ -95,7 +96,11 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
         assert_eq!(variants(id), ["fresh device"], "{id}");
     }
     for id in ["ipa:table6", "ipa:table8"] {
-        assert_eq!(variants(id), ["fresh device", "filled, not aged", "emptier device (15% free)"], "{id}");
+        assert_eq!(
+            variants(id),
+            ["fresh device", "filled, not aged", "measured from the fill", "emptier device (15% free)"],
+            "{id}"
+        );
     }
     assert_eq!(
         variants("ipa:table7"),
@@ -201,4 +206,70 @@ fn tpcc_cleaner_variants_change_only_tpcc_runs_and_their_switch() {
         }
         assert!(changed > 0, "{id}: the variant changes some run");
     }
+}
+
+/// The board's runs measured from the fill: the aged runs start where the fill leaves the
+/// device, without warm-up; nothing else changes.
+#[test]
+fn measured_from_the_fill_drops_the_aging_and_the_warm_up_only() {
+    for id in ["ipa:table6", "ipa:table8"] {
+        let e = find(id).unwrap().implementation.as_ref().unwrap();
+        for run in (e.runs)(Scale::Quick) {
+            let headline = engine(&run);
+            assert_eq!(headline.driver.precondition, Precondition::Steady);
+            let Some(RunInput::Engine(mut c)) = (ipa::FROM_FILL.apply)(&run.input) else {
+                panic!("{id} {}", run.label)
+            };
+            assert_eq!((c.driver.precondition, c.driver.warmup_s), (Precondition::Fill, 0.0));
+            c.driver.precondition = Precondition::Steady;
+            c.driver.warmup_s = headline.driver.warmup_s;
+            assert_eq!(&c, headline, "{id} {}: only the start differs", run.label);
+        }
+    }
+    let mut filled =
+        engine(&(find("ipa:table10").unwrap().implementation.as_ref().unwrap().runs)(Scale::Quick)[0]).clone();
+    assert_eq!(filled.driver.precondition, Precondition::Fill);
+    assert!((ipa::FROM_FILL.apply)(&RunInput::Engine(filled.clone())).is_none(), "a run not aged is shared");
+    filled.driver.precondition = Precondition::None;
+    assert!((ipa::FROM_FILL.apply)(&RunInput::Engine(filled)).is_none(), "a fresh run is shared");
+}
+
+/// The LinkBench runs (Tables 3, 4, 5 and Fig. 6, on MySQL InnoDB in the paper) place
+/// records as InnoDB does; every other run keeps the engine's packed pages, and the
+/// packed-heap variant changes only that switch, only on LinkBench runs. The tables of
+/// write amplification list it.
+#[test]
+fn linkbench_runs_place_records_as_innodb_and_the_variant_packs_them() {
+    let mut linkbench = 0;
+    for e in ipa_experiments() {
+        let implementation = e.implementation.as_ref().unwrap();
+        for run in (implementation.runs)(Scale::Quick) {
+            let headline = engine(&run);
+            let changed = (ipa::PACKED_HEAP.apply)(&run.input);
+            if headline.workload.name != "linkbench" {
+                assert_eq!(headline.engine.heap_space, HeapSpace::Packed, "{} {}", e.id, run.label);
+                assert!(changed.is_none(), "{} {}", e.id, run.label);
+                continue;
+            }
+            linkbench += 1;
+            assert_eq!(headline.engine.heap_space, HeapSpace::Innodb, "{} {}", e.id, run.label);
+            let listed = implementation.variants.iter().any(|v| v.name == ipa::PACKED_HEAP.name);
+            assert_eq!(listed, e.id != "ipa:table3", "{}: the packed-heap variant", e.id);
+            let Some(RunInput::Engine(mut c)) = changed else { panic!("{} {}", e.id, run.label) };
+            assert_eq!(c.engine.heap_space, HeapSpace::Packed);
+            c.engine.heap_space = HeapSpace::Innodb;
+            assert_eq!(&c, headline, "{} {}: only the heap's space differs", e.id, run.label);
+        }
+    }
+    assert!(linkbench > 0);
+}
+
+/// The switch stays out of the configs of runs that do not use it, so their keys (and
+/// the runs kept under them) stay as they were.
+#[test]
+fn packed_heap_pages_stay_out_of_a_run_key() {
+    let run = &(find("ipa:table5").unwrap().implementation.as_ref().unwrap().runs)(Scale::Quick)[0];
+    assert!(run.input.key_text().contains("heap_space"), "{}", run.input.key_text());
+    let packed = (ipa::PACKED_HEAP.apply)(&run.input).unwrap();
+    assert!(!packed.key_text().contains("heap_space"), "{}", packed.key_text());
 }

@@ -20,6 +20,7 @@ use crate::params::{Configured, Params};
 use crate::precondition::Precondition;
 use crate::registry;
 use engine::buffer::CleanerPolicy;
+pub use engine::heap::HeapSpace;
 use engine::{IpaScheme, JournalKind};
 use flash::ftl::FtlConfig;
 use nand::{CellType, Geometry, GeometryOverrides};
@@ -322,6 +323,11 @@ pub struct EngineConfig {
     /// a result's config.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cleaner_sweep: bool,
+    /// How heap pages make room for inserts and length-changing updates: packed (the
+    /// engine's) or innodb (MySQL InnoDB's, `engine::heap::HeapSpace`) [default: packed].
+    /// Packed, it stays out of a result's config.
+    #[serde(skip_serializing_if = "HeapSpace::is_packed")]
+    pub heap_space: HeapSpace,
     /// IPA scheme NxM of the data region (0x0: none).
     pub ipa: String,
     /// none, slc, pslc, odd-mlc, or auto (slc on SLC devices, odd-mlc otherwise).
@@ -362,6 +368,7 @@ impl Default for EngineConfig {
             buffer_share: 0.1,
             eviction: Eviction::Eager,
             cleaner_sweep: false,
+            heap_space: HeapSpace::Packed,
             ipa: "2x4".into(),
             ipa_mode: "auto".into(),
             v: IpaScheme::DEFAULT_V,

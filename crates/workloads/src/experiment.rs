@@ -316,6 +316,7 @@ impl Experiment {
             log_chips: c.engine.log_chips.unwrap_or(1),
             // Resolved: nolgn on NoLgn-FTL, whose transactions make a log unnecessary.
             journal: c.engine.journal.unwrap_or(engine::JournalKind::Aries),
+            heap_space: c.engine.heap_space,
             ..DbOptions::default()
         };
         let wall = Instant::now();

@@ -22,7 +22,7 @@ use crate::buffer::{BufferPool, CleanerPolicy, PoolStats, Replacement};
 use crate::catalog::{Catalog, RegionEntry, Tablespace};
 use crate::delta::IpaScheme;
 use crate::error::{Error, Result};
-use crate::heap::{self, Rid};
+use crate::heap::{self, HeapSpace, Rid};
 use crate::journal::{AriesJournal, Journal, JournalKind, NoJournal};
 use crate::nolgn::NolgnJournal;
 use crate::space::{ObjectSpace, RegionPages};
@@ -81,6 +81,8 @@ pub struct DbOptions {
     /// Log bytes a transaction may leave unforced before their full pages are written
     /// ahead of its commit (the log buffer: bounds a long transaction's log in memory).
     pub log_buffer_bytes: u64,
+    /// How heap pages make room for inserts and for updates that change a row's length.
+    pub heap_space: HeapSpace,
 }
 
 impl Default for DbOptions {
@@ -96,6 +98,7 @@ impl Default for DbOptions {
             checkpoint_log_share: 0.3,
             group_commit_ns: 0,
             log_buffer_bytes: 4 << 20,
+            heap_space: HeapSpace::Packed,
         }
     }
 }
@@ -676,7 +679,8 @@ impl Database {
                 values[k] = v.clone();
             }
         }
-        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, tuple))?;
+        let space = self.options.heap_space;
+        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, tuple, space))?;
         let new_rid = moved.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
         if new_rid != rid {
             let def = &self.catalog.tables[t];
@@ -882,7 +886,8 @@ impl Database {
         }
         let mut row = std::mem::take(&mut self.row);
         types::encode_row(&self.catalog.tables[t].columns, values, &mut row);
-        let rid = self.with_object(tx, Object::Table(t), |a| heap::insert(a, &row));
+        let space = self.options.heap_space;
+        let rid = self.with_object(tx, Object::Table(t), |a| heap::insert(a, &row, space));
         self.row = row;
         let rid = rid?;
         for i in indexes {
@@ -925,7 +930,8 @@ impl Database {
         }
         let mut row = std::mem::take(&mut self.row);
         types::encode_row(&self.catalog.tables[t].columns, new, &mut row);
-        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, &row));
+        let space = self.options.heap_space;
+        let moved = self.with_object(tx, Object::Table(t), |a| heap::update(a, rid, &row, space));
         self.row = row;
         let new_rid = moved?.ok_or_else(|| Error::Corrupt(format!("row {rid} vanished during an update")))?;
         self.reindex(tx, t, rid, new_rid, replaced, new)
