@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aging;
 pub mod baseline;
 pub mod chips;
 pub mod gc;
