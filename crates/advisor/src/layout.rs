@@ -5,10 +5,11 @@
 //! (the chosen tables, in the layout's IPA mode) and `plain` (the rest, no IPA). Per
 //! region: its state when the measured interval starts ([`RegionState`]: pages in GC's
 //! circulation, valid pages with the fill's on a preconditioned device, static pages);
-//! out-of-place writes = its tables' baseline writes less their predicted appends
-//! ([`crate::model`]), per transaction as in the baseline; GC migrations = WA − 1 at the
-//! written pages' utilisation per out-of-place write ([`crate::gc`]). In steady state
-//! that is the prediction; from a fresh or only filled device the free pages take the
+//! its tables' page writes per transaction as in the baseline, of which the layout's
+//! run replayed ([`crate::aging`], [`crate::greedy_sim`]) gives the appends (from
+//! steady state; else the append model's long-run share, [`crate::model`]) and GC's
+//! migrations per out-of-place write. In steady state that is the prediction; from a
+//! fresh or only filled device the free pages take the
 //! first writes without GC and the result is scaled to the baseline's measured
 //! migrations. Time: [`crate::io_time`], with the busiest region's work per chip as the
 //! device's busy time; counts are over the measured time, so they grow with the
@@ -195,7 +196,7 @@ pub struct RegionPrediction {
     /// The same for the written pages, static pages taken out ([`RegionState`]).
     pub written_utilisation: f64,
     /// GC's migrations per out-of-place write, the run's writes replayed on the region's
-    /// greedy GC ([`crate::greedy_sim::migrations_per_write`]), before any calibration.
+    /// greedy GC ([`crate::aging::replay`]), before any calibration.
     pub model_migrations_per_write: f64,
     pub state: RegionState,
     #[serde(flatten)]
