@@ -9,7 +9,8 @@
 //! evictions, so skew is measured on updates); the device (geometry, operation times)
 //! and the baseline's measured GC work and time. [`analyze`] gives the statistics,
 //! [`recommend`] the layout with its predicted effect ([`layout`]: appends by
-//! [`model`], GC by [`gc`], time by [`io_time`]), [`render`] the table, DDL and SVG
+//! [`model`], GC and appends from steady state by the replay of [`aging`] and
+//! [`greedy_sim`], time by [`io_time`]), [`render`] the table, DDL and SVG
 //! plots. Every figure names its source. The analysis does no I/O; its one replay
 //! ([`greedy_sim`]) draws from a fixed seed, so the same input gives the same advice;
 //! [`baseline`] reads a finished run's image and result into an [`Input`].
