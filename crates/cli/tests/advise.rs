@@ -228,7 +228,8 @@ fn advise_reads_an_exported_log_as_it_reads_the_image() {
 /// over the baseline, 2.2 predicted against 1.76 measured). The tolerances: 15% on the
 /// baseline's migrations, 25% on the advised layout's migrations per host write,
 /// migrations and erases, 40% on throughput and host writes, 5 points on the IPA
-/// share. A GC prediction of 0 fails.
+/// share, 3 on the advised layout's aging windows (25 predicted, 25 run: both at the
+/// cap). A GC prediction of 0 fails.
 #[test]
 fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
     let dir = tempfile::tempdir().unwrap();
@@ -243,6 +244,13 @@ fn tpcb_predictions_meet_the_measured_layout_within_the_stated_tolerances() {
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
     assert_eq!(v["baseline"]["precondition"]["mode"], "steady");
     assert_eq!(m["precondition"]["mode"], "steady", "--verify runs from the same device state");
+    // The advised layout's aging is its own: the replay's windows against the run's.
+    let windows = m["precondition"]["windows"].as_array().unwrap().len() as f64;
+    assert!(
+        (f(p, "aging_windows") - windows).abs() <= 3.0,
+        "aging windows: predicted {}, measured {windows}",
+        p["aging_windows"]
+    );
     let within = |what: &str, predicted: f64, measured: f64, tolerance: f64| {
         assert!((predicted / measured - 1.0).abs() <= tolerance, "{what}: predicted {predicted}, measured {measured}");
     };
