@@ -86,7 +86,7 @@ impl<'a> Evictions<'a> {
 
 /// P(one eviction needs r records) for r = 1..=n at index r − 1, under the scheme's M
 /// and V; the rest of the mass needs more than N records.
-fn records_distribution(e: &Evictions, scheme: IpaScheme) -> Vec<f64> {
+pub fn records_distribution(e: &Evictions, scheme: IpaScheme) -> Vec<f64> {
     if total(e.body) == 0 || scheme.m == 0 {
         return vec![0.0; scheme.n as usize];
     }

@@ -240,6 +240,11 @@ fn verify_rows(advice: &Advice, measured: &Value) -> Vec<(String, String, String
         both("throughput [tps]", "throughput_tps", p.time.throughput_tps),
         both("read latency [ms]", "read_latency_ms", p.time.read_latency_ms),
         both("write latency [ms]", "write_latency_ms", p.time.write_latency_ms),
+        (
+            "aging windows (--precondition steady)".into(),
+            p.aging_windows.to_string(),
+            measured.pointer("/precondition/windows").and_then(Value::as_array).map_or(0, Vec::len).to_string(),
+        ),
     ]
 }
 
