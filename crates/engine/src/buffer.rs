@@ -818,6 +818,11 @@ impl Changed {
 
     /// Adds sorted, disjoint ranges, merging them into the set in `merged` (scratch).
     fn add(&mut self, new: &[(usize, usize)], merged: &mut Vec<(usize, usize)>) {
+        // A page changed again where it changed before (a row updated twice, the whole
+        // page noted) keeps its set: the merge would rebuild the same ranges.
+        if self.covers(new) {
+            return;
+        }
         merged.clear();
         let (mut i, mut j) = (0, 0);
         while i < self.ranges.len() || j < new.len() {
@@ -838,6 +843,17 @@ impl Changed {
         } else {
             std::mem::swap(&mut self.ranges, merged);
         }
+    }
+
+    /// Whether every range of `new` (sorted) lies within one of the set's ranges.
+    fn covers(&self, new: &[(usize, usize)]) -> bool {
+        let mut i = 0;
+        new.iter().all(|&(from, to)| {
+            while i < self.ranges.len() && self.ranges[i].1 < to {
+                i += 1;
+            }
+            i < self.ranges.len() && self.ranges[i].0 <= from
+        })
     }
 }
 
@@ -907,7 +923,7 @@ impl std::ops::DerefMut for Pages<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::EmptyFrames;
+    use super::{Changed, EmptyFrames};
 
     proptest::proptest! {
         /// Against a scan for the first empty frame, through any order of frames
@@ -931,6 +947,35 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(set.lowest(), model.iter().position(|&e| e));
+        }
+
+        /// Against merging every range noted so far from scratch (ranges that overlap
+        /// or touch joined; the whole page past `MAX_RANGES`), through any sequence of
+        /// notes, repeated and contained ones included.
+        #[test]
+        fn changed_ranges_are_the_merge_of_every_range_noted(notes in proptest::collection::vec(proptest::collection::vec((0usize..200, 0usize..12), 0..6), 0..12)) {
+            let merge = |mut all: Vec<(usize, usize)>| {
+                all.sort_unstable();
+                let mut out: Vec<(usize, usize)> = Vec::new();
+                for r in all {
+                    match out.last_mut() {
+                        Some(last) if r.0 <= last.1 => last.1 = last.1.max(r.1),
+                        _ => out.push(r),
+                    }
+                }
+                out
+            };
+            let (mut changed, mut scratch, mut noted) = (Changed::default(), Vec::new(), Vec::new());
+            let mut whole = false;
+            for note in notes {
+                let note = merge(note.into_iter().map(|(at, len)| (at, at + len)).collect());
+                noted.extend_from_slice(&note);
+                changed.add(&note, &mut scratch);
+                let want = merge(noted.clone());
+                whole |= want.len() > Changed::MAX_RANGES;
+                let want = if whole { vec![(0, usize::MAX)] } else { want };
+                proptest::prop_assert_eq!(&changed.ranges, &want);
+            }
         }
     }
 }

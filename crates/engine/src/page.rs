@@ -280,13 +280,22 @@ fn make_room(p: &mut impl PageWrite, body_end: usize, len: usize, new_slot: bool
 fn compact(p: &mut (impl PageWrite + ?Sized), body_end: usize) {
     let bytes = p.bytes();
     let n = slot_count(bytes);
-    let tuples: Vec<(usize, Vec<u8>)> =
-        (0..n).filter_map(|i| get(bytes, body_end, i).map(|t| (i, t.to_vec()))).collect();
+    // The live tuples copied out back to back (one buffer, not one per tuple), with
+    // their slots and lengths.
+    let mut packed = Vec::new();
+    let mut tuples = Vec::new();
+    for i in 0..n {
+        if let Some(t) = get(bytes, body_end, i) {
+            packed.extend_from_slice(t);
+            tuples.push((i, t.len()));
+        }
+    }
     let mut at = HEADER_BYTES;
-    for (i, t) in tuples {
-        p.write(at..at + t.len()).copy_from_slice(&t);
+    for (i, len) in tuples {
+        let from = at - HEADER_BYTES;
+        p.write(at..at + len).copy_from_slice(&packed[from..from + len]);
         set_u16(p, slot_at(body_end, i), at);
-        at += t.len();
+        at += len;
     }
     set_u16(p, 20, at);
 }

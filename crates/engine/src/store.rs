@@ -357,28 +357,26 @@ impl PageStore {
         let relayout = state.on_flash && page::body_end(base) != body_end;
         let slots_from = page::free_end(page).min(page::free_end(base)).max(page::HEADER_BYTES);
         let (base_body, page_body) = (&base[..body_end], &page[..body_end]);
-        // A page with no copy on flash goes out of place: only its count of changed
-        // bytes is needed, not where they are.
-        let net = if state.on_flash {
-            delta::diff_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed, &mut self.changes);
-            self.changes.bytes()
-        } else {
-            self.changes.clear();
-            delta::count_in(base_body, page_body, changed)
-        } as u64;
-        let mut eviction = delta::choose_eviction(scheme, *state, self.changes.body.len(), self.changes.meta.len());
+        let counts = delta::count_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed);
+        let net = counts.bytes() as u64;
+        let mut eviction = delta::choose_eviction(scheme, *state, counts.body, counts.meta());
         if relayout {
             eviction = Eviction::OutOfPlace(OutOfPlaceReason::Relayout);
         }
+        // Where the bytes changed matters only to delta-records and log records; an
+        // out-of-place write (every write of a page with no copy on flash) needs the
+        // counts alone.
+        self.changes.clear();
+        if state.on_flash && (matches!(eviction, Eviction::Append { .. }) || self.device.logs_changes()) {
+            delta::diff_in(base_body, page_body, page::HEADER_BYTES, slots_from, changed, &mut self.changes);
+        }
         let object = page::object(page);
         if state.on_flash && net > 0 {
-            let body = self.changes.body.len() as u64;
-            let header = self.changes.meta.iter().filter(|&&o| (o as usize) < page::HEADER_BYTES).count() as u64;
             let c = self.counters.entry(object).or_default();
-            c.update_size_writes[update_size_bucket(body)] += 1;
-            c.update_body_bytes += body;
-            c.update_header_bytes += header;
-            c.update_slot_bytes += self.changes.meta.len() as u64 - header;
+            c.update_size_writes[update_size_bucket(counts.body as u64)] += 1;
+            c.update_body_bytes += counts.body as u64;
+            c.update_header_bytes += counts.header as u64;
+            c.update_slot_bytes += counts.slots as u64;
         }
         if state.on_flash && self.device.logs_changes() {
             let written = self.write_logged(pid, page, base, net, now)?;
