@@ -6,8 +6,8 @@
 //! Memory therefore grows to the peak number of distinct page images held at once.
 //!
 //! A buffer is kept as it was written while it is hot, and packed (LZ4) once it is cold:
-//! the [`HOT_PAGES`] buffers written to most recently stay raw, and a buffer that drops
-//! out of that window is compressed in memory. A program onto a packed page (an in-place
+//! the buffers written to most recently stay raw, [`HOT_BYTES`] of them, and a buffer
+//! that drops out of that window is compressed in memory. A program onto a packed page (an in-place
 //! append) unpacks it and makes it hot again. A read of a packed page unpacks a copy that
 //! stays beside the packed bytes until a later mutation drops it, once more than
 //! [`UNPACKED_PAGES`] such copies exist: a read takes `&self` and hands out a slice, so
@@ -26,12 +26,13 @@ use std::collections::VecDeque;
 /// Id of no buffer (an erased page).
 pub(crate) const NO_BUFFER: u32 = u32::MAX;
 
-/// Buffers kept raw since their last write (16 MiB of 4 KiB pages). TPC-C on the
-/// paper's emulator, 10 warehouses: a data page compresses 1.62× with LZ4 (the block
-/// format of `lz4_flex`), and packing costs about 4 µs a page and unpacking 2 µs
-/// (docs/benchmarks.md); a page appended to again soon after its write is packed once,
-/// not per append.
-pub(crate) const HOT_PAGES: usize = 4096;
+/// Bytes of buffers kept raw since their last write: 1 GiB (262,144 pages of 4 KiB). A
+/// device whose pages fit in it packs nothing and costs no CPU for it; a larger one
+/// packs the pages written longest ago. TPC-C on the paper's emulator, 10 warehouses: a
+/// data page compresses 1.62× with LZ4 (the block format of `lz4_flex`); with a window
+/// of 16 MiB its device kept 39% less memory and the run took 46% more CPU, nearly all of
+/// it packing the pages loading and aging wrote (docs/benchmarks.md).
+pub(crate) const HOT_BYTES: usize = 1 << 30;
 /// Copies of packed pages that reads unpacked, kept until a mutation drops them.
 pub(crate) const UNPACKED_PAGES: usize = 1024;
 /// A packed image must save at least this share of the page (1/8), or the page stays raw.
@@ -74,7 +75,7 @@ pub(crate) struct PagePool {
 
 impl PagePool {
     pub(crate) fn new(page_bytes: usize) -> Self {
-        Self::with_limits(page_bytes, HOT_PAGES, UNPACKED_PAGES)
+        Self::with_limits(page_bytes, HOT_BYTES / page_bytes.max(1), UNPACKED_PAGES)
     }
 
     /// A pool that keeps `hot_limit` buffers raw since their last write and up to

@@ -796,7 +796,8 @@ mod tests {
             .collect()
     }
 
-    /// Pages that dropped out of the pool's hot window are held packed, and a device
+    /// Pages that dropped out of the pool's hot window (cut to 16 MiB here) are held
+    /// packed, and a device
     /// treats them exactly as before: reads give the bytes programmed, an append ANDs
     /// into them and counts a program, and a raised bit is refused where it is.
     #[test]
@@ -804,8 +805,10 @@ mod tests {
         let mut g = Geometry::paper_emulator();
         (g.channels, g.chips_per_channel, g.blocks_per_chip) = (1, 1, 272);
         // A quarter of them hot, the rest packed.
-        let pages = 4 * crate::pool::HOT_PAGES as u32;
-        let mut d = crate::Device::new(Box::new(MemoryStorage::new(g.clone(), true)));
+        let (pages, hot) = (16_384, 4_096);
+        let mut s = MemoryStorage::new(g.clone(), true);
+        s.pool = PagePool::with_limits(4096, hot, 1024);
+        let mut d = crate::Device::new(Box::new(s));
         for p in 0..pages {
             d.program(Ppn(p), 0, &[Span::new(0, &record_page(p)), Span::new(4096, &[p as u8])]).unwrap();
         }
