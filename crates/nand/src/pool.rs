@@ -6,8 +6,8 @@
 //! Memory therefore grows to the peak number of distinct page images held at once.
 //!
 //! A buffer is kept as it was written while it is hot, and packed (LZ4) once it is cold:
-//! the buffers written to most recently stay raw, [`HOT_BYTES`] of them, and a buffer
-//! that drops out of that window is compressed in memory. A program onto a packed page (an in-place
+//! the buffers that became raw most recently stay raw, [`HOT_BYTES`] of them, and a
+//! buffer that drops out of that window is compressed in memory. A program onto a packed page (an in-place
 //! append) unpacks it and makes it hot again. A read of a packed page unpacks a copy that
 //! stays beside the packed bytes until a later mutation drops it, once more than
 //! [`UNPACKED_PAGES`] such copies exist: a read takes `&self` and hands out a slice, so
@@ -26,9 +26,9 @@ use std::collections::VecDeque;
 /// Id of no buffer (an erased page).
 pub(crate) const NO_BUFFER: u32 = u32::MAX;
 
-/// Bytes of buffers kept raw since their last write: 1 GiB (262,144 pages of 4 KiB). A
-/// device whose pages fit in it packs nothing and costs no CPU for it; a larger one
-/// packs the pages written longest ago. TPC-C on the paper's emulator, 10 warehouses: a
+/// Bytes of the buffers that became raw most recently, kept raw: 1 GiB (262,144 pages
+/// of 4 KiB). A device whose pages fit in it packs nothing and costs no CPU for it; a
+/// larger one packs the pages written longest ago. TPC-C on the paper's emulator, 10 warehouses: a
 /// data page compresses 1.62× with LZ4 (the block format of `lz4_flex`); with a window
 /// of 16 MiB its device kept 39% less memory and the run took 46% more CPU, nearly all of
 /// it packing the pages loading and aging wrote (docs/benchmarks.md).
@@ -39,8 +39,8 @@ pub(crate) const UNPACKED_PAGES: usize = 1024;
 const MIN_SAVING_SHIFT: u32 = 3;
 
 /// The most a buffer's bookkeeping takes besides its page: its entry, reference count
-/// and stamp, a free-list entry and a hot-window entry.
-pub(crate) const MAX_BOOKKEEPING_BYTES: u64 = (std::mem::size_of::<Buffer>() + 3 * 4 + 8) as u64;
+/// and queued flag, a free-list entry and a hot-window entry.
+pub(crate) const MAX_BOOKKEEPING_BYTES: u64 = (std::mem::size_of::<Buffer>() + 3 * 4 + 1) as u64;
 
 /// The bytes of one buffer.
 enum Buffer {
@@ -59,11 +59,11 @@ pub(crate) struct PagePool {
     free: Vec<u32>,
     /// `uniform[b]`: the shared buffer of a page whose bytes are all `b`, or `NO_BUFFER`.
     uniform: Box<[u32; 256]>,
-    /// Buffers written to, oldest first, each with the stamp of that write; an entry is
-    /// stale once its buffer was written to again (`stamps[id]` is newer) or freed.
-    hot: VecDeque<(u32, u32)>,
-    stamps: Vec<u32>,
-    next_stamp: u32,
+    /// Buffers that became raw, in that order, each once (`queued`): the window's
+    /// oldest is packed first. An id freed while queued keeps its entry, so the queue
+    /// never holds more entries than there are ids.
+    hot: VecDeque<u32>,
+    queued: Vec<bool>,
     hot_limit: usize,
     /// Ids whose packed buffer a read unpacked (filled through `&self`).
     unpacked: RefCell<Vec<u32>>,
@@ -88,8 +88,7 @@ impl PagePool {
             free: Vec::new(),
             uniform: Box::new([NO_BUFFER; 256]),
             hot: VecDeque::new(),
-            stamps: Vec::new(),
-            next_stamp: 0,
+            queued: Vec::new(),
             hot_limit,
             unpacked: RefCell::new(Vec::new()),
             unpacked_limit,
@@ -129,7 +128,7 @@ impl PagePool {
                 assert!(id < NO_BUFFER, "page pool exhausted");
                 self.buffers.push(Buffer::Free);
                 self.refs.push(0);
-                self.stamps.push(0);
+                self.queued.push(false);
                 id
             }
         };
@@ -143,12 +142,12 @@ impl PagePool {
     /// Bytes the buffers some page (or the pool's table of repeated-byte pages) holds,
     /// raw, packed and unpacked by reads, plus the per-buffer bookkeeping.
     pub(crate) fn bytes_in_use(&self) -> u64 {
-        let per_id = (std::mem::size_of::<Buffer>() + 2 * std::mem::size_of::<u32>()) as u64;
+        let per_id = (std::mem::size_of::<Buffer>() + std::mem::size_of::<u32>() + 1) as u64;
         let copies = self.unpacked.borrow().len() as u64;
         (self.raw_buffers + copies) * self.page_bytes as u64
             + self.packed_bytes
             + self.refs.len() as u64 * per_id
-            + self.hot.len() as u64 * 8
+            + self.hot.len() as u64 * 4
     }
 
     pub(crate) fn get(&self, id: u32) -> &[u8] {
@@ -230,19 +229,16 @@ impl PagePool {
         }
     }
 
-    /// Marks `id` as written now; packs the buffers that fall out of the hot window and
-    /// drops the copies reads unpacked once there are too many.
+    /// Marks `id` as written (raw and in the hot window); packs the buffers that fall
+    /// out of the window and drops the copies reads unpacked once there are too many.
     fn touch(&mut self, id: u32) {
-        let stamp = self.next_stamp;
-        self.next_stamp = stamp.wrapping_add(1);
-        self.stamps[id as usize] = stamp;
-        self.hot.push_back((id, stamp));
+        if !std::mem::replace(&mut self.queued[id as usize], true) {
+            self.hot.push_back(id);
+        }
         while self.hot.len() > self.hot_limit {
-            let Some((old, stamp)) = self.hot.pop_front() else { break };
-            // A stale entry outlives at most `hot_limit` writes: stamps do not wrap in it.
-            if self.stamps[old as usize] == stamp {
-                self.pack(old);
-            }
+            let Some(old) = self.hot.pop_front() else { break };
+            self.queued[old as usize] = false;
+            self.pack(old);
         }
         if self.unpacked.get_mut().len() > self.unpacked_limit {
             for old in std::mem::take(self.unpacked.get_mut()) {
