@@ -48,8 +48,21 @@ enum Buffer {
     Free,
     /// As written: hot, or not worth packing.
     Raw(Box<[u8]>),
-    /// LZ4 block of the page, and a copy a read unpacked.
-    Packed { packed: Box<[u8]>, unpacked: OnceCell<Box<[u8]>> },
+    /// Packed (boxed, so that every id's entry stays two words and a tag).
+    Packed(Box<PackedPage>),
+}
+
+/// A page packed: its LZ4 block, and a copy a read unpacked.
+struct PackedPage {
+    bytes: Box<[u8]>,
+    unpacked: OnceCell<Box<[u8]>>,
+}
+
+impl PackedPage {
+    /// Bytes it holds besides an unpacked copy.
+    fn held(&self) -> u64 {
+        (self.bytes.len() + std::mem::size_of::<PackedPage>()) as u64
+    }
 }
 
 pub(crate) struct PagePool {
@@ -153,9 +166,9 @@ impl PagePool {
     pub(crate) fn get(&self, id: u32) -> &[u8] {
         match &self.buffers[id as usize] {
             Buffer::Raw(page) => page,
-            Buffer::Packed { packed, unpacked } => unpacked.get_or_init(|| {
+            Buffer::Packed(p) => p.unpacked.get_or_init(|| {
                 self.unpacked.borrow_mut().push(id);
-                unpack(packed, self.page_bytes)
+                unpack(&p.bytes, self.page_bytes)
             }),
             Buffer::Free => panic!("page buffer {id} read after it was freed"),
         }
@@ -192,7 +205,7 @@ impl PagePool {
     fn forget(&mut self, id: u32) {
         match std::mem::replace(&mut self.buffers[id as usize], Buffer::Free) {
             Buffer::Raw(_) => self.raw_buffers -= 1,
-            Buffer::Packed { packed, .. } => self.packed_bytes -= packed.len() as u64,
+            Buffer::Packed(p) => self.packed_bytes -= p.held(),
             Buffer::Free => {}
         }
     }
@@ -210,10 +223,10 @@ impl PagePool {
             return self.alloc_raw(copy);
         }
         let buffer = &mut self.buffers[id as usize];
-        if let Buffer::Packed { packed, unpacked } = buffer {
+        if let Buffer::Packed(p) = buffer {
             // A read that just checked the program's bits usually unpacked it already.
-            let page = unpacked.take().unwrap_or_else(|| unpack(packed, self.page_bytes));
-            self.packed_bytes -= packed.len() as u64;
+            let page = p.unpacked.take().unwrap_or_else(|| unpack(&p.bytes, self.page_bytes));
+            self.packed_bytes -= p.held();
             self.raw_buffers += 1;
             *buffer = Buffer::Raw(page);
         }
@@ -242,8 +255,8 @@ impl PagePool {
         }
         if self.unpacked.get_mut().len() > self.unpacked_limit {
             for old in std::mem::take(self.unpacked.get_mut()) {
-                if let Buffer::Packed { unpacked, .. } = &mut self.buffers[old as usize] {
-                    unpacked.take();
+                if let Buffer::Packed(p) = &mut self.buffers[old as usize] {
+                    p.unpacked.take();
                 }
             }
         }
@@ -257,9 +270,10 @@ impl PagePool {
         if packed.len() > page.len() - (page.len() >> MIN_SAVING_SHIFT) {
             return;
         }
+        let packed = PackedPage { bytes: packed.into(), unpacked: OnceCell::new() };
         self.raw_buffers -= 1;
-        self.packed_bytes += packed.len() as u64;
-        *buffer = Buffer::Packed { packed: packed.into(), unpacked: OnceCell::new() };
+        self.packed_bytes += packed.held();
+        *buffer = Buffer::Packed(Box::new(packed));
     }
 }
 

@@ -11,8 +11,10 @@
 //! grows with throughput (buffer, scheme), so each workload's rate is the highest
 //! measured. Peak memory of an engine or index run is its device's pages at the
 //! measured bytes per page (page data, metadata, mapping and buffer pool together),
-//! every page counted resident; of a SQLite run (a sparse device, aged with shared
-//! ballast pages), the measured base plus its rows' bytes.
+//! every page counted resident; of TPC-C on the emulator, the database it may reach
+//! ([`crate::ipa::tpcc_room`]) at the measured device bytes per database byte, on a
+//! device with room for it; of a SQLite run (a sparse device, aged with shared ballast
+//! pages), the measured base plus its rows' bytes.
 
 use crate::input::RunInput;
 use workloads::config::DeviceConfig;
