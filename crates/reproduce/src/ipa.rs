@@ -26,8 +26,7 @@
 use crate::experiment::{Ours, Results, RunSpec, Scale, Variant};
 use crate::input::RunInput;
 use serde_json::Value;
-use workloads::config::Eviction;
-use workloads::config::HeapSpace;
+use workloads::config::{Eviction, HeapSpace, StorageConfig};
 use workloads::precondition::{self, Precondition};
 use workloads::ExperimentConfig;
 
@@ -46,10 +45,10 @@ const EMULATOR: &str = "The paper's emulator: 16 SLC chips, page-level mapping, 
 const TPCC_DEVICE: &str = "TPC-C with 1 warehouse on 192 blocks per chip (quick), 10 warehouses on the \
     preset's 1,024 (full). Not stated, assumed: the device holds the database and what it grows by over the run \
     (the text gives databases of \"roughly 50GB\", §8.2, and no emulator capacity): the loaded database, the \
-    rows the aging inserts (up to 42% of the data regions, from measured rates) and those of the warm-up and measured time \
-    (up to 1.5 KB per transaction at up to 5,000 tps on an aged device, 7,500 on a filled or fresh one, \
-    measured). At full scale the 2-hour measurement alone would add 50-75 GB at those rates, more than a device held in memory can take here, so a full TPC-C run may stop on a full \
-    region.";
+    rows the aging inserts and those of the warm-up and measured time (about 800 B per transaction at the \
+    throughput measured for the run's shape at full size, 1.4 times for an IPA scheme). At full scale the \
+    2-hour measurement alone adds 14-53 GiB at those rates, more than the preset's device holds, so \
+    `reproduce --full` refuses those runs before they start.";
 /// Why the experiments of DBMS-level cells have no ablation.
 pub const DBMS_CELLS: &str = "No ablation of the device: the cells are the DBMS's (update sizes, write \
     amplification, the appends' share, space overhead), which the device's state and GC do not enter.";
@@ -620,11 +619,12 @@ fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
 /// [2x3], 120.1 with [2x10].
 const TPCC_LOADED_MIB_PER_WAREHOUSE: f64 = 128.0;
 /// TPC-C's transactions per host page write while the precondition ages a run with
-/// eager eviction: at most 0.37, at the largest buffer (measured: the aging windows of
-/// Tables 3 and 9 at quick scale, 0.16 at a 10% buffer, 0.28-0.33 at 75%, 0.35-0.37 at
-/// 90%). With the window's host writes ([`precondition::WINDOW_CAPACITY_SHARE`] of the
-/// data regions) and their cap ([`precondition::MAX_WINDOWS`]) it bounds the rows the
-/// aging inserts, [`tpcc_aging_growth_share`].
+/// eager eviction, for a shape not measured at full size ([`TPCC_FULL_SHAPES`]): at most
+/// 0.37, at the largest buffer (measured: the aging windows of Tables 3 and 9 at quick
+/// scale, 0.16 at a 10% buffer, 0.28-0.33 at 75%, 0.35-0.37 at 90%). With the window's
+/// host writes ([`precondition::WINDOW_CAPACITY_SHARE`] of the data regions) and their
+/// cap ([`precondition::MAX_WINDOWS`]) it bounds the rows the aging inserts,
+/// [`tpcc_aging_growth_share`].
 const TPCC_TRANSACTIONS_PER_HOST_WRITE: f64 = 0.37;
 /// How far the aging's windows run past their host writes: a window ends after the
 /// chunk of transactions that completes it, and a chunk is sized from the last one's
@@ -638,8 +638,9 @@ const AGING_WINDOW_OVERRUN: f64 = 1.25;
 const TPCC_AGING_GROWTH_SHARE_NON_EAGER: f64 = 1.0;
 
 /// How much TPC-C grows while the precondition ages the device with eager eviction, as
-/// a share of the data regions: every window writes a share of their capacity, so the
-/// rows inserted grow with the device. `db_page_bytes`: the size a host write has.
+/// a share of the data regions, for a shape not measured at full size: every window
+/// writes a share of their capacity, so the rows inserted grow with the device.
+/// `db_page_bytes`: the size a host write has.
 fn tpcc_aging_growth_share(db_page_bytes: f64) -> f64 {
     precondition::MAX_WINDOWS as f64
         * precondition::WINDOW_CAPACITY_SHARE
@@ -649,18 +650,141 @@ fn tpcc_aging_growth_share(db_page_bytes: f64) -> f64 {
         / db_page_bytes
 }
 
-/// TPC-C's growth per transaction: at most 1.5 KB of rows and index entries (measured:
-/// [0x0] at a 20% non-eager buffer grew by less than the 83 MiB of room it had over
-/// 54,600 transactions).
-const TPCC_GROWTH_BYTES_PER_TRANSACTION: f64 = 1.5e3;
-/// The highest throughput of one warehouse, which sets how fast it grows in the warm-up
-/// and measurement: 5,000 tps on an aged device ([2x3] at a 90% buffer ran 4,985 at
-/// quick scale), 7,500 on one only filled or fresh ([0x0] at a 90% buffer from a fresh
-/// device ran 7,283; [2x40] at a 90% non-eager buffer from a filled one 6,196).
+/// TPC-C's growth per transaction: the rows and index entries its inserts add (orders,
+/// order lines, new orders less those Delivery removes, history), 800 B. Measured
+/// 2026-11-28 at main 9c934a4 (release), 10 warehouses on 1,024 blocks per chip, [0x0],
+/// from a fresh device for 30 simulated s: the pages of every table and index after the
+/// run (`deltaflash sql --image … .tables`) less the `database_mib` loaded, over the
+/// transactions: 729 B at a 10% buffer eager (130,679 transactions), 728 at 90% eager,
+/// 731 at 10% non-eager, 729 at 90% non-eager (docs/benchmarks.md has the commands);
+/// the buffer and the eviction do not enter. Plus 8% for the largest delta area here
+/// ([2x40]), which takes that share of every page.
+const TPCC_GROWTH_BYTES_PER_TRANSACTION: f64 = 800.0;
+/// The highest throughput of one warehouse, for a shape not measured at full size
+/// (quick and smoke, Table 2's): 5,000 tps on an aged device ([2x3] at a 90% buffer ran
+/// 4,985 at quick scale), 7,500 on one only filled or fresh ([0x0] at a 90% buffer from
+/// a fresh device ran 7,283; [2x40] at a 90% non-eager buffer from a filled one 6,196).
 const TPCC_TPS_AGED: f64 = 5_000.0;
 const TPCC_TPS_NOT_AGED: f64 = 7_500.0;
+
+/// One shape of the full-scale TPC-C runs (10 warehouses on the emulator's 1,024 blocks
+/// per chip, 4 KiB pages, NoFTL, [0x0]; Table 2's one warehouse), measured: its
+/// throughput over a bounded run and, for an aged one, the transactions its aging ran per
+/// MiB of data regions.
+struct TpccShape {
+    warehouses: f64,
+    /// The engine's page size when not the device's (Table 2: 8 KiB on 2 KiB flash pages).
+    db_page_bytes: Option<usize>,
+    /// In-Page Logging storage rather than NoFTL.
+    ipl: bool,
+    precondition: Precondition,
+    eviction: Eviction,
+    buffer_share: f64,
+    tps: f64,
+    aging_transactions_per_region_mib: f64,
+}
+
+/// The full-scale shapes, measured 2026-11-28 at main 9c934a4 (release), each run once
+/// with the catalogue's config cut to 10 s of warm-up and 20 s measured (`bench --config`;
+/// those from a fresh device at 10% and 90%: 30 s without warm-up, the runs that measured
+/// [`TPCC_GROWTH_BYTES_PER_TRANSACTION`]), throughput over the measured time. Aging: the
+/// precondition's windows' transactions over the 2,534.4 MiB of data regions. Between
+/// the measured buffers the rate is interpolated; an IPA scheme runs faster than [0x0]
+/// by up to [`TPCC_SCHEME_TPS_MARGIN`].
+const TPCC_FULL_SHAPES: &[TpccShape] = &[
+    // Tables 1, 3, 4, 9: steady, eager. Aging at 10%: 12 windows, 130,790 transactions;
+    // at 50%: 16 windows, 291,669; at 90%: 18 windows, 451,244.
+    shape(Precondition::Steady, Eviction::Eager, 0.1, 1_867.0, 51.6),
+    shape(Precondition::Steady, Eviction::Eager, 0.5, 3_070.0, 115.1),
+    shape(Precondition::Steady, Eviction::Eager, 0.9, 4_196.0, 178.0),
+    // The ablation from a fresh device, eager.
+    shape(Precondition::None, Eviction::Eager, 0.1, 4_337.0, 0.0),
+    shape(Precondition::None, Eviction::Eager, 0.5, 6_610.0, 0.0),
+    shape(Precondition::None, Eviction::Eager, 0.9, 7_068.0, 0.0),
+    // Table 10 and appendix A: filled, non-eager; and their ablation from a fresh device.
+    shape(Precondition::Fill, Eviction::NonEager, 0.1, 2_314.0, 0.0),
+    shape(Precondition::Fill, Eviction::NonEager, 0.5, 5_109.0, 0.0),
+    shape(Precondition::Fill, Eviction::NonEager, 0.9, 5_400.0, 0.0),
+    shape(Precondition::None, Eviction::NonEager, 0.1, 3_826.0, 0.0),
+    shape(Precondition::None, Eviction::NonEager, 0.5, 5_879.0, 0.0),
+    shape(Precondition::None, Eviction::NonEager, 0.9, 5_668.0, 0.0),
+    // Table 2 (`ipa_ipl`): IPA [2x4] and IPL.
+    table2_shape(false, 1_275.0),
+    table2_shape(true, 112.0),
+];
+
+/// A shape of 10 warehouses on NoFTL with 4 KiB pages.
+const fn shape(
+    precondition: Precondition,
+    eviction: Eviction,
+    buffer_share: f64,
+    tps: f64,
+    aging_transactions_per_region_mib: f64,
+) -> TpccShape {
+    TpccShape {
+        warehouses: 10.0,
+        db_page_bytes: None,
+        ipl: false,
+        precondition,
+        eviction,
+        buffer_share,
+        tps,
+        aging_transactions_per_region_mib,
+    }
+}
+
+/// Table 2's shape: one warehouse, 8 KiB DB pages on 2 KiB flash pages, from a fresh
+/// device, a 10% buffer, IPA [2x4] on NoFTL or IPL.
+const fn table2_shape(ipl: bool, tps: f64) -> TpccShape {
+    TpccShape {
+        warehouses: 1.0,
+        db_page_bytes: Some(8192),
+        ipl,
+        precondition: Precondition::None,
+        eviction: Eviction::Eager,
+        buffer_share: 0.1,
+        tps,
+        aging_transactions_per_region_mib: 0.0,
+    }
+}
+
+/// How much faster an IPA scheme may run than the [0x0] run a shape measured, and how
+/// many more transactions its aging may take (fewer host writes per transaction): the
+/// quick catalogue's TPC-C runs at acca524 ran up to 1.40 times their [0x0] run's tps
+/// (Table 3 at a 75% buffer; 1.15-1.26 at 10-90% in Table 9, up to 1.24 in Table 10).
+const TPCC_SCHEME_TPS_MARGIN: f64 = 1.4;
 /// The emulator's chip for the `system` region.
 const SYSTEM_CHIPS: f64 = 1.0;
+
+/// A full-scale shape's throughput and aging transactions per MiB of data regions at
+/// `buffer_share` (interpolated between the measured buffers, the nearest beyond them),
+/// with the scheme margin; `None` for a shape not measured.
+fn measured_shape(config: &ExperimentConfig) -> Option<(f64, f64)> {
+    let ipl = matches!(config.storage, StorageConfig::Ipl(_));
+    if !ipl && config.storage != StorageConfig::Noftl {
+        return None;
+    }
+    let (p, e, b) = (config.driver.precondition, config.engine.eviction, config.engine.buffer_share);
+    let points: Vec<&TpccShape> = TPCC_FULL_SHAPES
+        .iter()
+        .filter(|s| {
+            s.warehouses == tpcc_warehouses(config)
+                && s.db_page_bytes == config.engine.db_page_bytes
+                && s.ipl == ipl
+                && s.precondition == p
+                && s.eviction == e
+        })
+        .collect();
+    let below = points.iter().rev().find(|s| s.buffer_share <= b).or(points.first())?;
+    let above = points.iter().find(|s| s.buffer_share >= b).or(points.last())?;
+    let t = if above.buffer_share > below.buffer_share {
+        (b - below.buffer_share) / (above.buffer_share - below.buffer_share)
+    } else {
+        0.0
+    };
+    let at = |f: fn(&TpccShape) -> f64| (f(below) + t * (f(above) - f(below))) * TPCC_SCHEME_TPS_MARGIN;
+    Some((at(|s| s.tps), at(|s| s.aging_transactions_per_region_mib)))
+}
 
 /// A TPC-C run on the emulator: the MiB its data regions hold (their logical capacity:
 /// the chips outside the log and `system`, 10% over-provisioning) and the MiB the
@@ -670,23 +794,39 @@ pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
     if config.workload.name != "tpcc" || config.device.preset != "paper-emulator" {
         return None;
     }
-    let warehouses = config.workload.params.get("warehouses").and_then(Value::as_f64).unwrap_or(1.0);
     let g = config.device.geometry().ok()?;
     let data_chips = f64::from(g.chips()) - f64::from(config.engine.log_chips.unwrap_or(4)) - SYSTEM_CHIPS;
     let block_bytes = f64::from(g.pages_per_block) * f64::from(g.page_bytes);
     let capacity_mib = data_chips * f64::from(g.blocks_per_chip) * block_bytes * 0.9 / (1024.0 * 1024.0);
-    let aging_share = match (config.driver.precondition, config.engine.eviction) {
-        (Precondition::Steady, Eviction::NonEager) => TPCC_AGING_GROWTH_SHARE_NON_EAGER,
-        (Precondition::Steady, _) => {
-            tpcc_aging_growth_share(config.engine.db_page_bytes.map_or(f64::from(g.page_bytes), |b| b as f64))
+    let measured = measured_shape(config);
+    let aging_mib = match (config.driver.precondition, config.engine.eviction, measured) {
+        (Precondition::Steady, Eviction::NonEager, _) => TPCC_AGING_GROWTH_SHARE_NON_EAGER * capacity_mib,
+        (Precondition::Steady, _, Some((_, per_region_mib))) => {
+            per_region_mib * capacity_mib * TPCC_GROWTH_BYTES_PER_TRANSACTION / (1024.0 * 1024.0)
+        }
+        (Precondition::Steady, _, None) => {
+            let db_page_bytes = config.engine.db_page_bytes.map_or(f64::from(g.page_bytes), |b| b as f64);
+            tpcc_aging_growth_share(db_page_bytes) * capacity_mib
         }
         _ => 0.0,
     };
-    let aging = aging_share * capacity_mib;
-    let tps = if config.driver.precondition == Precondition::Steady { TPCC_TPS_AGED } else { TPCC_TPS_NOT_AGED };
+    let tps = measured.map(|(tps, _)| tps).unwrap_or(if config.driver.precondition == Precondition::Steady {
+        TPCC_TPS_AGED
+    } else {
+        TPCC_TPS_NOT_AGED
+    });
     let running_mib = TPCC_GROWTH_BYTES_PER_TRANSACTION * tps * (config.driver.warmup_s + config.driver.sim_time_s)
         / (1024.0 * 1024.0);
-    Some((capacity_mib, warehouses * TPCC_LOADED_MIB_PER_WAREHOUSE + aging + running_mib))
+    Some((capacity_mib, tpcc_loaded_mib(config) + aging_mib + running_mib))
+}
+
+/// The MiB a TPC-C run's database takes after loading (at most).
+pub fn tpcc_loaded_mib(config: &ExperimentConfig) -> f64 {
+    tpcc_warehouses(config) * TPCC_LOADED_MIB_PER_WAREHOUSE
+}
+
+fn tpcc_warehouses(config: &ExperimentConfig) -> f64 {
+    config.workload.params.get("warehouses").and_then(Value::as_f64).unwrap_or(1.0)
 }
 
 fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<RunSpec> {

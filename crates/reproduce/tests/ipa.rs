@@ -55,11 +55,11 @@ fn the_room_counts_the_aging_only_for_an_aged_run() {
     config.driver.precondition = Precondition::None;
     let (_, fresh) = ipa::tpcc_room(&config).unwrap();
     // The aging's share of the data regions (25 windows of a tenth of them, each run
-    // 1.25 times over, 0.37 transactions of 1.5 KB per 4 KiB host write: 42%), less the
-    // faster fresh device's extra growth in the 15 simulated seconds (2,500 tps × 1.5 KB
+    // 1.25 times over, 0.37 transactions of 800 B per 4 KiB host write: 23%), less the
+    // faster fresh device's extra growth in the 15 simulated seconds (2,500 tps × 800 B
     // more).
-    let aging_share = 25.0 * 0.1 * 1.25 * 0.37 * 1.5e3 / 4096.0;
-    let faster = 2_500.0 * 1.5e3 * 15.0 / (1024.0 * 1024.0);
+    let aging_share = 25.0 * 0.1 * 1.25 * 0.37 * 800.0 / 4096.0;
+    let faster = 2_500.0 * 800.0 * 15.0 / (1024.0 * 1024.0);
     assert!((aged - fresh - (capacity * aging_share - faster)).abs() < 1e-6, "{aged} {fresh} {capacity}");
     config.driver.precondition = Precondition::Steady;
     config.engine.eviction = workloads::config::Eviction::NonEager;
