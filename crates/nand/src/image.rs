@@ -220,14 +220,27 @@ fn layout_of(g: &Geometry, path: &Path, offset: u64) -> Result<Layout, ImageErro
     })
 }
 
-/// Takes the image's advisory lock without waiting.
+/// How long a lock held by someone else may take to go before the image is refused as
+/// locked. A lock can be held for a moment by no other user at all: a child process
+/// that any thread of this process is starting holds copies of its descriptors, locks
+/// included, until it executes its program. A moment is far below this.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+/// How often the lock is tried again within [`LOCK_PATIENCE`].
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Takes the image's advisory lock, refusing it as locked if it stays held for
+/// [`LOCK_PATIENCE`].
 fn lock(file: &File, path: &Path, shared: bool) -> Result<(), ImageError> {
     use rustix::fs::{flock, FlockOperation};
     let op = if shared { FlockOperation::NonBlockingLockShared } else { FlockOperation::NonBlockingLockExclusive };
-    match flock(file, op) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(ImageError::Locked { path: path.into() }),
-        Err(e) => Err(ImageError::Io { path: path.into(), source: e.into() }),
+    let start = std::time::Instant::now();
+    loop {
+        match flock(file, op) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < LOCK_PATIENCE => std::thread::sleep(LOCK_RETRY),
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(ImageError::Locked { path: path.into() }),
+            Err(e) => return Err(ImageError::Io { path: path.into(), source: e.into() }),
+        }
     }
 }
 

@@ -126,8 +126,24 @@ fn an_image_is_sparse_and_never_created_over_an_existing_file() {
     assert_eq!(std::fs::read(&user).unwrap(), b"precious");
 }
 
+/// A lock held only for a moment (as a child process being started holds copies of its
+/// parent's descriptors until it executes) does not refuse the image.
 #[test]
-fn a_second_writer_is_refused_at_once() {
+fn a_lock_held_for_a_moment_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dev.img");
+    drop(MemoryStorage::create_image(&path, geometry(), true).unwrap());
+    let reader = MemoryStorage::open_image_with(&path, read_only()).unwrap();
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(reader);
+    });
+    MemoryStorage::open_image(&path).expect("the writer gets the lock once the moment is over");
+    holder.join().unwrap();
+}
+
+#[test]
+fn a_second_writer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dev.img");
     let first = MemoryStorage::create_image(&path, geometry(), true).unwrap();
