@@ -1,10 +1,10 @@
 //! The IPA papers' experiments (SIGMOD'17 Tables 1, 3–10 and 11; the demo's Table I): their
 //! runs and how each cell is computed from the runs' JSON.
 //!
-//! The devices and databases are those of `scripts/results.sh` (the runs behind
-//! docs/results.md) except where the papers' text says otherwise (the board's regions
-//! in Tables 6 and 8, the demo's board and layout) or a run needs room to grow (TPC-C,
-//! [`tpcc_room`]); each experiment's notes give the conditions and the assumptions where
+//! The devices and databases are the paper-emulator preset cut to the blocks per chip
+//! each scale gives below, except where the papers' text says otherwise (the board's
+//! regions in Tables 6 and 8, the demo's board and layout) or a run needs room to grow
+//! (TPC-C, [`tpcc_room`]); each experiment's notes give the conditions and the assumptions where
 //! the text is silent. Every run starts from a device preconditioned to GC steady state
 //! (`driver.precondition = steady`). The scales differ in run length and database size:
 //! - `quick`: 5 simulated seconds of warm-up and 10 measured; TPC-C with one warehouse
@@ -289,8 +289,8 @@ fn group(
 }
 
 /// A run's config: the device preset with `blocks_per_chip`, the workload with one
-/// size parameter, the scheme and buffer, a 4-chip log (results.sh's `--log-chips 4`,
-/// except where the device is cut smaller), and the scale's timing.
+/// size parameter, the scheme and buffer, a 4-chip log ([`SHORE_LOG_CHIPS`], except
+/// where the device is cut smaller), and the scale's timing.
 struct Setup {
     preset: &'static str,
     chips: Option<u32>,
@@ -347,7 +347,7 @@ fn engine_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) 
     }
 }
 
-/// The log chips the emulator runs assume (`SHORE_LOG`: results.sh's `--log-chips 4`).
+/// The log chips the emulator runs assume ([`SHORE_LOG`]: not stated in the paper).
 const SHORE_LOG_CHIPS: u32 = 4;
 
 /// The Shore-MT log on half the assumed chips (−50%): log writes queue on fewer chips.
@@ -837,7 +837,8 @@ fn large_buffer_runs(scale: Scale, schemes: [&str; 5], non_eager: bool) -> Vec<R
             let mut config = setup.config(scale, s);
             if non_eager {
                 // "setting extreme values for the respective thresholds" (SIGMOD'17 §8.4):
-                // no page cleaner, checkpoints late; results.sh's 0.9 of the log.
+                // no page cleaner, checkpoints late: at 0.9 of the log (assumed, see
+                // TPCC_LOG_FULL_CHECKPOINT for the text's 75% and 100%).
                 config.engine.eviction = Eviction::NonEager;
                 config.engine.checkpoint_log_share = 0.9;
                 config.driver.precondition = Precondition::Fill;
@@ -1532,11 +1533,11 @@ pub const TPCC_CLEANER_SWEEP: Variant = Variant {
 
 /// The non-eager TPC-C runs reclaiming log space only with the log (nearly) full: the
 /// text's "100%" (§8.4) as close as a checkpoint share can come (it must stay below 1);
-/// the runs take results.sh's 0.9.
+/// the runs assume 0.9.
 pub const TPCC_LOG_FULL_CHECKPOINT: Variant = Variant {
     name: "checkpoint at 99% of the log",
-    component: "when the non-eager runs reclaim log space (\"75% and 100% respectively\", §8.4; assumed 90% as \
-        results.sh, here 99%; TPC-C runs)",
+    component: "when the non-eager runs reclaim log space (\"75% and 100% respectively\", §8.4; assumed 90%, \
+        here 99%; TPC-C runs)",
     apply: |input| tpcc_changed(input, Eviction::NonEager, |c| c.engine.checkpoint_log_share = 0.99),
 };
 
