@@ -343,10 +343,10 @@ impl Geometry {
         let upfront_bytes =
             pages + pages.div_ceil(64) * 8 + blocks * per_block + crate::durable::DurablePoint::bytes_for(self);
         // A resident block: its cells (a buffer id, an OOB offset and length per page)
-        // and its OOB arena (see `cells`); per page a pool buffer, raw at worst (see
-        // `pool`), with its bookkeeping.
+        // and its OOB arena (see `cells`); per page a pool buffer with its reference
+        // count and, at worst, a free-list entry.
         let cells = cells::max_block_bytes(self.pages_per_block as u64, self.oob_bytes as u64);
-        let per_page_buffer = self.page_bytes as u64 + crate::pool::MAX_BOOKKEEPING_BYTES;
+        let per_page_buffer = self.page_bytes as u64 + 4 + 4;
         let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
         MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }
     }
@@ -782,56 +782,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// A page of records, compressible as database pages are, different per `seed`; its
-    /// last 512 bytes erased (room for in-place appends).
-    fn record_page(seed: u32) -> Vec<u8> {
-        (0..4096u32)
-            .map(|i| match i {
-                3584.. => 0xFF,
-                _ if i % 16 < 12 => (seed + i / 64) as u8,
-                _ => (i * seed) as u8,
-            })
-            .collect()
-    }
-
-    /// Pages that dropped out of the pool's hot window (cut to 16 MiB here) are held
-    /// packed, and a device
-    /// treats them exactly as before: reads give the bytes programmed, an append ANDs
-    /// into them and counts a program, and a raised bit is refused where it is.
-    #[test]
-    fn cold_pages_are_held_packed_and_keep_every_nand_rule() {
-        let mut g = Geometry::paper_emulator();
-        (g.channels, g.chips_per_channel, g.blocks_per_chip) = (1, 1, 272);
-        // A quarter of them hot, the rest packed.
-        let (pages, hot) = (16_384, 4_096);
-        let mut s = MemoryStorage::new(g.clone(), true);
-        s.pool = PagePool::with_limits(4096, hot, 1024);
-        let mut d = crate::Device::new(Box::new(s));
-        for p in 0..pages {
-            d.program(Ppn(p), 0, &[Span::new(0, &record_page(p)), Span::new(4096, &[p as u8])]).unwrap();
-        }
-        let raw = u64::from(pages) * 4096;
-        let held = d.storage().memory_bytes() - g.memory_footprint().upfront_bytes;
-        assert!(held < raw * 3 / 4, "{held} bytes held for {raw} bytes of pages");
-        for p in [0, 1, pages / 2, pages - 1] {
-            let read = d.read(Ppn(p), 0).unwrap();
-            assert_eq!((read.data, read.oob[0]), (&record_page(p)[..], p as u8), "page {p}");
-        }
-        // An append onto a packed page (page 3 was not read since it went cold).
-        d.program(Ppn(3), 0, &[Span::new(3584, &[0x0F, 0xF0])]).unwrap();
-        let mut want = record_page(3);
-        want[3584..3586].copy_from_slice(&[0x0F, 0xF0]);
-        assert_eq!(d.read(Ppn(3), 0).unwrap().data, &want[..]);
-        assert_eq!(d.storage().program_count(Ppn(3)), 2);
-        let raise = d.program(Ppn(5), 0, &[Span::new(3584, &[0x00]), Span::new(7, &[0xFF])]).unwrap_err();
-        assert!(matches!(raise, Error::BitRaise { page: 5, offset: 7, .. }), "{raise}");
-        assert_eq!(d.read(Ppn(5), 0).unwrap().data, &record_page(5)[..], "a refused program changed nothing");
-        // A copyback of a packed page shares it; the copy reads the same.
-        let dst = Ppn(64 * 260);
-        d.copyback(Ppn(6), dst, 0, &[]).unwrap();
-        assert_eq!(d.read(dst, 0).unwrap().data, &record_page(6)[..]);
     }
 
     #[test]
