@@ -11,7 +11,8 @@
 //! experiment's cells joined with the reference. [`store`]: the output directory, where
 //! finished runs are kept and reused, under the [`model_version`] that made them.
 //! [`cost`]: a run's estimated CPU time and peak memory, and whether it fits this
-//! machine; [`plan`]: those estimates for every run of an invocation (`--plan`).
+//! machine; [`plan`]: those estimates for every run of an invocation (`--plan`);
+//! [`run_length`]: how long a full-scale run measures.
 //! [`report`]: Markdown, JSON and the summary.
 //! [`results_page`]: `results.md`, the invocation's experiments per paper on one page;
 //! [`publish`]: that page, the reports and figures copied into the docs.
@@ -43,6 +44,7 @@ pub mod ray;
 pub mod reference;
 pub mod report;
 pub mod results_page;
+pub mod run_length;
 pub mod runner;
 pub mod store;
 pub mod svg;
