@@ -84,3 +84,30 @@ pub fn markdown(rows: &[PlanRow], jobs: usize) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{plan, Options};
+    use crate::Scale;
+
+    #[test]
+    fn runs_above_the_memory_available_are_listed_refused_and_counted_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let experiment = crate::catalogue::find("ipa:table7").expect("listed");
+        let options = Options { scale: Scale::Quick, jobs: 2, out: tmp.path().join("out"), overwrite: false };
+        let rows = plan(&[experiment], &options, Some(1));
+        assert!(!rows.is_empty());
+        let text = markdown(&rows, 2);
+        assert!(text.contains("| REFUSED: refused before starting:") && text.contains("GiB are available"), "{text}");
+        let n = rows.len();
+        assert!(text.contains(&format!("| ipa:table7 | {n} | 0 | 0 | {n} | 0.00 |")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "0.0 CPU hours to make (0.0 hours on 2 runs at once, if the cores are free); {n} runs refused"
+            )),
+            "{text}"
+        );
+        assert!(!options.out.exists(), "a plan writes nothing");
+    }
+}
