@@ -52,6 +52,8 @@ struct Planned {
     /// Whether some experiment needs it among its headline runs (not only for an
     /// ablation variant).
     headline: bool,
+    /// Its estimated cost and size, computed once ([`cost::estimate`]).
+    estimate: Estimate,
 }
 
 /// A run's result, or why it failed.
@@ -138,7 +140,7 @@ fn states(store: &Store, planned: &[Planned], available_bytes: Option<u64>) -> V
         .iter()
         .map(|p| match store.load(&p.spec.input) {
             Some(result) => State::Kept(result),
-            None => match cost::estimate(&p.spec.input).refusal(available_bytes) {
+            None => match p.estimate.refusal(available_bytes) {
                 Some(why) => State::Refused(why),
                 None => State::ToMake { stale: store.stale(&p.spec.input) },
             },
@@ -167,7 +169,7 @@ pub fn plan(experiments: &[&Experiment], options: &Options, available_bytes: Opt
         Some(store) => states(&store, &planned, available_bytes),
         None => planned
             .iter()
-            .map(|p| match cost::estimate(&p.spec.input).refusal(available_bytes) {
+            .map(|p| match p.estimate.refusal(available_bytes) {
                 Some(why) => State::Refused(why),
                 None => State::ToMake { stale: false },
             })
@@ -178,7 +180,7 @@ pub fn plan(experiments: &[&Experiment], options: &Options, available_bytes: Opt
         .map(|i| {
             let p = &planned[i];
             PlanRow {
-                estimate: cost::estimate(&p.spec.input),
+                estimate: p.estimate.clone(),
                 name: p.name.clone(),
                 experiment: p.experiment,
                 key: p.key.clone(),
@@ -204,6 +206,7 @@ fn distinct_runs(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Ve
             match planned.iter_mut().find(|p| p.key == key) {
                 Some(p) => p.headline |= headline,
                 None => planned.push(Planned {
+                    estimate: cost::estimate(&spec.input),
                     spec: spec.clone(),
                     name: format!("{} {}", e.id, spec.label),
                     experiment: e.id,
@@ -266,7 +269,7 @@ fn execution_order(planned: &[Planned], states: &[State]) -> Vec<usize> {
         .iter()
         .zip(states)
         .map(|(p, s)| match s {
-            State::ToMake { .. } => cost::estimate(&p.spec.input).cpu_seconds,
+            State::ToMake { .. } => p.estimate.cpu_seconds,
             _ => 0.0,
         })
         .collect();
