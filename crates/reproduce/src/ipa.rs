@@ -599,7 +599,7 @@ const TABLE10_SCHEMES: [&str; 5] = ["2x10", "2x10", "2x30", "2x40", "2x40"];
 fn tpcc_large(scale: Scale, buffer_share: f64) -> Setup {
     let (warehouses, blocks_per_chip) = match scale {
         Scale::Smoke | Scale::Quick => (1, 192),
-        Scale::Full => (10, PRESET_BLOCKS_PER_CHIP),
+        Scale::Full => (10, 1024),
     };
     Setup {
         preset: "paper-emulator",
