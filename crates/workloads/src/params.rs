@@ -64,7 +64,14 @@ pub fn parse_params<P: Serialize + DeserializeOwned + Default>(
         Ok(serde_json::Value::Object(map)) => map,
         other => panic!("{workload}: parameters must serialise to a map, got {other:?}"),
     };
-    if let Some(name) = params.keys().find(|k| !known.contains_key(*k)) {
+    // A parameter left out of the serialisation at its default value
+    // (`skip_serializing_if`) is known too: alone, it parses or fails on its value.
+    let unknown = |name: &String| {
+        !known.contains_key(name)
+            && parse(Params::from_iter([(name.clone(), params[name].clone())]))
+                .is_err_and(|e| e.to_string().starts_with("unknown field"))
+    };
+    if let Some(name) = params.keys().find(|k| unknown(k)) {
         let names: Vec<&str> = known.keys().map(String::as_str).collect();
         return Err(ConfigError::field(
             format!("workload.{name}"),

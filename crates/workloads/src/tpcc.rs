@@ -44,11 +44,15 @@ pub struct TpccParams {
     pub warehouses: u32,
     /// Percent: NewOrder, Payment, OrderStatus, Delivery, StockLevel.
     pub mix: [u32; 5],
+    /// Money and rate columns as 8-byte floats ([`FLOAT_MONEY_COLUMNS`]), as shore-kits,
+    /// the Shore-MT benchmark kit, declares them (`SQL_FLOAT`); otherwise DECIMAL.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub float_money: bool,
 }
 
 impl Default for TpccParams {
     fn default() -> Self {
-        TpccParams { warehouses: 1, mix: Mix::STANDARD.0 }
+        TpccParams { warehouses: 1, mix: Mix::STANDARD.0, float_money: false }
     }
 }
 
@@ -72,7 +76,9 @@ impl WorkloadParams for TpccParams {
     }
 
     fn build(&self, rng: &mut ChaCha8Rng) -> Box<dyn Workload> {
-        Box::new(Tpcc::new(self.warehouses.into(), Mix(self.mix), rng))
+        let mut tpcc = Tpcc::new(self.warehouses.into(), Mix(self.mix), rng);
+        tpcc.float_money = self.float_money;
+        Box::new(tpcc)
     }
 }
 
@@ -111,6 +117,8 @@ impl Constants {
 pub struct Tpcc {
     pub warehouses: i64,
     pub mix: Mix,
+    /// [`TpccParams::float_money`].
+    pub float_money: bool,
     load: Constants,
     run: Constants,
     tables: Option<Tables>,
@@ -158,10 +166,27 @@ fn dec(scaled: i64, scale: u8) -> Value {
     Value::Decimal { scaled, scale }
 }
 
+/// The column types shore-kits (the Shore-MT benchmark kit) declares `SQL_FLOAT` where
+/// ours are DECIMAL: warehouse and district tax and year-to-date, the customer's credit
+/// limit, discount, balance and year-to-date payment, the history's amount
+/// (`shore_tpcc_schema.cpp`). Its order-line amount and item price are `SQL_INT`, as
+/// ours are scaled integers; its dates (`SQL_FLOAT`) and its extra `C_LAST_PAYMENT`
+/// column are not followed.
+pub const FLOAT_MONEY_COLUMNS: [(&str, &str); 3] =
+    [("DECIMAL(4,4)", "FLOAT"), ("DECIMAL(12,2)", "FLOAT"), ("h_amount DECIMAL(6,2)", "h_amount FLOAT")];
+
+/// A money value in cents, from a DECIMAL(_, 2) or a FLOAT column.
+fn cents(v: &Value) -> i64 {
+    match v {
+        Value::Float(f) => (f * 100.0).round() as i64,
+        other => int(other),
+    }
+}
+
 impl Tpcc {
     pub fn new(warehouses: i64, mix: Mix, rng: &mut ChaCha8Rng) -> Tpcc {
         let (load, run) = Constants::draw(rng);
-        Tpcc { warehouses: warehouses.max(1), mix, load, run, tables: None }
+        Tpcc { warehouses: warehouses.max(1), mix, load, run, float_money: false, tables: None }
     }
 
     fn tables(&mut self, db: &Database) -> Result<Tables, WorkloadError> {
@@ -184,7 +209,15 @@ impl Tpcc {
         Ok(t)
     }
 
-    fn schema(placement: &dyn Fn(&str) -> String) -> String {
+    fn schema(placement: &dyn Fn(&str) -> String, float_money: bool) -> String {
+        let schema = Tpcc::decimal_schema(placement);
+        if !float_money {
+            return schema;
+        }
+        FLOAT_MONEY_COLUMNS.iter().fold(schema, |s, (from, to)| s.replace(from, to))
+    }
+
+    fn decimal_schema(placement: &dyn Fn(&str) -> String) -> String {
         let dists: Vec<String> = (1..=10).map(|i| format!("s_dist_{i:02} CHAR(24)")).collect();
         format!(
             "CREATE TABLE warehouse (w_id INT PRIMARY KEY, w_name VARCHAR(10), w_street_1 VARCHAR(20), w_street_2 VARCHAR(20), w_city VARCHAR(20), w_state CHAR(2), w_zip CHAR(9), w_tax DECIMAL(4,4), w_ytd DECIMAL(12,2)) TABLESPACE {w};
@@ -367,12 +400,12 @@ impl Tpcc {
         // Year-to-date sums grow by the amount; the names stay for the history row.
         // w_ytd and w_name, d_ytd and d_name.
         let wh = db
-            .update_columns(&tx, t.warehouse, &[Value::Int(w)], &[8, 1], |wh| Ok([(8, dec(int(&wh[0]) + amount, 2))]))
+            .update_columns(&tx, t.warehouse, &[Value::Int(w)], &[8, 1], |wh| Ok([(8, dec(cents(&wh[0]) + amount, 2))]))
             .map_err(e)?
             .ok_or("warehouse missing")?;
         let di = db
             .update_columns(&tx, t.district, &[Value::Int(w), Value::Int(d)], &[9, 2], |di| {
-                Ok([(9, dec(int(&di[0]) + amount, 2))])
+                Ok([(9, dec(cents(&di[0]) + amount, 2))])
             })
             .map_err(e)?
             .ok_or("district missing")?;
@@ -383,8 +416,8 @@ impl Tpcc {
         let c = int(&cust[0]);
         let key = [Value::Int(c_w), Value::Int(c_d), Value::Int(c)];
         let mut sets = vec![
-            (16, dec(int(&cust[16]) - amount, 2)),
-            (17, dec(int(&cust[17]) + amount, 2)),
+            (16, dec(cents(&cust[16]) - amount, 2)),
+            (17, dec(cents(&cust[17]) + amount, 2)),
             (18, Value::Int(int(&cust[18]) + 1)),
         ];
         if text(&cust[13]) == "BC" {
@@ -460,7 +493,7 @@ impl Tpcc {
             }
             let ckey = [Value::Int(w), Value::Int(d), order[0].clone()];
             db.update_columns(&tx, t.customer, &ckey, &[16, 19], |cust| {
-                Ok([(16, dec(int(&cust[0]) + total, 2)), (19, Value::Int(int(&cust[1]) + 1))])
+                Ok([(16, dec(cents(&cust[0]) + total, 2)), (19, Value::Int(int(&cust[1]) + 1))])
             })
             .map_err(e)?
             .ok_or("customer missing")?;
@@ -523,7 +556,7 @@ impl Workload for Tpcc {
         placement: &dyn Fn(&str) -> String,
         rng: &mut ChaCha8Rng,
     ) -> Result<(), WorkloadError> {
-        db.execute(&Tpcc::schema(placement)).map_err(e)?;
+        db.execute(&Tpcc::schema(placement, self.float_money)).map_err(e)?;
         let t = self.tables(db)?;
         let mut tx = db.begin();
         let mut pending = 0;
@@ -725,9 +758,9 @@ impl Workload for Tpcc {
         db.commit(tx).map_err(e)?;
         for wh in &warehouses {
             let w = int(&wh[0]);
-            let d_ytd: i64 = districts.iter().filter(|d| int(&d[1]) == w).map(|d| int(&d[9])).sum();
-            if int(&wh[8]) != d_ytd {
-                return Err(format!("condition 1: warehouse {w} w_ytd {} != sum(d_ytd) {d_ytd}", int(&wh[8])));
+            let d_ytd: i64 = districts.iter().filter(|d| int(&d[1]) == w).map(|d| cents(&d[9])).sum();
+            if cents(&wh[8]) != d_ytd {
+                return Err(format!("condition 1: warehouse {w} w_ytd {} != sum(d_ytd) {d_ytd}", cents(&wh[8])));
             }
         }
         for di in &districts {
