@@ -365,6 +365,12 @@ pub struct MemoryFootprint {
     pub max_with_data_bytes: u64,
     /// The most a metadata-only device (`keep_data = false`) takes: its arrays alone.
     pub max_metadata_only_bytes: u64,
+    /// What a block takes once programmed, besides its page images and OOB bytes: its
+    /// cells (a page image id and an OOB place per page).
+    pub block_cells_bytes: u64,
+    /// What one page image takes against a [`MemoryStorage::set_page_budget`] budget:
+    /// its bytes and their bookkeeping.
+    pub page_image_bytes: u64,
 }
 
 impl Geometry {
@@ -384,9 +390,15 @@ impl Geometry {
         // and its OOB arena (see `cells`); per page a pool buffer with its reference
         // count and, at worst, a free-list entry.
         let cells = cells::max_block_bytes(self.pages_per_block as u64, self.oob_bytes as u64);
-        let per_page_buffer = self.page_bytes as u64 + 4 + 4;
+        let per_page_buffer = PagePool::buffer_bytes(self.page_bytes as u64);
         let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
-        MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }
+        MemoryFootprint {
+            upfront_bytes,
+            max_with_data_bytes,
+            max_metadata_only_bytes: upfront_bytes,
+            block_cells_bytes: cells::block_cells_bytes(self.pages_per_block as u64),
+            page_image_bytes: PagePool::buffer_bytes(self.page_bytes as u64),
+        }
     }
 }
 
