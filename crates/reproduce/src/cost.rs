@@ -359,7 +359,7 @@ mod tests {
         let quick = sqlite(Scale::Quick, 8);
         assert_eq!(quick.workload.params["value_size"], 16384);
         let peak = estimate(&RunInput::Sqlite(quick)).peak_bytes;
-        assert!(peak >= 140 << 20 && peak <= 280 << 20, "{} MiB", peak >> 20);
+        assert!((140 << 20..=280 << 20).contains(&peak), "{} MiB", peak >> 20);
         // At full size the FEMU device's 18 GiB of pages are not all counted.
         let full = sqlite(Scale::Full, 0);
         let g = full.device.geometry().unwrap();
