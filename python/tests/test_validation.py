@@ -8,7 +8,10 @@ import pytest
 import deltaflash as df
 
 CHIPS = "device.chips: must be in 1..=16 on the paper-emulator preset (8 channels × 2 chips), got 40"
-FOOTPRINT = "with every page resident, more than device.max_memory_bytes (1.0 KiB); pass a smaller device.blocks_per_chip"
+FOOTPRINT = (
+    "for its metadata before any page is written, more than device.max_memory_bytes (1.0 KiB); "
+    "pass a smaller device.blocks_per_chip"
+)
 
 
 def refusal(call):

@@ -102,8 +102,9 @@ pub struct DeviceArgs {
     /// openssd-mlc, whose board served 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=65535))]
     pub host_queue_depth: Option<u32>,
-    /// Refuse an in-memory device whose footprint is above this many bytes (`512M`,
-    /// `8G`); default: the memory available (MemAvailable).
+    /// Memory the emulated device may take (`512M`, `8G`): one whose metadata alone is
+    /// above it is refused; its page images get the rest, and a run that writes more
+    /// stops with an error. Default: the memory available (MemAvailable) less a margin.
     #[arg(long, value_parser = bytes, value_name = "BYTES")]
     pub max_memory: Option<u64>,
     /// Keep no page bytes (metadata only): a fast write-amplification-only mode. The
@@ -160,7 +161,7 @@ impl DeviceArgs {
         self.config().geometry().map_err(|e| device_error(&e))
     }
 
-    /// Refuses a device of `g` whose footprint in memory is above the memory available
+    /// Refuses a device of `g` whose metadata in memory is above the memory available
     /// or `--max-memory`, naming the size and what to change.
     pub fn check_memory(&self, g: &Geometry) -> Result<(), String> {
         self.config().check_footprint(g).map_err(|e| device_error(&e))
@@ -175,13 +176,14 @@ impl DeviceArgs {
     pub fn create_with_sync(&self, sync: SyncMode) -> Result<Device, String> {
         let geometry = self.geometry()?;
         self.check_memory(&geometry)?;
+        let budget_bytes = self.config().page_budget_bytes(&geometry);
         let storage: Box<dyn Storage> = match &self.image {
             Some(path) => {
                 crate::output::check_new("--image", path)?;
                 let storage = MemoryStorage::create_image_with(path, geometry, !self.no_data, sync);
                 Box::new(storage.map_err(|e| e.to_string())?)
             }
-            None => Box::new(MemoryStorage::new(geometry, !self.no_data)),
+            None => Box::new(MemoryStorage::with_page_budget(geometry, !self.no_data, budget_bytes)),
         };
         Ok(Device::new(storage))
     }

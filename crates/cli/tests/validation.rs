@@ -186,7 +186,20 @@ fn range_errors_say_what_is_allowed() {
     assert!(run(&["ftl-bench", "--over-provisioning", "1"]).contains("[0, 1)"));
     assert!(run(&["ftl-bench", "--writes", "0"]).contains("0 is not in 1..="));
     let memory = run(&["ftl-bench", "--blocks-per-chip", "4000000"]);
-    assert!(memory.contains("TiB") && memory.contains("--no-data"), "{memory}");
+    assert!(memory.contains("GiB for its metadata") && memory.contains("--no-data"), "{memory}");
+}
+
+/// `--max-memory` above the device's metadata (162 MiB) but below its 4 GiB of pages:
+/// ftl-bench starts, and its fill stops at the page images' budget with the budget's
+/// words and a non-zero exit, never a panic.
+#[test]
+fn a_run_whose_pages_outgrow_max_memory_stops_with_the_budget() {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_deltaflash")).args(["ftl-bench", "--max-memory", "200M"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && !stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("needs a new page image, but the page images in memory already take"), "{stderr}");
+    assert!(stderr.contains("(device: 16 chips × 1024 blocks × 64 pages of 4096 bytes)"), "{stderr}");
 }
 
 #[test]

@@ -180,9 +180,13 @@ const FREE_ENTRY_BYTES: usize = std::mem::size_of::<u32>();
 /// allocated up to twice its bound (twice the bytes its pages' OOB areas hold) and its
 /// slot's entry in the free list once erased.
 pub(crate) fn max_block_bytes(pages_per_block: u64, oob_bytes: u64) -> u64 {
-    (std::mem::size_of::<Arena>() + FREE_ENTRY_BYTES) as u64
-        + pages_per_block * CELL_BYTES as u64
-        + 4 * pages_per_block * oob_bytes
+    block_cells_bytes(pages_per_block) + 4 * pages_per_block * oob_bytes
+}
+
+/// Bytes of a resident block beyond the slot table and its arena's bytes: its cells,
+/// the arena's header and its slot's entry in the free list once erased.
+pub(crate) fn block_cells_bytes(pages_per_block: u64) -> u64 {
+    (std::mem::size_of::<Arena>() + FREE_ENTRY_BYTES) as u64 + pages_per_block * CELL_BYTES as u64
 }
 
 impl BlockCells<'_> {

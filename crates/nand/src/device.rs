@@ -175,16 +175,10 @@ impl Device {
         Ok(bytes)
     }
 
-    /// Where a page is, for error messages.
-    fn locate(&self, ppn: Ppn) -> (u32, u32, u32) {
-        let block = self.geometry.block_of(ppn);
-        (self.geometry.chip_of_block(block), block.0 % self.geometry.blocks_per_chip, self.geometry.page_in_block(ppn))
-    }
-
     /// Checks that a page may take its first program now, given its block's write pointer.
     fn check_first_program(&self, at: Address, write_pointer: u32) -> Result<(), Error> {
         if at.page < write_pointer {
-            let (chip, block, page) = self.locate(at.ppn);
+            let (chip, block, page) = self.geometry.locate(at.ppn);
             return Err(Error::OutOfOrder { chip, block, page, write_pointer });
         }
         Ok(())
@@ -194,7 +188,7 @@ impl Device {
     fn check_reprogram(&self, ppn: Ppn, page_type: PageType, count: u8, spans: &[Span]) -> Result<(), Error> {
         let limit = self.geometry.nop_of(page_type);
         if count >= limit {
-            let (chip, block, page) = self.locate(ppn);
+            let (chip, block, page) = self.geometry.locate(ppn);
             return Err(Error::NopExceeded { chip, block, page, page_type, limit });
         }
         let data = self.storage.data(ppn).unwrap_or(&self.erased_data);
@@ -206,7 +200,7 @@ impl Device {
                 // Past the stored OOB bytes the area is erased (0xFF).
                 let old = if at < page_bytes { data[at] } else { oob.get(at - page_bytes).copied().unwrap_or(0xFF) };
                 if new & !old != 0 {
-                    let (chip, block, page) = self.locate(ppn);
+                    let (chip, block, page) = self.geometry.locate(ppn);
                     return Err(Error::BitRaise { chip, block, page, offset: at });
                 }
             }
@@ -249,7 +243,7 @@ impl Device {
     /// Refuses `operation` on a page whose payload was discarded.
     fn check_not_discarded(&self, ppn: Ppn, operation: &'static str) -> Result<(), Error> {
         if self.storage.payload_discarded(ppn) {
-            let (chip, block, page) = self.locate(ppn);
+            let (chip, block, page) = self.geometry.locate(ppn);
             return Err(Error::PayloadDiscarded { chip, block, page, operation });
         }
         Ok(())
@@ -335,6 +329,7 @@ impl Device {
             self.check_not_discarded(ppn, "append")?;
             self.check_reprogram(ppn, page_type, count, spans)?;
         }
+        self.storage.check_room(ppn, spans, None)?;
         let chip = at.chip;
         let timing = self.timelines.program(
             chip,
@@ -368,11 +363,12 @@ impl Device {
         }
         let (count, write_pointer) = self.storage.program_state(dst, to.block);
         if count != 0 {
-            let (chip, block, page) = self.locate(dst);
+            let (chip, block, page) = self.geometry.locate(dst);
             let page_type = self.geometry.page_type(page);
             return Err(Error::NopExceeded { chip, block, page, page_type, limit: 1 });
         }
         self.check_first_program(to, write_pointer)?;
+        self.storage.check_room(dst, spans, Some(src))?;
         let src_type = self.geometry.page_type(from.page);
         let dst_type = self.geometry.page_type(to.page);
         let lat = &self.geometry.latencies;
@@ -451,6 +447,49 @@ mod tests {
         d.program(ppn, 0, &[Span::new(100, &[0x03]), Span::new(560, &[0])]).unwrap();
         assert_eq!(d.peek(ppn).0[100], 0x03);
         assert_eq!(d.peek(ppn).1[560 - 512], 0);
+    }
+
+    /// A device whose page images may take `images` buffers of 512 bytes.
+    fn budgeted(images: u64) -> Device {
+        let budget = images * crate::pool::PagePool::buffer_bytes(512);
+        Device::new(Box::new(MemoryStorage::with_page_budget(geometry(CellType::Slc), true, Some(budget))))
+    }
+
+    /// A page of data that is not one repeated byte (those share one image).
+    fn page_of(seed: u8) -> Vec<u8> {
+        (0..512).map(|i| seed ^ (i as u8)).collect()
+    }
+
+    #[test]
+    fn a_program_past_the_page_budget_is_refused_and_changes_nothing() {
+        let mut d = budgeted(3);
+        for p in 0..3 {
+            d.program(Ppn(p), 0, &[Span::new(0, &page_of(p as u8))]).unwrap();
+        }
+        let (before, now) = (d.counters(), d.timelines().chip_busy_ns(0));
+        let err = d.program(Ppn(3), 0, &[Span::new(0, &page_of(3))]).unwrap_err();
+        let Error::PageBudget { operation, chip, block, page, budget_bytes, resident_bytes, .. } = err.clone() else {
+            panic!("{err}")
+        };
+        assert_eq!((operation, chip, block, page), ("program", 0, 0, 3));
+        assert_eq!((budget_bytes, resident_bytes), (3 * 520, 3 * 520));
+        let text = err.to_string();
+        assert!(text.contains("(device: 2 chips × 4 blocks × 6 pages of 512 bytes)"), "{text}");
+        assert!(text.contains("--max-memory, device.max_memory_bytes") && text.contains("--no-data"), "{text}");
+        assert_eq!((d.counters(), d.timelines().chip_busy_ns(0)), (before, now), "counted and timed nothing");
+        assert_eq!((d.storage().program_count(Ppn(3)), d.storage().write_pointer(BlockId(0))), (0, 3));
+        // An append onto a page's own image and an OOB-only program take no new image;
+        // a copyback takes one only when it changes data bytes.
+        d.program(Ppn(0), 0, &[Span::new(7, &[0])]).unwrap();
+        d.program(Ppn(3), 0, &[Span::new(512, &[0])]).unwrap();
+        assert!(matches!(d.copyback(Ppn(0), Ppn(6), 0, &[Span::new(0, &[0])]), Err(Error::PageBudget { .. })));
+        assert_eq!(d.storage().program_count(Ppn(6)), 0);
+        d.copyback(Ppn(0), Ppn(6), 0, &[Span::new(512, &[0])]).unwrap();
+        // An erase gives back the images no other page shares (pages 1 and 2), for reuse.
+        d.erase(BlockId(0), 0).unwrap();
+        for p in 0..2 {
+            d.program(Ppn(p), 0, &[Span::new(0, &page_of(9))]).unwrap();
+        }
     }
 
     #[test]

@@ -24,6 +24,22 @@ pub enum Error {
     /// as garbage ([`Device::discard_payload`](crate::Device::discard_payload)): the
     /// emulator no longer keeps its bytes.
     PayloadDiscarded { chip: u32, block: u32, page: u32, operation: &'static str },
+    /// A program or copyback that would take the page images the emulator keeps in memory
+    /// past their budget ([`MemoryStorage::set_page_budget`](crate::MemoryStorage::set_page_budget)):
+    /// the run needs more memory than it was given. Refused before anything changed.
+    PageBudget {
+        operation: &'static str,
+        chip: u32,
+        block: u32,
+        page: u32,
+        budget_bytes: u64,
+        /// Bytes the page images (and their bookkeeping) take already.
+        resident_bytes: u64,
+        chips: u32,
+        blocks_per_chip: u32,
+        pages_per_block: u32,
+        page_bytes: u32,
+    },
     /// Power failed; nothing more until the device is powered on again.
     PowerLost,
     /// A mutating operation on a device opened read-only.
@@ -66,6 +82,27 @@ impl fmt::Display for Error {
                 f,
                 "{operation} refused: chip {chip} block {block} page {page} was discarded as garbage (the emulator no longer keeps its data; only its OOB remains until the block is erased)"
             ),
+            Error::PageBudget {
+                operation,
+                chip,
+                block,
+                page,
+                budget_bytes,
+                resident_bytes,
+                chips,
+                blocks_per_chip,
+                pages_per_block,
+                page_bytes,
+            } => write!(
+                f,
+                "{operation} refused: chip {chip} block {block} page {page} needs a new page image, but the page \
+                 images in memory already take {} of their {} budget (device: {chips} chips × {blocks_per_chip} \
+                 blocks × {pages_per_block} pages of {page_bytes} bytes); give the run more memory (--max-memory, \
+                 device.max_memory_bytes), fewer blocks per chip (--blocks-per-chip, device.blocks_per_chip), or \
+                 keep metadata only (--no-data, device.no_data)",
+                mib(*resident_bytes),
+                mib(*budget_bytes)
+            ),
             Error::PowerLost => f.write_str("power lost: the device is off until powered on again"),
             Error::ReadOnly { path, operation } => {
                 write!(f, "{operation} refused: image {path} is open read-only")
@@ -75,6 +112,11 @@ impl fmt::Display for Error {
             }
         }
     }
+}
+
+/// Bytes in MiB for a message: `41.0 MiB`.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 impl std::error::Error for Error {}

@@ -124,6 +124,9 @@ impl<S: Storage> Storage for FaultyStorage<S> {
         self.inner.write_pointer(block)
     }
 
+    fn check_room(&self, ppn: Ppn, spans: &[Span], copy_from: Option<Ppn>) -> Result<(), Error> {
+        self.inner.check_room(ppn, spans, copy_from)
+    }
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error> {
         if !self.cuts_now()? {
             return self.inner.program(ppn, spans);

@@ -392,6 +392,12 @@ impl Geometry {
         self.chip_of_block(self.block_of(ppn))
     }
 
+    /// (chip, block in its chip, page in its block) of a page, as messages name it.
+    pub fn locate(&self, ppn: Ppn) -> (u32, u32, u32) {
+        let block = self.block_of(ppn);
+        (self.chip_of_block(block), block.0 % self.blocks_per_chip, self.page_in_block(ppn))
+    }
+
     /// Which page of its wordline page `page` of a block is.
     pub fn page_type(&self, page: u32) -> PageType {
         let bit = match self.cell {

@@ -10,6 +10,12 @@
 //! ballast) is kept once: the pool holds a reference to it for good, so every page
 //! programmed with it shares that buffer, and a later change copies it (copy on write).
 //! At most 256 such buffers exist.
+//!
+//! An optional budget bounds the bytes of the buffers the pool has allocated (each
+//! buffer's page bytes, its reference count and, at worst, its free-list entry): the
+//! store asks [`PagePool::has_room`] before a program, so a program that would take
+//! the pool past it is refused before anything changes. Freed buffers are reused
+//! first and cost the budget nothing more.
 use prefetch_index::prefetch_index;
 
 const CHUNK_PAGES: usize = 256;
@@ -25,7 +31,13 @@ pub(crate) struct PagePool {
     free: Vec<u32>,
     /// `uniform[b]`: the shared buffer of a page whose bytes are all `b`, or `NO_BUFFER`.
     uniform: Box<[u32; 256]>,
+    /// The most bytes the allocated buffers may take (`u64::MAX`: no budget).
+    budget_bytes: u64,
 }
+
+/// Bytes a buffer's bookkeeping adds to its page bytes: its reference count and, once
+/// freed, its free-list entry.
+const BUFFER_OVERHEAD_BYTES: u64 = 4 + 4;
 
 impl PagePool {
     pub(crate) fn new(page_bytes: usize) -> Self {
@@ -35,7 +47,40 @@ impl PagePool {
             refs: Vec::new(),
             free: Vec::new(),
             uniform: Box::new([NO_BUFFER; 256]),
+            budget_bytes: u64::MAX,
         }
+    }
+
+    /// Bounds the bytes of the allocated buffers (`None`: no bound).
+    pub(crate) fn set_budget(&mut self, budget_bytes: Option<u64>) {
+        self.budget_bytes = budget_bytes.unwrap_or(u64::MAX);
+    }
+
+    /// The budget, if there is one.
+    pub(crate) fn budget(&self) -> Option<u64> {
+        (self.budget_bytes != u64::MAX).then_some(self.budget_bytes)
+    }
+
+    /// Bytes one buffer takes against the budget.
+    pub(crate) fn buffer_bytes(page_bytes: u64) -> u64 {
+        page_bytes + BUFFER_OVERHEAD_BYTES
+    }
+
+    /// Bytes the allocated buffers take against the budget (free ones included: their
+    /// memory stays with the pool).
+    pub(crate) fn allocated_bytes(&self) -> u64 {
+        self.refs.len() as u64 * Self::buffer_bytes(self.page_bytes as u64)
+    }
+
+    /// Whether `buffers` more buffers stay within the budget (freed ones first).
+    pub(crate) fn has_room(&self, buffers: usize) -> bool {
+        let new = buffers.saturating_sub(self.free.len()) as u64;
+        new == 0 || self.allocated_bytes() + new * Self::buffer_bytes(self.page_bytes as u64) <= self.budget_bytes
+    }
+
+    /// Whether `id` (not `NO_BUFFER`) has one holder only: changing it takes no new buffer.
+    pub(crate) fn is_unique(&self, id: u32) -> bool {
+        id != NO_BUFFER && self.refs[id as usize] == 1
     }
 
     /// A buffer holding `bytes` (which must be one page long); shared when they are one
@@ -196,5 +241,20 @@ mod tests {
         assert_eq!(pool.get(a), &[0xA5; 8]);
         pool.release(a); // `b` went with the copy: no page holds the shared buffer now
         assert_eq!(pool.alloc_with(&[0xA5; 8]), a, "the pool keeps it while no page holds it");
+    }
+
+    #[test]
+    fn the_budget_counts_allocated_buffers_and_freed_ones_are_room() {
+        let mut pool = PagePool::new(8);
+        pool.set_budget(Some(2 * PagePool::buffer_bytes(8)));
+        assert!(pool.has_room(2) && !pool.has_room(3));
+        let a = pool.alloc_with(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let _b = pool.alloc_with(&[2, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(pool.allocated_bytes(), 2 * 16);
+        assert!(!pool.has_room(1));
+        pool.release(a);
+        assert!(pool.has_room(1), "a freed buffer is reused, not allocated");
+        pool.set_budget(None);
+        assert!(pool.has_room(1_000_000) && pool.budget().is_none());
     }
 }

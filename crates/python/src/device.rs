@@ -6,7 +6,7 @@
 
 use crate::failure;
 use flash::{Flash, IpaMode, RegionId, RegionSpec};
-use nand::{MemoryStorage, SimTime};
+use nand::SimTime;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use workloads::config::DeviceConfig;
@@ -39,8 +39,9 @@ impl Device {
 impl Device {
     /// A fresh device of a preset (paper-emulator, openssd-mlc, ipl-slc, femu) with the
     /// given changes, holding page bytes in memory, with no regions yet. Checked as every
-    /// experiment's device is: chips within the preset, and the memory footprint within
-    /// `max_memory_bytes` (default: the memory available).
+    /// experiment's device is: chips within the preset, and its metadata within
+    /// `max_memory_bytes` (default: the memory available less a margin), whose rest
+    /// bounds its page images.
     #[new]
     #[pyo3(signature = (preset = "paper-emulator", *, chips = None, blocks_per_chip = None, pages_per_block = None, page_bytes = None, max_memory_bytes = None))]
     fn new(
@@ -61,7 +62,7 @@ impl Device {
             ..DeviceConfig::default()
         };
         let geometry = config.fitting_geometry().map_err(|e| crate::ConfigError::new_err(e.to_string()))?;
-        let device = nand::Device::new(Box::new(MemoryStorage::new(geometry, true)));
+        let device = config.create(geometry).map_err(|e| crate::ConfigError::new_err(e.to_string()))?;
         let flash = Flash::format(device, Vec::new()).map_err(failure)?;
         Ok(Device { flash, now_ns: 0 })
     }

@@ -3,7 +3,8 @@
 //! directory of the layout before CPU times were recorded is reused; a run kept by an
 //! older model version is made again and counted stale; a run whose database would
 //! outgrow its device is refused before it starts, and `plan` says so without running;
-//! headline runs are made before any ablation variant's.
+//! a run that outgrows its memory budget fails with the budget's message; headline runs
+//! are made before any ablation variant's.
 
 use reproduce::experiment::{Experiment, Implementation, Ours, Results, RunSpec, Scale, Variant};
 use reproduce::input::RunInput;
@@ -44,6 +45,39 @@ fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
     assert!(md.contains("| negative time | tpcb (") && md.contains("| runs/"), "{md}");
     assert!(md.contains("FAILED: driver.sim_time_s"), "{md}");
     assert_eq!(std::fs::read_dir(out.join("runs")).unwrap().count(), 0, "nothing kept for a failed run");
+}
+
+/// SQLite on NoLgn-FTL whose page images get 2 MiB of memory: more than that it writes.
+fn over_its_budget(_: Scale) -> Vec<RunSpec> {
+    use workloads::sqlite::flash::{FlashJournal, FlashRunConfig};
+    let mut c = FlashRunConfig { ftl: "nolgn".into(), journal: FlashJournal::Nolgn, ..FlashRunConfig::default() };
+    let params = serde_json::json!({"num": 4_000, "value_size": 1_024, "batch": 10});
+    c.workload.params = params.as_object().cloned().unwrap_or_default();
+    (c.device.chips, c.device.blocks_per_chip) = (Some(4), Some(72));
+    let bookkeeping = workloads::limits::bookkeeping_bytes(&c.device.geometry().unwrap(), true);
+    c.device.max_memory_bytes = Some(bookkeeping + (2 << 20));
+    vec![RunSpec { label: "budget".into(), input: RunInput::Sqlite(c) }]
+}
+
+#[test]
+fn a_run_that_outgrows_its_page_budget_fails_with_the_budgets_message() {
+    let experiment = Experiment {
+        id: "test:budget",
+        description: "d",
+        implementation: Some(Implementation::new(over_its_budget, no_cells)),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let lines = Mutex::new(Vec::new());
+    let log = |line: String| lines.lock().unwrap().push(line);
+    let outcome = reproduce(&[&experiment], &options, &log).expect("the invocation itself completes");
+    assert_eq!((outcome.executed, outcome.failed), (0, 1));
+    let lines = lines.into_inner().unwrap();
+    let failed = lines.iter().find(|l| l.starts_with("[1/1] test:budget budget: FAILED: ")).expect("a FAILED line");
+    assert!(failed.contains("needs a new page image") && failed.contains("--max-memory"), "{failed}");
+    let md = std::fs::read_to_string(out.join("test-budget.md")).unwrap();
+    assert!(md.contains("needs a new page image"), "{md}");
 }
 
 fn engine_run(_: Scale) -> Vec<RunSpec> {

@@ -38,8 +38,8 @@ async fn a_run_request_is_refused_as_every_front_end_refuses_it() {
         (
             json!({"device": {"blocks_per_chip": 64, "max_memory_bytes": 1024}}),
             "device.blocks_per_chip",
-            "with every page resident, more than device.max_memory_bytes (1.0 KiB); pass a smaller \
-             device.blocks_per_chip, device.no_data (metadata only) or device.image"
+            "for its metadata before any page is written, more than device.max_memory_bytes (1.0 KiB); pass a \
+             smaller device.blocks_per_chip or device.no_data (metadata only)"
                 .to_string(),
         ),
         (

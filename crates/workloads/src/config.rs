@@ -11,8 +11,10 @@
 //! The device is checked here for every front-end (the command line's device flags,
 //! `bench`, `compare`, `sweep`, the dashboard, the Python package): the chip count
 //! against the preset ([`DeviceConfig::geometry`]) and the memory the emulated device
-//! needs against `max_memory_bytes` or MemAvailable ([`DeviceConfig::check_footprint`]),
-//! so a mistyped geometry is refused with its size before anything is allocated.
+//! needs before any page is written against `max_memory_bytes` or MemAvailable
+//! ([`DeviceConfig::check_footprint`]), so a mistyped geometry is refused with its size
+//! before anything is allocated; the rest of that memory bounds its page images while
+//! it runs ([`DeviceConfig::page_budget_bytes`]).
 
 pub use crate::config_error::{ConfigError, Footprint};
 use crate::limits;
@@ -75,8 +77,10 @@ pub struct DeviceConfig {
     pub host_queue_depth: Option<u32>,
     /// Keep no page bytes, only metadata.
     pub no_data: bool,
-    /// Refuse a device whose memory footprint is above this many bytes (none: the
-    /// memory available, MemAvailable).
+    /// The memory the emulated device may take (none: the memory available,
+    /// MemAvailable, less a margin): a device whose bookkeeping is above it is refused
+    /// up front; its page images get the rest, and a run that needs more stops there.
+    /// An image-backed device is checked for its metadata only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_memory_bytes: Option<u64>,
     /// Persist the device to this new image file.
@@ -176,13 +180,21 @@ impl DeviceConfig {
         overrides.apply(base).map_err(|e| ConfigError::field("device", format!("{}: {e}", self.preset)))
     }
 
-    /// Refuses a device of `g` whose memory footprint is above `max_memory_bytes` or
-    /// the memory available. An image-backed device keeps its pages in the file: only
-    /// its metadata counts.
+    /// Whether the device's page images live in its page pool, under a budget: an
+    /// in-memory device that keeps data. A metadata-only device has none; an
+    /// image-backed one is checked for its metadata only and has no budget.
+    fn budgets_pages(&self) -> bool {
+        !self.no_data && self.image.is_none()
+    }
+
+    /// Refuses a device of `g` whose bookkeeping alone (what it takes before any page
+    /// image, [`limits::bookkeeping_bytes`]) is above `max_memory_bytes` or the memory
+    /// available less a margin ([`limits::device_memory_limit_bytes`]). The rest of that
+    /// limit is the budget of its page images ([`DeviceConfig::page_budget_bytes`]), so
+    /// a device larger than memory runs as long as what it writes fits.
     pub fn check_footprint(&self, g: &Geometry) -> Result<(), ConfigError> {
-        let resident = !self.no_data && self.image.is_none();
-        let need_bytes = limits::footprint_bytes(g, resident);
-        let Some(limit_bytes) = self.max_memory_bytes.or_else(limits::available_memory_bytes) else {
+        let need_bytes = limits::bookkeeping_bytes(g, self.budgets_pages());
+        let Some(limit_bytes) = limits::device_memory_limit_bytes(self.max_memory_bytes) else {
             return Ok(());
         };
         if need_bytes <= limit_bytes {
@@ -193,11 +205,22 @@ impl DeviceConfig {
             blocks_per_chip: g.blocks_per_chip,
             pages_per_block: g.pages_per_block,
             page_bytes: g.page_bytes,
-            resident,
+            keeps_data: self.budgets_pages(),
             need_bytes,
             limit_bytes,
             limit_given: self.max_memory_bytes.is_some(),
         }))
+    }
+
+    /// The bytes the page images of a device of `g` may take: its memory limit less its
+    /// bookkeeping (see [`DeviceConfig::check_footprint`]); `None` for a device without
+    /// a page pool budget (metadata only, image-backed) or when no limit is known.
+    pub fn page_budget_bytes(&self, g: &Geometry) -> Option<u64> {
+        if !self.budgets_pages() {
+            return None;
+        }
+        let limit_bytes = limits::device_memory_limit_bytes(self.max_memory_bytes)?;
+        Some(limit_bytes.saturating_sub(limits::bookkeeping_bytes(g, true)))
     }
 
     /// [`DeviceConfig::geometry`], refused as [`DeviceConfig::check_footprint`] refuses:
@@ -217,7 +240,10 @@ impl DeviceConfig {
                 nand::MemoryStorage::create_image_with(path, geometry, keep_data, self.image_sync.into())
                     .map_err(|e| ConfigError::field("device.image", format!("{}: {e}", path.display())))?,
             ),
-            None => Box::new(nand::MemoryStorage::new(geometry, keep_data)),
+            None => {
+                let budget_bytes = self.page_budget_bytes(&geometry);
+                Box::new(nand::MemoryStorage::with_page_budget(geometry, keep_data, budget_bytes))
+            }
         };
         Ok(nand::Device::new(storage))
     }
@@ -732,15 +758,43 @@ mod tests {
             text.starts_with("this device (16 chips × 1024 blocks × 64 pages of 4096 bytes) needs about"),
             "{text}"
         );
-        assert!(text.contains("with every page resident, more than device.max_memory_bytes (1.0 KiB)"), "{text}");
-        assert!(text.contains("device.no_data (metadata only) or device.image"), "{text}");
+        assert!(
+            text.contains("for its metadata before any page is written, more than device.max_memory_bytes (1.0 KiB)"),
+            "{text}"
+        );
+        assert!(text.ends_with("pass a smaller device.blocks_per_chip or device.no_data (metadata only)"), "{text}");
         device.no_data = true;
-        assert!(device.check_footprint(&g).unwrap_err().to_string().contains("for its metadata"));
+        let text = device.check_footprint(&g).unwrap_err().to_string();
+        assert!(text.contains("for its metadata") && text.ends_with("pass a smaller device.blocks_per_chip"), "{text}");
         device.max_memory_bytes = Some(1 << 40);
         assert!(device.fitting_geometry().is_ok());
         let huge = DeviceConfig { blocks_per_chip: Some(1_000_000), ..DeviceConfig::default() };
         let e = huge.fitting_geometry().unwrap_err().to_string();
         assert!(e.contains("16 chips × 1000000 blocks") && e.contains("the memory available"), "{e}");
+    }
+
+    #[test]
+    fn a_device_larger_than_its_limit_is_refused_only_for_its_metadata_and_its_pages_get_the_rest() {
+        // 16 chips × 1,024 blocks × 64 pages of 4 KiB: 4 GiB of pages, 162 MiB of metadata.
+        let mut device = DeviceConfig::default();
+        let g = device.geometry().unwrap();
+        let bookkeeping = limits::bookkeeping_bytes(&g, true);
+        assert!(bookkeeping < g.capacity_bytes() / 16, "{bookkeeping}");
+        device.max_memory_bytes = Some(bookkeeping + (64 << 20));
+        assert_eq!(device.check_footprint(&g), Ok(()), "the pages need not all fit");
+        assert_eq!(device.page_budget_bytes(&g), Some(64 << 20));
+        device.max_memory_bytes = Some(bookkeeping - 1);
+        assert!(matches!(device.check_footprint(&g), Err(ConfigError::Footprint(_))));
+        // Without a page pool there is no budget: metadata only, or an image file.
+        let no_data = DeviceConfig { no_data: true, ..device.clone() };
+        assert!(no_data.check_footprint(&g).is_ok() && no_data.page_budget_bytes(&g).is_none());
+        let image = DeviceConfig { image: Some("d.img".into()), ..device.clone() };
+        assert!(image.check_footprint(&g).is_ok() && image.page_budget_bytes(&g).is_none());
+        // Without a limit given, the memory available less a margin is the limit (read
+        // anew each time: other processes move it).
+        device.max_memory_bytes = None;
+        assert_eq!(device.page_budget_bytes(&g).is_some(), limits::available_memory_bytes().is_some());
+        assert_eq!(limits::available_margin_bytes(16 << 30), (512 << 20) + (1 << 30));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Why a config cannot be run: a syntax error, a field out of range or at odds with
-//! another, or a device too large for the memory there is. Every front-end spells the
+//! another, or a device whose metadata alone is too large for the memory there is. Every front-end spells the
 //! fields its own way ([`ConfigError::message`]).
 
 use crate::limits;
@@ -12,7 +12,8 @@ pub enum ConfigError {
     Syntax { line: usize, column: usize, message: String },
     /// A field out of its range, unknown, or at odds with another field.
     Field { field: String, problem: String },
-    /// The emulated device would take more memory than there is (or than allowed).
+    /// The emulated device's metadata would take more memory than there is (or than
+    /// allowed) before any page is written.
     Footprint(Footprint),
 }
 
@@ -58,8 +59,9 @@ pub struct Footprint {
     pub blocks_per_chip: u32,
     pub pages_per_block: u32,
     pub page_bytes: u32,
-    /// Every page's data counted (an in-memory device with data), or metadata only.
-    pub resident: bool,
+    /// Its blocks' cells and OOB bytes counted (an in-memory device with data), or its
+    /// metadata only.
+    pub keeps_data: bool,
     pub need_bytes: u64,
     pub limit_bytes: u64,
     /// The limit is `max_memory_bytes` (else the memory available).
@@ -71,16 +73,16 @@ impl Footprint {
     pub const FIELD: &'static str = "device.blocks_per_chip";
 
     pub fn message(&self, spell: &dyn Fn(&str) -> String) -> String {
-        let what = if self.resident { "with every page resident" } else { "for its metadata" };
-        let limit = if self.limit_given { spell("device.max_memory_bytes") } else { "the memory available".into() };
-        let instead = if self.resident {
-            format!(", {} (metadata only) or {}", spell("device.no_data"), spell("device.image"))
+        let limit = if self.limit_given {
+            spell("device.max_memory_bytes")
         } else {
-            String::new()
+            "the memory available less a margin".into()
         };
+        let instead =
+            if self.keeps_data { format!(" or {} (metadata only)", spell("device.no_data")) } else { String::new() };
         format!(
-            "this device ({} chips × {} blocks × {} pages of {} bytes) needs about {} {what}, more than {limit} ({}); \
-             pass a smaller {}{instead}",
+            "this device ({} chips × {} blocks × {} pages of {} bytes) needs about {} for its metadata before any page \
+             is written, more than {limit} ({}); pass a smaller {}{instead}",
             self.chips,
             self.blocks_per_chip,
             self.pages_per_block,

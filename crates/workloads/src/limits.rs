@@ -7,10 +7,11 @@
 //! An offending text is quoted through [`quote`] (or, in a message made elsewhere,
 //! [`cut_quoted`]): at most 80 of its characters, so a 10 MB token cannot flood an error.
 //!
-//! The other limits every front-end shares live here too: the memory footprint of an
-//! emulated device ([`footprint_bytes`], checked against `--max-memory` or
-//! MemAvailable) and the size of a parameter grid run without confirmation
-//! ([`check_grid_points`]).
+//! The other limits every front-end shares live here too: the memory of an emulated
+//! device (its bookkeeping, [`bookkeeping_bytes`], checked up front against
+//! `--max-memory` or MemAvailable less a margin, [`device_memory_limit_bytes`]; the rest
+//! of that limit is its page images' budget) and the size of a parameter grid run without
+//! confirmation ([`check_grid_points`]).
 
 use std::fmt;
 
@@ -205,10 +206,12 @@ pub fn human_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// Bytes an in-memory device of `g` takes: the per-page and per-block metadata of the
-/// NAND model and the region maps, plus, when `resident`, every page's data and OOB
-/// bytes (a filled device keeps all of them).
-pub fn footprint_bytes(g: &nand::Geometry, resident: bool) -> u64 {
+/// Bytes an in-memory device of `g` takes whatever it holds, before any page image: the
+/// per-page and per-block metadata of the NAND model and the region maps and, when it
+/// keeps page bytes, the cells and OOB bytes of its blocks, counted for every block
+/// (aging programs every block). Its page images are bounded apart, at run time, by the
+/// page pool's budget (`nand::MemoryStorage::set_page_budget`).
+pub fn bookkeeping_bytes(g: &nand::Geometry, keeps_data: bool) -> u64 {
     // Measured on the NAND model and the region maps: program count (1), region page
     // meta (12) and map entry (8), live bit: ~22 B/page; erase count, write pointer,
     // cell pointer, region block state: ~48 B/block.
@@ -217,9 +220,30 @@ pub fn footprint_bytes(g: &nand::Geometry, resident: bool) -> u64 {
     let blocks = g.chips() as u64 * g.blocks_per_chip as u64;
     let pages = blocks.saturating_mul(g.pages_per_block as u64);
     let meta = pages.saturating_mul(PER_PAGE).saturating_add(blocks * PER_BLOCK);
-    // Data, OOB, and the pool's reference count and the block's buffer index.
-    let data = if resident { pages.saturating_mul(g.page_bytes as u64 + g.oob_bytes as u64 + 8) } else { 0 };
-    meta.saturating_add(data)
+    if !keeps_data {
+        return meta;
+    }
+    // A programmed block's cells, and its pages' OOB bytes at one whole area a page (the
+    // arena keeps at most twice what its pages hold, and the FTLs write 28-52 bytes of
+    // a 128-byte area: `flash::ftl::pagelog`).
+    let cells = blocks.saturating_mul(g.memory_footprint().block_cells_bytes);
+    let oob = pages.saturating_mul(g.oob_bytes as u64);
+    meta.saturating_add(cells).saturating_add(oob)
+}
+
+/// Memory left to other work when an emulated device's limit is `MemAvailable` rather
+/// than a given `--max-memory`: the process's own (binary, buffer pool or SQLite cache,
+/// FTL maps; the full-size TPC-C run kept 317 MiB besides its device, crates/reproduce
+/// `cost.rs`) and what other processes may take while the run lasts. A policy, not a
+/// measurement: 512 MiB and a sixteenth of what is available.
+pub fn available_margin_bytes(available_bytes: u64) -> u64 {
+    (512 << 20) + available_bytes / 16
+}
+
+/// The memory an emulated device may take: `max_memory_bytes` when given, else
+/// `MemAvailable` less [`available_margin_bytes`]; `None` when neither is known.
+pub fn device_memory_limit_bytes(max_memory_bytes: Option<u64>) -> Option<u64> {
+    max_memory_bytes.or_else(|| available_memory_bytes().map(|a| a.saturating_sub(available_margin_bytes(a))))
 }
 
 /// `MemAvailable` of /proc/meminfo in bytes, where there is one.

@@ -87,6 +87,13 @@ pub trait Storage: Send {
     fn program_state(&self, ppn: Ppn, block: BlockId) -> (u8, u32) {
         (self.program_count(ppn), self.write_pointer(block))
     }
+    /// Refuses, before anything changes, a program of `spans` on `ppn` (a copyback onto
+    /// it when `copy_from` is its source) that would take the store's memory past its
+    /// budget ([`Error::PageBudget`]); the device asks before it times the operation.
+    /// Stores without a budget accept every one.
+    fn check_room(&self, _ppn: Ppn, _spans: &[Span], _copy_from: Option<Ppn>) -> Result<(), Error> {
+        Ok(())
+    }
     /// Programs the spans (stored = old AND new) and counts one program. Errors:
     /// [`Error::PowerLost`] (a cut), [`Error::ReadOnly`], [`Error::Io`] (write-through).
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error>;
@@ -216,6 +223,37 @@ impl MemoryStorage {
         }
     }
 
+    /// Bounds the bytes the page images take in memory (`None`: no bound): a program or
+    /// copyback that would need a new image past it fails with [`Error::PageBudget`]
+    /// and changes nothing. The per-page and per-block arrays (allocated here) and the
+    /// cells and OOB bytes of programmed blocks are not counted: they are the caller's
+    /// up-front share (see `workloads::limits::bookkeeping_bytes`).
+    pub fn set_page_budget(&mut self, budget_bytes: Option<u64>) {
+        self.pool.set_budget(budget_bytes);
+    }
+
+    /// A fresh device as [`MemoryStorage::new`] makes it, its page images bounded as
+    /// [`MemoryStorage::set_page_budget`] says.
+    pub fn with_page_budget(geometry: Geometry, keep_data: bool, budget_bytes: Option<u64>) -> Self {
+        let mut s = MemoryStorage::new(geometry, keep_data);
+        s.set_page_budget(budget_bytes);
+        s
+    }
+
+    /// New page images a program of `spans` may take: none without data bytes or onto a
+    /// page image of its own; one for the first span with data bytes, and one more for a
+    /// second (the first may have shared a repeated-byte image, which the second then
+    /// copies); a copyback at most one (its image is the source's until changed).
+    fn images_needed(&self, ppn: Ppn, spans: &[Span], copy_from: Option<Ppn>) -> usize {
+        let page_bytes = self.geometry.page_bytes as usize;
+        let data_spans = spans.iter().filter(|s| s.offset < page_bytes && !s.bytes.is_empty()).take(2).count();
+        match copy_from {
+            Some(_) => data_spans.min(1),
+            None if self.pool.is_unique(self.buffer_id(ppn)) => 0,
+            None => data_spans,
+        }
+    }
+
     /// Number of blocks that currently hold bytes in memory.
     pub fn resident_blocks(&self) -> usize {
         self.blocks.resident_blocks()
@@ -327,6 +365,12 @@ pub struct MemoryFootprint {
     pub max_with_data_bytes: u64,
     /// The most a metadata-only device (`keep_data = false`) takes: its arrays alone.
     pub max_metadata_only_bytes: u64,
+    /// What a block takes once programmed, besides its page images and OOB bytes: its
+    /// cells (a page image id and an OOB place per page).
+    pub block_cells_bytes: u64,
+    /// What one page image takes against a [`MemoryStorage::set_page_budget`] budget:
+    /// its bytes and their bookkeeping.
+    pub page_image_bytes: u64,
 }
 
 impl Geometry {
@@ -346,9 +390,15 @@ impl Geometry {
         // and its OOB arena (see `cells`); per page a pool buffer with its reference
         // count and, at worst, a free-list entry.
         let cells = cells::max_block_bytes(self.pages_per_block as u64, self.oob_bytes as u64);
-        let per_page_buffer = self.page_bytes as u64 + 4 + 4;
+        let per_page_buffer = PagePool::buffer_bytes(self.page_bytes as u64);
         let max_with_data_bytes = upfront_bytes + blocks * cells + pages * per_page_buffer;
-        MemoryFootprint { upfront_bytes, max_with_data_bytes, max_metadata_only_bytes: upfront_bytes }
+        MemoryFootprint {
+            upfront_bytes,
+            max_with_data_bytes,
+            max_metadata_only_bytes: upfront_bytes,
+            block_cells_bytes: cells::block_cells_bytes(self.pages_per_block as u64),
+            page_image_bytes: PagePool::buffer_bytes(self.page_bytes as u64),
+        }
     }
 }
 
@@ -428,6 +478,28 @@ impl Storage for MemoryStorage {
 
     fn write_pointer(&self, block: BlockId) -> u32 {
         self.write_pointers[block.0 as usize] as u32
+    }
+
+    fn check_room(&self, ppn: Ppn, spans: &[Span], copy_from: Option<Ppn>) -> Result<(), Error> {
+        // Two new images are the most any program takes: with room for them (always,
+        // without a budget) nothing more is asked.
+        if !self.keep_data || self.pool.has_room(2) || self.pool.has_room(self.images_needed(ppn, spans, copy_from)) {
+            return Ok(());
+        }
+        let g = &self.geometry;
+        let (chip, block, page) = g.locate(ppn);
+        Err(Error::PageBudget {
+            operation: if copy_from.is_some() { "copyback" } else { "program" },
+            chip,
+            block,
+            page,
+            budget_bytes: self.pool.budget().unwrap_or(u64::MAX),
+            resident_bytes: self.pool.allocated_bytes(),
+            chips: g.chips(),
+            blocks_per_chip: g.blocks_per_chip,
+            pages_per_block: g.pages_per_block,
+            page_bytes: g.page_bytes,
+        })
     }
 
     fn program(&mut self, ppn: Ppn, spans: &[Span]) -> Result<(), Error> {

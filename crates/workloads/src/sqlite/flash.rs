@@ -17,7 +17,7 @@ use crate::limits::quote;
 use crate::Control;
 use flash::ftl::{FtlConfig, FtlKind};
 use latency::Percentiles;
-use nand::{Device, MemoryStorage, SimTime};
+use nand::SimTime;
 use rand_chacha::ChaCha8Rng;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
@@ -186,7 +186,7 @@ impl FlashRunConfig {
     pub fn run(&self, progress: &mut dyn FnMut(u64, u64) -> Control) -> Result<SqliteResult, String> {
         let kind = self.check()?;
         let geometry = self.device.geometry().map_err(|e| e.to_string())?;
-        let device = Device::new(Box::new(MemoryStorage::new(geometry, !self.device.no_data)));
+        let device = self.device.create(geometry).map_err(|e| e.to_string())?;
         let options = FlashSqliteOptions {
             statement_cpu_ns: 0,
             journal: self.journal.sqlite_flash(self.group_pages),
@@ -205,6 +205,13 @@ impl FlashRunConfig {
             check: false,
             cache_share: None,
         };
-        run_registered(&mut sqlite, &self.workload.name, &self.workload.params, &run, progress)
+        // SQLite reports a flash error as "disk I/O error"; the flash layer's own words
+        // (a page budget reached, a power cut) say what happened.
+        run_registered(&mut sqlite, &self.workload.name, &self.workload.params, &run, progress).map_err(
+            |e| match sqlite.last_io_error() {
+                Some(flash) if !e.contains(&flash) => format!("{e}: {flash}"),
+                _ => e,
+            },
+        )
     }
 }
