@@ -116,6 +116,15 @@ pub struct DeviceFacts {
     pub gc_background_free_blocks: u32,
 }
 
+impl DeviceFacts {
+    /// Flash pages a DB page spans (at least 1): the engine writes a DB page out of
+    /// place as that many flash pages and keeps its delta area in the last one
+    /// (`engine::store::PageStore`).
+    pub fn flash_pages_per_db_page(&self) -> u32 {
+        (self.page_bytes / self.flash_page_bytes.max(1)).max(1) as u32
+    }
+}
+
 fn default_over_provisioning() -> f64 {
     flash::RegionSpec::new("data", flash::IpaMode::None).over_provisioning
 }
