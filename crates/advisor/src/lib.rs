@@ -824,6 +824,7 @@ pub(crate) mod tests_support {
                     throughput_tps: 100.0,
                     transaction_ms: 10.0,
                     cpu_ms: 4.0,
+                    commit_ms: 1.0,
                     read_latency_ms: 0.2,
                     write_latency_ms: 0.5,
                 },
