@@ -282,7 +282,8 @@ mod tests {
             "cell": "slc", "data_chips": 2, "pages_per_chip": 1024, "pages_per_block": 64,
             "latencies": {"read_ns": [25000, 25000, 25000], "program_ns": [200000, 200000, 200000],
                 "erase_ns": 1500000, "transfer_ps_per_byte": 2500, "host_queue_depth": 0},
-            "objects": [{"name": "t", "kind": "table", "table": "t", "pages": 8, "extents": [[0, 8]], "extent_pages": 8}],
+            "objects": [{"name": "t", "kind": "table", "table": "t", "pages": 8, "extents": [[0, 8]],
+                "extent_pages": 8}],
             "measured_from_lsn": 100
         });
         let rows = (0..80u64)

@@ -35,8 +35,9 @@
 //! block; a chip with fewer than `min_free_blocks` free blocks collects the full block
 //! with the fewest valid pages, moving those to its GC block. Writes are counted in DB
 //! pages, migrations in flash pages, as the engine's and the region's counters count
-//! them. [`crate::aging`] says how many writes, and which of them are measured. A fixed seed (SplitMix64: Steele, Lea and Flood, "Fast splittable
-//! pseudorandom number generators", OOPSLA 2014) makes the replay the same every time.
+//! them. [`crate::aging`] says how many writes, and which of them are measured. A
+//! fixed seed (SplitMix64: Steele, Lea and Flood, "Fast splittable pseudorandom number
+//! generators", OOPSLA 2014) makes the replay the same every time.
 
 use crate::gc;
 use std::collections::BTreeSet;
