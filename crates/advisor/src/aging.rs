@@ -39,7 +39,7 @@ pub enum Before {
         /// Warm-up writes per measured write.
         warmup_per_measured: f64,
     },
-    /// A device not aged: `fills` times each region's `valid` pages of writes, long
+    /// A device not aged: `fills` times each region's `valid` DB pages of writes, long
     /// enough for GC's rate to settle (the free pages are the caller's business).
     Settle { fills: f64 },
 }
@@ -54,7 +54,7 @@ pub struct Outcome {
 }
 
 /// Replays `regions` through `before` and their measured writes; `valid` is each
-/// region's valid pages (for [`Before::Settle`]).
+/// region's valid DB pages (for [`Before::Settle`]).
 pub fn replay(regions: &mut [RegionRun], valid: &[f64], before: Before) -> Outcome {
     let mut aging_windows = 0;
     match before {
@@ -104,7 +104,8 @@ mod tests {
         blocks_per_chip: 100,
         pages_per_block: 64,
         static_pages: 0,
-        flash_pages_per_page: 1.0,
+        flash_pages_per_db_page: 1,
+        db_pages_per_page: 1.0,
         min_free_blocks: 2,
     };
     const LOGICAL: f64 = 2.0 * 100.0 * 64.0 * 0.9;

@@ -44,7 +44,7 @@ pub struct ChipSplit {
 pub fn needed_pages(input: &Input, table: &Table, throughput_ratio: f64, growth: f64) -> f64 {
     let b = &input.baseline;
     let run = if b.measured_s > 0.0 { (b.warmup_s + b.measured_s) / b.measured_s } else { 0.0 };
-    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
+    let flash_per_db = input.device.flash_pages_per_db_page() as f64;
     let pages: f64 = table
         .objects
         .iter()

@@ -18,20 +18,26 @@
 //! order the load allocated them (their page numbers: a loader that inserts into
 //! several tables at once interleaves their pages, one that loads table by table does
 //! not), striped over the chips, then the fill's pages (preconditioning), which no
-//! write touches. Each page write (an eviction) picks a page with
+//! write touches. A DB page larger than a flash page is k flash pages
+//! (`engine::store::PageStore`: flash pages `k·page .. k·page + k`, laid down on
+//! consecutive chips as the region's round robin places them, every out-of-place write
+//! programming all k); its delta area sits in its last flash page, so an append
+//! programs that one alone. Each page write (an eviction) picks a DB page with
 //! probability proportional to its rate ([`Page`]). In an IPA region it needs r
 //! delta-records, drawn from its object's distribution ([`Appends`], [`crate::model`]);
 //! it is appended in place while the records since the page's last out-of-place write
 //! stay within N, else the page goes out-of-place with an empty delta area (on odd-MLC
-//! flash only a page landing on an LSB page takes appends). The load wrote every page
-//! out-of-place, so a run starts with every delta area empty: the first evictions after
-//! the load are mostly appends, and a run shorter than a few cycles of its pages
-//! appends more than the renewal model's long-run share. An out-of-place write
-//! programs the page in its chip's host block; a chip with fewer than
-//! `min_free_blocks` free blocks collects the full block with the fewest valid pages,
-//! moving those to its GC block. [`crate::aging`] says how many writes, and which of
-//! them are measured. A fixed seed (SplitMix64: Steele, Lea and Flood, "Fast splittable
-//! pseudorandom number generators", OOPSLA 2014) makes the replay the same every time.
+//! flash only a page whose last flash page lands on an LSB page takes appends). The
+//! load wrote every page out-of-place, so a run starts with every delta area empty: the
+//! first evictions after the load are mostly appends, and a run shorter than a few
+//! cycles of its pages appends more than the renewal model's long-run share. An
+//! out-of-place write programs each of the page's flash pages in its chip's host
+//! block; a chip with fewer than `min_free_blocks` free blocks collects the full block
+//! with the fewest valid pages, moving those to its GC block. Writes are counted in DB
+//! pages, migrations in flash pages, as the engine's and the region's counters count
+//! them. [`crate::aging`] says how many writes, and which of them are measured. A
+//! fixed seed (SplitMix64: Steele, Lea and Flood, "Fast splittable pseudorandom number
+//! generators", OOPSLA 2014) makes the replay the same every time.
 
 use crate::gc;
 use std::collections::BTreeSet;
@@ -58,7 +64,8 @@ pub struct Appends {
     pub lsb_share: f64,
 }
 
-/// What a replayed stretch of page writes did.
+/// What a replayed stretch of page writes did: out-of-place writes of DB pages, and
+/// GC's migrations of flash pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Done {
     pub out_of_place_writes: f64,
@@ -66,7 +73,7 @@ pub struct Done {
 }
 
 impl Done {
-    /// GC migrations per out-of-place write (0 without one).
+    /// GC's flash page migrations per out-of-place DB page write (0 without one).
     pub fn migrations_per_write(&self) -> f64 {
         if self.out_of_place_writes > 0.0 {
             self.migrations / self.out_of_place_writes
@@ -86,9 +93,11 @@ pub struct Region {
     /// The fill's flash pages (preconditioning): laid down after the tables', never
     /// written.
     pub static_pages: u64,
-    /// Flash pages per page of `pages` (a DB page's flash pages; in an IPA region the
-    /// tables' growth by the delta area).
-    pub flash_pages_per_page: f64,
+    /// Flash pages per DB page (k ≥ 1), programmed together by an out-of-place write.
+    pub flash_pages_per_db_page: u32,
+    /// DB pages per page of `pages`: 1, in an IPA region the tables' growth by the
+    /// delta area (their rows spread over more pages).
+    pub db_pages_per_page: f64,
     /// A chip collects while it has fewer free blocks than this.
     pub min_free_blocks: u32,
 }
@@ -196,7 +205,7 @@ enum Kind {
     /// Nothing written, or too few blocks: no GC.
     Idle,
     /// Pages past the room: every write out-of-place, at the closed form's migrations
-    /// at its clamp.
+    /// at its clamp (per DB page write: per flash page times its flash pages).
     Full(f64),
     Blocks(Box<Blocks>),
 }
@@ -204,10 +213,12 @@ enum Kind {
 struct Blocks {
     replay: Replay,
     chips: usize,
-    /// The pages' cumulative rates, in the load's order (a page's id is its place).
+    /// Flash pages per DB page: DB page `u` is flash pages `k·u .. k·u + k`.
+    parts: u32,
+    /// The DB pages' cumulative rates, in the load's order (a page's id is its place).
     cumulative: Vec<f64>,
-    /// Per page (by id): its kind, the records its delta area holds, and whether it
-    /// takes appends where it lies.
+    /// Per DB page (by id): its kind, the records its delta area holds, and whether it
+    /// takes appends where it lies (its last flash page, which holds the delta area).
     kind: Vec<u32>,
     used: Vec<u32>,
     appendable: Vec<bool>,
@@ -241,9 +252,11 @@ impl Blocks {
                 return false;
             }
         }
-        let chip = i % self.chips;
-        self.replay.collect(chip);
-        self.replay.program(chip, id, false);
+        for flash in id * self.parts..(id + 1) * self.parts {
+            let chip = flash as usize % self.chips;
+            self.replay.collect(chip);
+            self.replay.program(chip, flash, false);
+        }
         self.used[i] = 0;
         self.appendable[i] = self.lands_appendable();
         true
@@ -261,12 +274,14 @@ impl RegionReplay {
         if weight <= 0.0 || blocks < 3 {
             return idle;
         }
-        // The flash pages in the load's order: each DB page's `flash_pages_per_page`
-        // (an IPA region's tables spread their rows over more pages, each written as
-        // often as its share), then the fill's pages, never written.
+        // The DB pages in the load's order: `db_pages_per_page` of each (an IPA
+        // region's tables spread their rows over more pages, each written as often as
+        // its share), each of `parts` flash pages; then the fill's flash pages, never
+        // written.
         let mut order: Vec<usize> = (0..pages.len()).collect();
         order.sort_by_key(|&i| pages[i].order);
-        let scale = region.flash_pages_per_page.max(f64::MIN_POSITIVE);
+        let scale = region.db_pages_per_page.max(f64::MIN_POSITIVE);
+        let parts = region.flash_pages_per_db_page.max(1);
         let mut laid: Vec<(f64, u32)> = Vec::with_capacity((pages.len() as f64 * scale) as usize);
         for (k, &i) in order.iter().enumerate() {
             let copies = ((k + 1) as f64 * scale).floor() - (k as f64 * scale).floor();
@@ -274,13 +289,14 @@ impl RegionReplay {
             let kind = if (p.kind as usize) < appends.records.len() { p.kind } else { 0 };
             laid.extend((0..copies as usize).map(|_| (p.rate / copies, kind)));
         }
-        laid.extend((0..region.static_pages).map(|_| (0.0, 0)));
+        let flash_pages = laid.len() as u64 * parts as u64 + region.static_pages;
         // Room: the pages must leave the kept free blocks free; a region past that is
         // taken as full (the closed form at its clamp).
         let min_free = region.min_free_blocks.max(1) as usize;
         let room = (blocks.saturating_sub(min_free + 1) * chips) as u64 * per_block as u64;
-        if laid.len() as u64 > room {
-            return RegionReplay { kind: Kind::Full(gc::migrations_per_write(gc::MAX_UTILISATION)), ..idle };
+        if flash_pages > room {
+            let per_write = gc::migrations_per_write(gc::MAX_UTILISATION) * parts as f64;
+            return RegionReplay { kind: Kind::Full(per_write), ..idle };
         }
         let mut replay = Replay {
             pages_per_block: per_block,
@@ -288,7 +304,7 @@ impl RegionReplay {
             content: vec![Vec::new(); blocks * chips],
             valid: vec![0; blocks * chips],
             is_full: vec![false; blocks * chips],
-            at: vec![NOWHERE; laid.len()],
+            at: vec![NOWHERE; flash_pages as usize],
             chips: (0..chips)
                 .map(|k| {
                     let mut free: Vec<u32> = (0..blocks).rev().map(|b| (k * blocks + b) as u32).collect();
@@ -299,8 +315,8 @@ impl RegionReplay {
                 .collect(),
             migrations: 0,
         };
-        // Page ids in the load's order, striped over the chips.
-        for id in 0..laid.len() as u32 {
+        // Flash page ids in the load's order, striped over the chips.
+        for id in 0..flash_pages as u32 {
             replay.program(id as usize % chips, id, false);
         }
         let mut cumulative = Vec::with_capacity(laid.len());
@@ -328,6 +344,7 @@ impl RegionReplay {
         let mut blocks = Blocks {
             replay,
             chips,
+            parts,
             cumulative,
             kind,
             used: vec![0; ids],
@@ -342,8 +359,8 @@ impl RegionReplay {
         RegionReplay { kind: Kind::Blocks(Box::new(blocks)), ..idle }
     }
 
-    /// Replays `writes` page writes (a fraction is carried to the next call), each a
-    /// page drawn by rate, appended or written out-of-place.
+    /// Replays `writes` DB page writes (a fraction is carried to the next call), each
+    /// a page drawn by rate, appended or written out-of-place.
     pub fn write(&mut self, writes: f64) -> Done {
         let total = self.carry + writes.max(0.0);
         let whole = total.floor();
@@ -386,7 +403,8 @@ mod tests {
             blocks_per_chip,
             pages_per_block: 64,
             static_pages: 0,
-            flash_pages_per_page: 1.0,
+            flash_pages_per_db_page: 1,
+            db_pages_per_page: 1.0,
             min_free_blocks: 2,
         }
     }
@@ -435,9 +453,11 @@ mod tests {
         assert_eq!(migrations_per_write(&hot, region(100), (0.0, 0.0)), 0.0);
         let full = pages(circulating, 1.0, 0);
         assert_eq!(migrations_per_write(&full, region(100), run), gc::migrations_per_write(gc::MAX_UTILISATION));
-        // A DB page of two flash pages halves the room.
-        let halved = Region { flash_pages_per_page: 2.0, ..region(100) };
-        assert_eq!(migrations_per_write(&hot, halved, run), gc::migrations_per_write(gc::MAX_UTILISATION));
+        // A DB page of two flash pages halves the room; each of its writes programs
+        // two flash pages, and GC moves twice as many per DB page written.
+        let halved = Region { flash_pages_per_db_page: 2, ..region(100) };
+        let clamp = gc::migrations_per_write(gc::MAX_UTILISATION);
+        assert_eq!(migrations_per_write(&hot, halved, run), 2.0 * clamp);
     }
 
     #[test]

@@ -343,14 +343,14 @@ impl RegionState {
     }
 
     /// The region's greedy GC as the load left it: the tables' pages ([`region_pages`],
-    /// `scale` flash pages each) on its `chips` of `pages_per_chip` flash pages
-    /// ([`crate::greedy_sim`]), the fill's pages laid down after them, a chip
-    /// collecting below `min_free_blocks` free blocks. No GC when the log did not say
-    /// how many pages a block has.
+    /// `growth` DB pages each, of `flash_per_db` flash pages) on its `chips` of
+    /// `pages_per_chip` flash pages ([`crate::greedy_sim`]), the fill's pages laid down
+    /// after them, a chip collecting below `min_free_blocks` free blocks. No GC when the
+    /// log did not say how many pages a block has.
     pub fn replay(
         &self,
         pages: &[Page],
-        scale: f64,
+        (flash_per_db, growth): (u32, f64),
         (chips, pages_per_chip): (u32, f64),
         min_free_blocks: u32,
         appends: &greedy_sim::Appends,
@@ -362,7 +362,8 @@ impl RegionState {
             blocks_per_chip: (pages_per_chip / self.pages_per_block.max(1.0)) as u32,
             pages_per_block: self.pages_per_block as u32,
             static_pages: self.static_pages.round() as u64,
-            flash_pages_per_page: scale,
+            flash_pages_per_db_page: flash_per_db,
+            db_pages_per_page: growth,
             min_free_blocks,
         };
         RegionReplay::new(pages, region, appends)
@@ -379,9 +380,10 @@ struct Calibration {
     /// `gc_reduction` and `flash_program_reduction`).
     steady_migrations: f64,
     steady_programs: f64,
-    /// Erases per programmed page, the baseline's measured ratio; `None` in steady
-    /// state, where a region erases one block per block's worth of programmed pages
-    /// (each erased block is programmed full before its next erase).
+    /// Erases per programmed flash page (a DB page's out-of-place write programs each
+    /// of its flash pages), the baseline's measured ratio; `None` in steady state, where
+    /// a region erases one block per block's worth of programmed pages (each erased
+    /// block is programmed full before its next erase).
     erases_per_program: Option<f64>,
     work: RegionWork,
     /// Warm-up writes per measured write.
@@ -393,12 +395,13 @@ struct Calibration {
 }
 
 /// A region of a layout as GC's replay takes it: its tables (indexes into `tables`),
-/// `scale` flash pages per DB page, taking appends under `scheme` (none in a plain
-/// region), on `chips` chips in `mode`.
+/// `growth` DB pages per page as the baseline holds them (the delta area's growth in an
+/// IPA region, else 1), taking appends under `scheme` (none in a plain region), on
+/// `chips` chips in `mode`.
 struct RegionGc<'a> {
     members: &'a [usize],
     scheme: IpaScheme,
-    scale: f64,
+    growth: f64,
     chips: u32,
     mode: &'a str,
 }
@@ -409,7 +412,8 @@ struct RegionGc<'a> {
 /// path of `predict` accounting for the free pages); and the aging windows replayed.
 fn layout_gc(input: &Input, tables: &[Table], regions: &[RegionGc]) -> (Vec<RegionState>, aging::Outcome) {
     let (mut states, mut runs, mut valid) = (Vec::new(), Vec::new(), Vec::new());
-    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
+    let parts = input.device.flash_pages_per_db_page();
+    let flash_per_db = parts as f64;
     for r in regions {
         let objects: Vec<_> =
             r.members.iter().flat_map(|&i| tables[i].objects.iter().map(move |&o| (i, o, o.writes as f64))).collect();
@@ -423,15 +427,17 @@ fn layout_gc(input: &Input, tables: &[Table], regions: &[RegionGc]) -> (Vec<Regi
         } else {
             greedy_sim::Appends::default()
         };
-        let valid_pages = pages.len() as f64 * r.scale;
-        let unwritten = pages.iter().filter(|p| p.rate == 0.0).count() as f64 * r.scale;
+        let db_pages = pages.len() as f64 * r.growth;
+        let valid_pages = db_pages * flash_per_db;
+        let unwritten = pages.iter().filter(|p| p.rate == 0.0).count() as f64 * r.growth * flash_per_db;
         let tails: f64 = objects.iter().map(|(_, o, _)| extent_tail(o) as f64).sum::<f64>() * flash_per_db;
         let state = RegionState::of(input, r.chips, r.mode, valid_pages, unwritten, tails);
         let chip = (r.chips, capacity(input, 1, r.mode));
-        let replay = state.replay(&pages, r.scale, chip, input.device.gc_background_free_blocks, &appends);
+        let shape = (parts, r.growth);
+        let replay = state.replay(&pages, shape, chip, input.device.gc_background_free_blocks, &appends);
         runs.push(RegionRun { replay, measured: objects.iter().map(|(_, _, w)| w).sum() });
         states.push(state);
-        valid.push(valid_pages);
+        valid.push(db_pages);
     }
     let b = &input.baseline;
     let before = match b.device_state {
@@ -453,15 +459,10 @@ fn layout_gc(input: &Input, tables: &[Table], regions: &[RegionGc]) -> (Vec<Regi
 const SETTLE_FILLS: f64 = 20.0;
 
 fn calibration(input: &Input, tables: &[Table]) -> Calibration {
-    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
+    let flash_per_db = input.device.flash_pages_per_db_page() as f64;
     let all: Vec<usize> = (0..tables.len()).collect();
-    let region = RegionGc {
-        members: &all,
-        scheme: IpaScheme::NONE,
-        scale: flash_per_db,
-        chips: input.device.data_chips,
-        mode: "none",
-    };
+    let region =
+        RegionGc { members: &all, scheme: IpaScheme::NONE, growth: 1.0, chips: input.device.data_chips, mode: "none" };
     let (states, outcome) = layout_gc(input, tables, &[region]);
     let (state, per_write) = (states[0], outcome.measured[0].migrations_per_write());
     let work = RegionWork {
@@ -474,7 +475,7 @@ fn calibration(input: &Input, tables: &[Table]) -> Calibration {
     let b = &input.baseline;
     let warmup_per_measured = if b.measured_s > 0.0 { b.warmup_s / b.measured_s } else { 0.0 };
     let writes = work.out_of_place_writes;
-    let steady = (writes * per_write, writes * (1.0 + per_write));
+    let steady = (writes * per_write, writes * (flash_per_db + per_write));
     if b.device_state == DeviceState::Steady {
         return Calibration {
             factor: 1.0,
@@ -489,7 +490,7 @@ fn calibration(input: &Input, tables: &[Table]) -> Calibration {
     let filled = gc_writes(state.free_pages, writes * warmup_per_measured, writes);
     let fill = filled > 0.0 || work.gc_page_migrations == 0.0;
     let modelled = if fill { filled } else { writes } * per_write;
-    let programs = writes + work.gc_page_migrations;
+    let programs = writes * flash_per_db + work.gc_page_migrations;
     Calibration {
         factor: if modelled > 0.0 { work.gc_page_migrations / modelled } else { 0.0 },
         steady_migrations: steady.0,
@@ -547,12 +548,14 @@ const ROUNDS: usize = 200;
 
 /// The layout's prediction.
 pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
-    let flash_per_db = input.device.page_bytes as f64 / input.device.flash_page_bytes as f64;
+    let parts = input.device.flash_pages_per_db_page();
+    let flash_per_db = parts as f64;
     let area = layout.scheme.area_bytes();
     let growth = input.device.page_bytes as f64 / (input.device.page_bytes.saturating_sub(area)).max(1) as f64;
     let times = |mode: &str| {
         let record = if layout.scheme.n > 0 { area / layout.scheme.n as usize } else { 0 };
-        OpTimes::of(&input.device.latencies, input.device.cell, mode, input.device.flash_page_bytes, record)
+        let d = &input.device;
+        OpTimes::of(&d.latencies, d.cell, mode, (d.flash_page_bytes, parts), record)
     };
     let base = calibration(input, tables);
     let baseline_service = service(&[(base.work, times("none"), input.device.data_chips)], 1.0);
@@ -572,7 +575,7 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
         .map(|(g, members)| RegionGc {
             members,
             scheme: if g.ipa { layout.scheme } else { IpaScheme::NONE },
-            scale: flash_per_db * if g.ipa { growth } else { 1.0 },
+            growth: if g.ipa { growth } else { 1.0 },
             chips: g.chips,
             mode: &g.mode,
         })
@@ -592,7 +595,7 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
             let appends = if steady && writes > 0.0 { writes - done.out_of_place_writes } else { long_run };
             let out_of_place = (writes - appends) * scale;
             steady_migrations += (writes - long_run) * per_write;
-            steady_programs += (writes - long_run) * (1.0 + per_write);
+            steady_programs += (writes - long_run) * (flash_per_db + per_write);
             let free = if base.fill { state.free_pages } else { 0.0 };
             let updated = gc_writes(free, out_of_place * base.warmup_per_measured, out_of_place);
             let migrations = base.factor * updated * per_write;
@@ -601,7 +604,8 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
                 out_of_place_writes: out_of_place,
                 in_place_appends: appends * scale,
                 gc_page_migrations: migrations,
-                gc_erases: (out_of_place + migrations) * base.erases_per_program.unwrap_or(state.erases_per_program()),
+                gc_erases: (out_of_place * flash_per_db + migrations)
+                    * base.erases_per_program.unwrap_or(state.erases_per_program()),
             };
             parts.push((work, times(&g.mode), g.chips));
             regions.push(RegionPrediction {
@@ -761,6 +765,57 @@ mod tests {
         assert_eq!(RegionState::of(&i, 10, "none", 6110.0, 10.0, 50.0).valid_pages, 7600.0);
         i.device.cell = CellType::Mlc;
         assert_eq!(RegionState::of(&i, 10, "pslc", 10.0, 10.0, 0.0).circulating_pages, 4000.0);
+    }
+
+    /// One table of `pages` DB pages of `page_bytes`, written `writes` times, evenly,
+    /// each write changing one byte, on the hand-built device (10 chips of 20 blocks of
+    /// 50 flash pages of 4 KiB) with 30% over-provisioning, from steady state.
+    fn one_table(page_bytes: usize, pages: u64, writes: u64) -> Input {
+        let mut i = input();
+        let mut sizes = crate::model::Histogram::default();
+        sizes[0] = writes;
+        let table = ObjectInput {
+            name: "t".into(),
+            kind: "table".into(),
+            table: "t".into(),
+            pages,
+            reads: writes,
+            writes,
+            write_sizes: sizes,
+            ..Default::default()
+        };
+        i.objects = vec![table];
+        i.device.page_bytes = page_bytes;
+        i.device.over_provisioning = 0.3;
+        i.baseline.device_state = DeviceState::Steady;
+        i
+    }
+
+    #[test]
+    fn a_db_page_of_two_flash_pages_is_written_and_migrated_as_two() {
+        // The same flash pages written as often: 4,000 DB pages of 4 KiB written 40,000
+        // times, and 2,000 of 8 KiB, two flash pages each, written 20,000 times.
+        let (small, large) = (one_table(4096, 4_000, 40_000), one_table(8192, 2_000, 20_000));
+        let none = |i: &Input| predict(i, &tables(i), &layout(i, IpaScheme::NONE, vec![false], 1));
+        let (s, l) = (none(&small), none(&large));
+        assert_eq!(s.regions[0].state.valid_pages, l.regions[0].state.valid_pages);
+        // GC moves about as many flash pages for as many flash pages written: per DB
+        // page written, twice as many.
+        let per_write = |p: &Prediction| p.regions[0].model_migrations_per_write;
+        assert!(per_write(&s) > 0.5, "{s:?}");
+        assert!((per_write(&l) / per_write(&s) / 2.0 - 1.0).abs() < 0.1, "{} against {}", per_write(&l), per_write(&s));
+        assert!((l.gc_migrations_per_host_write - per_write(&l)).abs() < 1e-9);
+        // Each out-of-place write programs both flash pages, a block erased per 50
+        // flash pages programmed.
+        assert!((l.gc_erases / l.out_of_place_writes - (2.0 + per_write(&l)) / 50.0).abs() < 1e-9, "{l:?}");
+        // Appends program the last flash page only: a write turned into an append saves
+        // two flash pages' programs and their GC, so IPA saves more flash programs on
+        // the 8 KiB pages than on the 4 KiB ones.
+        let scheme = IpaScheme::new(2, 3, IpaScheme::DEFAULT_V).unwrap();
+        let ipa = |i: &Input| predict(i, &tables(i), &layout(i, scheme, vec![true], 10));
+        let (s_ipa, l_ipa) = (ipa(&small), ipa(&large));
+        assert!((s_ipa.ipa_share - l_ipa.ipa_share).abs() < 0.05, "{s_ipa:?} {l_ipa:?}");
+        assert!(l_ipa.flash_program_reduction > 0.0);
     }
 
     #[test]

@@ -116,6 +116,15 @@ pub struct DeviceFacts {
     pub gc_background_free_blocks: u32,
 }
 
+impl DeviceFacts {
+    /// Flash pages a DB page spans (at least 1): the engine writes a DB page out of
+    /// place as that many flash pages and keeps its delta area in the last one
+    /// (`engine::store::PageStore`).
+    pub fn flash_pages_per_db_page(&self) -> u32 {
+        (self.page_bytes / self.flash_page_bytes.max(1)).max(1) as u32
+    }
+}
+
 fn default_over_provisioning() -> f64 {
     flash::RegionSpec::new("data", flash::IpaMode::None).over_provisioning
 }
@@ -815,6 +824,7 @@ pub(crate) mod tests_support {
                     throughput_tps: 100.0,
                     transaction_ms: 10.0,
                     cpu_ms: 4.0,
+                    commit_ms: 1.0,
                     read_latency_ms: 0.2,
                     write_latency_ms: 0.5,
                 },
