@@ -240,7 +240,9 @@ impl Geometry {
     /// dual-die packages (16 dies). Page and block sizes (8 KiB, 128 pages) and the MLC
     /// LSB/MSB latencies are typical of its 3x-nm MLC generation, not measured. The
     /// board's host interface served one I/O at a time (no NCQ; its write cache lets
-    /// programs run on in the background), hence a host queue depth of 1.
+    /// programs run on in the background), hence a host queue depth of 1. The bus is the
+    /// typical 400 MB/s; the board's own channels measured 51.42 MB/s each (OpenSSD
+    /// project, Jasmine developer information), which `transfer_ps_per_byte = 19448` sets.
     pub fn openssd_mlc() -> Geometry {
         Geometry {
             channels: 4,
@@ -456,6 +458,9 @@ pub struct GeometryOverrides {
     pub endurance: Option<u32>,
     /// Commands the host interface serves at once (0: no limit).
     pub host_queue_depth: Option<u32>,
+    /// Channel transfer time per byte, in picoseconds (the preset's bus replaced by a
+    /// measured one).
+    pub transfer_ps_per_byte: Option<u64>,
 }
 
 impl GeometryOverrides {
@@ -488,6 +493,12 @@ impl GeometryOverrides {
         set!(channels, chips_per_channel, blocks_per_chip, pages_per_block, page_bytes, oob_bytes, nop, endurance);
         if let Some(depth) = self.host_queue_depth {
             g.latencies.host_queue_depth = depth;
+        }
+        if let Some(ps) = self.transfer_ps_per_byte {
+            if ps == 0 {
+                return Err("geometry: transfer_ps_per_byte must be at least 1".into());
+            }
+            g.latencies.transfer_ps_per_byte = ps;
         }
         g.validate()?;
         Ok(g)
@@ -544,6 +555,17 @@ mod tests {
             [tlc.page_type(93), tlc.page_type(94), tlc.page_type(95)],
             [PageType::Lsb, PageType::Csb, PageType::Msb]
         );
+    }
+
+    #[test]
+    fn a_transfer_override_sets_the_channel_rate_of_every_transfer() {
+        let board = GeometryOverrides { transfer_ps_per_byte: Some(19_448), ..Default::default() };
+        let g = board.apply(Geometry::openssd_mlc()).unwrap();
+        // An 8 KiB page at 51.42 MB/s: 159.3 µs on the channel, not the preset's 20.5.
+        assert_eq!(g.latencies.transfer_ns(8192), 159_319);
+        assert_eq!(Geometry::openssd_mlc().latencies.transfer_ns(8192), 20_480);
+        let zero = GeometryOverrides { transfer_ps_per_byte: Some(0), ..Default::default() };
+        assert!(zero.apply(Geometry::openssd_mlc()).unwrap_err().contains("transfer_ps_per_byte must be at least 1"));
     }
 
     #[test]

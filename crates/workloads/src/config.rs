@@ -75,6 +75,10 @@ pub struct DeviceConfig {
     /// Commands the host interface serves at once (0: no limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_queue_depth: Option<u32>,
+    /// Channel transfer time per byte in picoseconds, in place of the preset's (none:
+    /// the preset's bus).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer_ps_per_byte: Option<u64>,
     /// Keep no page bytes, only metadata.
     pub no_data: bool,
     /// The memory the emulated device may take (none: the memory available,
@@ -138,6 +142,7 @@ impl Default for DeviceConfig {
             pages_per_block: None,
             page_bytes: None,
             host_queue_depth: None,
+            transfer_ps_per_byte: None,
             no_data: false,
             max_memory_bytes: None,
             image: None,
@@ -162,6 +167,7 @@ impl DeviceConfig {
             pages_per_block: self.pages_per_block,
             page_bytes: self.page_bytes,
             host_queue_depth: self.host_queue_depth,
+            transfer_ps_per_byte: self.transfer_ps_per_byte,
             ..Default::default()
         };
         if let Some(chips) = self.chips {
@@ -716,6 +722,7 @@ mod tests {
                 "device.chips: must be in 1..=16 on the paper-emulator preset (8 channels × 2 chips), got 40",
             ),
             (|c| c.device.preset = "x".repeat(10 << 20), "device.preset: unknown device preset `xxxxxxxx"),
+            (|c| c.device.transfer_ps_per_byte = Some(0), "device: paper-emulator: geometry: transfer_ps_per_byte"),
             (|c| c.engine.ipa = "9".repeat(10 << 20), "engine.ipa: `99999999"),
             (|c| c.workload.name = "tpcd".into(), "workload.name: unknown workload `tpcd`"),
             (
@@ -745,6 +752,20 @@ mod tests {
         assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), CleanerPolicy::EAGER_SWEEP);
         c.engine.eviction = Eviction::NonEager;
         assert!(field_error(&c).contains("engine.cleaner_sweep: needs engine.eviction"), "{}", field_error(&c));
+    }
+
+    #[test]
+    fn a_channel_rate_reaches_the_geometry_and_stays_out_of_a_config_without_it() {
+        let board = DeviceConfig {
+            preset: "openssd-mlc".into(),
+            transfer_ps_per_byte: Some(19_448),
+            ..DeviceConfig::default()
+        };
+        assert_eq!(board.geometry().unwrap().latencies.transfer_ps_per_byte, 19_448);
+        let preset = DeviceConfig { transfer_ps_per_byte: None, ..board };
+        assert_eq!(preset.geometry().unwrap().latencies.transfer_ps_per_byte, 2_500);
+        // A config that does not set it serialises as before (a kept run's key).
+        assert!(!serde_json::to_string(&preset).unwrap().contains("transfer"));
     }
 
     #[test]
