@@ -220,7 +220,7 @@ pub struct BenchArgs {
                               defaults().engine.ipa_mode))]
     ipa_mode: Option<String>,
     #[arg(long, value_parser = count::<u8>(limits::V), allow_negative_numbers = true,
-          help = with_default("V: metadata pairs per delta-record, 1 to 125", defaults().engine.v))]
+          help = with_default("V: metadata pairs per delta-record, 0 to 125 (0: metadata bytes count against M)", defaults().engine.v))]
     v: Option<u8>,
     /// Tables (with their indexes) placed in the IPA region; the rest go to a region
     /// without IPA on the other half of the chips. Default: all in one IPA region.

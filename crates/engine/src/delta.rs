@@ -12,6 +12,12 @@
 //! 1 + 3M + 3j 3     meta pair j < V:  new value, offset; used pairs first, unused = FF FF FF
 //! ```
 //!
+//! With V = 0 a record keeps no pairs apart for metadata: its M pairs hold changed bytes
+//! of the whole page, body first, then header and slot directory, and the control byte
+//! counts them all. This is the IPA paper's LinkBench scheme, whose M counts "updated
+//! bytes in whole page" (Table 3) and whose space overhead is N·(1 + 3M) bytes (Tables 3
+//! and 5: [1×100] 3.67% of an 8 KiB page).
+//!
 //! A record is whole when the flash OOB slot that covers its append checks out (the
 //! flash layer's per-append CRC, `RegionRead::whole_bytes`); a torn append is ignored.
 //! The policy ([`choose_eviction`]) is a pure function of the scheme, the page's state
@@ -56,6 +62,12 @@ impl IpaScheme {
 
     pub fn enabled(self) -> bool {
         self.n > 0
+    }
+
+    /// Whether metadata bytes take the record's M pairs (V = 0: M counts the changed
+    /// bytes of the whole page) rather than V pairs of their own.
+    pub fn gross(self) -> bool {
+        self.v == 0
     }
 
     /// Bytes of one delta-record: 1 + 3M + 3V.
@@ -319,7 +331,8 @@ pub enum Eviction {
 
 /// The IPA eviction rule (§6.2): a page that was never written, or whose changes do not
 /// fit the remaining delta-records, goes out-of-place; otherwise ⌈U/M⌉ records (at
-/// least enough for the metadata pairs too) are appended.
+/// least enough for the metadata pairs too) are appended. With V = 0 the metadata bytes
+/// count towards U ([`IpaScheme::gross`]).
 pub fn choose_eviction(scheme: IpaScheme, state: FlashState, body_bytes: usize, meta_bytes: usize) -> Eviction {
     use OutOfPlaceReason::*;
     if body_bytes + meta_bytes == 0 && state.on_flash {
@@ -335,11 +348,11 @@ pub fn choose_eviction(scheme: IpaScheme, state: FlashState, body_bytes: usize, 
         return Eviction::OutOfPlace(Sealed);
     }
     let free = scheme.n.saturating_sub(state.records) as usize;
+    let (body_bytes, meta_bytes) = if scheme.gross() { (body_bytes + meta_bytes, 0) } else { (body_bytes, meta_bytes) };
     let for_body = body_bytes.div_ceil(scheme.m as usize);
-    let for_meta = match (meta_bytes, scheme.v) {
-        (0, _) => 0,
-        (_, 0) => usize::MAX,
-        (k, v) => k.div_ceil(v as usize),
+    let for_meta = match scheme.v {
+        0 => 0,
+        v => meta_bytes.div_ceil(v as usize),
     };
     let records = for_body.max(for_meta).max(1);
     if records > free {
@@ -355,10 +368,12 @@ pub fn encode_records(scheme: IpaScheme, changes: &Changes, page: &[u8], records
     let (m, v) = (scheme.m as usize, scheme.v as usize);
     out.clear();
     out.resize(records * scheme.record_bytes(), ERASED);
+    // V = 0: the metadata offsets follow the body's in the M pairs.
+    let gross_meta: &[u16] = if scheme.gross() { &changes.meta } else { &[] };
     for (r, record) in out.chunks_exact_mut(scheme.record_bytes()).enumerate() {
-        let body = changes.body.iter().skip(r * m).take(m);
+        let body = changes.body.iter().chain(gross_meta).skip(r * m).take(m);
         let meta = changes.meta.iter().skip(r * v).take(v);
-        record[0] = body.len() as u8;
+        record[0] = body.clone().count() as u8;
         for (i, &off) in body.enumerate() {
             put_pair(&mut record[1 + 3 * i..], page[off as usize], off);
         }
@@ -481,8 +496,25 @@ mod tests {
         assert_eq!(choose_eviction(s, one_left, 3, 2), Append { records: 1 });
         assert_eq!(choose_eviction(s, one_left, 4, 0), OutOfPlace(Overflow));
         assert_eq!(choose_eviction(s, FlashState { sealed: true, ..fresh }, 1, 0), OutOfPlace(Sealed));
-        let no_v = IpaScheme::new(2, 3, 0).unwrap();
-        assert_eq!(choose_eviction(no_v, fresh, 1, 1), OutOfPlace(Overflow));
+    }
+
+    /// With V = 0 the metadata bytes take the record's M pairs: the records needed are
+    /// ⌈(body + metadata) / M⌉.
+    #[test]
+    fn gross_records_count_metadata_against_m() {
+        use Eviction::*;
+        use OutOfPlaceReason::*;
+        let gross = IpaScheme::new(2, 3, 0).unwrap();
+        assert!(gross.gross() && !IpaScheme::new(2, 3, 1).unwrap().gross());
+        assert_eq!(gross.record_bytes(), 10);
+        let fresh = FlashState { on_flash: true, records: 0, sealed: false };
+        assert_eq!(choose_eviction(gross, fresh, 1, 1), Append { records: 1 });
+        assert_eq!(choose_eviction(gross, fresh, 0, 3), Append { records: 1 });
+        assert_eq!(choose_eviction(gross, fresh, 2, 2), Append { records: 2 });
+        assert_eq!(choose_eviction(gross, fresh, 1, 6), OutOfPlace(Overflow));
+        let one_left = FlashState { records: 1, ..fresh };
+        assert_eq!(choose_eviction(gross, one_left, 2, 1), Append { records: 1 });
+        assert_eq!(choose_eviction(gross, one_left, 2, 2), OutOfPlace(Overflow));
     }
 
     fn page_with_changes(scheme: IpaScheme, base: &[u8], changes: &[(u16, u8)], meta_below: u16) -> (Vec<u8>, Changes) {
@@ -498,8 +530,8 @@ mod tests {
     proptest! {
         /// Encoding the diff as records and applying them to the old page gives the new one.
         #[test]
-        fn records_round_trip(changes in proptest::collection::btree_map(0u16..900, any::<u8>(), 0..10)) {
-            let scheme = IpaScheme::new(3, 4, 3).unwrap();
+        fn records_round_trip(changes in proptest::collection::btree_map(0u16..900, any::<u8>(), 0..10), v in prop_oneof![Just(0u8), Just(3u8)]) {
+            let scheme = IpaScheme::new(3, 4, v).unwrap();
             let area = 1024 - scheme.area_bytes();
             let mut base = vec![0u8; 1024];
             base[area..].fill(0xFF);
@@ -513,6 +545,8 @@ mod tests {
                 let applied = apply_records(scheme, &mut fetched, area, area + out.len()).unwrap();
                 prop_assert_eq!(applied, Applied { records: records as u8, torn: false });
                 prop_assert_eq!(&fetched[..area], &page[..area]);
+            } else if scheme.gross() {
+                prop_assert!(c.bytes() == 0 || c.bytes() > 12);
             } else {
                 prop_assert!(c.bytes() == 0 || c.body.len() > 12 || c.meta.len() > 9);
             }

@@ -364,7 +364,8 @@ pub struct EngineConfig {
     pub ipa: String,
     /// none, slc, pslc, odd-mlc, or auto (slc on SLC devices, odd-mlc otherwise).
     pub ipa_mode: String,
-    /// Metadata pairs per delta-record.
+    /// Metadata pairs per delta-record (0: metadata bytes take the record's M pairs,
+    /// M then counting the changed bytes of the whole page).
     pub v: u8,
     /// Tables (with their indexes) in the IPA region; the rest go to a region without
     /// IPA on half of the chips. Empty: every table in one IPA region.
@@ -708,7 +709,7 @@ mod tests {
             (|c| c.engine.checkpoint_log_share = 1.0, "engine.checkpoint_log_share: must be in (0, 1)"),
             (|c| c.engine.group_commit_us = -5.0, "engine.group_commit_us"),
             (|c| c.engine.log_buffer_bytes = Some(2 << 30), "engine.log_buffer_bytes: must be in 0..=1073741824"),
-            (|c| c.engine.v = 0, "engine.v: must be in 1..=125"),
+            (|c| c.engine.v = 126, "engine.v: must be in 0..=125"),
             (|c| c.engine.ipa = "2y4".into(), "engine.ipa: `2y4` is not an IPA scheme"),
             (|c| c.engine.ipa_mode = "qlc".into(), "engine.ipa_mode: unknown IPA mode"),
             (|c| c.engine.db_page_bytes = Some(1000), "engine.db_page_bytes: must be 4096, 8192 or 16384"),

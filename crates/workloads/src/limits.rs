@@ -132,8 +132,9 @@ pub const CHECKPOINT_LOG_SHARE: FloatRange =
 pub const TERMINALS: CountRange = CountRange::at_least(1, 65_536);
 /// Measured transactions (`driver.transactions`, SQLite's TPC-B).
 pub const TRANSACTIONS: CountRange = CountRange::at_least(1, 1 << 40);
-/// V, the metadata pairs per delta-record (the page format's limit).
-pub const V: CountRange = CountRange::at_least(1, engine::delta::MAX_PAIRS as u64);
+/// V, the metadata pairs per delta-record (the page format's limit; 0: metadata bytes
+/// take the record's M pairs, `engine::delta::IpaScheme::gross`).
+pub const V: CountRange = CountRange::at_least(0, engine::delta::MAX_PAIRS as u64);
 /// Chips of the log region (the device's chip count bounds it further).
 pub const LOG_CHIPS: CountRange = CountRange::at_least(1, u32::MAX as u64);
 /// Unforced log bytes past which full log pages are written ahead (0: every full page
