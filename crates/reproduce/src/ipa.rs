@@ -464,7 +464,7 @@ const BOARD_PRESET: &str = "openssd-mlc";
 /// the chips, bounds them (39.29 MB/s from one way; OpenSSD project, Jasmine developer
 /// information, "Benchmarking", openssd-project.org/jasmine/devinfo). The openssd-mlc
 /// preset's bus is a typical 400 MB/s, eight times faster.
-const BOARD_TRANSFER_PS_PER_BYTE: u64 = 19_448;
+pub const BOARD_TRANSFER_PS_PER_BYTE: u64 = 19_448;
 
 /// The board's runs on the preset's typical 400 MB/s flash channel instead of the
 /// board's measured 51.42 MB/s ([`BOARD_TRANSFER_PS_PER_BYTE`]).
