@@ -39,7 +39,7 @@ impl Registered {
 }
 
 fn configure<P: WorkloadParams>(params: &Params) -> Result<Box<dyn Configured>, ConfigError> {
-    Ok(Box::new(parse_params::<P>(P::NAME, params, P::check)?))
+    Ok(Box::new(parse_params::<P>(P::NAME, params, P::LEFT_OUT, P::check)?))
 }
 
 /// Every workload an experiment can run. Adding one: its file, and a line here.
@@ -96,7 +96,7 @@ mod tests {
         let e = tpcc.configure(&params(json!({"warehouses": 0}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.warehouses: must be at least 1"), "{e}");
         let e = tpcc.configure(&params(json!({"scale": 2}))).unwrap_err().to_string();
-        assert_eq!(e, "workload.scale: tpcc takes no parameter `scale` (it takes: mix, warehouses)");
+        assert_eq!(e, "workload.scale: tpcc takes no parameter `scale` (it takes: mix, warehouses, float_money)");
         let e = tpcc.configure(&params(json!({"warehouses": 2, "mix": [1, 2, 3]}))).unwrap_err().to_string();
         assert!(e.starts_with("workload.mix: tpcc: invalid length 3"), "{e}");
         let e = tpcc.configure(&params(json!({"mix": [0, 0, 0, 0, 0]}))).unwrap_err().to_string();

@@ -42,6 +42,7 @@ impl Default for TpcbParams {
 impl WorkloadParams for TpcbParams {
     const NAME: &'static str = "tpcb";
     const ABOUT: &'static str = "TPC-B: one account, teller and branch update and a history insert";
+    const LEFT_OUT: &'static [&'static str] = &["float_money"];
 
     fn check(&self) -> Result<(), (&'static str, String)> {
         SCALE.check(self.scale.into()).map(|_| ()).map_err(|p| ("scale", p))

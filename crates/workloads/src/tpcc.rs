@@ -59,6 +59,7 @@ impl Default for TpccParams {
 impl WorkloadParams for TpccParams {
     const NAME: &'static str = "tpcc";
     const ABOUT: &'static str = "TPC-C: the five order-entry transactions, 45/43/4/4/4 by default";
+    const LEFT_OUT: &'static [&'static str] = &["float_money"];
 
     fn check(&self) -> Result<(), (&'static str, String)> {
         WAREHOUSES.check(self.warehouses.into()).map_err(|p| ("warehouses", p))?;

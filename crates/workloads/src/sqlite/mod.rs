@@ -298,7 +298,7 @@ impl RegisteredSqlite {
 }
 
 fn configure<P: SqliteParams>(params: &Params) -> Result<Box<dyn ConfiguredSqlite>, ConfigError> {
-    Ok(Box::new(parse_params::<P>(P::NAME, params, P::check)?))
+    Ok(Box::new(parse_params::<P>(P::NAME, params, &[], P::check)?))
 }
 
 /// Every workload that runs on SQLite (`bench --engine sqlite --workload NAME`).
