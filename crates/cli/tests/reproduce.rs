@@ -37,18 +37,18 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     let text = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(text.contains("| verdict | cells |") && text.contains("| opposite |"), "{text}");
     assert!(text.contains("| experiment | within | direction | opposite | n/a | unexplained | CPU s |\n|---|---|---|---|---|---|---|\n| demo:table1 |"), "{text}");
-    // Its two runs, both again on a fresh and on an emptier device, and the regions run
-    // with its IPA region odd-MLC (the ablation).
-    assert!(text.contains("runs: 7 executed, 0 reused, 0 failed; "), "{text}");
+    // Its two runs, both again on a fresh and on an emptier device and on the preset's
+    // typical flash channel, and the regions run with its IPA region odd-MLC (the ablation).
+    assert!(text.contains("runs: 9 executed, 0 reused, 0 failed; "), "{text}");
     let log = stderr(&first);
-    assert!(log.contains("[1/7] demo:table1 [0x0]: running") && log.contains("done in"), "{log}");
+    assert!(log.contains("[1/9] demo:table1 [0x0]: running") && log.contains("done in"), "{log}");
 
     let md = fs::read_to_string(out.join("demo-table1.md")).unwrap();
     assert!(md.contains("| GC erases | [2x3] with regions Δ% | change % | -53 |"), "{md}");
     assert!(md.contains("| run | conditions | file | wall s | CPU s |") && md.contains("\nCPU: "), "{md}");
     let experiment: Value = serde_json::from_str(&fs::read_to_string(out.join("demo-table1.json")).unwrap()).unwrap();
     // The report lists each variant's two runs; the odd-MLC variant shares the baseline.
-    assert_eq!(experiment["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(experiment["runs"].as_array().unwrap().len(), 10);
     // The experiment's CPU seconds count each distinct run (key) once.
     let run_cpu: std::collections::BTreeMap<String, f64> = experiment["runs"]
         .as_array()
@@ -56,7 +56,7 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
         .iter()
         .map(|r| (r["key"].as_str().unwrap().to_string(), r["cpu_seconds"].as_f64().unwrap()))
         .collect();
-    assert_eq!(run_cpu.len(), 7);
+    assert_eq!(run_cpu.len(), 9);
     assert!(run_cpu.values().all(|&c| c > 0.0), "every run records its CPU seconds: {run_cpu:?}");
     let total: f64 = run_cpu.values().sum();
     assert!((experiment["cpu_seconds"].as_f64().unwrap() - total).abs() < 1e-9, "{total}");
@@ -100,7 +100,7 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
         files
     };
     let before = run_files(&out);
-    assert_eq!(before.len(), 7);
+    assert_eq!(before.len(), 9);
     // The second invocation publishes: the docs get the reports and a results page
     // with the hand-written prose of the publish directory.
     let docs = tmp.path().join("docs");
@@ -109,7 +109,7 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     fs::write(published.join("prose.md"), "## demo — IPA demo: selective regions\n\nWhy the demo differs.\n").unwrap();
     let publish_args: Vec<&str> = args.iter().copied().chain(["--publish", published.to_str().unwrap()]).collect();
     let second = ok(&publish_args);
-    assert!(second.contains("runs: 0 executed, 7 reused, 0 failed"), "{second}");
+    assert!(second.contains("runs: 0 executed, 9 reused, 0 failed"), "{second}");
     assert_eq!(run_files(&out), before, "no run was made again");
     assert_eq!(summary(&out), s, "the same cells, and CPU seconds, from the kept runs");
     for f in ["summary.json", "demo-table1.md", "demo-table1.json"] {
