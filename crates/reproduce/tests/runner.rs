@@ -22,21 +22,26 @@ fn no_cells(_: &Results) -> Vec<Ours> {
     Vec::new()
 }
 
-#[test]
-fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
-    let experiment = Experiment {
-        id: "test:unrunnable",
-        description: "d",
-        implementation: Some(Implementation::new(unrunnable, no_cells)),
-    };
+/// `runs` made as the one experiment `id` at smoke scale into a fresh output directory:
+/// the outcome, the log's lines, and the directory (inside the returned temporary one).
+fn reproduce_alone(
+    id: &'static str,
+    runs: fn(Scale) -> Vec<RunSpec>,
+) -> (reproduce::Outcome, Vec<String>, tempfile::TempDir, std::path::PathBuf) {
+    let experiment = Experiment { id, description: "d", implementation: Some(Implementation::new(runs, no_cells)) };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
     let lines = Mutex::new(Vec::new());
     let log = |line: String| lines.lock().unwrap().push(line);
     let outcome = reproduce(&[&experiment], &options, &log).expect("the invocation itself completes");
+    (outcome, lines.into_inner().unwrap(), tmp, out)
+}
+
+#[test]
+fn a_run_that_cannot_start_is_logged_and_reported_as_failed() {
+    let (outcome, lines, _tmp, out) = reproduce_alone("test:unrunnable", unrunnable);
     assert_eq!((outcome.executed, outcome.reused, outcome.failed), (0, 0, 1));
-    let lines = lines.into_inner().unwrap();
     assert!(
         lines.iter().any(|l| l.starts_with("[1/1] test:unrunnable negative time: FAILED: driver.sim_time_s")),
         "{lines:?}"
@@ -61,19 +66,8 @@ fn over_its_budget(_: Scale) -> Vec<RunSpec> {
 
 #[test]
 fn a_run_that_outgrows_its_page_budget_fails_with_the_budgets_message() {
-    let experiment = Experiment {
-        id: "test:budget",
-        description: "d",
-        implementation: Some(Implementation::new(over_its_budget, no_cells)),
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
-    let lines = Mutex::new(Vec::new());
-    let log = |line: String| lines.lock().unwrap().push(line);
-    let outcome = reproduce(&[&experiment], &options, &log).expect("the invocation itself completes");
+    let (outcome, lines, _tmp, out) = reproduce_alone("test:budget", over_its_budget);
     assert_eq!((outcome.executed, outcome.failed), (0, 1));
-    let lines = lines.into_inner().unwrap();
     let failed = lines.iter().find(|l| l.starts_with("[1/1] test:budget budget: FAILED: ")).expect("a FAILED line");
     assert!(failed.contains("needs a new page image") && failed.contains("--max-memory"), "{failed}");
     let md = std::fs::read_to_string(out.join("test-budget.md")).unwrap();
