@@ -27,7 +27,7 @@ pub struct ReproduceArgs {
     /// Every run cut to a fraction of a second: checks the plumbing, not the results.
     #[arg(long)]
     smoke: bool,
-    /// Runs at once, each on its own thread [default: the cores].
+    /// Runs at once, each on its own thread, fewer while their estimated peak memory does not fit together [default: the cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     jobs: Option<u32>,
     /// Output directory: the runs (kept and reused by a later invocation), ID.md,

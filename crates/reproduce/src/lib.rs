@@ -36,6 +36,7 @@ pub mod ipa;
 pub mod ipa_ipl;
 pub mod ipl;
 pub mod linkbench;
+pub mod memory_gate;
 pub mod model_version;
 pub mod nolgn;
 pub mod plan;

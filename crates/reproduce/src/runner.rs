@@ -1,6 +1,7 @@
 //! One `reproduce` invocation: plan the runs of the chosen experiments, reuse the ones
 //! the output directory keeps, run the others (`jobs` at once, each single-threaded and
-//! seeded), then compare and write the reports.
+//! seeded, fewer when their estimated memory does not fit together:
+//! [`crate::memory_gate`]), then compare and write the reports.
 //!
 //! Each run's CPU seconds come with its result ([`crate::input`]); the reports give
 //! them per run and per experiment, and `results.md` ([`crate::results_page`]) every
@@ -18,6 +19,7 @@ use crate::ablation;
 use crate::compare::{self, Cell, Missing};
 use crate::cost::{self, Estimate};
 use crate::experiment::{Experiment, RunSpec, Scale};
+use crate::memory_gate::MemoryGate;
 use crate::ray::{self, Ray};
 use crate::reference::{self, ReferenceCell};
 pub use crate::report::Outcome;
@@ -55,6 +57,8 @@ struct Planned {
     /// Its estimated cost and size, computed once ([`cost::estimate`]).
     estimate: Estimate,
 }
+
+const GIB: f64 = (1u64 << 30) as f64;
 
 /// A run's result, or why it failed.
 type RunResult = Result<Value, String>;
@@ -233,6 +237,7 @@ fn run_all(
     let total = planned.len();
     let order = execution_order(planned, states);
     let next = AtomicUsize::new(0);
+    let gate = MemoryGate::new(workloads::limits::device_memory_limit_bytes(None));
     let done: Mutex<Vec<(usize, (RunResult, bool))>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
@@ -247,7 +252,16 @@ fn run_all(
                         (Ok(result.clone()), false)
                     }
                     State::Refused(why) => (Err(why.clone()), false),
-                    State::ToMake { .. } => (execute(store, p, &tag, log), true),
+                    State::ToMake { .. } => {
+                        let _admission = gate.admit(p.estimate.peak_bytes, |held| {
+                            log(format!(
+                                "{tag}: waits for memory: about {:.1} GiB at its peak beside {:.1} GiB of the runs going on",
+                                p.estimate.peak_bytes as f64 / GIB,
+                                held as f64 / GIB
+                            ))
+                        });
+                        (execute(store, p, &tag, log), true)
+                    }
                 };
                 done.lock().unwrap_or_else(|e| e.into_inner()).push((i, outcome));
             });
