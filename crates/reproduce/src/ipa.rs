@@ -1274,7 +1274,8 @@ const LINKBENCH_SCHEMES: [(u32, u32); 6] = [(1, 100), (1, 125), (2, 100), (2, 12
 const TABLE5_BUFFERS: [f64; 4] = [0.2, 0.5, 0.75, 0.9];
 
 /// LinkBench on 8 KiB DB pages, as Tables 3, 4 and 5 run it: "Linkbench (75% buffer,
-/// 8KB pages, …)" (Table 3's heading); the sizes of [`LINKBENCH_DEVICE`].
+/// 8KB pages, …)" (Table 3's heading); the sizes of [`LINKBENCH_DEVICE`]; MySQL
+/// InnoDB's record space and page cleaner ([`LINKBENCH_ENGINE`], [`LINKBENCH_FLUSHING`]).
 fn linkbench_8k(scale: Scale, buffer_share: f64, scheme: &str, label: String) -> RunSpec {
     let (nodes, blocks_per_chip) = match scale {
         Scale::Smoke => (5_000, 64),
@@ -1294,6 +1295,8 @@ fn linkbench_8k(scale: Scale, buffer_share: f64, scheme: &str, label: String) ->
     let mut config = setup.config(scale, scheme);
     config.engine.db_page_bytes = Some(8192);
     config.engine.heap_space = HeapSpace::Innodb;
+    config.engine.eviction = Eviction::Innodb;
+    config.engine.checkpoint_log_share = LINKBENCH_CHECKPOINT_SHARE;
     config.engine.v = LINKBENCH_V;
     config.workload.params.insert(KEEP_PAYLOAD_PARAM.into(), LINKBENCH_KEEP_PAYLOAD_SHARE.into());
     RunSpec::engine(label, config)
@@ -1559,22 +1562,72 @@ pub const LINKBENCH_SEPARATE_V: Variant = Variant {
     },
 };
 
+/// The LinkBench runs' input changed by `change`; `None` for any other run.
+fn linkbench_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) -> Option<RunInput> {
+    match input {
+        RunInput::Engine(c) if c.workload.name == "linkbench" => engine_changed(input, change),
+        _ => None,
+    }
+}
+
+/// LinkBench with Shore-MT's eager cleaner (12.5% of the frames dirty) instead of
+/// InnoDB's (75%): the condition of the TPC runs.
+pub const LINKBENCH_SHORE_CLEANER: Variant = Variant {
+    name: "Shore-MT's 12.5% cleaner",
+    component: "when the DBMS writes dirty pages ahead of eviction (the paper's LinkBench ran on MySQL InnoDB, whose \
+        page cleaners start at innodb_max_dirty_pages_pct, 75% of the buffer pool by default, MySQL 5.7 Reference \
+        Manual 14.8.3.5; here Shore-MT's 12.5%, §8.4)",
+    apply: |input| match input {
+        RunInput::Engine(c) if c.engine.eviction == Eviction::Innodb => {
+            linkbench_changed(input, |c| c.engine.eviction = Eviction::Eager)
+        }
+        _ => None,
+    },
+};
+
+/// Share of the log in use at which the LinkBench runs checkpoint: the text's eager
+/// log-space reclamation, "InnoDB and Shore-MT employ an eager log-space reclamation
+/// strategy (e.g. when 25%-50% of the log-space is consumed in Shore-MT)" (§8.4), at
+/// the engine's 30%. The paper gives neither InnoDB's point nor its redo log's size
+/// against the database (MySQL 5.6/5.7's default is two files of 48 MiB); the
+/// variants move the share ±50%, as a log half or one and a half times as large would.
+const LINKBENCH_CHECKPOINT_SHARE: f64 = 0.3;
+
+/// LinkBench's checkpoints at half the log share (a redo log half as large).
+pub const LINKBENCH_CHECKPOINT_EARLY: Variant = Variant {
+    name: "LinkBench checkpoint at 15% of the log",
+    component: "how much log the DBMS lets its dirty pages hold (InnoDB's redo log against the database and its \
+        reclamation point: not stated, the text's eager reclamation assumed at 30%, here 15%, -50%)",
+    apply: |input| linkbench_changed(input, |c| c.engine.checkpoint_log_share = LINKBENCH_CHECKPOINT_SHARE * 0.5),
+};
+
+/// LinkBench's checkpoints at one and a half times the log share.
+pub const LINKBENCH_CHECKPOINT_LATE: Variant = Variant {
+    name: "LinkBench checkpoint at 45% of the log",
+    component: "how much log the DBMS lets its dirty pages hold (InnoDB's redo log against the database and its \
+        reclamation point: not stated, the text's eager reclamation assumed at 30%, here 45%, +50%)",
+    apply: |input| linkbench_changed(input, |c| c.engine.checkpoint_log_share = LINKBENCH_CHECKPOINT_SHARE * 1.5),
+};
+
 /// The ablation of the experiments with LinkBench runs: what its updates write, where
-/// the DBMS places a record whose length changes, and how a delta-record holds metadata.
-pub const LINKBENCH_UPDATE_VARIANTS: &[Variant] =
-    &[LINKBENCH_OWN_UPDATES, HALF_KEEP_PAYLOAD, PACKED_HEAP, LINKBENCH_SEPARATE_V];
+/// the DBMS places a record whose length changes, how a delta-record holds metadata,
+/// and when the DBMS writes its dirty pages.
+pub const LINKBENCH_UPDATE_VARIANTS: &[Variant] = &[
+    LINKBENCH_OWN_UPDATES,
+    HALF_KEEP_PAYLOAD,
+    PACKED_HEAP,
+    LINKBENCH_SEPARATE_V,
+    LINKBENCH_SHORE_CLEANER,
+    LINKBENCH_CHECKPOINT_EARLY,
+    LINKBENCH_CHECKPOINT_LATE,
+];
 
 /// The LinkBench run with `share` of its updates keeping the payload; `None` for any
 /// other run.
 fn with_keep_payload_share(input: &RunInput, share: f64) -> Option<RunInput> {
-    match input {
-        RunInput::Engine(c) if c.workload.name == "linkbench" => {
-            let mut c = c.clone();
-            c.workload.params.insert(KEEP_PAYLOAD_PARAM.into(), share.into());
-            Some(RunInput::Engine(c))
-        }
-        _ => None,
-    }
+    linkbench_changed(input, |c| {
+        c.workload.params.insert(KEEP_PAYLOAD_PARAM.into(), share.into());
+    })
 }
 
 // ---- What a page write changes, measured (Tables 1, 4, 5, Fig. 6 and appendix A) ----
@@ -1703,6 +1756,52 @@ mod linkbench_gross_tests {
     }
 }
 
+#[cfg(test)]
+mod linkbench_flushing_tests {
+    use super::*;
+
+    fn engine(run: &RunInput) -> &EngineConfig {
+        let RunInput::Engine(c) = run else { panic!("not an engine run") };
+        &c.engine
+    }
+
+    /// The LinkBench runs write dirty pages as InnoDB does, the TPC runs as Shore-MT does;
+    /// the cleaner variant gives LinkBench runs Shore-MT's cleaner, the checkpoint
+    /// variants move their checkpoint share ±50%, and each changes nothing else.
+    #[test]
+    fn linkbench_runs_flush_as_innodb_and_the_variants_move_one_thing() {
+        let runs = [table3_runs(Scale::Quick), table4_runs(Scale::Quick), table5_runs(Scale::Quick)].concat();
+        let (linkbench, others): (Vec<&RunSpec>, Vec<&RunSpec>) =
+            runs.iter().partition(|r| r.label.starts_with("LinkBench"));
+        assert!(!linkbench.is_empty() && !others.is_empty());
+        for r in &linkbench {
+            assert_eq!(engine(&r.input).eviction, Eviction::Innodb, "{}", r.label);
+            assert_eq!(engine(&r.input).checkpoint_log_share, LINKBENCH_CHECKPOINT_SHARE, "{}", r.label);
+        }
+        for r in &others {
+            assert_ne!(engine(&r.input).eviction, Eviction::Innodb, "{}: Shore-MT's cleaner", r.label);
+        }
+        let changes: [(Variant, fn(&mut EngineConfig)); 3] = [
+            (LINKBENCH_SHORE_CLEANER, |e| e.eviction = Eviction::Eager),
+            (LINKBENCH_CHECKPOINT_EARLY, |e| e.checkpoint_log_share = 0.15),
+            (LINKBENCH_CHECKPOINT_LATE, |e| e.checkpoint_log_share = 0.45),
+        ];
+        for (variant, change) in changes {
+            assert!(others.iter().all(|r| (variant.apply)(&r.input).is_none()), "{}", variant.name);
+            for r in &linkbench {
+                let Some(RunInput::Engine(changed)) = (variant.apply)(&r.input) else {
+                    panic!("{}: {} changes", variant.name, r.label)
+                };
+                let RunInput::Engine(mut expected) = r.input.clone() else { unreachable!() };
+                change(&mut expected.engine);
+                assert!((changed.engine.checkpoint_log_share - expected.engine.checkpoint_log_share).abs() < 1e-12);
+                expected.engine.checkpoint_log_share = changed.engine.checkpoint_log_share;
+                assert_eq!(changed, expected, "{}: only its field differs", variant.name);
+            }
+        }
+    }
+}
+
 // ---- Shore-MT's cleaner and log reclamation as the text states them (Tables 1, 4, appendix A) ----
 
 /// `input` changed by `change` if it is a TPC-C engine run with the given eviction;
@@ -1786,8 +1885,17 @@ pub const TABLE1_VARIANTS: &[Variant] = &[TPCC_CLEANER_SWEEP, FLOAT_MONEY];
 
 /// Table 4's ablation: what LinkBench updates write and where its records go, the
 /// eager cleaner's sweep and the money columns' encoding.
-pub const TABLE4_VARIANTS: &[Variant] =
-    &[LINKBENCH_OWN_UPDATES, HALF_KEEP_PAYLOAD, PACKED_HEAP, LINKBENCH_SEPARATE_V, TPCC_CLEANER_SWEEP, FLOAT_MONEY];
+pub const TABLE4_VARIANTS: &[Variant] = &[
+    LINKBENCH_OWN_UPDATES,
+    HALF_KEEP_PAYLOAD,
+    PACKED_HEAP,
+    LINKBENCH_SEPARATE_V,
+    LINKBENCH_SHORE_CLEANER,
+    LINKBENCH_CHECKPOINT_EARLY,
+    LINKBENCH_CHECKPOINT_LATE,
+    TPCC_CLEANER_SWEEP,
+    FLOAT_MONEY,
+];
 
 /// Appendix A's ablation: when and whether the non-eager runs reclaim log space, and the money
 /// columns' encoding.
