@@ -1280,8 +1280,11 @@ pub const LINKBENCH_BUFFER_MEASURED: &str = "Measured, what makes LinkBench's pa
     checkpoint writes (dirty 150 ms, 2.8 operations, 783 bytes, 54% at most 125 bytes, where Table 1 has 50% \
     at a 75% buffer), and [2x125]'s reduction falls from 2.19 to 1.77 (the paper's 2.27 and 1.66). The text's \
     own reason: \"larger buffers result in a higher throughput and consequently in more dirty pages in the \
-    buffer and larger log-files. The background writers flush therefore more dirty (cold) pages\" (§8.4). Not \
-    modelled, and adding bytes to every write: InnoDB's clustered records carry a 6-byte transaction id and a \
+    buffer and larger log-files. The background writers flush therefore more dirty (cold) pages\" (§8.4). In \
+    Table 5 (reproduce ipa:table3 ipa:table4 ipa:table5 ipa:fig6 --quick --jobs 1, 2026-11-28, the model of \
+    ad68f95) [2x125]'s reduction is 2.19, 2.08, 1.91 and 1.78 at 20, 50, 75 and 90% (the paper's 2.27, 2.02, \
+    1.71, 1.66), under Shore-MT's cleaner 2.18, 2.18, 2.20 and 2.11; a checkpoint at 45% of the log gives 1.62 at \
+    90%, one at 15% 1.90. Not modelled, and adding bytes to every write: InnoDB's clustered records carry a 6-byte transaction id and a \
     7-byte roll pointer that every update and delete-mark rewrites (MySQL 5.7 Reference Manual 14.11), a few \
     low bytes of each in a byte diff, and its pages a checksum and LSN in both header and trailer.";
 
