@@ -1245,10 +1245,11 @@ pub const LINKBENCH_GROSS_M: &str = "The LinkBench schemes count M in gross byte
     bytes in whole page\", Table 3; update sizes \"gross data changes (body + metadata)\", appendix A; space \
     overhead N(1+3M) bytes of 8 KiB, Table 5): engine.v = 0, the header and slot-directory bytes take the \
     record's M pairs. Measured with Shore-MT's V = 12 pairs of their own instead (the \"metadata in 12 pairs of \
-    their own\" variant), [2x125] at a 75% buffer with Shore-MT's 12.5% cleaner (quick, 2026-11-28, at 021458a: a trace of the eviction rule's \
-    counts over 74,527 writes of pages on flash, aging included): 36% appended, 15% found no free record, 8% had \
-    more body bytes than the free records hold, and 42% fit their body bytes but not their header and \
-    slot-directory bytes (in every one of them the header alone fit: the slot directory overflowed V). Those are \
+    their own\" variant), [2x125] at a 75% buffer with Shore-MT's 12.5% cleaner (quick, 2026-11-28, at 021458a: \
+    a trace of the eviction rule's counts over 74,527 writes of pages on flash, aging included): 36% appended, \
+    15% found no free record, 8% had more body bytes than the free records hold, and 42% fit their body bytes \
+    but not their header and slot-directory bytes (in every one of them the header alone fit: the slot directory \
+    overflowed V). Those are \
     the B+-tree leaves: an insert inside a leaf shifts the slots behind it, 45-109 slot bytes a write for the \
     indexes. Counted against M, those writes fit: at a 75% buffer 36-65% of the update I/Os are appends ([1x100] \
     to [3x125]) against 27-44% with V = 12 and the paper's 28-47% (Table 3).";
@@ -1284,7 +1285,8 @@ pub const LINKBENCH_BUFFER_MEASURED: &str = "Measured, what makes LinkBench's pa
     Table 5 (reproduce ipa:table3 ipa:table4 ipa:table5 ipa:fig6 --quick --jobs 1, 2026-11-28, the model of \
     ad68f95) [2x125]'s reduction is 2.19, 2.08, 1.91 and 1.78 at 20, 50, 75 and 90% (the paper's 2.27, 2.02, \
     1.71, 1.66), under Shore-MT's cleaner 2.18, 2.18, 2.20 and 2.11; a checkpoint at 45% of the log gives 1.62 at \
-    90%, one at 15% 1.90. Not modelled, and adding bytes to every write: InnoDB's clustered records carry a 6-byte transaction id and a \
+    90%, one at 15% 1.90. Not modelled, and adding bytes to every write: InnoDB's clustered records carry a \
+    6-byte transaction id and a \
     7-byte roll pointer that every update and delete-mark rewrites (MySQL 5.7 Reference Manual 14.11), a few \
     low bytes of each in a byte diff, and its pages a checksum and LSN in both header and trailer. Estimated on \
     the same traces (10 bytes more a write for the checksums and LSN, 6 more for each operation's transaction \
@@ -1691,7 +1693,8 @@ pub const NON_EAGER_WRITES_MEASURED: &str = "Measured, the runs without IPA (qui
 
 /// LinkBench's update writes by table and by where their changed bytes lie.
 pub const LINKBENCH_WRITES_MEASURED: &str = "Measured, what a LinkBench update write changes: the [0x0] run at a \
-    75% buffer with Shore-MT's 12.5% cleaner (quick, 37,573 update writes). The link_id1_type index 29% (36 tuple and 49 slot-directory bytes a \
+    75% buffer with Shore-MT's 12.5% cleaner (quick, 37,573 update writes). The link_id1_type index 29% (36 \
+    tuple and 49 slot-directory bytes a \
     write: a link update moves its entry, keyed by visibility and time), the links' primary key 17%, links 15% and \
     nodes 15% (1,043 and 1,363 tuple bytes a write on average: 23% of the links' and of the nodes' writes change \
     2 KiB or more of the 8 KiB page), counts 11%. Those large writes are payload updates whose record outgrew \
