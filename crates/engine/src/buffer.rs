@@ -59,6 +59,13 @@ impl CleanerPolicy {
     pub const EAGER: CleanerPolicy = CleanerPolicy::Eager { dirty_share: 0.125 };
     /// [`CleanerPolicy::EAGER`]'s threshold, writing every dirty page when it is passed.
     pub const EAGER_SWEEP: CleanerPolicy = CleanerPolicy::Sweep { dirty_share: 0.125 };
+    /// MySQL InnoDB's (5.6, 5.7): its page cleaners write the oldest dirty pages once more
+    /// than `innodb_max_dirty_pages_pct` of the buffer pool is dirty, "which has a default
+    /// value of 75", the low water mark for earlier flushing defaulting to "0, which
+    /// disables this early flushing behaviour" (MySQL 5.7 Reference Manual 14.8.3.5,
+    /// Configuring Buffer Pool Flushing). Below it a page is written when evicted or by a
+    /// checkpoint.
+    pub const INNODB: CleanerPolicy = CleanerPolicy::Eager { dirty_share: 0.75 };
 }
 
 /// Counters of the pool.

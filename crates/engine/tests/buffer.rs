@@ -78,6 +78,21 @@ fn eager_cleaner_keeps_dirty_pages_under_the_share() {
     }
 }
 
+/// InnoDB's cleaner lets dirty pages fill 75% of the frames, where Shore-MT's eager one
+/// starts writing at 12.5%; past 75% it writes the longest-dirty pages down to it.
+#[test]
+fn innodb_cleaner_writes_only_past_three_quarters_of_the_frames_dirty() {
+    let mut p = pool(64, Replacement::Clock, CleanerPolicy::INNODB);
+    for no in 0..48 {
+        create(&mut p, no);
+        p.clean().unwrap();
+    }
+    assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (48, 0), "75% dirty: nothing written yet");
+    create(&mut p, 48);
+    p.clean().unwrap();
+    assert_eq!((p.dirty_frames(), p.stats().cleaner_writes), (48, 1), "past 75%: the oldest page written");
+}
+
 #[test]
 fn non_eager_writes_only_on_eviction_and_pins_hold() {
     let mut p = pool(8, Replacement::Clock, CleanerPolicy::NonEager);

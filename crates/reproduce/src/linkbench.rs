@@ -55,6 +55,7 @@ pub fn fig6_notes(scale: Scale) -> Vec<String> {
         "The runs are Table 5's (LinkBench, 8 KiB DB pages, buffers 20, 50, 75 and 90%, [1..3 x 100] and [1..3 x 125]; 25,000 nodes at quick, 400,000 at full); the figure's own axis and schemes are only in its image.".into(),
         "The paper's two cells are the range its text gives for Tables 6–10 and Fig. 6 together (30% to 76%), not for LinkBench alone; ours are the least and most share over our LinkBench curve. Their markers stand at the middle of the buffer axis.".into(),
         ipa::LINKBENCH_ENGINE.into(),
+        ipa::LINKBENCH_FLUSHING.into(),
         ipa::LINKBENCH_GROSS_M.into(),
         ipa::LINKBENCH_BUFFER_MEASURED.into(),
         ipa::LINKBENCH_UPDATES.into(),

@@ -328,6 +328,9 @@ pub enum Eviction {
     Eager,
     /// Dirty pages are written when evicted (or at a checkpoint).
     NonEager,
+    /// MySQL InnoDB's: a page cleaner writes the oldest dirty pages once 75% of the
+    /// frames are dirty (`engine::buffer::CleanerPolicy::INNODB`).
+    Innodb,
 }
 
 impl Eviction {
@@ -335,6 +338,7 @@ impl Eviction {
         match self {
             Eviction::Eager => CleanerPolicy::EAGER,
             Eviction::NonEager => CleanerPolicy::NonEager,
+            Eviction::Innodb => CleanerPolicy::INNODB,
         }
     }
 }
@@ -740,6 +744,16 @@ mod tests {
             assert!(e.starts_with(expected), "expected `{expected}`, got `{e}`");
             assert!(e.len() < 400, "at most 80 characters of a value are quoted: {} bytes", e.len());
         }
+    }
+
+    #[test]
+    fn innodb_eviction_picks_innodbs_cleaner_and_reads_back() {
+        let mut c = ExperimentConfig::default();
+        c.engine.eviction = Eviction::Innodb;
+        assert_eq!(c.engine.cleaner_policy(), CleanerPolicy::INNODB);
+        let text = c.to_toml().unwrap();
+        assert!(text.contains("eviction = \"innodb\""), "{text}");
+        assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), CleanerPolicy::INNODB);
     }
 
     #[test]
