@@ -316,6 +316,27 @@ fn bench_log_buffer_bytes_reaches_the_engine_and_the_config() {
     assert_eq!(again, (config, ahead), "the config file runs as the flag did");
 }
 
+/// `bench --eviction innodb` runs MySQL InnoDB's page cleaner (from 75% of the frames
+/// dirty), records it in the config, and writes fewer pages than Shore-MT's eager one.
+#[test]
+fn bench_eviction_innodb_reaches_the_engine_and_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, eviction: &str| {
+        let path = dir.path().join(name);
+        let tpcb = ["bench", "--workload", "tpcb", "--blocks-per-chip", "32", "--buffer", "0.5", "--seed", "3"];
+        ok(&[
+            &tpcb[..],
+            &["--sim-time", "1", "--warmup", "0.2", "--eviction", eviction, "--json", path.to_str().unwrap()],
+        ]
+        .concat());
+        json_without(&path, &BENCH_WALL_FIELDS)
+    };
+    let (innodb, eager) = (run("innodb.json", "innodb"), run("eager.json", "eager"));
+    assert_eq!(innodb["config"]["engine"]["eviction"], "innodb", "{}", innodb["config"]);
+    let per_tx = |v: &serde_json::Value| v["host_writes"].as_f64().unwrap() / v["transactions"].as_f64().unwrap();
+    assert!(per_tx(&innodb) < per_tx(&eager), "a later cleaner writes fewer pages per transaction");
+}
+
 /// `bench` prints a latency row per transaction type under the transactions' row, with
 /// the counts and percentiles its JSON holds in `transaction_latency_us_by_type`.
 #[test]
