@@ -30,8 +30,9 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
     let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
     let _lock = storage.detach_image();
-    let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
+    let mut db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
     let catalog = db.catalog().clone();
+    let row_bytes = row_bytes(&mut db).map_err(|e| at(&e))?;
     let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
     let region = |name: &str| device.region_id(name);
     let log = region(engine::db::LOG)
@@ -51,7 +52,7 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let mut by_id: HashMap<u32, usize> = HashMap::new();
     let tables = catalog.tables.iter().map(|t| (t.id, t.name.clone(), "table", t.name.clone(), &t.space));
     let indexes = catalog.indexes.iter().map(|i| (i.id, i.name.clone(), "index", i.table.clone(), &i.space));
-    for (id, name, kind, table, space) in tables.chain(indexes) {
+    for (k, (id, name, kind, table, space)) in tables.chain(indexes).enumerate() {
         let mut pages = 0;
         let mut extents = Vec::new();
         for (k, &start) in space.extents.iter().enumerate() {
@@ -65,7 +66,8 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
         pages = pages.saturating_sub(space.free.len() as u64);
         by_id.insert(id, objects.len());
         let extent_pages = space.extent_pages;
-        objects.push(ObjectEntry { name, kind: kind.into(), table, pages, extents, extent_pages });
+        let row_bytes = row_bytes.get(k).cloned().unwrap_or_default();
+        objects.push(ObjectEntry { name, kind: kind.into(), table, pages, extents, extent_pages, row_bytes });
     }
     let name_of = |i: Option<&usize>| i.map(|&i| objects[i].name.clone());
     let rows = records
@@ -126,6 +128,27 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
         measured_from_lsn: None,
     };
     Ok((header, rows))
+}
+
+/// Each table's rows by their stored bytes ([bytes, rows], ascending), in the
+/// catalog's table order: every row read and encoded as the heap stores it.
+fn row_bytes(db: &mut Database) -> engine::Result<Vec<Vec<[u64; 2]>>> {
+    let mut out = Vec::new();
+    let mut encoded = Vec::new();
+    for table in db.catalog().tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>() {
+        let id = db.table_id(&table)?;
+        let columns = db.columns(id).to_vec();
+        let mut counts: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        let tx = db.begin();
+        db.for_each_row(&tx, id, |row| {
+            encoded.clear();
+            engine::types::encode_row(&columns, row, &mut encoded);
+            *counts.entry(encoded.len() as u64).or_default() += 1;
+        })?;
+        db.commit(tx)?;
+        out.push(counts.into_iter().map(|(bytes, rows)| [bytes, rows]).collect());
+    }
+    Ok(out)
 }
 
 /// The header and slot-directory bytes of an update that adds or removes a slot (it
@@ -206,6 +229,11 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
                 .and_then(Value::as_array)
                 .map_or(0.0, |w| w.iter().filter_map(|w| w.get("host_writes").and_then(Value::as_f64)).sum()),
             device_state: DeviceState::of_precondition(precondition).map_err(|e| format!("{source}: {e}"))?,
+            heap_space: match result.pointer("/config/engine/heap_space") {
+                None => Default::default(),
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|_| format!("{source}: config.engine.heap_space is {v} (expected packed or innodb)"))?,
+            },
         },
     };
     add_counters(&mut input, result, source)?;
