@@ -232,7 +232,8 @@ pub struct Prediction {
     /// Delta area per page of the IPA region, in percent of the page.
     pub space_overhead_page_pct: f64,
     /// Pages the IPA region's tables take more ([`space::growth`]: fewer rows or
-    /// entries fit a page), in percent of the database's pages.
+    /// entries fit a page), in percent of the loaded database's pages (the baseline's
+    /// `database_mib`; the tables' pages where not known).
     pub space_overhead_db_pct: f64,
     pub regions: Vec<RegionPrediction>,
 }
@@ -666,6 +667,10 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
     let total_pages: u64 = tables.iter().map(|t| t.pages).sum();
     let ipa = (0..tables.len()).filter(|&i| layout.in_ipa[i]);
     let added_pages: f64 = ipa.clone().map(|i| tables[i].pages as f64 * (growth[i] - 1.0)).sum();
+    // Over the loaded database, as `bench` measures it; the IPA tables' pages are the
+    // baseline's at its end (a table the run grows counts that growth too).
+    let loaded = input.baseline.loaded_pages;
+    let database_pages = if loaded > 0.0 { loaded } else { total_pages.max(1) as f64 };
     let page_pct = area as f64 * 100.0 / input.device.page_bytes as f64;
     Prediction {
         ipa_share: appends / host_writes,
@@ -680,7 +685,7 @@ pub fn predict(input: &Input, tables: &[Table], layout: &Layout) -> Prediction {
         aging_windows: outcome.aging_windows,
         time,
         space_overhead_page_pct: if ipa.count() == 0 { 0.0 } else { page_pct },
-        space_overhead_db_pct: added_pages * 100.0 / total_pages.max(1) as f64,
+        space_overhead_db_pct: added_pages * 100.0 / database_pages,
         regions,
     }
 }

@@ -187,6 +187,9 @@ pub struct Baseline {
     /// How heap pages take inserts (`config.engine.heap_space`): packed to the brim, or
     /// InnoDB's 1/16 left free.
     pub heap_space: engine::heap::HeapSpace,
+    /// Pages of the loaded database (the result's `database_mib`, before the aging and
+    /// the run grew it; 0 where not known): what the space overhead is a share of.
+    pub loaded_pages: f64,
 }
 
 /// At most 80 characters of `value`, for a message quoting an offending value.
@@ -845,6 +848,7 @@ pub(crate) mod tests_support {
                 aging_writes: 0.0,
                 device_state: DeviceState::Loaded,
                 heap_space: Default::default(),
+                loaded_pages: 0.0,
             },
         }
     }
