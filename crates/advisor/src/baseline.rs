@@ -222,6 +222,7 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
                 commit_ms: per_transaction("commits"),
                 read_latency_ms: number("read_latency_ms"),
                 write_latency_ms: number("write_latency_ms"),
+                measured_s: number("sim_seconds"),
             },
             warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
             measured_s: number("sim_seconds"),

@@ -842,6 +842,7 @@ pub(crate) mod tests_support {
                     commit_ms: 1.0,
                     read_latency_ms: 0.2,
                     write_latency_ms: 0.5,
+                    measured_s: 10.0,
                 },
                 warmup_s: 1.0,
                 measured_s: 10.0,
