@@ -30,8 +30,9 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let read_only = nand::ImageOptions { read_only: true, ..nand::ImageOptions::default() };
     let mut storage = nand::MemoryStorage::open_image_with(path, read_only).map_err(|e| at(&e))?;
     let _lock = storage.detach_image();
-    let db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
+    let mut db = Database::open(nand::Device::new(Box::new(storage)), DbOptions::default()).map_err(|e| at(&e))?;
     let catalog = db.catalog().clone();
+    let row_bytes = row_bytes(&mut db).map_err(|e| at(&e))?;
     let (mut device, _) = db.close_on().map_err(|e| at(&e))?;
     let region = |name: &str| device.region_id(name);
     let log = region(engine::db::LOG)
@@ -51,7 +52,7 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     let mut by_id: HashMap<u32, usize> = HashMap::new();
     let tables = catalog.tables.iter().map(|t| (t.id, t.name.clone(), "table", t.name.clone(), &t.space));
     let indexes = catalog.indexes.iter().map(|i| (i.id, i.name.clone(), "index", i.table.clone(), &i.space));
-    for (id, name, kind, table, space) in tables.chain(indexes) {
+    for (k, (id, name, kind, table, space)) in tables.chain(indexes).enumerate() {
         let mut pages = 0;
         let mut extents = Vec::new();
         for (k, &start) in space.extents.iter().enumerate() {
@@ -65,7 +66,8 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
         pages = pages.saturating_sub(space.free.len() as u64);
         by_id.insert(id, objects.len());
         let extent_pages = space.extent_pages;
-        objects.push(ObjectEntry { name, kind: kind.into(), table, pages, extents, extent_pages });
+        let row_bytes = row_bytes.get(k).cloned().unwrap_or_default();
+        objects.push(ObjectEntry { name, kind: kind.into(), table, pages, extents, extent_pages, row_bytes });
     }
     let name_of = |i: Option<&usize>| i.map(|&i| objects[i].name.clone());
     let rows = records
@@ -128,6 +130,27 @@ pub fn read_image(path: &Path) -> Result<Log, String> {
     Ok((header, rows))
 }
 
+/// Each table's rows by their stored bytes ([bytes, rows], ascending), in the
+/// catalog's table order: every row read and encoded as the heap stores it.
+fn row_bytes(db: &mut Database) -> engine::Result<Vec<Vec<[u64; 2]>>> {
+    let mut out = Vec::new();
+    let mut encoded = Vec::new();
+    for table in db.catalog().tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>() {
+        let id = db.table_id(&table)?;
+        let columns = db.columns(id).to_vec();
+        let mut counts: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        let tx = db.begin();
+        db.for_each_row(&tx, id, |row| {
+            encoded.clear();
+            engine::types::encode_row(&columns, row, &mut encoded);
+            *counts.entry(encoded.len() as u64).or_default() += 1;
+        })?;
+        db.commit(tx)?;
+        out.push(counts.into_iter().map(|(bytes, rows)| [bytes, rows]).collect());
+    }
+    Ok(out)
+}
+
 /// The header and slot-directory bytes of an update that adds or removes a slot (it
 /// changes the slot count or the directory's start, `free_end`: header bytes 18–19 and
 /// 22–23), `None` for any other update. The ranges are the record's changed spans,
@@ -185,6 +208,7 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
     let per_transaction =
         |name: &str| result.pointer(&format!("/time_per_transaction_ms/{name}")).and_then(Value::as_f64).unwrap_or(0.0);
     let precondition = result.pointer("/config/driver/precondition").and_then(Value::as_str);
+    let page_bytes = header.device.page_bytes;
     let mut input = Input {
         objects: log_file::objects(&header, &rows, measured_from)?,
         device: header.device,
@@ -198,6 +222,7 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
                 commit_ms: per_transaction("commits"),
                 read_latency_ms: number("read_latency_ms"),
                 write_latency_ms: number("write_latency_ms"),
+                measured_s: number("sim_seconds"),
             },
             warmup_s: result.pointer("/config/driver/warmup_s").and_then(Value::as_f64).unwrap_or(0.0),
             measured_s: number("sim_seconds"),
@@ -206,6 +231,12 @@ pub fn input_of(log: Log, result: &Value, source: &str) -> Result<Input, String>
                 .and_then(Value::as_array)
                 .map_or(0.0, |w| w.iter().filter_map(|w| w.get("host_writes").and_then(Value::as_f64)).sum()),
             device_state: DeviceState::of_precondition(precondition).map_err(|e| format!("{source}: {e}"))?,
+            loaded_pages: number("database_mib") * (1u64 << 20) as f64 / page_bytes.max(1) as f64,
+            heap_space: match result.pointer("/config/engine/heap_space") {
+                None => Default::default(),
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|_| format!("{source}: config.engine.heap_space is {v} (expected packed or innodb)"))?,
+            },
         },
     };
     add_counters(&mut input, result, source)?;
@@ -271,12 +302,9 @@ mod tests {
     use engine::logrec::Range;
     use serde_json::json;
 
-    #[test]
-    fn the_wait_for_the_log_at_commit_is_read_and_kept_by_the_time_model() {
-        // One table of 8 pages on two chips, 1,000 one-byte writes: appends and no GC
-        // modelled, so the data chips' busy time falls to a fraction of the baseline's
-        // (whose measured GC the model cannot place). A transaction of 10 ms waited 6 ms
-        // for the log at commit, on the log's own chips: that part stays.
+    /// One table of 8 pages on two chips, 1,000 one-byte writes in the measured run: the
+    /// log (header and records) and the `bench --json` result.
+    fn small_run() -> (super::Log, serde_json::Value) {
         let header = json!({
             "format": "deltaflash-log", "version": 1, "page_bytes": 4096, "flash_page_bytes": 4096,
             "cell": "slc", "data_chips": 2, "pages_per_chip": 1024, "pages_per_block": 64,
@@ -286,10 +314,12 @@ mod tests {
                 "extent_pages": 8}],
             "measured_from_lsn": 100
         });
-        let rows = (0..80u64)
+        let rows: Vec<super::Row> = (0..80u64)
             .map(|k| {
-                serde_json::from_value(json!({"lsn": 100 + k, "tx": 1, "type": "update", "object": "t", "region": 2,
-                    "page": k % 8, "bytes": 1}))
+                serde_json::from_value::<super::Row>(
+                    json!({"lsn": 100 + k, "tx": 1, "type": "update", "object": "t", "region": 2,
+                    "page": k % 8, "bytes": 1}),
+                )
                 .unwrap()
             })
             .collect();
@@ -303,11 +333,45 @@ mod tests {
             "objects": [{"name": "t", "reads": 0, "out_of_place_writes": 1000, "in_place_appends": 0,
                 "update_size_writes": sizes}]
         });
-        let header = serde_json::from_value(header).unwrap();
-        let r = super::analyze((header, rows), &result, "the test's run").unwrap().recommendation;
+        ((serde_json::from_value(header).unwrap(), rows), result)
+    }
+
+    #[test]
+    fn the_wait_for_the_log_at_commit_is_read_and_kept_by_the_time_model() {
+        // One table of 8 pages on two chips, 1,000 one-byte writes: appends and no GC
+        // modelled, so the data chips' busy time falls to a fraction of the baseline's
+        // (whose measured GC the model cannot place). A transaction of 10 ms waited 6 ms
+        // for the log at commit, on the log's own chips: that part stays.
+        let (log, result) = small_run();
+        let r = super::analyze(log, &result, "the test's run").unwrap().recommendation;
         let t = r.predicted.advised.time;
         assert!(t.transaction_ms >= 7.0 && t.transaction_ms < 10.0, "{t:?}");
         assert!(t.throughput_tps <= 100.0 * 10.0 / 7.0, "{t:?}");
+    }
+
+    #[test]
+    fn the_space_overhead_is_a_share_of_the_loaded_database() {
+        // The result says the load left 4 pages (16 KiB) where the image holds 8 at the
+        // run's end (the run grew the table): the delta areas' pages count against the
+        // 4. The heap's rows come from the image, the heap space from the run's config:
+        // InnoDB's leaves 3,808 bytes of a page's body to rows, 28 of 132 bytes and their
+        // slots exactly, so any delta area costs one.
+        let (mut log, mut result) = small_run();
+        log.0.objects[0].row_bytes = vec![[132, 7_560]];
+        result["database_mib"] = json!(16.0 / 1024.0);
+        result["config"]["engine"] = json!({"heap_space": "innodb"});
+        let input = super::input_of(log, &result, "the test's run").unwrap();
+        assert_eq!(input.baseline.loaded_pages, 4.0);
+        assert_eq!(input.baseline.heap_space, engine::heap::HeapSpace::Innodb);
+        assert_eq!(input.objects[0].row_bytes, vec![(132, 7_560)]);
+        let r = crate::recommend(&input, &crate::Policy::default()).unwrap();
+        let p = &r.predicted.advised;
+        let growth = crate::space::growth(&input.objects[0], 4096, r.scheme().area_bytes(), input.baseline.heap_space);
+        assert!((growth - 28.0 / 27.0).abs() < 1e-12, "{growth}");
+        assert!((p.space_overhead_db_pct - 8.0 * (growth - 1.0) * 100.0 / 4.0).abs() < 1e-9, "{p:?}");
+        result["config"]["engine"] = json!({"heap_space": "sideways"});
+        let e = super::input_of(small_run().0, &result, "the test's run").unwrap_err();
+        assert!(e.contains("heap_space"), "{e}");
     }
 
     /// A span whose bytes were all 0 before.

@@ -8,8 +8,8 @@
 //! (warm-up + measured seconds) × max(1, predicted throughput / the baseline's). The
 //! baseline's end already holds the load,
 //! the aging and the baseline's own growth, so this counts one run's growth twice: the
-//! margin for a run that allocates faster than the one measured. In the IPA region a
-//! table takes page / (page − delta area) times its pages (fewer rows fit a page), an
+//! margin for a run that allocates faster than the one measured. In the IPA region an
+//! object takes more pages, as fewer rows or entries fit a page ([`crate::space`]), an
 //! object grows by whole extents, and in pslc mode a chip holds 1 / bits per cell of
 //! its pages. A region holds (1 − over-provisioning) of its flash
 //! pages (`flash::RegionSpec`).
@@ -20,7 +20,7 @@
 //! the recommendation says and `advise --verify` refuses to run.
 
 use crate::layout::{self, Table};
-use crate::Input;
+use crate::{space, Input};
 use serde::Serialize;
 
 /// A layout's chips per region and what each region must hold.
@@ -39,9 +39,9 @@ pub struct ChipSplit {
 }
 
 /// Flash pages `table` needs by the end of a run at `throughput_ratio` times the
-/// baseline's throughput (at least the baseline's), its pages grown by `growth` (the
-/// delta area's), each object in whole extents.
-pub fn needed_pages(input: &Input, table: &Table, throughput_ratio: f64, growth: f64) -> f64 {
+/// baseline's throughput (at least the baseline's), its pages grown by a delta area of
+/// `area_bytes` ([`space::growth`]), each object in whole extents.
+pub fn needed_pages(input: &Input, table: &Table, throughput_ratio: f64, area_bytes: usize) -> f64 {
     let b = &input.baseline;
     let run = if b.measured_s > 0.0 { (b.warmup_s + b.measured_s) / b.measured_s } else { 0.0 };
     let flash_per_db = input.device.flash_pages_per_db_page() as f64;
@@ -49,6 +49,7 @@ pub fn needed_pages(input: &Input, table: &Table, throughput_ratio: f64, growth:
         .objects
         .iter()
         .map(|o| {
+            let growth = space::growth(o, input.device.page_bytes, area_bytes, input.baseline.heap_space);
             let pages = (o.pages as f64 + o.allocated_pages as f64 * run * throughput_ratio.max(1.0)) * growth;
             let extent = o.extent_pages.max(1) as f64;
             (pages / extent).ceil() * extent
@@ -69,14 +70,13 @@ pub fn split(
     throughput_ratio: f64,
 ) -> ChipSplit {
     let d = &input.device;
-    let growth = d.page_bytes as f64 / d.page_bytes.saturating_sub(area_bytes).max(1) as f64;
     let need = |ipa: bool| -> f64 {
-        let growth = if ipa { growth } else { 1.0 };
+        let area = if ipa { area_bytes } else { 0 };
         tables
             .iter()
             .zip(in_ipa)
             .filter(|(_, &i)| i == ipa)
-            .map(|(t, _)| needed_pages(input, t, throughput_ratio, growth))
+            .map(|(t, _)| needed_pages(input, t, throughput_ratio, area))
             .sum()
     };
     let (ipa_need, plain_need) = (need(true), need(false));

@@ -102,17 +102,22 @@ pub struct Region {
     pub min_free_blocks: u32,
 }
 
-const SEED: u64 = 0x5eed_0f9c;
+pub(crate) const SEED: u64 = 0x5eed_0f9c;
 
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub(crate) fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -230,7 +235,7 @@ struct Blocks {
 
 impl Blocks {
     fn uniform(&mut self) -> f64 {
-        (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64
+        self.rng.uniform()
     }
 
     /// Whether a page just written out-of-place takes appends (odd-MLC: an LSB page).

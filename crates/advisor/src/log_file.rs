@@ -37,6 +37,11 @@ pub struct ObjectEntry {
     /// Pages per extent: it grows by whole extents (0: not known).
     #[serde(default)]
     pub extent_pages: u32,
+    /// A table's rows by their stored bytes, [bytes, rows], ascending (absent for an
+    /// index, and in logs exported without it): how many fit a page of a given body
+    /// ([`crate::space`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub row_bytes: Vec<[u64; 2]>,
 }
 
 /// The first line of an exported log.
@@ -92,6 +97,7 @@ pub fn objects(header: &Header, rows: &[Row], measured_from_lsn: Option<u64>) ->
             pages: o.pages,
             extent_pages: o.extent_pages,
             page_numbers: o.extents.iter().flat_map(|&[first, used]| first..first.saturating_add(used)).collect(),
+            row_bytes: o.row_bytes.iter().map(|&[bytes, rows]| (bytes, rows)).collect(),
             ..Default::default()
         })
         .collect();
@@ -154,6 +160,7 @@ mod tests {
                 pages: 9,
                 extents: vec![[0, 8], [16, 1]],
                 extent_pages: 8,
+                row_bytes: vec![[90, 40], [300, 60]],
             }],
             measured_from_lsn: Some(100),
         }
@@ -181,6 +188,7 @@ mod tests {
         assert_eq!(o.updated_pages, vec![1, 3]);
         assert_eq!(o.page_numbers, vec![0, 1, 2, 3, 4, 5, 6, 7, 16]);
         assert_eq!(o.update_bytes, vec![8, 2, 8]);
+        assert_eq!(o.row_bytes, vec![(90, 40), (300, 60)]);
         let all = &objects(&header(), &rows, None).unwrap()[0];
         assert_eq!((all.updates_before_measurement, all.update_bytes.len()), (0, 5));
     }
@@ -195,6 +203,7 @@ mod tests {
         expected.device.pages_per_block = 0;
         expected.objects[0].extents.clear();
         expected.objects[0].extent_pages = 0;
+        expected.objects[0].row_bytes.clear();
         assert_eq!(h, expected);
         // The device's fields stay at the header's top level.
         let written: serde_json::Value = serde_json::to_value(header()).unwrap();
