@@ -88,15 +88,34 @@ const UNMEASURED_ENGINE: EngineRate =
 /// 100,000 records and operations: 21.9 CPU s, 27 µs an operation in the run. The
 /// per-operation bounds are the quick catalogue's highest at 1545772, setup included:
 /// sqlite-bench 0.72 CPU s for 4,000 (16 KiB values), ycsb 1.60 for 20,000 operations;
-/// index ipl 1.12 for 100,000 inserts.
+/// index ipl 1.12 for 100,000 inserts. At full size they still bound the runs
+/// (2026-11-28, release binary of 6006728, less the aging below): nolgn:fig6's
+/// heaviest measured, Base-WAL FULL at 16 KiB values (`bench --engine sqlite --storage
+/// ftl:page --journal base-wal --device femu --host-stack ext4 --free-space 50% --sync
+/// full --param num=200000 --param value_size=16384 --param
+/// 'ops=["fillrandom","overwrite"]' --param batch=1`), 64.7 CPU s, 1.31e-4 an
+/// operation; nolgn:fig11's TPC-C (4 warehouses, 10,000 transactions, NoLgn NORMAL)
+/// 19.1 CPU s at 50% free and 22.3 at 25%, 0.68 and 0.84 ms a transaction. YCSB's
+/// bound is nolgn:fig10's heaviest, workload E (scans) at 50% free on NoLgn-FTL
+/// (`--workload ycsb --param mix='"e"' --param records=100000 --param
+/// operations=100000`): 30.8 CPU s, 9.3e-5 an operation; rounded up.
 const SQLITE_BENCH_CPU_PER_OP: f64 = 1.8e-4;
-const YCSB_CPU_PER_OP: f64 = 8.0e-5;
+const YCSB_CPU_PER_OP: f64 = 1.0e-4;
 const SQLITE_TPCC_CPU_PER_TRANSACTION: f64 = 1.0e-3;
 const INDEX_CPU_PER_OP: f64 = 1.12e-5;
-/// CPU seconds to load and age the full FEMU device per quarter of it aged: the two runs
-/// above spent 19–23 CPU s outside the run aging to 75% free; 50% and 25% free write
-/// two and three times as much.
-const SQLITE_SETUP_CPU_PER_AGED_QUARTER: f64 = 23.0;
+/// CPU seconds to age the full FEMU device (`sqlite_flash::FlashSqlite::age`): a fill
+/// of the share not left free, then as many random overwrites as the FTL has logical
+/// pages, so most of the cost is the same at every free share, and each quarter more
+/// that is filled adds its fill and the GC that a fuller device does. Measured
+/// 2026-11-28 (release binary of 6006728, 2 shared cores, `/usr/bin/time` user + system)
+/// with aging alone, `bench --engine sqlite --storage ftl:nolgn --journal nolgn
+/// --device femu --host-stack ext4 --sync normal --workload sqlite-bench --param
+/// num=1000 --param value_size=256 --param 'ops=["fillrandom","overwrite"]' --param
+/// batch=1`: 12.3 CPU s at `--free-space 50%` (two quarters filled), 13.9 at 25%
+/// (three), so 1.6 a quarter on 9.1; rounded up. Loading a database (TPC-C, YCSB) is
+/// in the per-operation costs above.
+const SQLITE_AGING_CPU: f64 = 10.0;
+const SQLITE_AGING_CPU_PER_QUARTER: f64 = 2.0;
 /// Peak memory of a SQLite run besides its device: the process, SQLite's caches and the
 /// FTL's tables. The TPC-C run above peaked at 665 MiB, 533 MiB of them the device;
 /// nolgn:fig6's quick NoLgn-FTL run at 16 KiB values at 140 MiB RSS, 36 MiB the device
@@ -167,17 +186,17 @@ pub fn estimate(input: &RunInput) -> Estimate {
                     )
                 }
             };
-            let aged_quarters = match config.free_space.map(|f| serde_json::to_string(&f).unwrap_or_default()) {
-                Some(f) if f.contains("25") => 3.0,
-                Some(f) if f.contains("50") => 2.0,
-                Some(_) => 1.0,
+            let aging_cpu = match config.free_space.map(|f| serde_json::to_string(&f).unwrap_or_default()) {
+                Some(f) if f.contains("25") => SQLITE_AGING_CPU + 3.0 * SQLITE_AGING_CPU_PER_QUARTER,
+                Some(f) if f.contains("50") => SQLITE_AGING_CPU + 2.0 * SQLITE_AGING_CPU_PER_QUARTER,
+                Some(_) => SQLITE_AGING_CPU + SQLITE_AGING_CPU_PER_QUARTER,
                 None => 0.0,
             };
             Estimate {
                 workload: format!("sqlite {name}"),
                 size,
                 sim_seconds: None,
-                cpu_seconds: aged_quarters * SQLITE_SETUP_CPU_PER_AGED_QUARTER + ops * per_op,
+                cpu_seconds: aging_cpu + ops * per_op,
                 peak_bytes: sqlite_peak(&config.device, row_bytes),
                 outgrows_device: None,
             }
@@ -297,6 +316,7 @@ impl Estimate {
 mod tests {
     use super::*;
     use crate::experiment::Scale;
+    use workloads::sqlite::flash::FlashRunConfig;
 
     fn first_run(id: &str, scale: Scale) -> RunInput {
         run_at(id, scale, 0)
@@ -387,5 +407,17 @@ mod tests {
             assert_eq!(quick.sim_seconds, None, "{id}");
             assert!(quick.cpu_seconds > 0.0 && full.cpu_seconds > quick.cpu_seconds, "{id}: {quick:?} {full:?}");
         }
+    }
+
+    #[test]
+    fn aging_costs_the_same_overwrites_at_every_free_share_and_a_fill_per_quarter() {
+        use workloads::sqlite::FreeSpace;
+        let with_free = |free: Option<FreeSpace>| match first_run("nolgn:fig6", Scale::Full) {
+            RunInput::Sqlite(c) => estimate(&RunInput::Sqlite(FlashRunConfig { free_space: free, ..c })).cpu_seconds,
+            other => panic!("{other:?}"),
+        };
+        let none = with_free(None);
+        let at = [FreeSpace::Pct75, FreeSpace::Pct50, FreeSpace::Pct25].map(|f| with_free(Some(f)) - none);
+        assert_eq!(at, [12.0, 14.0, 16.0], "the aging's CPU seconds at 75%, 50% and 25% free");
     }
 }

@@ -901,39 +901,64 @@ impl PageLog {
         stream: Stream,
         now: SimTime,
     ) -> Result<Option<(Ppn, SimTime)>, Error> {
+        let limit = self.near_full_pages();
+        if self.chip_live.iter().all(|&live| u64::from(live) <= limit) {
+            // No chip is near full (nearly always): the order is the round robin itself.
+            let (chips, start) = (self.chips.len(), self.round_robin[stream as usize]);
+            return self.first_page_of(dev, remap, stream, now, (0..chips).map(|i| (start + i) % chips));
+        }
         // Taken out of `self` while in use (`page_on` needs `&mut self`), put back after.
         let mut order = std::mem::take(&mut self.order);
         order.clear();
-        self.striping_order(stream, &mut order);
-        let mut result = Ok(None);
-        for &c in &order {
-            result = self.page_on(dev, remap, c, stream, now);
-            if let Ok(Some(_)) = result {
-                self.round_robin[stream as usize] = (c + 1) % self.chips.len();
-            }
-            if !matches!(result, Ok(None)) {
-                break;
-            }
-        }
+        self.striping_order(stream, limit, &mut order);
+        let result = self.first_page_of(dev, remap, stream, now, order.iter().copied());
         self.order = order;
         result
     }
 
-    /// The chips a striped write tries, in order: round-robin from the stream's cursor,
-    /// but a chip whose live pages leave it less spare room than GC needs (its
-    /// foreground free blocks, an open block per stream and one more) comes after the
-    /// others. GC moves pages only within a chip, so the chips' live data drifts apart
-    /// (each lpn lands on whichever chip the stripe was at), and without this the
-    /// fullest chip runs out of room while the others have plenty. Only chips near full
-    /// are passed over: balancing all of them against each other concentrates the
-    /// writes on a few chips and costs a third of the throughput (TPC-C on the page FTL).
-    fn striping_order(&self, stream: Stream, order: &mut Vec<usize>) {
-        let chips = self.chips.len();
-        let start = self.round_robin[stream as usize];
+    /// A page of `stream` on the first of `chips` that has one; that chip's successor
+    /// is where the stream's next striped write starts.
+    fn first_page_of<R: Remap>(
+        &mut self,
+        dev: &mut Device,
+        remap: &mut R,
+        stream: Stream,
+        now: SimTime,
+        chips: impl Iterator<Item = usize>,
+    ) -> Result<Option<(Ppn, SimTime)>, Error> {
+        for c in chips {
+            let result = self.page_on(dev, remap, c, stream, now);
+            if let Ok(Some(_)) = result {
+                self.round_robin[stream as usize] = (c + 1) % self.chips.len();
+            }
+            if !matches!(result, Ok(None)) {
+                return result;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The live pages above which a chip is near full: its live pages leave it less
+    /// spare room than GC needs (its foreground free blocks, an open block per stream
+    /// and one more).
+    fn near_full_pages(&self) -> u64 {
         let ppb = self.geometry.pages_per_block as u64;
         let streams = Stream::Translation as u64 + 1;
         let reserve_blocks = self.gc.foreground_free_blocks as u64 + streams + 1;
-        let limit = (self.geometry.blocks_per_chip as u64).saturating_sub(reserve_blocks) * ppb;
+        (self.geometry.blocks_per_chip as u64).saturating_sub(reserve_blocks) * ppb
+    }
+
+    /// The chips a striped write tries, in order: round-robin from the stream's cursor,
+    /// but a chip near full (more live pages than `limit`, [`PageLog::near_full_pages`])
+    /// comes after the others. GC moves pages only within a chip, so the chips' live
+    /// data drifts apart (each lpn lands on whichever chip the stripe was at), and
+    /// without this the fullest chip runs out of room while the others have plenty.
+    /// Only chips near full are passed over: balancing all of them against each other
+    /// concentrates the writes on a few chips and costs a third of the throughput
+    /// (TPC-C on the page FTL).
+    fn striping_order(&self, stream: Stream, limit: u64, order: &mut Vec<usize>) {
+        let chips = self.chips.len();
+        let start = self.round_robin[stream as usize];
         let near_full = |c: &usize| self.chip_live[*c] as u64 > limit;
         let round = (0..chips).map(|i| (start + i) % chips);
         order.extend(round.clone().filter(|c| !near_full(c)));
