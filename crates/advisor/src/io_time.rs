@@ -229,6 +229,20 @@ mod tests {
         assert_eq!(work.busy_ns(&two) - work.busy_ns(&one), one.read_ns + one.program_ns);
     }
 
+    /// A baseline of 100 tps, 10 ms a transaction (2 of them CPU), reads of 1 ms and
+    /// writes of 2 ms, measured over `measured_s` seconds.
+    fn measured(measured_s: f64) -> MeasuredTime {
+        MeasuredTime {
+            throughput_tps: 100.0,
+            transaction_ms: 10.0,
+            cpu_ms: 2.0,
+            commit_ms: 0.0,
+            read_latency_ms: 1.0,
+            write_latency_ms: 2.0,
+            measured_s,
+        }
+    }
+
     #[test]
     fn a_writes_queue_follows_the_chips_utilisation() {
         // Half the busy time per transaction; the transaction's page waits halve, and
@@ -236,15 +250,7 @@ mod tests {
         // waits half as long in the queue; a write as a single server's queue at that
         // utilisation: from ρ = 0.5 (1 s of busy time in 2 s) to 5/12, the wait
         // ρ / (1 − ρ) falls from 1 to 5/7.
-        let m = MeasuredTime {
-            throughput_tps: 100.0,
-            transaction_ms: 10.0,
-            cpu_ms: 2.0,
-            commit_ms: 0.0,
-            read_latency_ms: 1.0,
-            write_latency_ms: 2.0,
-            measured_s: 2.0,
-        };
+        let m = measured(2.0);
         let base = Service { busy_ns: 1e9, read_ns: 500_000.0, write_ns: 1_000_000.0 };
         let half = Service { busy_ns: 5e8, read_ns: 500_000.0, write_ns: 600_000.0 };
         let p = predict(&m, &base, &half);
@@ -261,15 +267,7 @@ mod tests {
 
     #[test]
     fn half_the_io_time_speeds_up_only_the_data_page_waits() {
-        let m = MeasuredTime {
-            throughput_tps: 100.0,
-            transaction_ms: 10.0,
-            cpu_ms: 2.0,
-            commit_ms: 0.0,
-            read_latency_ms: 1.0,
-            write_latency_ms: 2.0,
-            measured_s: 0.0,
-        };
+        let m = measured(0.0);
         let base = Service { busy_ns: 1e9, read_ns: 500_000.0, write_ns: 1_000_000.0 };
         let half = Service { busy_ns: 5e8, read_ns: 500_000.0, write_ns: 600_000.0 };
         let p = predict(&m, &base, &half);
