@@ -154,7 +154,8 @@ const TPCC_DEVICE_BYTES_PER_DATABASE_BYTE: f64 = 1.46;
 /// The engine's page mapping per device page of 4 KiB: the runs above kept 20 MiB of
 /// mapping for the 1,048,576 pages of the full device.
 const MAPPING_BYTES_PER_4K_PAGE: f64 = 20.0;
-const GIB: f64 = (1u64 << 30) as f64;
+/// Bytes in a GiB, for the sizes the estimates and the runner's progress lines print.
+pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
 /// The estimate of one run.
 pub fn estimate(input: &RunInput) -> Estimate {
@@ -186,12 +187,10 @@ pub fn estimate(input: &RunInput) -> Estimate {
                     )
                 }
             };
-            let aging_cpu = match config.free_space.map(|f| serde_json::to_string(&f).unwrap_or_default()) {
-                Some(f) if f.contains("25") => SQLITE_AGING_CPU + 3.0 * SQLITE_AGING_CPU_PER_QUARTER,
-                Some(f) if f.contains("50") => SQLITE_AGING_CPU + 2.0 * SQLITE_AGING_CPU_PER_QUARTER,
-                Some(_) => SQLITE_AGING_CPU + SQLITE_AGING_CPU_PER_QUARTER,
-                None => 0.0,
-            };
+            // The quarters of the device the aging fills: 1, 2 or 3 at 75%, 50% or 25% free.
+            let aging_cpu = config
+                .free_space
+                .map_or(0.0, |f| SQLITE_AGING_CPU + (1.0 - f.share()) * 4.0 * SQLITE_AGING_CPU_PER_QUARTER);
             Estimate {
                 workload: format!("sqlite {name}"),
                 size,

@@ -58,8 +58,6 @@ struct Planned {
     estimate: Estimate,
 }
 
-const GIB: f64 = (1u64 << 30) as f64;
-
 /// A run's result, or why it failed.
 type RunResult = Result<Value, String>;
 
@@ -256,8 +254,8 @@ fn run_all(
                         let _admission = gate.admit(p.estimate.peak_bytes, |held| {
                             log(format!(
                                 "{tag}: waits for memory: about {:.1} GiB at its peak beside {:.1} GiB of the runs going on",
-                                p.estimate.peak_bytes as f64 / GIB,
-                                held as f64 / GIB
+                                p.estimate.peak_bytes as f64 / cost::GIB,
+                                held as f64 / cost::GIB
                             ))
                         });
                         (execute(store, p, &tag, log), true)
