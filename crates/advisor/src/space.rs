@@ -16,10 +16,7 @@
 use crate::greedy_sim::{SplitMix64, SEED};
 use crate::ObjectInput;
 use engine::heap::HeapSpace;
-use engine::page::HEADER_BYTES;
-
-/// Bytes of a heap page's slot entry (`engine::page`).
-const SLOT_BYTES: u64 = 4;
+use engine::page::{HEADER_BYTES, SLOT_BYTES};
 
 /// Rows laid down per object at most: enough to put the ratio of pages within 0.2%
 /// (TPC-C's customer, the largest rows, fills 3,300 pages with them).
@@ -47,8 +44,8 @@ pub fn growth(o: &ObjectInput, page_bytes: usize, area: usize, heap: HeapSpace) 
 /// sum of its rows, and an order that balances every run of them (a Weyl sequence)
 /// put TPC-C's stock at 13.0 rows a page where its load put 12.8 and draws 12.8.
 fn heap_pages(row_bytes: &[(u64, u64)], rows: u64, body_end: usize, heap: HeapSpace) -> u64 {
-    let reserve = if heap.is_packed() { 0 } else { body_end as u64 / 16 };
-    let room = (body_end as u64).saturating_sub(HEADER_BYTES as u64 + reserve);
+    let reserve = heap.end_insert_reserve(body_end);
+    let room = body_end.saturating_sub(HEADER_BYTES + reserve) as u64;
     let mut below = 0;
     let cumulative: Vec<u64> = row_bytes
         .iter()
@@ -62,7 +59,7 @@ fn heap_pages(row_bytes: &[(u64, u64)], rows: u64, body_end: usize, heap: HeapSp
     for _ in 0..rows.min(SAMPLE_ROWS) {
         let at = (rng.uniform() * rows as f64) as u64;
         let k = cumulative.partition_point(|&c| c <= at).min(row_bytes.len() - 1);
-        let need = row_bytes[k].0 + SLOT_BYTES;
+        let need = row_bytes[k].0 + SLOT_BYTES as u64;
         if used > 0 && used + need > room {
             pages += 1;
             used = 0;

@@ -47,7 +47,7 @@ impl HeapSpace {
     }
 
     /// Bytes an insert at the end of a heap leaves free on a page with this body.
-    fn end_insert_reserve(self, body_end: usize) -> usize {
+    pub fn end_insert_reserve(self, body_end: usize) -> usize {
         match self {
             HeapSpace::Packed => 0,
             HeapSpace::Innodb => body_end / 16,

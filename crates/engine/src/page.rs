@@ -35,7 +35,8 @@ use crate::error::{Error, Result};
 use prefetch_index::prefetch_index;
 
 pub const HEADER_BYTES: usize = 32;
-const SLOT_BYTES: usize = 4;
+/// Bytes of a tuple's slot entry in the slot directory at the body's end.
+pub const SLOT_BYTES: usize = 4;
 /// "No page" in page links.
 pub const NO_PAGE: u32 = u32::MAX;
 
