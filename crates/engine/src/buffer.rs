@@ -88,6 +88,11 @@ pub struct PoolStats {
     /// Page writes (out-of-place or appends) and the sum of their latencies.
     pub page_writes: u64,
     pub write_latency_ns: u64,
+    /// The parts of `write_latency_ns` of out-of-place writes and of in-place appends:
+    /// an append waits at its page's chip, an out-of-place write at the region's next
+    /// chip in turn, so the two queue differently.
+    pub out_of_place_latency_ns: u64,
+    pub append_latency_ns: u64,
     /// Simulated time callers waited: for a dirty victim's write before a read, for
     /// the log at commit, and for checkpoints (where the time of a transaction goes).
     pub eviction_wait_ns: u64,
@@ -534,9 +539,15 @@ impl BufferPool {
             Eviction::Clean => {}
         }
         if written.eviction != Eviction::Clean {
+            let latency = written.done.saturating_sub(now);
             self.stats.page_writes += 1;
-            self.stats.write_latency_ns += written.done.saturating_sub(now);
-            self.latencies.record_write(written.done.saturating_sub(now));
+            self.stats.write_latency_ns += latency;
+            match written.eviction {
+                Eviction::OutOfPlace(_) => self.stats.out_of_place_latency_ns += latency,
+                Eviction::Append { .. } => self.stats.append_latency_ns += latency,
+                Eviction::Logged | Eviction::Clean => {}
+            }
+            self.latencies.record_write(latency);
         }
         let frame = &mut self.frames[f];
         frame.state = state;

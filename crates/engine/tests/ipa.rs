@@ -32,6 +32,24 @@ fn counters(db: &Database) -> engine::store::ObjectCounters {
     db.object_stats().into_iter().find(|s| s.name == "R").unwrap().counters
 }
 
+/// The pool's write latency splits by kind: an append waits at its page's chip, an
+/// out-of-place write at the region's next chip, and the advisor models the two apart.
+/// Before any append all write latency is out-of-place; after one, the two parts sum to
+/// the whole.
+#[test]
+fn write_latency_splits_into_out_of_place_writes_and_appends() {
+    let mut db = table_r_on_flash();
+    let before = db.pool_stats();
+    assert!(before.out_of_place_writes > 0 && before.in_place_appends == 0, "{before:?}");
+    assert_eq!((before.out_of_place_latency_ns, before.append_latency_ns), (before.write_latency_ns, 0));
+    db.execute("UPDATE R SET A7 = 3 WHERE id BETWEEN 1 AND 3").unwrap();
+    db.checkpoint().unwrap();
+    let after = db.pool_stats();
+    assert!(after.in_place_appends > 0, "{after:?}");
+    assert!(after.append_latency_ns > 0, "{after:?}");
+    assert_eq!(after.out_of_place_latency_ns + after.append_latency_ns, after.write_latency_ns);
+}
+
 /// §6.1: table R, [2×3] with V = 12 (46-byte records, a 92-byte area). Tx0 inserts three
 /// tuples (A7 = 9, A8 = 7) and the new page goes out-of-place; Tx1 and Tx2 each change
 /// A7 of all three tuples (one byte each) and the page LSN, and each eviction appends

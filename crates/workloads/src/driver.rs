@@ -207,6 +207,10 @@ pub struct Metrics {
     pub write_latency_ms: f64,
     pub write_latency_p50_ms: f64,
     pub write_latency_p99_ms: f64,
+    /// The mean write latency by kind: out-of-place writes, and in-place appends, which
+    /// wait at their page's chip (0 without either).
+    pub out_of_place_write_latency_ms: f64,
+    pub append_latency_ms: f64,
     /// Transaction latency (start to completion, a group commit's wait included) of the
     /// transactions started in the measurement.
     pub transaction_latency_p50_ms: f64,
@@ -437,6 +441,14 @@ fn metrics(
         ) / 1e6,
         write_latency_p50_ms: p.write_p50,
         write_latency_p99_ms: p.write_p99,
+        out_of_place_write_latency_ms: ratio(
+            b.pool.out_of_place_latency_ns - a.pool.out_of_place_latency_ns,
+            b.pool.out_of_place_writes - a.pool.out_of_place_writes,
+        ) / 1e6,
+        append_latency_ms: ratio(
+            b.pool.append_latency_ns - a.pool.append_latency_ns,
+            b.pool.in_place_appends - a.pool.in_place_appends,
+        ) / 1e6,
         transaction_latency_p50_ms: p.transaction_p50,
         transaction_latency_p95_ms: p.transaction_p95,
         transaction_latency_p99_ms: p.transaction_p99,
