@@ -13,8 +13,10 @@
 
 use crate::io_time::MeasuredTime;
 use crate::log_file::{self, Header, ObjectEntry, Row};
+use crate::model::Histogram;
 use crate::{Baseline, DeviceFacts, DeviceState, Input, ObjectStats, Policy, Recommendation};
 use engine::logrec::Body;
+use engine::store::{SMALL_UPDATE_BYTES, UPDATE_SIZE_BUCKETS};
 use engine::{Database, DbOptions};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -270,11 +272,38 @@ fn add_counters(input: &mut Input, result: &Value, source: &str) -> Result<(), S
         };
         target.reads = field("reads")?;
         target.writes = field("out_of_place_writes")? + field("in_place_appends")?;
-        for (b, v) in target.write_sizes.iter_mut().zip(sizes) {
+        for (b, v) in target.write_sizes.buckets.iter_mut().zip(sizes) {
             *b = v.as_u64().ok_or_else(|| format!("{source}: objects[{k}].update_size_writes holds {v}"))?;
         }
+        target.write_sizes.small = small_sizes(o, &target.write_sizes, &format!("{source}: objects[{k}]"))?;
     }
     Ok(())
+}
+
+/// The exact counts of writes changing fewer than `SMALL_UPDATE_BYTES` body bytes
+/// (`update_size_small`): `None` where the result has none (recorded before runs kept
+/// them, or every write was larger), an error where they do not count the small
+/// buckets' writes.
+fn small_sizes(o: &Value, sizes: &Histogram, at: &str) -> Result<Option<[u64; SMALL_UPDATE_BYTES]>, String> {
+    let Some(values) = o.get("update_size_small") else {
+        return Ok(None);
+    };
+    let counts: Option<Vec<u64>> = values.as_array().map(|a| a.iter().map(Value::as_u64).collect()).unwrap_or(None);
+    let small: [u64; SMALL_UPDATE_BYTES] = counts
+        .and_then(|c| c.try_into().ok())
+        .ok_or_else(|| format!("{at}.update_size_small is not {SMALL_UPDATE_BYTES} counts"))?;
+    let in_small_buckets: u64 = (0..UPDATE_SIZE_BUCKETS)
+        .filter(|&k| crate::model::bucket_bytes(k).is_some_and(|(_, hi)| hi < SMALL_UPDATE_BYTES as u64))
+        .map(|k| sizes[k])
+        .sum();
+    let counted: u64 = small.iter().sum();
+    if counted != in_small_buckets {
+        return Err(format!(
+            "{at}.update_size_small counts {counted} writes where update_size_writes counts {in_small_buckets} \
+             below {SMALL_UPDATE_BYTES} bytes"
+        ));
+    }
+    Ok(Some(small))
 }
 
 /// What the advisor made of a baseline run.
@@ -298,7 +327,7 @@ pub fn analyze(log: Log, result: &Value, source: &str) -> Result<Analysis, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::slot_change_meta_bytes;
+    use super::{slot_change_meta_bytes, Histogram, SMALL_UPDATE_BYTES};
     use engine::logrec::Range;
     use serde_json::json;
 
@@ -377,6 +406,26 @@ mod tests {
     /// A span whose bytes were all 0 before.
     fn range(offset: u16, after: &[u8]) -> Range {
         Range { offset, before: vec![0; after.len()], after: after.to_vec() }
+    }
+
+    #[test]
+    fn exact_small_sizes_are_read_where_they_count_the_small_buckets() {
+        // 3 writes of 8 bytes and one of 40: the small counts hold the three.
+        let mut sizes = Histogram::default();
+        sizes[3] = 3;
+        sizes[5] = 1;
+        let mut small = vec![0u64; SMALL_UPDATE_BYTES];
+        small[8] = 3;
+        let read = super::small_sizes(&json!({ "update_size_small": small }), &sizes, "r.json: objects[0]").unwrap();
+        assert_eq!(read.map(|s| s[8]), Some(3));
+        // A result recorded before runs kept them: the buckets alone.
+        assert_eq!(super::small_sizes(&json!({}), &sizes, "r.json: objects[0]").unwrap(), None);
+        // Counts that disagree with the buckets, or of the wrong length, are refused by name.
+        small[9] = 1;
+        let e = super::small_sizes(&json!({ "update_size_small": small }), &sizes, "r.json: objects[0]").unwrap_err();
+        assert!(e.contains("r.json: objects[0].update_size_small counts 4 writes") && e.contains("counts 3"), "{e}");
+        let e = super::small_sizes(&json!({ "update_size_small": [1, 2] }), &sizes, "r.json: objects[0]").unwrap_err();
+        assert!(e.contains("is not 32 counts"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,6 @@ pub mod model;
 pub mod render;
 pub mod space;
 
-use engine::store::update_size_bucket;
 use engine::IpaScheme;
 use io_time::MeasuredTime;
 use layout::{Layout, Prediction, Table};
@@ -254,7 +253,8 @@ pub struct ObjectStats {
     pub write_sizes: Histogram,
     /// Cumulative share of `write_sizes` up to each bucket.
     pub write_size_cdf: Vec<f64>,
-    /// Net changed bytes per eviction, mean over the histogram's bucket midpoints.
+    /// Net changed bytes per eviction: the mean of the exact counts below 32 bytes
+    /// (where recorded) and of the buckets' midpoints above.
     pub changed_bytes_per_eviction_mean: f64,
     /// Log update records by changed bytes, bucketed like `write_sizes`.
     pub update_sizes: Histogram,
@@ -289,15 +289,10 @@ fn stats(o: &ObjectInput) -> ObjectStats {
             }
         })
         .collect();
-    let weighted: f64 = o
-        .write_sizes
-        .iter()
-        .enumerate()
-        .map(|(k, &c)| c as f64 * model::bucket_bytes(k).map_or(8192.0, |(lo, hi)| (lo + hi) as f64 / 2.0))
-        .sum();
+    let weighted = model::bytes_sum(&o.write_sizes);
     let mut update_sizes = Histogram::default();
     for &b in &o.update_bytes {
-        update_sizes[update_size_bucket(b)] += 1;
+        update_sizes.record(b);
     }
     let mut sorted = o.page_updates.clone();
     sorted.sort_unstable_by(|a, b| b.cmp(a));

@@ -11,7 +11,6 @@
 //! apart.
 
 use crate::{DeviceFacts, ObjectInput};
-use engine::store::update_size_bucket;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -118,7 +117,7 @@ pub fn objects(header: &Header, rows: &[Row], measured_from_lsn: Option<u64>) ->
                 out[i].update_bytes.push(row.bytes.unwrap_or_default());
                 if let Some(meta) = row.meta_bytes {
                     out[i].slot_updates += 1;
-                    out[i].slot_update_meta_sizes[update_size_bucket(meta)] += 1;
+                    out[i].slot_update_meta_sizes.record(meta);
                 }
             }
         }

@@ -8,18 +8,65 @@
 //! as its histogram, the expected appends per cycle are E\[A\] = Σ_k P(S_k ≤ N), S_k the
 //! records of k evictions, and the share of appends among writes of pages already on
 //! flash is E\[A\] / (1 + E\[A\]). First writes of new pages are always out-of-place.
-//! Within a histogram bucket [2^k, 2^(k+1)) the byte counts are taken as uniform.
+//! Below 32 bytes the counts are exact where the run recorded them; within a
+//! histogram bucket [2^k, 2^(k+1)) above, the byte counts are taken as uniform.
 //! An eviction needs r = max(1, ⌈U/M⌉, ⌈K/V⌉) records for K metadata bytes (header and
 //! slot directory, `engine::delta::choose_eviction`): an eviction that adds or removes a
 //! slot of a sorted page (a B+-tree entry) shifts the slots after it, K measured from
 //! the log's slot-changing updates ([`Evictions`]); other evictions change only a few
 //! header bytes (the page LSN), which fit V. Invariant: every share is in [0, 1].
 
-use engine::store::UPDATE_SIZE_BUCKETS;
+use engine::store::{update_size_bucket, SMALL_UPDATE_BYTES, UPDATE_SIZE_BUCKETS};
 use engine::IpaScheme;
+use serde::{Serialize, Serializer};
 
-/// A histogram of writes by changed body bytes (buckets of `update_size_writes`).
-pub type Histogram = [u64; UPDATE_SIZE_BUCKETS];
+/// Writes (or updates) by changed body bytes: the engine's power-of-two buckets
+/// (`update_size_writes`) and, where the run recorded them, the exact counts below
+/// [`SMALL_UPDATE_BYTES`] (`update_size_small`), which hold the record sizes M: an
+/// 8-byte change is one record at M = 8, and a bucket [8, 16) taken as uniform says
+/// so of an eighth of it. Indexing reaches the buckets; it serialises as them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Histogram {
+    pub buckets: [u64; UPDATE_SIZE_BUCKETS],
+    /// Invariant: when present, it counts exactly the writes of the buckets below
+    /// [`SMALL_UPDATE_BYTES`].
+    pub small: Option<[u64; SMALL_UPDATE_BYTES]>,
+}
+
+impl Histogram {
+    /// Counts one of `bytes` changed bytes, in its bucket and exactly.
+    pub fn record(&mut self, bytes: u64) {
+        self.buckets[update_size_bucket(bytes)] += 1;
+        let small = self.small.get_or_insert([0; SMALL_UPDATE_BYTES]);
+        if let Some(count) = small.get_mut(bytes as usize) {
+            *count += 1;
+        }
+    }
+
+    /// The buckets' counts.
+    pub fn iter(&self) -> std::slice::Iter<'_, u64> {
+        self.buckets.iter()
+    }
+}
+
+impl std::ops::Index<usize> for Histogram {
+    type Output = u64;
+    fn index(&self, k: usize) -> &u64 {
+        &self.buckets[k]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Histogram {
+    fn index_mut(&mut self, k: usize) -> &mut u64 {
+        &mut self.buckets[k]
+    }
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.buckets.serialize(serializer)
+    }
+}
 
 /// The byte counts bucket `k` holds, as an inclusive range; `None` for the last,
 /// open-ended bucket (8 KiB or more, which no scheme fits). Bucket 0 (0 or 1 byte)
@@ -34,25 +81,49 @@ pub fn bucket_bytes(k: usize) -> Option<(u64, u64)> {
 
 /// Writes counted in the histogram.
 pub fn total(h: &Histogram) -> u64 {
-    h.iter().sum()
+    h.buckets.iter().sum()
 }
 
-/// The share of the histogram's writes that change at most `bytes` body bytes.
+/// The share of the histogram's writes that change at most `bytes` body bytes: exact
+/// below [`SMALL_UPDATE_BYTES`] where the counts are there, else uniform within each
+/// bucket (0 bytes taken as 1, one record either way).
 pub fn share_at_most(h: &Histogram, bytes: u64) -> f64 {
     let all = total(h);
     if all == 0 {
         return 0.0;
     }
+    let exact: u64 = h.small.map_or(0, |small| {
+        small.iter().enumerate().filter(|&(b, _)| (b as u64).max(1) <= bytes).map(|(_, &c)| c).sum()
+    });
     let fitting: f64 = h
+        .buckets
         .iter()
         .enumerate()
         .filter_map(|(k, &count)| {
             let (lo, hi) = bucket_bytes(k)?;
+            if h.small.is_some() && hi < SMALL_UPDATE_BYTES as u64 {
+                return None;
+            }
             let inside = (bytes.min(hi) + 1).saturating_sub(lo);
             Some(count as f64 * inside as f64 / (hi - lo + 1) as f64)
         })
         .sum();
-    fitting / all as f64
+    (exact as f64 + fitting) / all as f64
+}
+
+/// The changed bytes the histogram's writes sum to: exact below
+/// [`SMALL_UPDATE_BYTES`] where the counts are there, else each bucket's midpoint (the
+/// last, open-ended one as 8 KiB).
+pub fn bytes_sum(h: &Histogram) -> f64 {
+    let exact: f64 = h.small.map_or(0.0, |small| small.iter().enumerate().map(|(b, &c)| (b as u64 * c) as f64).sum());
+    let buckets: f64 = h
+        .buckets
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| h.small.is_none() || bucket_bytes(k).is_none_or(|(_, hi)| hi >= SMALL_UPDATE_BYTES as u64))
+        .map(|(k, &c)| c as f64 * bucket_bytes(k).map_or(8192.0, |(lo, hi)| (lo + hi) as f64 / 2.0))
+        .sum();
+    exact + buckets
 }
 
 /// What an object's evictions change: the histogram of changed body bytes, and for
@@ -156,6 +227,33 @@ mod tests {
         assert!((share_at_most(&h, 7) - 0.5).abs() < 1e-12);
         assert!((share_at_most(&h, 100_000) - 0.5).abs() < 1e-12);
         assert_eq!(share_at_most(&Histogram::default(), 9), 0.0);
+    }
+
+    #[test]
+    fn exact_small_counts_replace_the_uniform_buckets() {
+        // TPC-B's account at full scale: half the writes change 2-3 bytes, half a
+        // BIGINT balance that changed sign, all 8 of its bytes. Under M = 8 the bucket
+        // [8, 16) taken as uniform fits an eighth of them in one record; counted
+        // exactly, all of them.
+        let mut h = Histogram::default();
+        for _ in 0..50 {
+            h.record(3);
+            h.record(8);
+        }
+        let mut uniform = h;
+        uniform.small = None;
+        assert!((share_at_most(&uniform, 8) - (50.0 + 50.0 / 8.0) / 100.0).abs() < 1e-12);
+        assert_eq!(share_at_most(&h, 8), 1.0);
+        assert_eq!(share_at_most(&h, 7), 0.5);
+        assert_eq!(bytes_sum(&h), 550.0);
+        assert_eq!(bytes_sum(&uniform), 50.0 * 2.5 + 50.0 * 11.5);
+        // One record per eviction: under [4×8] four appends per cycle, 80% of the writes.
+        let s = scheme(4, 8);
+        assert!((append_share(&Evictions::body_only(&h), s) - 0.8).abs() < 1e-12);
+        assert!(append_share(&Evictions::body_only(&uniform), s) < 0.75);
+        // Larger writes keep their bucket: 40 bytes is in [32, 64), uniform.
+        h.record(40);
+        assert!((share_at_most(&h, 47) - 100.5 / 101.0).abs() < 1e-12);
     }
 
     #[test]

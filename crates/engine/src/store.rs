@@ -50,6 +50,12 @@ pub struct ObjectCounters {
     /// appendix A): bucket 0 counts writes of 0 or 1 byte, bucket k of [2^k, 2^(k+1))
     /// bytes, the last one of 8 KiB or more.
     pub update_size_writes: [u64; UPDATE_SIZE_BUCKETS],
+    /// The same writes that changed fewer than [`SMALL_UPDATE_BYTES`] body bytes, by
+    /// their exact count (index = bytes): a delta-record's capacity M lies inside the
+    /// small buckets, and an 8-byte change (a BIGINT changing sign) is one record at
+    /// M = 8 where a [8, 16) bucket cannot say so. Absent from reports while empty.
+    #[serde(skip_serializing_if = "all_zero")]
+    pub update_size_small: [u64; SMALL_UPDATE_BYTES],
     /// Where the changed bytes of writes of pages already on flash lie: in tuples
     /// (the "net data" of `update_size_writes`), in the page header (LSN, counts, free
     /// space bounds) and in the slot directory. Their sum is those writes' share of
@@ -61,6 +67,15 @@ pub struct ObjectCounters {
 
 /// Buckets of [`ObjectCounters::update_size_writes`].
 pub const UPDATE_SIZE_BUCKETS: usize = 14;
+
+/// Changed body bytes below which [`ObjectCounters::update_size_small`] counts writes
+/// exactly: the first five buckets, which hold the record sizes M of the schemes the
+/// advisor weighs.
+pub const SMALL_UPDATE_BYTES: usize = 32;
+
+fn all_zero(counts: &[u64; SMALL_UPDATE_BYTES]) -> bool {
+    counts.iter().all(|&c| c == 0)
+}
 
 /// The update-size bucket of a write that changed `bytes` bytes.
 pub fn update_size_bucket(bytes: u64) -> usize {
@@ -102,6 +117,9 @@ impl ObjectCounters {
         self.update_header_bytes = f(self.update_header_bytes, o.update_header_bytes);
         self.update_slot_bytes = f(self.update_slot_bytes, o.update_slot_bytes);
         for (a, b) in self.update_size_writes.iter_mut().zip(o.update_size_writes) {
+            *a = f(*a, b);
+        }
+        for (a, b) in self.update_size_small.iter_mut().zip(o.update_size_small) {
             *a = f(*a, b);
         }
     }
@@ -374,6 +392,9 @@ impl PageStore {
         if state.on_flash && net > 0 {
             let c = self.counters.entry(object).or_default();
             c.update_size_writes[update_size_bucket(counts.body as u64)] += 1;
+            if let Some(small) = c.update_size_small.get_mut(counts.body) {
+                *small += 1;
+            }
             c.update_body_bytes += counts.body as u64;
             c.update_header_bytes += counts.header as u64;
             c.update_slot_bytes += counts.slots as u64;
