@@ -393,8 +393,9 @@ mod tests {
 
     #[test]
     fn differences_list_changed_and_missing_values_but_not_machine_ones() {
-        let recorded = json!({"a": 1, "b": {"c": [1.5, 2]}, "wall_seconds": 3, "git_commit": "x", "gone": true});
-        let new = json!({"a": 1, "b": {"c": [1.5, 3]}, "wall_seconds": 9, "git_commit": "y", "extra": 1});
+        let recorded = json!({"a": 1, "b": {"c": [1.5, 2]}, "wall_seconds": 3, "cpu_seconds": 2.5, "git_commit": "x", "gone": true});
+        let new =
+            json!({"a": 1, "b": {"c": [1.5, 3]}, "wall_seconds": 9, "cpu_seconds": 4.0, "git_commit": "y", "extra": 1});
         let (differ, compared) = differences(&recorded, &new);
         assert_eq!(compared, 4);
         assert_eq!(
