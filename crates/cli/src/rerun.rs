@@ -94,7 +94,7 @@ enum Recorded {
     /// A command's result, made again in a child process from the config it records.
     Result(Value),
     /// A run `reproduce` kept: its input, the model version that made it, its result.
-    Kept { input: RunInput, model_version: u64, result: Value },
+    Kept { input: Box<RunInput>, model_version: u64, result: Value },
 }
 
 impl Recorded {
@@ -114,7 +114,7 @@ impl Recorded {
         let Some(result) = file.remove("result").filter(Value::is_object) else {
             return Err(format!("{at}: the kept run has no \"result\" object to compare with"));
         };
-        Ok(Recorded::Kept { input, model_version, result })
+        Ok(Recorded::Kept { input: Box::new(input), model_version, result })
     }
 
     /// The recorded result, which the new one is compared with.
