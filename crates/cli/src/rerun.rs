@@ -3,14 +3,13 @@
 //!
 //! A result is what a command's `--json` wrote (`bench`, engine or SQLite; `ftl-bench`,
 //! `replay`, `index-bench`, `engine-bench`, `recovery-bench`, `sqlite-compare`,
-//! `torture`), an array of them (`compare --format json`, engines and SQLite alike), or
-//! a sweep's JSON-lines file (each line's `result`), or a run `reproduce --out DIR` kept
-//! (`DIR/runs/KEY.json`: its `input_config`, `model_version` and `result`), so a kept run
-//! re-runs with `deltaflash rerun DIR/runs/KEY.json`. A kept run is made again in this
-//! process from its input, as `reproduce` made it ([`Recorded::run_again`]). A result
-//! is run again in a child
-//! process of this binary: a `bench` result from its `config` (the resolved experiment,
-//! written to a scratch file and given as `--config`), the others from
+//! `torture`), an array of them (`compare --format json`, engines and SQLite alike), a
+//! sweep's JSON-lines file (each line's `result`), or a run `reproduce --out DIR` kept
+//! (`DIR/runs/KEY.json`: its `input_config`, `model_version` and `result`; a kept run
+//! re-runs with `deltaflash rerun DIR/runs/KEY.json`). A kept run is made again in this
+//! process from its input, as `reproduce` made it ([`Recorded::run_again`]); the others
+//! in a child process of this binary: a `bench` result from its `config` (the resolved
+//! experiment, written to a scratch file and given as `--config`), the others from
 //! `config.command_line` (the flags the run was given; their resolved values are in the
 //! rest of `config`), without the flags that name a new file (`--image`,
 //! `--sqlite-path`: the re-run keeps those in memory or a scratch directory). The new
@@ -23,9 +22,9 @@
 //!
 //! Invariants: a result without a config is refused, naming what is missing; a result of
 //! another version, or a kept run of another model version, is run with a warning
-//! (defaults or the model may have changed); the recorded file
-//! is only read, and `--json` is written as every command writes it (a new file unless
-//! `--overwrite`). Exit status: 0 when every compared value is identical.
+//! (defaults or the model may have changed); the recorded file is only read, and
+//! `--json` is written as every command writes it (a new file unless `--overwrite`), a
+//! kept run in its file's shape. Exit status: 0 when every compared value is identical.
 
 use crate::output::OverwriteArg;
 use clap::Args;
