@@ -150,7 +150,7 @@ enum Command {
     /// ftl-bench, replay, index-bench, engine-bench, recovery-bench, sqlite-compare,
     /// torture) and say whether the simulated and seeded values are identical (wall-clock
     /// values, those under keys holding `wall`, are not compared); exits non-zero if any
-    /// differ.
+    /// differ. A run reproduce kept re-runs with `deltaflash rerun DIR/runs/KEY.json`.
     Rerun(rerun::RerunArgs),
     /// Run the papers' tables and figures and compare every cell with the paper's value
     /// (within, direction, opposite, n/a); --list names the experiments.

@@ -3,10 +3,13 @@
 //!
 //! A result is what a command's `--json` wrote (`bench`, engine or SQLite; `ftl-bench`,
 //! `replay`, `index-bench`, `engine-bench`, `recovery-bench`, `sqlite-compare`,
-//! `torture`), an array of them (`compare --format json`, engines and SQLite alike), or
-//! a sweep's JSON-lines file (each line's `result`). Each is run again in a child
-//! process of this binary: a `bench` result from its `config` (the resolved experiment,
-//! written to a scratch file and given as `--config`), the others from
+//! `torture`), an array of them (`compare --format json`, engines and SQLite alike), a
+//! sweep's JSON-lines file (each line's `result`), or a run `reproduce --out DIR` kept
+//! (`DIR/runs/KEY.json`: its `input_config`, `model_version` and `result`; a kept run
+//! re-runs with `deltaflash rerun DIR/runs/KEY.json`). A kept run is made again in this
+//! process from its input, as `reproduce` made it ([`Recorded::run_again`]); the others
+//! in a child process of this binary: a `bench` result from its `config` (the resolved
+//! experiment, written to a scratch file and given as `--config`), the others from
 //! `config.command_line` (the flags the run was given; their resolved values are in the
 //! rest of `config`), without the flags that name a new file (`--image`,
 //! `--sqlite-path`: the re-run keeps those in memory or a scratch directory). The new
@@ -14,16 +17,18 @@
 //! machine or the build ([`machine_dependent`]): every key holding `wall` (wall-clock
 //! time and speed per wall-second, such as all of `sqlite-compare`'s and
 //! `engine-bench`'s throughputs), `rss` or `memory_` (the process's memory), the
-//! version and commit, and `engine-bench`'s wall-clock page write cost. The keys left
-//! out are named on standard error.
+//! version and commit, `engine-bench`'s wall-clock page write cost and the CPU seconds
+//! `reproduce` records for a run. The keys left out are named on standard error.
 //!
 //! Invariants: a result without a config is refused, naming what is missing; a result of
-//! another version is run with a warning (defaults may have changed); the recorded file
-//! is only read, and `--json` is written as every command writes it (a new file unless
-//! `--overwrite`). Exit status: 0 when every compared value is identical.
+//! another version, or a kept run of another model version, is run with a warning
+//! (defaults or the model may have changed); the recorded file is only read, and
+//! `--json` is written as every command writes it (a new file unless `--overwrite`), a
+//! kept run in its file's shape. Exit status: 0 when every compared value is identical.
 
 use crate::output::OverwriteArg;
 use clap::Args;
+use reproduce::RunInput;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,12 +36,15 @@ use std::process::Command;
 #[derive(Args)]
 pub struct RerunArgs {
     /// A result written by --json (bench, ftl-bench, replay, index-bench, engine-bench,
-    /// recovery-bench, sqlite-compare, torture), the output of compare --format json, or
-    /// a sweep's results file. Wall-clock values (keys holding `wall`), memory and the
-    /// build are not compared; the rest is simulated or follows from the seed.
+    /// recovery-bench, sqlite-compare, torture), the output of compare --format json, a
+    /// sweep's results file, or a run kept by reproduce (a kept run re-runs with
+    /// `deltaflash rerun DIR/runs/KEY.json`). Wall-clock values (keys holding `wall`),
+    /// CPU seconds, memory and the build are not compared; the rest is simulated or
+    /// follows from the seed.
     result: PathBuf,
     /// Write the new result as JSON to this file (a new file; see --overwrite); several
-    /// runs (compare, sweep) as an array.
+    /// runs (compare, sweep) as an array, a kept run in its file's shape
+    /// (`input_config`, `model_version`, `result`).
     #[arg(long)]
     json: Option<PathBuf>,
     #[command(flatten)]
@@ -44,13 +52,16 @@ pub struct RerunArgs {
 }
 
 /// Keys that depend on the machine or the build, not on the simulation: wall time and
-/// speed per wall-second, the process's memory, the build, and the wall-clock page
-/// write cost of `engine-bench`.
+/// speed per wall-second, the process's memory, the build, the wall-clock page write
+/// cost of `engine-bench`, and the CPU seconds of a run `reproduce` kept.
 pub fn machine_dependent(key: &str) -> bool {
     key.contains("wall")
         || key.contains("rss")
         || key.starts_with("memory_")
-        || matches!(key, "git_commit" | "version" | "page_write_ns_without_ipa" | "page_write_ns_with_ipa")
+        || matches!(
+            key,
+            "git_commit" | "version" | "page_write_ns_without_ipa" | "page_write_ns_with_ipa" | "cpu_seconds"
+        )
 }
 
 /// The flags this process was given after its command, without `--json FILE` and
@@ -77,9 +88,82 @@ pub fn build_info() -> [(&'static str, Value); 2] {
     [("version", json!(workloads::experiment::VERSION)), ("git_commit", json!(workloads::experiment::GIT_COMMIT))]
 }
 
+/// One run a file records, and how it is made again.
+enum Recorded {
+    /// A command's result, made again in a child process from the config it records.
+    Result(Value),
+    /// A run `reproduce` kept: its input, the model version that made it, its result.
+    Kept { input: Box<RunInput>, model_version: u64, result: Value },
+}
+
+impl Recorded {
+    /// A kept run from its file's object; `at` names the file in the error when its
+    /// `input_config` or `model_version` does not parse. A file without a
+    /// `model_version` was kept before there were versions: version 0, as the store
+    /// reads it.
+    fn kept(mut file: Map<String, Value>, at: &str) -> Result<Recorded, String> {
+        let input = RunInput::from_key_json(&file.remove("input_config").unwrap_or_default())
+            .map_err(|e| format!("{at}: input_config is not a run's input: {e}"))?;
+        let model_version = match file.get("model_version") {
+            None => 0,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| format!("{at}: model_version is not a whole number: {}", cut(&v.to_string())))?,
+        };
+        let Some(result) = file.remove("result").filter(Value::is_object) else {
+            return Err(format!("{at}: the kept run has no \"result\" object to compare with"));
+        };
+        Ok(Recorded::Kept { input: Box::new(input), model_version, result })
+    }
+
+    /// The recorded result, which the new one is compared with.
+    fn result(&self) -> &Value {
+        match self {
+            Recorded::Result(result) | Recorded::Kept { result, .. } => result,
+        }
+    }
+
+    /// Makes the run again (with a warning where another version recorded it) and
+    /// returns the new result. A kept run is made in this process by
+    /// [`RunInput::execute`], the call `reproduce` made it with: its input is the whole
+    /// run, and a SQLite or index input has no command line to give a child.
+    fn run_again(&self, at: &str) -> Result<Value, String> {
+        match self {
+            Recorded::Result(result) => {
+                warn_version(result, at);
+                let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
+                let argv = arguments(result, scratch.path(), at)?;
+                run_child(&argv, scratch.path(), at)
+            }
+            Recorded::Kept { input, model_version, .. } => {
+                let ours = input.model_version();
+                if *model_version != u64::from(ours) {
+                    eprintln!(
+                        "warning: {at}: the model has changed since this run was recorded: differences are \
+                         expected (recorded by model version {model_version}, re-run by {ours})"
+                    );
+                }
+                input.execute(at, &|line| eprintln!("{line}")).map_err(|e| format!("{at}: the re-run failed: {e}"))
+            }
+        }
+    }
+
+    /// The new result as `--json` writes it: a kept run in its file's shape, under the
+    /// model version that made it again, so the file re-runs in turn.
+    fn as_recorded(&self, new: Value) -> Value {
+        match self {
+            Recorded::Result(_) => new,
+            Recorded::Kept { input, .. } => {
+                json!({"input_config": input.key_json(), "model_version": input.model_version(), "result": new})
+            }
+        }
+    }
+}
+
 /// The runs a result file holds, as they were recorded: one object, an array, or JSON
-/// lines; an entry `{"result": …}` (compare --engines, sweep) stands for its result.
-fn recorded(path: &Path) -> Result<Vec<Value>, String> {
+/// lines; an entry with an `input_config` is a run `reproduce` kept, and an entry
+/// `{"result": …}` (compare --engines, sweep) stands for its result.
+fn recorded(path: &Path) -> Result<Vec<Recorded>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let values = match serde_json::from_str::<Value>(&text) {
         Ok(Value::Array(items)) => items,
@@ -102,19 +186,25 @@ fn recorded(path: &Path) -> Result<Vec<Value>, String> {
     if values.is_empty() {
         return Err(format!("{}: holds no result", path.display()));
     }
+    let several = values.len() > 1;
     values
         .into_iter()
         .enumerate()
         .map(|(i, v)| match v {
+            Value::Object(o) if o.contains_key("input_config") => {
+                let at =
+                    if several { format!("{} (entry {})", path.display(), i + 1) } else { path.display().to_string() };
+                Recorded::kept(o, &at)
+            }
             Value::Object(mut o) if o.contains_key("result") => {
                 let mut result = o.remove("result").unwrap_or_default();
                 // A sweep adds the compare table's rows, which `bench` does not write.
                 if let Some(r) = result.as_object_mut().filter(|_| o.contains_key("point")) {
                     r.remove("table_rows");
                 }
-                Ok(result)
+                Ok(Recorded::Result(result))
             }
-            v @ Value::Object(_) => Ok(v),
+            v @ Value::Object(_) => Ok(Recorded::Result(v)),
             _ => Err(format!("{}: entry {} is not a result object", path.display(), i + 1)),
         })
         .collect()
@@ -254,16 +344,14 @@ fn warn_version(result: &Value, at: &str) {
 
 pub fn run(args: RerunArgs) -> Result<bool, String> {
     let json = args.overwrite.check("--json", args.json.as_deref())?;
-    let results = recorded(&args.result)?;
+    let runs = recorded(&args.result)?;
     let name = args.result.display().to_string();
     let mut new_results = Vec::new();
     let mut identical = true;
-    for (i, result) in results.iter().enumerate() {
-        let at = if results.len() == 1 { name.clone() } else { format!("{name} (run {})", i + 1) };
-        warn_version(result, &at);
-        let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
-        let argv = arguments(result, scratch.path(), &at)?;
-        let new = run_child(&argv, scratch.path(), &at)?;
+    for (i, run) in runs.iter().enumerate() {
+        let at = if runs.len() == 1 { name.clone() } else { format!("{name} (run {})", i + 1) };
+        let new = run.run_again(&at)?;
+        let result = run.result();
         let (differ, compared) = differences(result, &new);
         let mut skipped = std::collections::BTreeSet::new();
         not_compared(result, &mut skipped);
@@ -281,7 +369,7 @@ pub fn run(args: RerunArgs) -> Result<bool, String> {
                 println!("  {path}: recorded {}, re-run {}", cut(&old.to_string()), cut(&new));
             }
         }
-        new_results.push(new);
+        new_results.push(run.as_recorded(new));
     }
     if let Some(file) = json {
         let value = if new_results.len() == 1 { new_results.remove(0) } else { Value::Array(new_results) };
@@ -304,8 +392,9 @@ mod tests {
 
     #[test]
     fn differences_list_changed_and_missing_values_but_not_machine_ones() {
-        let recorded = json!({"a": 1, "b": {"c": [1.5, 2]}, "wall_seconds": 3, "git_commit": "x", "gone": true});
-        let new = json!({"a": 1, "b": {"c": [1.5, 3]}, "wall_seconds": 9, "git_commit": "y", "extra": 1});
+        let recorded = json!({"a": 1, "b": {"c": [1.5, 2]}, "wall_seconds": 3, "cpu_seconds": 2.5, "git_commit": "x", "gone": true});
+        let new =
+            json!({"a": 1, "b": {"c": [1.5, 3]}, "wall_seconds": 9, "cpu_seconds": 4.0, "git_commit": "y", "extra": 1});
         let (differ, compared) = differences(&recorded, &new);
         assert_eq!(compared, 4);
         assert_eq!(

@@ -101,6 +101,17 @@ impl RunInput {
         serde_json::from_str(&self.key_text()).unwrap_or(Value::Null)
     }
 
+    /// The input back from its [`RunInput::key_json`], as a kept run records it
+    /// (`input_config`): tagged with its `kind`, or an engine run's config alone. The
+    /// error says what does not parse.
+    pub fn from_key_json(value: &Value) -> Result<RunInput, String> {
+        let input = match value.get("kind") {
+            Some(_) => RunInput::deserialize(value),
+            None => ExperimentConfig::deserialize(value).map(RunInput::Engine),
+        };
+        input.map_err(|e| workloads::limits::cut_quoted(&e.to_string()))
+    }
+
     pub fn check(&self) -> Result<(), String> {
         self.kind().check()
     }
@@ -289,6 +300,19 @@ mod tests {
         let cpu = result["cpu_seconds"].as_f64().expect("cpu_seconds is recorded");
         assert!(cpu > 0.0 && cpu <= spent, "{cpu} of {spent}");
         assert!(result["wall_seconds"].as_f64().is_some());
+    }
+
+    #[test]
+    fn an_input_reads_back_from_its_key_json() {
+        let engine = RunInput::Engine(ExperimentConfig::default());
+        let index = RunInput::Index(IndexBenchConfig::new(index::IndexKind::Ipl));
+        for input in [engine, index] {
+            assert_eq!(RunInput::from_key_json(&input.key_json()), Ok(input.clone()));
+        }
+        let e = RunInput::from_key_json(&serde_json::json!({"kind": "sqlite", "config": {"seed": "x"}})).unwrap_err();
+        assert!(e.contains("invalid type"), "{e}");
+        let e = RunInput::from_key_json(&serde_json::json!({"seed": 1, "disk": "y"})).unwrap_err();
+        assert!(e.contains("unknown field `disk`"), "{e}");
     }
 
     #[test]
