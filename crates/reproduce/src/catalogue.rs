@@ -46,7 +46,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table4",
         description: "IPA Table 4: reduction of DBMS write amplification, [2xM] and [3xM] at 75% and 90% buffers (TPC-B, TPC-C, LinkBench)",
-        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells).notes(ipa::table4_notes).ablation(ipa::TABLE4_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table4_runs, ipa::table4_cells)
+            .notes(ipa::table4_notes)
+            .ablation(ipa::TABLE4_VARIANTS)
+            .explain(ipa::table4_explain)),
     },
     Experiment {
         id: "ipa:table5",

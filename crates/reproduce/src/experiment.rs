@@ -5,6 +5,7 @@
 use crate::compare::Cell;
 pub use crate::compare::Ours;
 use crate::input::RunInput;
+use crate::reference::ReferenceCell;
 use crate::svg::Plot;
 use serde_json::Value;
 use workloads::ExperimentConfig;
@@ -81,12 +82,16 @@ pub struct Implementation {
     /// The ablation's variants: each adds a copy of the runs with one switch or
     /// constant changed; the cells come from the runs as `runs` gives them.
     pub variants: &'static [Variant],
+    /// Reasons from evidence other than a variant, for cells not within: the papers'
+    /// own numbers (every reference cell is given) against what our runs measured. It
+    /// runs before the ablation, whose variants fill only the reasons left empty.
+    pub explain: fn(&Results, &[ReferenceCell], &mut [Cell]),
 }
 
 impl Implementation {
     /// Runs and cells, no notes, no figure.
     pub const fn new(runs: fn(Scale) -> Vec<RunSpec>, cells: fn(&Results) -> Vec<Ours>) -> Implementation {
-        Implementation { runs, cells, notes: no_notes, plot: None, variants: &[] }
+        Implementation { runs, cells, notes: no_notes, plot: None, variants: &[], explain: no_explanation }
     }
 
     pub const fn notes(self, notes: fn(Scale) -> Vec<String>) -> Implementation {
@@ -100,11 +105,17 @@ impl Implementation {
     pub const fn ablation(self, variants: &'static [Variant]) -> Implementation {
         Implementation { variants, ..self }
     }
+
+    pub const fn explain(self, explain: fn(&Results, &[ReferenceCell], &mut [Cell])) -> Implementation {
+        Implementation { explain, ..self }
+    }
 }
 
 fn no_notes(_: Scale) -> Vec<String> {
     Vec::new()
 }
+
+fn no_explanation(_: &Results, _: &[ReferenceCell], _: &mut [Cell]) {}
 
 /// One table or figure of a paper.
 pub struct Experiment {

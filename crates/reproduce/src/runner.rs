@@ -380,6 +380,7 @@ fn experiment(
     };
     let mut cells = compare::join(e.id, reference, &ours, missing);
     if let Some(i) = &e.implementation {
+        (i.explain)(headline, reference, &mut cells);
         let per_variant: Vec<Vec<_>> =
             values[headline.len()..].chunks(headline.len().max(1)).map(|r| (i.cells)(r)).collect();
         ablation::annotate(&mut cells, variants, &per_variant);
