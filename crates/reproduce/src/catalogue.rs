@@ -59,7 +59,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table6",
         description: "IPA Table 6: TPC-B on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x4] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation::new(ipa::table6_runs, ipa::table6_cells).notes(ipa::table6_notes).ablation(ipa::BOARD_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table6_runs, ipa::table6_cells)
+            .notes(ipa::table6_notes)
+            .ablation(ipa::BOARD_VARIANTS)
+            .explain(ipa::gc_totals_explain)),
     },
     Experiment {
         id: "ipa:table7",
@@ -69,7 +72,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table8",
         description: "IPA Table 8: TPC-C on OpenSSD (MLC, 1.5% buffer), [0x0] vs [2x3] in pSLC and odd-MLC mode",
-        implementation: Some(Implementation::new(ipa::table8_runs, ipa::table8_cells).notes(ipa::table8_notes).ablation(ipa::BOARD_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table8_runs, ipa::table8_cells)
+            .notes(ipa::table8_notes)
+            .ablation(ipa::BOARD_VARIANTS)
+            .explain(ipa::gc_totals_explain)),
     },
     Experiment {
         id: "ipa:table9",
@@ -101,7 +107,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "demo:table1",
         description: "IPA demo Table I: TATP on OpenSSD, [0x0] vs [2x3] on subscriber and special_facility only (regions)",
-        implementation: Some(Implementation::new(ipa::demo_table1_runs, ipa::demo_table1_cells).notes(ipa::demo_table1_notes).ablation(ipa::DEMO_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::demo_table1_runs, ipa::demo_table1_cells)
+            .notes(ipa::demo_table1_notes)
+            .ablation(ipa::DEMO_VARIANTS)
+            .explain(ipa::gc_totals_explain)),
     },
     Experiment {
         id: "ipl:table3",

@@ -82,9 +82,9 @@ pub struct Implementation {
     /// The ablation's variants: each adds a copy of the runs with one switch or
     /// constant changed; the cells come from the runs as `runs` gives them.
     pub variants: &'static [Variant],
-    /// Reasons from evidence other than a variant, for cells not within: the papers'
-    /// own numbers (every reference cell is given) against what our runs measured. It
-    /// runs before the ablation, whose variants fill only the reasons left empty.
+    /// Reasons from evidence other than a variant, for the cells not within that the
+    /// ablation left without one: the papers' own numbers (every reference cell is
+    /// given) against what our runs measured, or a cell that follows from others.
     pub explain: fn(&Results, &[ReferenceCell], &mut [Cell]),
 }
 

@@ -380,10 +380,10 @@ fn experiment(
     };
     let mut cells = compare::join(e.id, reference, &ours, missing);
     if let Some(i) = &e.implementation {
-        (i.explain)(headline, reference, &mut cells);
         let per_variant: Vec<Vec<_>> =
             values[headline.len()..].chunks(headline.len().max(1)).map(|r| (i.cells)(r)).collect();
         ablation::annotate(&mut cells, variants, &per_variant);
+        (i.explain)(headline, reference, &mut cells);
     }
     let stem = e.file_stem();
     let notes = e.implementation.as_ref().map_or_else(Vec::new, |i| (i.notes)(scale));
