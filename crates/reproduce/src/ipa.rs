@@ -985,7 +985,7 @@ fn reduction_bound(appends_share: f64) -> f64 {
     1.0 / (1.0 - appends_share)
 }
 
-/// Table 4's TPC-C cells not within, against [`reduction_bound`]: where the paper's
+/// Table 4's TPC-C cells not within, against `reduction_bound`: where the paper's
 /// reduction exceeds the bound of the paper's own share of TPC-C's update I/Os as
 /// appends under the same scheme (Table 3, 75% buffer) and ours keeps to the bound of
 /// our run's share, the paper's value is out of reach of any share, and that is the
