@@ -13,7 +13,7 @@
 
 use crate::io_time::MeasuredTime;
 use crate::log_file::{self, Header, ObjectEntry, Row};
-use crate::model::Histogram;
+use crate::model::{counted_exactly, Histogram};
 use crate::{Baseline, DeviceFacts, DeviceState, Input, ObjectStats, Policy, Recommendation};
 use engine::logrec::Body;
 use engine::store::{SMALL_UPDATE_BYTES, UPDATE_SIZE_BUCKETS};
@@ -292,10 +292,7 @@ fn small_sizes(o: &Value, sizes: &Histogram, at: &str) -> Result<Option<[u64; SM
     let small: [u64; SMALL_UPDATE_BYTES] = counts
         .and_then(|c| c.try_into().ok())
         .ok_or_else(|| format!("{at}.update_size_small is not {SMALL_UPDATE_BYTES} counts"))?;
-    let in_small_buckets: u64 = (0..UPDATE_SIZE_BUCKETS)
-        .filter(|&k| crate::model::bucket_bytes(k).is_some_and(|(_, hi)| hi < SMALL_UPDATE_BYTES as u64))
-        .map(|k| sizes[k])
-        .sum();
+    let in_small_buckets: u64 = (0..UPDATE_SIZE_BUCKETS).filter(|&k| counted_exactly(k)).map(|k| sizes[k]).sum();
     let counted: u64 = small.iter().sum();
     if counted != in_small_buckets {
         return Err(format!(

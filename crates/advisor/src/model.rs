@@ -79,6 +79,12 @@ pub fn bucket_bytes(k: usize) -> Option<(u64, u64)> {
     }
 }
 
+/// Whether bucket `k` lies below [`SMALL_UPDATE_BYTES`], so the exact counts, where a
+/// histogram has them, hold its writes byte by byte.
+pub fn counted_exactly(k: usize) -> bool {
+    bucket_bytes(k).is_some_and(|(_, hi)| hi < SMALL_UPDATE_BYTES as u64)
+}
+
 /// Writes counted in the histogram.
 pub fn total(h: &Histogram) -> u64 {
     h.buckets.iter().sum()
@@ -100,10 +106,10 @@ pub fn share_at_most(h: &Histogram, bytes: u64) -> f64 {
         .iter()
         .enumerate()
         .filter_map(|(k, &count)| {
-            let (lo, hi) = bucket_bytes(k)?;
-            if h.small.is_some() && hi < SMALL_UPDATE_BYTES as u64 {
+            if h.small.is_some() && counted_exactly(k) {
                 return None;
             }
+            let (lo, hi) = bucket_bytes(k)?;
             let inside = (bytes.min(hi) + 1).saturating_sub(lo);
             Some(count as f64 * inside as f64 / (hi - lo + 1) as f64)
         })
@@ -120,7 +126,7 @@ pub fn bytes_sum(h: &Histogram) -> f64 {
         .buckets
         .iter()
         .enumerate()
-        .filter(|&(k, _)| h.small.is_none() || bucket_bytes(k).is_none_or(|(_, hi)| hi >= SMALL_UPDATE_BYTES as u64))
+        .filter(|&(k, _)| h.small.is_none() || !counted_exactly(k))
         .map(|(k, &c)| c as f64 * bucket_bytes(k).map_or(8192.0, |(lo, hi)| (lo + hi) as f64 / 2.0))
         .sum();
     exact + buckets

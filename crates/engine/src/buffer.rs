@@ -532,21 +532,23 @@ impl BufferPool {
         let changed = &self.changed[f].ranges;
         let written = self.store.write_changed(pid, page, base, changed, &mut state, now)?;
         self.changed[f].clear();
+        let latency = written.done.saturating_sub(now);
+        let stats = &mut self.stats;
         match written.eviction {
-            Eviction::OutOfPlace(_) => self.stats.out_of_place_writes += 1,
-            Eviction::Append { .. } => self.stats.in_place_appends += 1,
-            Eviction::Logged => self.stats.logged_writes += 1,
+            Eviction::OutOfPlace(_) => {
+                stats.out_of_place_writes += 1;
+                stats.out_of_place_latency_ns += latency;
+            }
+            Eviction::Append { .. } => {
+                stats.in_place_appends += 1;
+                stats.append_latency_ns += latency;
+            }
+            Eviction::Logged => stats.logged_writes += 1,
             Eviction::Clean => {}
         }
         if written.eviction != Eviction::Clean {
-            let latency = written.done.saturating_sub(now);
-            self.stats.page_writes += 1;
-            self.stats.write_latency_ns += latency;
-            match written.eviction {
-                Eviction::OutOfPlace(_) => self.stats.out_of_place_latency_ns += latency,
-                Eviction::Append { .. } => self.stats.append_latency_ns += latency,
-                Eviction::Logged | Eviction::Clean => {}
-            }
+            stats.page_writes += 1;
+            stats.write_latency_ns += latency;
             self.latencies.record_write(latency);
         }
         let frame = &mut self.frames[f];

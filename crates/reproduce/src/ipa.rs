@@ -937,6 +937,14 @@ const TABLE4_APPENDS_BOUND: &str = "The reduction is the baseline's gross bytes 
 /// (column name, M) per benchmark of Table 4.
 const TABLE4_BENCHMARKS: [(&str, u32); 3] = [("TPC-B", 4), ("TPC-C", 3), ("LinkBench", 125)];
 const TABLE4_BUFFERS: [f64; 2] = [0.75, 0.9];
+/// The rows of Table 4's IPA schemes, by their run's place in a benchmark and buffer's
+/// three runs ([0x0], [2xM], [3xM]).
+const TABLE4_SCHEME_ROWS: [(usize, &str); 2] = [(1, "IPA [2xM]"), (2, "IPA [3xM]")];
+
+/// A Table 4 column: the benchmark at a buffer.
+fn table4_column(benchmark: &str, buffer_share: f64) -> String {
+    format!("{benchmark} buffer {}", percent(buffer_share))
+}
 
 /// A Table 4 run: TPC-B as Table 7, TPC-C as Table 9, LinkBench as Table 5 (8 KiB pages).
 fn table4_run(scale: Scale, benchmark: &str, buffer_share: f64, scheme: &str) -> RunSpec {
@@ -968,10 +976,10 @@ pub fn table4_cells(results: &Results) -> Vec<Ours> {
             let runs = r.next().unwrap_or(&[]);
             let run = |k: usize| runs.get(k).copied().flatten();
             let base = metric(run(0), "dbms_write_amplification");
-            for (k, row) in [(1, "IPA [2xM]"), (2, "IPA [3xM]")] {
+            for (k, row) in TABLE4_SCHEME_ROWS {
                 let reduction =
                     base.zip(metric(run(k), "dbms_write_amplification")).and_then(|(b, v)| (v > 0.0).then(|| b / v));
-                cell(&mut out, row, format!("{name} buffer {}", percent(b)), reduction);
+                cell(&mut out, row, table4_column(name, b), reduction);
             }
         }
     }
@@ -996,11 +1004,10 @@ pub fn table4_explain(results: &Results, reference: &[ReferenceCell], cells: &mu
     };
     for cell in cells.iter_mut().filter(|c| c.verdict != Verdict::Within && c.reason.is_empty()) {
         let Some(ours) = cell.ours else { continue };
-        let Some(n) = [(1, "IPA [2xM]"), (2, "IPA [3xM]")].iter().find(|(_, row)| cell.row == *row).map(|(k, _)| *k)
-        else {
+        let Some(n) = TABLE4_SCHEME_ROWS.iter().find(|(_, row)| cell.row == *row).map(|(k, _)| *k) else {
             continue;
         };
-        let Some(b) = TABLE4_BUFFERS.iter().position(|&b| cell.column == format!("TPC-C buffer {}", percent(b))) else {
+        let Some(b) = TABLE4_BUFFERS.iter().position(|&b| cell.column == table4_column("TPC-C", b)) else {
             continue;
         };
         let scheme = format!("TPC-C [{}x3]", n + 1);
@@ -1553,38 +1560,25 @@ mod tests {
         ];
         let ours =
             |row: &str, value: f64| Ours { row: row.into(), column: "[2x4] odd-MLC Δ%".into(), value: Some(value) };
-        let mut cells = crate::compare::join(
-            "ipa:table6",
-            &refs,
-            &[
-                ours("GC page migrations", -1.2),
+        // The cells of a total's change, with `host_reason` as the host writes' reason,
+        // after the explanation.
+        let explained = |total: f64, host_reason: &str| {
+            let ours = [
+                ours("GC page migrations", total),
                 ours("GC page migrations per host write", -48.6),
                 ours("Host writes", 92.1),
-            ],
-            None,
-        );
-        cells[2].reason = "how full the database made the device".into();
-        let mut unexplained_host = cells.clone();
-        gc_totals_explain(&[], &refs, &mut cells);
+            ];
+            let mut cells = crate::compare::join("ipa:table6", &refs, &ours, None);
+            cells[2].reason = host_reason.into();
+            gc_totals_explain(&[], &refs, &mut cells);
+            cells
+        };
+        let cells = explained(-1.2, "how full the database made the device");
         assert!(cells[0].reason.starts_with("the total follows the host writes"), "{}", cells[0].reason);
         assert!(cells[0].reason.ends_with("whose reason is: how full the database made the device"));
         // Without the host writes' reason, or with a total the product does not give: none.
-        unexplained_host[2].reason.clear();
-        gc_totals_explain(&[], &refs, &mut unexplained_host);
-        assert_eq!(unexplained_host[0].reason, "");
-        let mut inconsistent = crate::compare::join(
-            "ipa:table6",
-            &refs,
-            &[
-                ours("GC page migrations", -20.0),
-                ours("GC page migrations per host write", -48.6),
-                ours("Host writes", 92.1),
-            ],
-            None,
-        );
-        inconsistent[2].reason = "x".into();
-        gc_totals_explain(&[], &refs, &mut inconsistent);
-        assert_eq!(inconsistent[0].reason, "");
+        assert_eq!(explained(-1.2, "")[0].reason, "");
+        assert_eq!(explained(-20.0, "x")[0].reason, "");
     }
 
     #[test]
