@@ -42,6 +42,13 @@ fn kept(dir: &Path, kind: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no {kind} run kept in {}", dir.display()))
 }
 
+/// A SQLite run nolgn:fig9 keeps at `--smoke` in TMP/out, as JSON to edit.
+fn a_kept_sqlite_run(tmp: &Path) -> serde_json::Value {
+    let out = tmp.join("out");
+    reproduce(&out, &["nolgn:fig9"]);
+    common::json(&kept(&out, "sqlite"))
+}
+
 #[test]
 fn kept_runs_of_every_kind_rerun_identical_and_their_new_file_reruns_too() {
     let tmp = tempfile::tempdir().unwrap();
@@ -65,9 +72,7 @@ fn kept_runs_of_every_kind_rerun_identical_and_their_new_file_reruns_too() {
 #[test]
 fn an_edited_kept_run_is_different_and_fails_and_a_bad_input_is_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    reproduce(&out, &["nolgn:fig9"]);
-    let mut run = common::json(&kept(&out, "sqlite"));
+    let mut run = a_kept_sqlite_run(tmp.path());
     let programs = run["result"]["flash"]["flash_programs"].as_u64().unwrap();
     run["result"]["flash"]["flash_programs"] = (programs + 1).into();
     run["result"]["cpu_seconds"] = 1e9.into();
@@ -91,9 +96,7 @@ fn an_edited_kept_run_is_different_and_fails_and_a_bad_input_is_refused_by_name(
 #[test]
 fn a_kept_run_of_another_model_version_is_made_with_a_warning() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    reproduce(&out, &["nolgn:fig9"]);
-    let mut run = common::json(&kept(&out, "sqlite"));
+    let mut run = a_kept_sqlite_run(tmp.path());
     let ours = run["model_version"].as_u64().unwrap();
     run["model_version"] = (ours + 1).into();
     let other = tmp.path().join("other.json");
