@@ -7,8 +7,9 @@
 #   make long    long kill -9, bit-rot and power-cut runs, and every paper's experiment at the
 #                quick scale (`reproduce --all --quick`; not in make test)
 #   make reproduce-full
-#                every paper's experiment at the papers' scale into out/reproduce-full
-#                (resumable: run it again after an interruption)
+#                every paper's experiment at the papers' scale into docs/results/full
+#                (resumable: run it again after an interruption; the finished runs
+#                kept there are committed, so any checkout resumes where it stopped)
 
 CARGO ?= cargo
 # Cases per fuzz_* property test in `make fuzz` (the plain test run uses 256).
@@ -87,9 +88,11 @@ long: build
 
 # The papers' tables and figures at the papers' scale; the CPU seconds per experiment are
 # in each report and at the end. Finished runs are kept in the output directory, so an
-# interrupted invocation resumes where it stopped.
+# interrupted invocation resumes where it stopped. They take about 23 CPU hours, more
+# than one machine's day may give, so the directory is in the repository: its runs
+# (docs/results/full/runs/KEY.json) are committed as they finish, its reports are not.
 reproduce-full: build
-	$(BIN) reproduce --all --full --out out/reproduce-full
+	$(BIN) reproduce --all --full --out docs/results/full
 
 build:
 	$(CARGO) build --release --locked
