@@ -236,6 +236,7 @@ fn run_all(
     let order = execution_order(planned, states);
     let next = AtomicUsize::new(0);
     let gate = MemoryGate::new(workloads::limits::device_memory_limit_bytes(None));
+    let left = Mutex::new(Left::new(planned, states));
     let done: Mutex<Vec<(usize, (RunResult, bool))>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, total.max(1)) {
@@ -258,7 +259,9 @@ fn run_all(
                                 held as f64 / cost::GIB
                             ))
                         });
-                        (execute(store, p, &tag, log), true)
+                        let made = execute(store, p, &tag, log);
+                        log(left.lock().unwrap_or_else(|e| e.into_inner()).finish(p.estimate.cpu_seconds, jobs));
+                        (made, true)
                     }
                 };
                 done.lock().unwrap_or_else(|e| e.into_inner()).push((i, outcome));
@@ -268,6 +271,35 @@ fn run_all(
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The runs of an invocation still to make and their estimated CPU seconds, for the
+/// line that follows each made run: a `--full` invocation lasts hours.
+struct Left {
+    runs: usize,
+    made: usize,
+    cpu_seconds: f64,
+}
+
+impl Left {
+    fn new(planned: &[Planned], states: &[State]) -> Left {
+        let to_make: Vec<&Planned> =
+            planned.iter().zip(states).filter(|(_, s)| matches!(s, State::ToMake { .. })).map(|(p, _)| p).collect();
+        Left { runs: to_make.len(), made: 0, cpu_seconds: to_make.iter().map(|p| p.estimate.cpu_seconds).sum() }
+    }
+
+    /// Counts one run made (estimated at `estimate` CPU seconds) and says what is left.
+    fn finish(&mut self, estimate: f64, jobs: usize) -> String {
+        self.made += 1;
+        self.cpu_seconds = (self.cpu_seconds - estimate).max(0.0);
+        let hours = self.cpu_seconds / 3600.0;
+        format!(
+            "{} of {} runs to make made; about {hours:.1} CPU h left by the plan's estimates ({:.1} h on {jobs} at once)",
+            self.made,
+            self.runs,
+            hours / jobs.max(1) as f64
+        )
+    }
 }
 
 /// The order to take the planned runs in (indices into `planned`), so that an
@@ -395,4 +427,20 @@ fn experiment(
     let json = report::experiment_json(e, scale, &notes, &records, &cells);
     store.write(&format!("{stem}.json"), &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"))?;
     Ok((cells, Cost::of(e.id, &records), plot.is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Left;
+
+    #[test]
+    fn each_made_run_says_how_many_remain_and_their_estimated_cpu_hours() {
+        let mut left = Left { runs: 3, made: 0, cpu_seconds: 3.0 * 3600.0 };
+        assert_eq!(
+            left.finish(1800.0, 2),
+            "1 of 3 runs to make made; about 2.5 CPU h left by the plan's estimates (1.2 h on 2 at once)"
+        );
+        // A run estimated above what is left does not make the remainder negative.
+        assert!(left.finish(5.0 * 3600.0, 2).starts_with("2 of 3 runs to make made; about 0.0 CPU h left"));
+    }
 }
