@@ -55,6 +55,10 @@ pub struct ReproduceArgs {
     /// $DELTAFLASH_PYTHON names another interpreter.
     #[arg(long, value_name = "ADDRESS")]
     ray: Option<String>,
+    /// Make no run: compare and report from the runs kept in --out only, the cells
+    /// whose runs are not made yet saying so (how far a long --full invocation has come).
+    #[arg(long, conflicts_with_all = ["publish", "ray", "plan"])]
+    kept: bool,
 }
 
 /// The catalogue as a table: id, implemented or not, description.
@@ -99,15 +103,21 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
         workers: args.jobs.map(|j| j as usize),
         python: std::env::var("DELTAFLASH_PYTHON").unwrap_or_else(|_| "python3".into()),
     });
-    let outcome = reproduce::reproduce_on(&experiments, &options, ray.as_ref(), &log)?;
+    let make = match &ray {
+        _ if args.kept => reproduce::Make::Nothing,
+        Some(ray) => reproduce::Make::Ray(ray),
+        None => reproduce::Make::Here,
+    };
+    let outcome = reproduce::reproduce_on(&experiments, &options, make, &log)?;
     println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
     println!("{}", reproduce::report::counts_markdown(&outcome.cells));
     println!(
-        "runs: {} executed, {} reused, {} failed; {} refused before starting, {} kept by an older model \
+        "runs: {} executed, {} reused, {} failed{}; {} refused before starting, {} kept by an older model \
          version (stale); {:.1} CPU s over all runs; reports in {}",
         outcome.executed,
         outcome.reused,
         outcome.failed,
+        if args.kept { format!(", {} not made yet", outcome.not_made) } else { String::new() },
         outcome.refused,
         outcome.stale,
         outcome.cpu_seconds,

@@ -50,6 +50,8 @@ pub enum Missing<'a> {
     NotImplemented,
     /// Some runs failed; the first failure's message.
     RunFailed(&'a str),
+    /// Some runs are neither kept nor made (an invocation that makes none).
+    NotMade,
 }
 
 /// The reason stated for an absolute value that is not within: it has no direction.
@@ -69,6 +71,7 @@ pub fn join(experiment: &str, reference: &[ReferenceCell], ours: &[Ours], missin
                 (Verdict::Within, _, _) => String::new(),
                 (_, None, Some(Missing::NotImplemented)) => "not implemented yet".to_string(),
                 (_, None, Some(Missing::RunFailed(e))) => format!("a run failed: {e}"),
+                (_, None, Some(Missing::NotMade)) => "its runs are not made yet".to_string(),
                 (_, None, None) => "our runs do not give this cell".to_string(),
                 (Verdict::NotComparable, Some(_), _) if kind == Kind::Absolute => ABSOLUTE_REASON.to_string(),
                 _ => String::new(),
@@ -127,6 +130,8 @@ mod tests {
         assert!(cells[2].reason.contains("do not give"));
         let failed = join("x:t", &refs[2..3], &[], Some(Missing::RunFailed("out of space")));
         assert_eq!(failed[0].reason, "a run failed: out of space");
+        let waiting = join("x:t", &refs[2..3], &[], Some(Missing::NotMade));
+        assert_eq!(waiting[0].reason, "its runs are not made yet");
         assert!(join("y:t", &refs, &ours, None).is_empty());
     }
 }

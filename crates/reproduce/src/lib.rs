@@ -54,4 +54,4 @@ pub mod verdict;
 pub use catalogue::CATALOGUE;
 pub use experiment::{Experiment, RunSpec, Scale};
 pub use input::RunInput;
-pub use runner::{reproduce, reproduce_on, Options, Outcome};
+pub use runner::{reproduce, reproduce_on, Make, Options, Outcome};

@@ -12,6 +12,9 @@ use crate::verdict::Verdict;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// The error of a run an invocation that makes none did not find kept.
+pub const NOT_MADE: &str = "not made yet (--kept reports from the runs kept only)";
+
 /// What an invocation did.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -22,6 +25,8 @@ pub struct Outcome {
     pub executed: usize,
     pub reused: usize,
     pub failed: usize,
+    /// Runs neither kept nor made: an invocation that makes none ([`crate::Make::Nothing`]).
+    pub not_made: usize,
     /// Runs the directory kept only from an older model version (made again), and runs
     /// refused before starting (see [`crate::cost`]).
     pub stale: usize,
@@ -105,6 +110,7 @@ pub fn experiment_markdown(
         out += "| run | conditions | file | wall s | CPU s |\n|---|---|---|---|---|\n";
         for r in runs {
             let (wall, cpu) = match (&r.error, r.wall_seconds) {
+                (Some(e), _) if e == NOT_MADE => (e.clone(), show(None)),
                 (Some(e), _) => (format!("FAILED: {e}"), show(None)),
                 (None, w) => (show_seconds(w), show_seconds(r.cpu_seconds)),
             };

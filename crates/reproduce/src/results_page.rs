@@ -164,6 +164,7 @@ mod tests {
             executed: 0,
             reused: 0,
             failed: 0,
+            not_made: 0,
             stale: 0,
             refused: 0,
             costs: Vec::new(),

@@ -23,7 +23,7 @@ use crate::memory_gate::MemoryGate;
 use crate::ray::{self, Ray};
 use crate::reference::{self, ReferenceCell};
 pub use crate::report::Outcome;
-use crate::report::{self, Cost, RunRecord};
+use crate::report::{self, Cost, RunRecord, NOT_MADE};
 use crate::results_page;
 use crate::store::Store;
 use serde_json::Value;
@@ -68,15 +68,26 @@ pub fn reproduce(
     options: &Options,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Outcome, String> {
-    reproduce_on(experiments, options, None, log)
+    reproduce_on(experiments, options, Make::Here, log)
 }
 
-/// [`reproduce`], the runs not kept yet made on Ray when `ray` is given (see
-/// [`crate::ray`]), else on `options.jobs` threads.
+/// Where the runs an output directory does not keep are made.
+#[derive(Clone, Copy)]
+pub enum Make<'a> {
+    /// On `options.jobs` threads of this process.
+    Here,
+    /// As Ray tasks (see [`crate::ray`]).
+    Ray(&'a Ray),
+    /// Nowhere: the reports compare what is kept, and say which cells wait for runs not
+    /// made yet (how far a long `--full` invocation has come).
+    Nothing,
+}
+
+/// [`reproduce`], the runs not kept made where `make` says.
 pub fn reproduce_on(
     experiments: &[&Experiment],
     options: &Options,
-    ray: Option<&Ray>,
+    make: Make,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Outcome, String> {
     let reference = reference::load()?;
@@ -85,20 +96,23 @@ pub fn reproduce_on(
     let states = states(&store, &planned, workloads::limits::available_memory_bytes());
     let stale = states.iter().filter(|s| matches!(s, State::ToMake { stale: true })).count();
     if stale > 0 {
-        log(format!("{stale} runs kept in {} were made by an older model version: made again", store.dir().display()));
+        let then = if matches!(make, Make::Nothing) { "not reused" } else { "made again" };
+        log(format!("{stale} runs kept in {} were made by an older model version: {then}", store.dir().display()));
     }
     for (p, state) in planned.iter().zip(&states) {
         if let State::Refused(why) = state {
             log(format!("{}: {why}", p.name));
         }
     }
-    let results = match ray {
-        Some(ray) => run_on_ray(&store, &planned, &states, ray, log),
-        None => run_all(&store, &planned, &states, options.jobs, log),
+    let results = match make {
+        Make::Ray(ray) => run_on_ray(&store, &planned, &states, ray, log),
+        Make::Here => run_all(&store, &planned, &states, options.jobs, log),
+        Make::Nothing => states.iter().map(|state| (kept_only(state), false)).collect(),
     };
     let executed = results.iter().filter(|r| matches!(r, (Ok(_), true))).count();
     let reused = results.iter().filter(|r| matches!(r, (Ok(_), false))).count();
-    let failed = results.iter().filter(|r| r.0.is_err()).count();
+    let not_made = results.iter().filter(|r| matches!(&r.0, Err(e) if e == NOT_MADE)).count();
+    let failed = results.iter().filter(|r| r.0.is_err()).count() - not_made;
     let refused = states.iter().filter(|s| matches!(s, State::Refused(_))).count();
     let by_key: HashMap<&str, &RunResult> =
         planned.iter().map(|p| p.key.as_str()).zip(results.iter().map(|r| &r.0)).collect();
@@ -113,11 +127,21 @@ pub fn reproduce_on(
             figures.push(e.id.to_string());
         }
     }
-    let outcome = Outcome { cells: all_cells, executed, reused, failed, stale, refused, costs, figures, cpu_seconds };
+    let outcome =
+        Outcome { cells: all_cells, executed, reused, failed, not_made, stale, refused, costs, figures, cpu_seconds };
     let summary = report::summary_json(options.scale, &outcome.cells, &outcome.costs, cpu_seconds);
     store.write("summary.json", &(serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n"))?;
     store.write(results_page::FILE, &results_page::markdown(experiments, options.scale, &outcome, "", None))?;
     Ok(outcome)
+}
+
+/// A run's result when nothing is made: kept, refused, or not made.
+fn kept_only(state: &State) -> RunResult {
+    match state {
+        State::Kept(result) => Ok(result.clone()),
+        State::Refused(why) => Err(why.clone()),
+        State::ToMake { .. } => Err(NOT_MADE.to_string()),
+    }
 }
 
 /// A result's recorded CPU seconds (absent from runs kept before they were recorded).
@@ -356,9 +380,8 @@ fn run_on_ray(
         .iter()
         .zip(states)
         .map(|(p, state)| match state {
-            State::Kept(result) => (Ok(result.clone()), false),
-            State::Refused(why) => (Err(why.clone()), false),
             State::ToMake { .. } => (made.remove(&p.key).unwrap_or_else(|| Err("not made on Ray".into())), true),
+            kept_or_refused => (kept_only(kept_or_refused), false),
         })
         .collect()
 }
@@ -408,7 +431,10 @@ fn experiment(
     let headline = &values[..ablation::headline_len(values.len(), variants.len())];
     let (ours, missing) = match &e.implementation {
         None => (Vec::new(), Some(Missing::NotImplemented)),
-        Some(i) => ((i.cells)(headline), first_error.map(Missing::RunFailed)),
+        Some(i) => (
+            (i.cells)(headline),
+            first_error.map(|e| if e == NOT_MADE { Missing::NotMade } else { Missing::RunFailed(e) }),
+        ),
     };
     let mut cells = compare::join(e.id, reference, &ours, missing);
     if let Some(i) = &e.implementation {

@@ -155,6 +155,38 @@ fn a_run_kept_by_an_older_model_is_made_again() {
     assert_eq!((again.executed, again.reused, again.stale), (0, 1, 0));
 }
 
+/// [`short_run`] and the same run with another seed.
+fn two_short_runs(scale: Scale) -> Vec<RunSpec> {
+    let mut runs = short_run(scale);
+    let RunInput::Engine(mut config) = runs[0].input.clone() else { unreachable!("short_run is an engine run") };
+    config.seed = 8;
+    runs.push(RunSpec::engine("other seed".into(), config));
+    runs
+}
+
+/// An invocation that makes nothing (`reproduce --kept`) reports from the runs kept:
+/// the one kept is reused, the other is neither made nor kept, and its report says so.
+#[test]
+fn an_invocation_that_makes_nothing_reports_the_kept_runs_and_names_the_others() {
+    let first =
+        Experiment { id: "test:one", description: "d", implementation: Some(Implementation::new(short_run, no_cells)) };
+    let both = Experiment {
+        id: "test:two",
+        description: "d",
+        implementation: Some(Implementation::new(two_short_runs, no_cells)),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    reproduce(&[&first], &options, &|_| {}).expect("the invocation completes");
+    let outcome = reproduce::reproduce_on(&[&both], &options, reproduce::Make::Nothing, &|_| {}).unwrap();
+    assert_eq!((outcome.executed, outcome.reused, outcome.not_made, outcome.failed), (0, 1, 1, 0));
+    assert_eq!(std::fs::read_dir(out.join("runs")).unwrap().count(), 1, "nothing made");
+    let md = std::fs::read_to_string(out.join("test-two.md")).unwrap();
+    assert!(md.contains("| other seed | ") && md.contains(reproduce::report::NOT_MADE), "{md}");
+    assert!(!md.contains("FAILED"), "{md}");
+}
+
 /// TPC-C with ten warehouses on 48 blocks per chip: its database outgrows the device.
 fn outgrowing(_: Scale) -> Vec<RunSpec> {
     let mut config = ExperimentConfig::default();
