@@ -229,3 +229,23 @@ fn a_plan_lists_the_runs_with_their_costs_and_writes_nothing() {
     assert!(text.contains(" CPU hours to make (") && text.contains("; 0 runs refused"), "{text}");
     assert!(!out.exists(), "a plan writes nothing");
 }
+
+/// `--kept` makes no run: on a directory that keeps none of the full runs it reports
+/// every run as not made yet, and it cannot publish such a report.
+#[test]
+fn kept_reports_without_making_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_arg = out.to_str().unwrap();
+    let text = ok(&["reproduce", "ipa:table9", "--full", "--kept", "--out", out_arg]);
+    assert!(text.contains("runs: 0 executed, 0 reused, 0 failed, 20 not made yet;"), "{text}");
+    let md = fs::read_to_string(out.join("ipa-table9.md")).unwrap();
+    assert!(md.contains("| not made yet (--kept reports from the runs kept only) |"), "{md}");
+    assert!(summary(&out)["cells"].as_array().unwrap().iter().any(|c| c["reason"] == "its runs are not made yet"));
+    assert_eq!(fs::read_dir(out.join("runs")).unwrap().count(), 0, "nothing made");
+    let publish = tmp.path().join("results");
+    let o =
+        deltaflash(&["reproduce", "ipa:table9", "--kept", "--out", out_arg, "--publish", publish.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains("--publish"), "{}", stderr(&o));
+    assert!(!publish.exists());
+}
