@@ -22,16 +22,26 @@ fn no_cells(_: &Results) -> Vec<Ours> {
     Vec::new()
 }
 
+/// An experiment of `runs` whose runs give no cells.
+fn experiment(id: &'static str, runs: fn(Scale) -> Vec<RunSpec>) -> Experiment {
+    Experiment { id, description: "d", implementation: Some(Implementation::new(runs, no_cells)) }
+}
+
+/// One run at a time at the smoke scale into `out`.
+fn smoke(out: &std::path::Path) -> Options {
+    Options { scale: Scale::Smoke, jobs: 1, out: out.to_path_buf(), overwrite: false }
+}
+
 /// `runs` made as the one experiment `id` at smoke scale into a fresh output directory:
 /// the outcome, the log's lines, and the directory (inside the returned temporary one).
 fn reproduce_alone(
     id: &'static str,
     runs: fn(Scale) -> Vec<RunSpec>,
 ) -> (reproduce::Outcome, Vec<String>, tempfile::TempDir, std::path::PathBuf) {
-    let experiment = Experiment { id, description: "d", implementation: Some(Implementation::new(runs, no_cells)) };
+    let experiment = experiment(id, runs);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let options = smoke(&out);
     let lines = Mutex::new(Vec::new());
     let log = |line: String| lines.lock().unwrap().push(line);
     let outcome = reproduce(&[&experiment], &options, &log).expect("the invocation itself completes");
@@ -84,11 +94,7 @@ fn engine_run(_: Scale) -> Vec<RunSpec> {
 /// reused, and the reports say its CPU time is not known instead of counting it as 0.
 #[test]
 fn a_directory_written_before_cpu_times_were_recorded_is_reused() {
-    let experiment = Experiment {
-        id: "test:kept",
-        description: "d",
-        implementation: Some(Implementation::new(engine_run, no_cells)),
-    };
+    let experiment = experiment("test:kept", engine_run);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     std::fs::create_dir_all(out.join("runs")).unwrap();
@@ -102,7 +108,7 @@ fn a_directory_written_before_cpu_times_were_recorded_is_reused() {
     let file = out.join("runs").join(format!("{}.json", reproduce::store::Store::key(input)));
     std::fs::write(&file, serde_json::to_string_pretty(&stored).unwrap()).unwrap();
 
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let options = smoke(&out);
     let outcome = reproduce(&[&experiment], &options, &|_| {}).expect("the invocation completes");
     assert_eq!((outcome.executed, outcome.reused, outcome.failed), (0, 1, 0));
     assert_eq!((outcome.costs[0].runs, outcome.costs[0].runs_without_cpu), (1, 1));
@@ -130,11 +136,7 @@ fn short_run(_: Scale) -> Vec<RunSpec> {
 /// invocation reuses the new one.
 #[test]
 fn a_run_kept_by_an_older_model_is_made_again() {
-    let experiment = Experiment {
-        id: "test:short",
-        description: "d",
-        implementation: Some(Implementation::new(short_run, no_cells)),
-    };
+    let experiment = experiment("test:short", short_run);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     std::fs::create_dir_all(out.join("runs")).unwrap();
@@ -144,7 +146,7 @@ fn a_run_kept_by_an_older_model_is_made_again() {
     let stored = serde_json::json!({ "input_config": input.key_json(), "result": { "wall_seconds": 3.2 } });
     std::fs::write(out.join("runs").join(format!("{key}.json")), stored.to_string()).unwrap();
 
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let options = smoke(&out);
     let lines = Mutex::new(Vec::new());
     let log = |line: String| lines.lock().unwrap().push(line);
     let outcome = reproduce(&[&experiment], &options, &log).expect("the invocation completes");
@@ -168,16 +170,11 @@ fn two_short_runs(scale: Scale) -> Vec<RunSpec> {
 /// the one kept is reused, the other is neither made nor kept, and its report says so.
 #[test]
 fn an_invocation_that_makes_nothing_reports_the_kept_runs_and_names_the_others() {
-    let first =
-        Experiment { id: "test:one", description: "d", implementation: Some(Implementation::new(short_run, no_cells)) };
-    let both = Experiment {
-        id: "test:two",
-        description: "d",
-        implementation: Some(Implementation::new(two_short_runs, no_cells)),
-    };
+    let first = experiment("test:one", short_run);
+    let both = experiment("test:two", two_short_runs);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let options = smoke(&out);
     reproduce(&[&first], &options, &|_| {}).expect("the invocation completes");
     let outcome = reproduce::reproduce_on(&[&both], &options, reproduce::Make::Nothing, &|_| {}).unwrap();
     assert_eq!((outcome.executed, outcome.reused, outcome.not_made, outcome.failed), (0, 1, 1, 0));
@@ -199,14 +196,10 @@ fn outgrowing(_: Scale) -> Vec<RunSpec> {
 
 #[test]
 fn a_run_that_outgrows_its_device_is_refused_before_it_starts() {
-    let experiment = Experiment {
-        id: "test:outgrowing",
-        description: "d",
-        implementation: Some(Implementation::new(outgrowing, no_cells)),
-    };
+    let experiment = experiment("test:outgrowing", outgrowing);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let options = Options { scale: Scale::Smoke, jobs: 1, out: out.clone(), overwrite: false };
+    let options = smoke(&out);
 
     let rows = reproduce::runner::plan(&[&experiment], &options, None);
     assert_eq!(rows.len(), 1);
