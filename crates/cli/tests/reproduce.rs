@@ -249,3 +249,26 @@ fn kept_reports_without_making_a_run() {
     assert!(!o.status.success() && stderr(&o).contains("--publish"), "{}", stderr(&o));
     assert!(!publish.exists());
 }
+
+/// An output directory inside the publish directory (`--out docs/results/full`, as
+/// `make reproduce-full` does) publishes its kept runs with the reports: the reports'
+/// run files become links into it.
+#[test]
+fn reports_published_beside_their_runs_link_to_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let published = tmp.path().join("results");
+    let out = published.join("full");
+    let (out_arg, published_arg) = (out.to_str().unwrap(), published.to_str().unwrap());
+    ok(&["reproduce", "ipl:table4", "--smoke", "--out", out_arg, "--publish", published_arg]);
+    let report = fs::read_to_string(published.join("ipl-table4.md")).unwrap();
+    let linked: Vec<&str> = report.lines().filter(|l| l.contains("| [runs/")).collect();
+    assert!(!linked.is_empty(), "{report}");
+    for line in linked {
+        let target = line.split("](full/").nth(1).and_then(|t| t.split(')').next()).expect(line);
+        assert!(out.join(target).is_file(), "{target} is not a kept run");
+    }
+    assert!(
+        !fs::read_to_string(out.join("ipl-table4.md")).unwrap().contains("](full/"),
+        "the output's own report is as written"
+    );
+}

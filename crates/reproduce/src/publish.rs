@@ -59,8 +59,18 @@ pub fn publish(
         }
     }
     fs::create_dir_all(dir).map_err(|e| format!("--publish {shown}: {e}"))?;
+    let runs = runs_within(out, dir);
     for f in &files {
-        fs::copy(out.join(f), dir.join(f)).map_err(|e| format!("{}: {e}", out.join(f).display()))?;
+        let (from, to) = (out.join(f), dir.join(f));
+        match &runs {
+            Some(prefix) if f.ends_with(".md") => {
+                let text = fs::read_to_string(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+                fs::write(&to, link_runs(&text, prefix, dir)).map_err(|e| format!("{}: {e}", to.display()))?;
+            }
+            _ => {
+                fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+            }
+        }
         written.insert(f.clone());
     }
     let manifest: String = written.iter().map(|f| format!("{f}\n")).collect();
@@ -73,6 +83,35 @@ pub fn publish(
     let text = results_page::markdown(experiments, scale, outcome, &format!("{name}/"), prose.as_deref());
     fs::write(&page, text).map_err(|e| format!("{}: {e}", page.display()))?;
     Ok(page)
+}
+
+/// The path from `dir` to the output directory `out` (`full/`), when `out` lies inside
+/// `dir`: then its kept runs are published with the reports (docs/results/full/runs),
+/// and the reports link to them.
+fn runs_within(out: &Path, dir: &Path) -> Option<String> {
+    let (out, dir) = (out.canonicalize().ok()?, dir.canonicalize().ok()?);
+    let inside = out.strip_prefix(&dir).ok()?.to_str()?;
+    Some(format!("{inside}/"))
+}
+
+/// A report with each run's file (`| runs/KEY.json |`, the runs table's file column)
+/// made a link through `prefix` where that file exists under `dir`.
+fn link_runs(report: &str, prefix: &str, dir: &Path) -> String {
+    let mut linked = String::with_capacity(report.len());
+    for line in report.split_inclusive('\n') {
+        let file = line.find("| runs/").and_then(|at| {
+            let from = at + 2;
+            line[from..].find(" |").map(|len| from..from + len)
+        });
+        match file {
+            Some(span) if dir.join(prefix).join(&line[span.clone()]).is_file() => {
+                let name = &line[span.clone()];
+                linked += &format!("{}[{name}]({prefix}{name}){}", &line[..span.start], &line[span.end..]);
+            }
+            _ => linked += line,
+        }
+    }
+    linked
 }
 
 /// The files an earlier publish wrote into `dir`.
