@@ -83,7 +83,9 @@ fn scale_notice(scale: Scale) -> Option<&'static str> {
         Scale::Quick => Some(
             "**This page is published from the quick catalogue** (small databases, short runs), not at the \
              papers' scale: compare the relative effects and the verdicts, not the absolute values. The \
-             papers'-scale version, from `deltaflash reproduce --all --full`, replaces it when that run completes.",
+             papers'-scale version, from `deltaflash reproduce --all --full`, replaces it when that run completes \
+             (about 23 CPU hours, made in parts: its finished runs are kept in `docs/results/full/runs/`, and \
+             `deltaflash reproduce --all --full --kept --out docs/results/full` reports from those made so far).",
         ),
         Scale::Smoke => Some(
             "**This page is published from a smoke run** (seconds per run), which checks the plumbing, not the \
