@@ -284,7 +284,8 @@ fn run_all(
                             ))
                         });
                         let made = execute(store, p, &tag, log);
-                        log(left.lock().unwrap_or_else(|e| e.into_inner()).finish(p.estimate.cpu_seconds, jobs));
+                        let taken = made.as_ref().ok().and_then(cpu_of);
+                        log(left.lock().unwrap_or_else(|e| e.into_inner()).finish(p.estimate.cpu_seconds, taken, jobs));
                         (made, true)
                     }
                 };
@@ -298,31 +299,47 @@ fn run_all(
 }
 
 /// The runs of an invocation still to make and their estimated CPU seconds, for the
-/// line that follows each made run: a `--full` invocation lasts hours.
+/// line that follows each made run: a `--full` invocation lasts hours. The estimates
+/// are bounds ([`crate::cost`]), so the line also scales what is left by the CPU
+/// seconds the runs made so far took against their estimates.
 struct Left {
     runs: usize,
     made: usize,
     cpu_seconds: f64,
+    /// Of the runs made so far that recorded their CPU time: estimated and taken.
+    made_estimated: f64,
+    made_taken: f64,
 }
 
 impl Left {
     fn new(planned: &[Planned], states: &[State]) -> Left {
         let to_make: Vec<&Planned> =
             planned.iter().zip(states).filter(|(_, s)| matches!(s, State::ToMake { .. })).map(|(p, _)| p).collect();
-        Left { runs: to_make.len(), made: 0, cpu_seconds: to_make.iter().map(|p| p.estimate.cpu_seconds).sum() }
+        let cpu_seconds = to_make.iter().map(|p| p.estimate.cpu_seconds).sum();
+        Left { runs: to_make.len(), made: 0, cpu_seconds, made_estimated: 0.0, made_taken: 0.0 }
     }
 
-    /// Counts one run made (estimated at `estimate` CPU seconds) and says what is left.
-    fn finish(&mut self, estimate: f64, jobs: usize) -> String {
+    /// Counts one run made (estimated at `estimate` CPU seconds, taking `taken` if it
+    /// recorded them) and says what is left.
+    fn finish(&mut self, estimate: f64, taken: Option<f64>, jobs: usize) -> String {
         self.made += 1;
         self.cpu_seconds = (self.cpu_seconds - estimate).max(0.0);
+        if let Some(taken) = taken {
+            (self.made_estimated, self.made_taken) = (self.made_estimated + estimate, self.made_taken + taken);
+        }
         let hours = self.cpu_seconds / 3600.0;
-        format!(
+        let jobs = jobs.max(1) as f64;
+        let mut line = format!(
             "{} of {} runs to make made; about {hours:.1} CPU h left by the plan's estimates ({:.1} h on {jobs} at once)",
             self.made,
             self.runs,
-            hours / jobs.max(1) as f64
-        )
+            hours / jobs
+        );
+        if self.made_estimated > 0.0 {
+            let at_rate = hours * self.made_taken / self.made_estimated;
+            line += &format!(", {at_rate:.1} CPU h ({:.1} h) at the rate of the runs made so far", at_rate / jobs);
+        }
+        line
     }
 }
 
@@ -461,12 +478,18 @@ mod tests {
 
     #[test]
     fn each_made_run_says_how_many_remain_and_their_estimated_cpu_hours() {
-        let mut left = Left { runs: 3, made: 0, cpu_seconds: 3.0 * 3600.0 };
+        let mut left = Left { runs: 3, made: 0, cpu_seconds: 3.0 * 3600.0, made_estimated: 0.0, made_taken: 0.0 };
         assert_eq!(
-            left.finish(1800.0, 2),
+            left.finish(1800.0, None, 2),
             "1 of 3 runs to make made; about 2.5 CPU h left by the plan's estimates (1.2 h on 2 at once)"
         );
+        // A run that took half its estimate halves what is left at that rate.
+        assert_eq!(
+            left.finish(1800.0, Some(900.0), 2),
+            "2 of 3 runs to make made; about 2.0 CPU h left by the plan's estimates (1.0 h on 2 at once), \
+             1.0 CPU h (0.5 h) at the rate of the runs made so far"
+        );
         // A run estimated above what is left does not make the remainder negative.
-        assert!(left.finish(5.0 * 3600.0, 2).starts_with("2 of 3 runs to make made; about 0.0 CPU h left"));
+        assert!(left.finish(5.0 * 3600.0, None, 2).starts_with("3 of 3 runs to make made; about 0.0 CPU h left"));
     }
 }
