@@ -97,6 +97,9 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
         println!("{}", reproduce::plan::markdown(&rows, options.jobs));
         return Ok(true);
     }
+    if let Some(dir) = &args.publish {
+        reproduce::publish::check_apart(&options.out, dir)?;
+    }
     let log = |line: String| eprintln!("{line}");
     let ray = args.ray.map(|address| reproduce::ray::Ray {
         address,

@@ -271,4 +271,9 @@ fn reports_published_beside_their_runs_link_to_them() {
         !fs::read_to_string(out.join("ipl-table4.md")).unwrap().contains("](full/"),
         "the output's own report is as written"
     );
+    // Into the output directory itself: refused before anything runs or is written.
+    let summary_before = fs::read(out.join("summary.json")).unwrap();
+    let o = deltaflash(&["reproduce", "ipl:table4", "--smoke", "--out", out_arg, "--publish", out_arg, "--overwrite"]);
+    assert!(!o.status.success() && stderr(&o).contains("is the output directory itself"), "{}", stderr(&o));
+    assert_eq!(fs::read(out.join("summary.json")).unwrap(), summary_before);
 }

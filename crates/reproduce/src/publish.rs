@@ -59,6 +59,7 @@ pub fn publish(
         }
     }
     fs::create_dir_all(dir).map_err(|e| format!("--publish {shown}: {e}"))?;
+    check_apart(out, dir)?;
     let runs = runs_within(out, dir);
     for f in &files {
         let (from, to) = (out.join(f), dir.join(f));
@@ -83,6 +84,22 @@ pub fn publish(
     let text = results_page::markdown(experiments, scale, outcome, &format!("{name}/"), prose.as_deref());
     fs::write(&page, text).map_err(|e| format!("{}: {e}", page.display()))?;
     Ok(page)
+}
+
+/// Refuses to publish into the output directory itself (its files would be copied onto
+/// themselves); the command line asks before any run is made.
+pub fn check_apart(out: &Path, dir: &Path) -> Result<(), String> {
+    let same = match (out.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => std::path::absolute(out).ok() == std::path::absolute(dir).ok(),
+    };
+    if same {
+        return Err(format!(
+            "--publish {}: is the output directory itself; publish into another (docs/results)",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The path from `dir` to the output directory `out` (`full/`), when `out` lies inside
