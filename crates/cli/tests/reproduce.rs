@@ -225,7 +225,7 @@ fn a_plan_lists_the_runs_with_their_costs_and_writes_nothing() {
         ),
         "{text}"
     );
-    assert!(text.contains("| ipa:table9 | 20 | 0 | 20 | 0 |"), "{text}");
+    assert!(text.contains("| ipa:table9 | 30 | 0 | 30 | 0 |"), "{text}");
     assert!(text.contains(" CPU hours to make (") && text.contains("; 0 runs refused"), "{text}");
     assert!(!out.exists(), "a plan writes nothing");
 }
