@@ -124,23 +124,32 @@ pub const EMPTIER: Variant = Variant {
     apply: |input| with_over_provisioning(input, 0.15),
 };
 
+/// The fill both fullness notes state, up to where they part.
+macro_rules! fill_assumed {
+    () => {
+        "Not stated, assumed: how full the database made the device. After the load, the precondition writes \
+         the data regions' free space until valid data takes all but the over-provisioning (10%, §8.4) of the \
+         blocks outside GC's reserve, as if the database filled the device's logical space"
+    };
+}
+
 /// What the fullness variants stand for, for the notes.
-const FULLNESS: &str = "Not stated, assumed: how full the database made the device. After the load, the \
-    precondition writes the data regions' free space until valid data takes all but the over-provisioning \
-    (10%, §8.4) of the blocks outside GC's reserve, as if the database filled the device's logical space. The \
-    text gives 64 GB for the board (§8.1), a buffer of 1 GB at \"1.5% of DB size\" (appendix D.3: a 67 GB \
+const FULLNESS: &str = concat!(
+    fill_assumed!(),
+    ". The text gives 64 GB for the board (§8.1), a buffer of 1 GB at \"1.5% of DB size\" (appendix D.3: a 67 GB \
     database, more than the board holds) and \"DB-sizes … roughly 50GB\" (§8.2: 78% of 64 GB), and no \
     capacity for the emulator. The ablation moves the free share +50%, to 15% (emptier device), as the data \
     regions' over-provisioning; −50% (5%) would leave fewer spare blocks than GC's reserve of 3 per chip on \
-    our devices cut to 32-48 blocks per chip, so the headline is already the fullest they allow.";
+    our devices cut to 32-48 blocks per chip, so the headline is already the fullest they allow."
+);
 
 /// [`FULLNESS`] for the emulator's TPC-C tables (9 and 10), on devices of 1,152 blocks
 /// per chip at full size.
-const FULLNESS_EMULATOR: &str = "Not stated, assumed: how full the database made the device. After the load, \
-    the precondition writes the data regions' free space until valid data takes all but the over-provisioning \
-    (10%, §8.4) of the blocks outside GC's reserve, as if the database filled the device's logical space; the \
-    text gives databases of \"roughly 50GB\" (§8.2) and no capacity for the emulator. The ablation moves the \
-    free share +50%, to 15% (emptier device), as the data regions' over-provisioning.";
+const FULLNESS_EMULATOR: &str = concat!(
+    fill_assumed!(),
+    "; the text gives databases of \"roughly 50GB\" (§8.2) and no capacity for the emulator. The ablation moves the \
+    free share +50%, to 15% (emptier device), as the data regions' over-provisioning."
+);
 
 /// The preconditioned run from a fresh device; `None` for a run without a precondition.
 fn fresh(input: &RunInput) -> Option<RunInput> {
