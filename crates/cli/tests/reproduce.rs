@@ -40,12 +40,20 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
     // Its two runs, both again on a fresh and on an emptier device and on the preset's
     // typical flash channel, and the regions run with its IPA region odd-MLC (the ablation).
     assert!(text.contains("runs: 9 executed, 0 reused, 0 failed; "), "{text}");
+    // Each of the demo's four variants against the headline, on the command line, in the
+    // report and on the page.
+    let table = "| variant | cells | within | within under the variant | taken within | taken out of within |";
+    for variant in ["fresh device", "emptier device (15% free)", "IPA region odd-MLC", "typical 400 MB/s flash channel"]
+    {
+        assert!(text.contains(table) && text.contains(&format!("\n| {variant} | ")), "{variant}: {text}");
+    }
     let log = stderr(&first);
     assert!(log.contains("[1/9] demo:table1 [0x0]: running") && log.contains("done in"), "{log}");
 
     let md = fs::read_to_string(out.join("demo-table1.md")).unwrap();
     assert!(md.contains("| GC erases | [2x3] with regions Δ% | change % | -53 |"), "{md}");
     assert!(md.contains("| run | conditions | file | wall s | CPU s |") && md.contains("\nCPU: "), "{md}");
+    assert!(md.contains(table) && md.contains("\n| fresh device | "), "{md}");
     let experiment: Value = serde_json::from_str(&fs::read_to_string(out.join("demo-table1.json")).unwrap()).unwrap();
     // The report lists each variant's two runs; the odd-MLC variant shares the baseline.
     assert_eq!(experiment["runs"].as_array().unwrap().len(), 10);
@@ -77,6 +85,7 @@ fn a_smoke_experiment_reports_every_cell_and_a_second_run_reuses_its_runs() {
         "per paper, its counts: {page}"
     );
     assert!(page.contains("| GC erases | [2x3] with regions Δ% | change % | -53 | "), "{page}");
+    assert!(page.contains(table), "{page}");
     let cells = s["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 23, "the reference gives Table I 23 cells");
     for c in cells {

@@ -50,11 +50,13 @@ pub fn annotate(cells: &mut [Cell], variants: &[Variant], per_variant: &[Vec<Our
                 (v, value)
             })
             .collect();
+        cell.under =
+            under.iter().map(|(v, value)| (v.name, verdict::compare(kind, cell.paper, *value).verdict)).collect();
         cell.ablation = under
             .iter()
-            .map(|(v, value)| {
-                let c = verdict::compare(kind, cell.paper, *value);
-                format!("{}: {} ({})", v.name, value.map_or("–".into(), |x| show(kind, x)), c.verdict)
+            .zip(&cell.under)
+            .map(|((v, value), (_, verdict))| {
+                format!("{}: {} ({verdict})", v.name, value.map_or("–".into(), |x| show(kind, x)))
             })
             .collect::<Vec<_>>()
             .join("; ");
@@ -129,6 +131,7 @@ mod tests {
             reason: String::new(),
             ablation: String::new(),
             source: String::new(),
+            under: Vec::new(),
         }
     }
 
@@ -150,6 +153,7 @@ mod tests {
         let mut cells = vec![cell(-40.0, 10.0, "change %")];
         annotate(&mut cells, &[A, B], &[ours(-5.0), ours(-30.0)]);
         assert_eq!(cells[0].ablation, "no stack: -5.0 (direction); slow: -30.0 (within)");
+        assert_eq!(cells[0].under, [("no stack", Verdict::Direction), ("slow", Verdict::Within)]);
         assert!(
             cells[0].reason.starts_with("the latency: under \u{201c}slow\u{201d} ours is -30.0 (within"),
             "{}",

@@ -62,6 +62,7 @@ mod tests {
             reason: String::new(),
             ablation: String::new(),
             source: "s".into(),
+            under: Vec::new(),
         }
     }
 

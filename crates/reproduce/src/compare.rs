@@ -34,6 +34,10 @@ pub struct Cell {
     pub ablation: String,
     /// Where in the paper's text the value stands.
     pub source: String,
+    /// The cell's verdict under each variant of its experiment's ablation, by the
+    /// variant's name (`ablation` shows them in `summary.json`).
+    #[serde(skip)]
+    pub under: Vec<(&'static str, Verdict)>,
 }
 
 impl Cell {
@@ -89,6 +93,7 @@ pub fn join(experiment: &str, reference: &[ReferenceCell], ours: &[Ours], missin
                 reason,
                 ablation: String::new(),
                 source: r.source.clone(),
+                under: Vec::new(),
             }
         })
         .collect()

@@ -135,7 +135,13 @@ pub fn experiment_markdown(
             c.ablation
         );
     }
-    out + "\n" + &counts_markdown(cells)
+    out += "\n";
+    out += &counts_markdown(cells);
+    let by_variant = variants_markdown(cells);
+    if !by_variant.is_empty() {
+        out += &format!("\n{by_variant}");
+    }
+    out
 }
 
 /// Seconds to one decimal.
@@ -252,6 +258,46 @@ pub fn counts_markdown(cells: &[Cell]) -> String {
     out
 }
 
+/// Each variant's verdicts beside the headline's, over the cells comparable under both
+/// (variants of one name pooled across experiments, in the order first met): how many
+/// are within under each, and how many the variant takes within or out of it. It shows
+/// whether another stated assumption would fit the papers better as a whole, not just
+/// in the cells it explains. Empty where no cell was ablated.
+pub fn variants_markdown(cells: &[Cell]) -> String {
+    // (name, compared, within under the headline, within under the variant, taken in, taken out)
+    let mut rows: Vec<(&str, [usize; 5])> = Vec::new();
+    for cell in cells.iter().filter(|c| c.verdict != Verdict::NotComparable) {
+        for &(name, under) in cell.under.iter().filter(|(_, v)| *v != Verdict::NotComparable) {
+            let at = match rows.iter().position(|(n, _)| *n == name) {
+                Some(at) => at,
+                None => {
+                    rows.push((name, [0; 5]));
+                    rows.len() - 1
+                }
+            };
+            let (headline, variant) = (cell.verdict == Verdict::Within, under == Verdict::Within);
+            let counts = &mut rows[at].1;
+            counts[0] += 1;
+            counts[1] += usize::from(headline);
+            counts[2] += usize::from(variant);
+            counts[3] += usize::from(variant && !headline);
+            counts[4] += usize::from(headline && !variant);
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "Each variant against the headline, over the cells comparable under both:\n\n\
+         | variant | cells | within | within under the variant | taken within | taken out of within |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (name, [compared, headline, variant, gained, lost]) in rows {
+        out += &format!("| {name} | {compared} | {headline} | {variant} | {gained} | {lost} |\n");
+    }
+    out
+}
+
 /// Cells per verdict and CPU seconds for each experiment of `costs`, in their order.
 pub fn experiments_markdown(cells: &[Cell], costs: &[Cost]) -> String {
     let mut out = String::from(
@@ -302,6 +348,7 @@ mod tests {
             reason: reason.into(),
             ablation: String::new(),
             source: "s".into(),
+            under: Vec::new(),
         }
     }
 
@@ -352,5 +399,22 @@ mod tests {
         );
         let summary = counts_markdown(&cells);
         assert!(summary.contains("33% of the 3 comparable cells are within ±15; 2 cells not within"), "{summary}");
+    }
+
+    #[test]
+    fn each_variant_counts_the_cells_it_takes_within_and_out_over_those_comparable_both_ways() {
+        let mut cells = [
+            cell("a", Verdict::Within, ""),
+            cell("a", Verdict::Direction, ""),
+            cell("b", Verdict::Opposite, ""),
+            cell("b", Verdict::NotComparable, "absolute"),
+        ];
+        cells[0].under = vec![("fresh", Verdict::Direction), ("empty", Verdict::Within)];
+        cells[1].under = vec![("fresh", Verdict::Within), ("empty", Verdict::NotComparable)];
+        cells[2].under = vec![("fresh", Verdict::Within)];
+        cells[3].under = vec![("fresh", Verdict::Within)];
+        let table = variants_markdown(&cells);
+        assert!(table.ends_with("| fresh | 3 | 1 | 2 | 2 | 1 |\n| empty | 1 | 1 | 1 | 0 | 0 |\n"), "{table}");
+        assert_eq!(variants_markdown(&cells[..0]), "");
     }
 }

@@ -41,6 +41,10 @@ pub fn markdown(
         out += &format!("{notice}\n\n");
     }
     out += &report::counts_markdown(&outcome.cells);
+    let by_variant = report::variants_markdown(&outcome.cells);
+    if !by_variant.is_empty() {
+        out += &format!("\n{by_variant}");
+    }
     let mut papers: Vec<&str> = Vec::new();
     for e in experiments {
         let paper = paper_of(e.id);

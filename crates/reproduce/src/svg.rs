@@ -389,6 +389,7 @@ mod tests {
             reason: String::new(),
             ablation: String::new(),
             source: "s".into(),
+            under: Vec::new(),
         };
         let p = Plot::new("t", "x", "y", vec![Series { name: "a".into(), points: vec![(10.0, 1.0), (1000.0, 2.0)] }])
             .log_x()
