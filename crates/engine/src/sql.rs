@@ -6,7 +6,7 @@
 //! where a statement ends. Positions count characters, 1-based, across the whole input.
 //!
 //! ```text
-//! CREATE REGION name (MAX_SIZE=32G, MAX_CHIPS=4, MAX_CHANNELS=2, IPA_MODE=pSLC, IPA=2x4, V=12, OVER_PROVISIONING=0.1)
+//! CREATE REGION name (MAX_SIZE=32G, MAX_CHIPS=4, MAX_CHANNELS=2, IPA_MODE=pSLC, IPA=2x4, V=12, OVER_PROVISIONING=0.1, GC=BACKGROUND)
 //! CREATE TABLESPACE name (REGION=name, EXTENT SIZE 128K)
 //! CREATE TABLE name (col type [NOT NULL] [PRIMARY KEY], …, [PRIMARY KEY (cols)]) [TABLESPACE name]
 //!     types: INT, BIGINT, DECIMAL(p,s), FLOAT, CHAR(n), VARCHAR(n)
@@ -178,6 +178,11 @@ pub struct RegionOptions {
     pub scheme: Option<(u8, u8)>,
     pub v: Option<u8>,
     pub over_provisioning: Option<f64>,
+    /// `GC=FOREGROUND`: a chip collects only once its free blocks reach the foreground
+    /// threshold, in the path of the host write that needs a block (which waits for it);
+    /// `GC=BACKGROUND` (the default) also collects after host writes below the
+    /// background threshold.
+    pub foreground_gc: Option<bool>,
 }
 
 impl RegionOptions {
@@ -614,12 +619,21 @@ impl Parser {
                         w.parse::<f64>().map_err(|_| format!("`{w}` is not a number"))
                     })?)
                 }
+                "GC" => {
+                    o.foreground_gc = Some(self.word_as("FOREGROUND or BACKGROUND", |w| {
+                        match w.to_ascii_uppercase().as_str() {
+                            "FOREGROUND" => Ok(true),
+                            "BACKGROUND" => Ok(false),
+                            _ => Err(format!("unknown GC mode `{}` (expected FOREGROUND or BACKGROUND)", shorten(w))),
+                        }
+                    })?)
+                }
                 _ => {
                     return Err(parse_error(
                         key.line,
                         key.column,
                         key.text(),
-                        "unknown region option (expected MAX_SIZE, MAX_CHIPS, MAX_CHANNELS, IPA_MODE, IPA, V or OVER_PROVISIONING)",
+                        "unknown region option (expected MAX_SIZE, MAX_CHIPS, MAX_CHANNELS, IPA_MODE, IPA, V, OVER_PROVISIONING or GC)",
                     ))
                 }
             }

@@ -778,3 +778,21 @@ fn floats_take_exponent_notation() {
     one(&mut db, "UPDATE f SET x = x + 2.5e-1 WHERE id = 1");
     assert_eq!(rows(&one(&mut db, "SELECT x FROM f WHERE id = 1"))[0][0], Value::Float(0.2515));
 }
+
+/// `GC=FOREGROUND` makes a region collect only in the path of the host write that needs a
+/// block; the schema says so, the default (`BACKGROUND`) goes unsaid, and another mode
+/// is refused by name.
+#[test]
+fn a_region_may_collect_in_the_foreground_only() {
+    let mut db = Database::create(common::device(), DbOptions::default()).unwrap();
+    db.execute("CREATE REGION fg (IPA_MODE=none, MAX_CHIPS=1, GC=foreground); CREATE REGION bg (IPA_MODE=none, MAX_CHIPS=1, GC=BACKGROUND);")
+        .unwrap();
+    let schema = db.schema();
+    assert!(
+        schema.contains("CREATE REGION fg (IPA_MODE=none, MAX_CHIPS=1, OVER_PROVISIONING=0.1, GC=FOREGROUND);"),
+        "{schema}"
+    );
+    assert!(schema.contains("CREATE REGION bg (IPA_MODE=none, MAX_CHIPS=1, OVER_PROVISIONING=0.1);"), "{schema}");
+    let e = fails(&mut db, "CREATE REGION x (GC=sometimes)");
+    assert!(e.contains("unknown GC mode `sometimes` (expected FOREGROUND or BACKGROUND)"), "{e}");
+}

@@ -97,7 +97,7 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
     );
     assert_eq!(variants("ipa:table3"), ["fresh device"]);
     for id in ["ipa:table9", "ipa:table10"] {
-        assert_eq!(variants(id), ["fresh device", "emptier device (15% free)"], "{id}");
+        assert_eq!(variants(id), ["fresh device", "emptier device (15% free)", "GC in the foreground only"], "{id}");
     }
     for id in ["ipa:table6", "ipa:table8"] {
         assert_eq!(
@@ -117,6 +117,7 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
         [
             "fresh device",
             "emptier device (15% free)",
+            "GC in the foreground only",
             "log on 2 chips",
             "log on 6 chips",
             "group commit 200 µs",
@@ -160,6 +161,29 @@ fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
     assert!((ratio - 0.85 / 0.9).abs() < 0.01, "{ratio}");
     let filled = |v: &Value| v["precondition"]["filled_pages"].as_f64().unwrap();
     assert!(filled(&less) < filled(&base), "the fill leaves the emptier device emptier");
+}
+
+/// Under "GC in the foreground only" the data region collects only in the path of a
+/// host write, and the headline also after host writes.
+#[test]
+fn foreground_gc_collects_only_in_the_host_writes_path() {
+    let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Smoke)[0];
+    let mut headline = engine(run).clone();
+    headline.driver.precondition = Precondition::Fill;
+    headline.driver.warmup_s = 0.0;
+    headline.driver.sim_time_s = 0.5;
+    let foreground = (ipa::FOREGROUND_GC.apply)(&RunInput::Engine(headline.clone())).expect("the run changes");
+    let RunInput::Engine(c) = &foreground else { panic!("engine run") };
+    assert!(c.engine.schema.as_deref().unwrap().contains("GC=FOREGROUND"));
+    let log = |_: String| {};
+    let collections = |v: &Value| {
+        let data = &v["regions"]["data"];
+        (field(data, "foreground_gc_collections"), field(data, "background_gc_collections"))
+    };
+    let (_, background) = collections(&RunInput::Engine(headline).execute("headline", &log).unwrap());
+    assert!(background > 0.0, "the headline collects after host writes");
+    let (fg, bg) = collections(&foreground.execute("foreground", &log).unwrap());
+    assert!(fg > 0.0 && bg == 0.0, "foreground {fg}, background {bg}");
 }
 
 #[test]

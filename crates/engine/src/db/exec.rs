@@ -305,6 +305,9 @@ impl Database {
         if let Some(op) = o.over_provisioning {
             spec.over_provisioning = op;
         }
+        if o.foreground_gc == Some(true) {
+            spec.gc.background_free_blocks = spec.gc.foreground_free_blocks;
+        }
         self.pool.store().check_scheme(scheme)?;
         // The device cannot take a region back: the catalog must have room for it first.
         self.catalog.regions.push(RegionEntry { name: name.into(), scheme });
@@ -626,6 +629,9 @@ impl Database {
             opts.extend(spec.max_chips.map(|c| format!("MAX_CHIPS={c}")));
             opts.extend(spec.max_channels.map(|c| format!("MAX_CHANNELS={c}")));
             opts.push(format!("OVER_PROVISIONING={}", spec.over_provisioning));
+            if spec.gc.background_free_blocks == spec.gc.foreground_free_blocks {
+                opts.push("GC=FOREGROUND".into());
+            }
             out += &format!("CREATE REGION {} ({});\n", r.name, opts.join(", "));
         }
         for ts in self.catalog.tablespaces.iter().skip(1) {
