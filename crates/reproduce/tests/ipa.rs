@@ -4,7 +4,7 @@
 //! over-provisioning it names.
 
 use reproduce::catalogue::{find, CATALOGUE};
-use reproduce::experiment::RunSpec;
+use reproduce::experiment::{RunSpec, Variant};
 use reproduce::{ipa, RunInput, Scale};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -143,18 +143,26 @@ fn field(v: &Value, name: &str) -> f64 {
     v.get(name).and_then(Value::as_f64).unwrap_or_else(|| panic!("no {name}"))
 }
 
-#[test]
-fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
+/// Table 7's first smoke run measured for `sim_time_s` from the fill, and that run under
+/// `variant`, whose data regions get `option`.
+fn filled_table7_run_and_under(variant: &Variant, option: &str, sim_time_s: f64) -> (RunInput, RunInput) {
     let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Smoke)[0];
     let mut headline = engine(run).clone();
     headline.driver.precondition = Precondition::Fill;
     headline.driver.warmup_s = 0.0;
-    headline.driver.sim_time_s = 0.05;
-    let emptier = (ipa::EMPTIER.apply)(&RunInput::Engine(headline.clone())).expect("a filled run changes");
-    let RunInput::Engine(c) = &emptier else { panic!("engine run") };
-    assert!(c.engine.schema.as_deref().unwrap().contains("OVER_PROVISIONING=0.15"));
+    headline.driver.sim_time_s = sim_time_s;
+    let headline = RunInput::Engine(headline);
+    let changed = (variant.apply)(&headline).expect("a filled run changes");
+    let RunInput::Engine(c) = &changed else { panic!("engine run") };
+    assert!(c.engine.schema.as_deref().unwrap().contains(option), "{}", variant.name);
+    (headline, changed)
+}
+
+#[test]
+fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
+    let (headline, emptier) = filled_table7_run_and_under(&ipa::EMPTIER, "OVER_PROVISIONING=0.15", 0.05);
     let log = |_: String| {};
-    let base = RunInput::Engine(headline).execute("headline", &log).unwrap();
+    let base = headline.execute("headline", &log).unwrap();
     let less = emptier.execute("emptier", &log).unwrap();
     // The data region's logical capacity follows (1 − over-provisioning): 0.85 / 0.9.
     let ratio = field(&less, "data_regions_mib") / field(&base, "data_regions_mib");
@@ -167,20 +175,13 @@ fn the_emptier_device_has_15_percent_over_provisioning_and_is_filled_to_85() {
 /// host write, and the headline also after host writes.
 #[test]
 fn foreground_gc_collects_only_in_the_host_writes_path() {
-    let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Smoke)[0];
-    let mut headline = engine(run).clone();
-    headline.driver.precondition = Precondition::Fill;
-    headline.driver.warmup_s = 0.0;
-    headline.driver.sim_time_s = 0.5;
-    let foreground = (ipa::FOREGROUND_GC.apply)(&RunInput::Engine(headline.clone())).expect("the run changes");
-    let RunInput::Engine(c) = &foreground else { panic!("engine run") };
-    assert!(c.engine.schema.as_deref().unwrap().contains("GC=FOREGROUND"));
+    let (headline, foreground) = filled_table7_run_and_under(&ipa::FOREGROUND_GC, "GC=FOREGROUND", 0.5);
     let log = |_: String| {};
     let collections = |v: &Value| {
         let data = &v["regions"]["data"];
         (field(data, "foreground_gc_collections"), field(data, "background_gc_collections"))
     };
-    let (_, background) = collections(&RunInput::Engine(headline).execute("headline", &log).unwrap());
+    let (_, background) = collections(&headline.execute("headline", &log).unwrap());
     assert!(background > 0.0, "the headline collects after host writes");
     let (fg, bg) = collections(&foreground.execute("foreground", &log).unwrap());
     assert!(fg > 0.0 && bg == 0.0, "foreground {fg}, background {bg}");
