@@ -207,9 +207,10 @@ pub struct BenchArgs {
                               defaults().engine.buffer_share))]
     buffer: Option<f64>,
     /// When dirty pages are written: eager (a page cleaner from 1/8 of the frames
-    /// dirty, Shore-MT's), non-eager (at eviction) or innodb (a page cleaner from 75% of
-    /// the frames dirty, MySQL InnoDB's) [default: eager].
-    #[arg(long, value_parser = ["eager", "non-eager", "innodb"])]
+    /// dirty, Shore-MT's), non-eager (at eviction), innodb (a page cleaner from 75% of
+    /// the frames dirty, MySQL InnoDB's) or shore-non-eager (Shore-MT's cleaner from 75%,
+    /// its eager strategies off) [default: eager].
+    #[arg(long, value_parser = ["eager", "non-eager", "innodb", "shore-non-eager"])]
     eviction: Option<String>,
     /// The device before the warm-up: none (as loaded), fill (the data regions' free
     /// space written once) or steady (filled, then aged by the workload until GC
@@ -474,6 +475,7 @@ impl BenchArgs {
             e.eviction = match eviction.as_str() {
                 "eager" => Eviction::Eager,
                 "innodb" => Eviction::Innodb,
+                "shore-non-eager" => Eviction::ShoreNonEager,
                 _ => Eviction::NonEager,
             };
         }

@@ -331,6 +331,10 @@ pub enum Eviction {
     /// MySQL InnoDB's: a page cleaner writes the oldest dirty pages once 75% of the
     /// frames are dirty (`engine::buffer::CleanerPolicy::INNODB`).
     Innodb,
+    /// Shore-MT's with the eager strategies off: its cleaner writes the oldest dirty
+    /// pages once 75% of the frames are dirty
+    /// (`engine::buffer::CleanerPolicy::SHORE_NON_EAGER`).
+    ShoreNonEager,
 }
 
 impl Eviction {
@@ -339,6 +343,7 @@ impl Eviction {
             Eviction::Eager => CleanerPolicy::EAGER,
             Eviction::NonEager => CleanerPolicy::NonEager,
             Eviction::Innodb => CleanerPolicy::INNODB,
+            Eviction::ShoreNonEager => CleanerPolicy::SHORE_NON_EAGER,
         }
     }
 }
@@ -747,13 +752,18 @@ mod tests {
     }
 
     #[test]
-    fn innodb_eviction_picks_innodbs_cleaner_and_reads_back() {
-        let mut c = ExperimentConfig::default();
-        c.engine.eviction = Eviction::Innodb;
-        assert_eq!(c.engine.cleaner_policy(), CleanerPolicy::INNODB);
-        let text = c.to_toml().unwrap();
-        assert!(text.contains("eviction = \"innodb\""), "{text}");
-        assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), CleanerPolicy::INNODB);
+    fn the_75_percent_evictions_pick_their_cleaner_and_read_back() {
+        for (eviction, name, policy) in [
+            (Eviction::Innodb, "innodb", CleanerPolicy::INNODB),
+            (Eviction::ShoreNonEager, "shore-non-eager", CleanerPolicy::SHORE_NON_EAGER),
+        ] {
+            let mut c = ExperimentConfig::default();
+            c.engine.eviction = eviction;
+            assert_eq!(c.engine.cleaner_policy(), policy);
+            let text = c.to_toml().unwrap();
+            assert!(text.contains(&format!("eviction = \"{name}\"")), "{text}");
+            assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), policy);
+        }
     }
 
     #[test]
