@@ -317,7 +317,8 @@ fn bench_log_buffer_bytes_reaches_the_engine_and_the_config() {
 }
 
 /// `bench --eviction innodb` runs MySQL InnoDB's page cleaner (from 75% of the frames
-/// dirty), records it in the config, and writes fewer pages than Shore-MT's eager one.
+/// dirty), records it in the config, and writes fewer pages than Shore-MT's eager one;
+/// `shore-non-eager`, Shore-MT's cleaner at the same threshold, writes the same pages.
 #[test]
 fn bench_eviction_innodb_reaches_the_engine_and_the_config() {
     let dir = tempfile::tempdir().unwrap();
@@ -335,6 +336,9 @@ fn bench_eviction_innodb_reaches_the_engine_and_the_config() {
     assert_eq!(innodb["config"]["engine"]["eviction"], "innodb", "{}", innodb["config"]);
     let per_tx = |v: &serde_json::Value| v["host_writes"].as_f64().unwrap() / v["transactions"].as_f64().unwrap();
     assert!(per_tx(&innodb) < per_tx(&eager), "a later cleaner writes fewer pages per transaction");
+    let shore = run("shore.json", "shore-non-eager");
+    assert_eq!(shore["config"]["engine"]["eviction"], "shore-non-eager", "{}", shore["config"]);
+    assert_eq!(shore["host_writes"], innodb["host_writes"], "the same cleaner at 75%");
 }
 
 /// `bench` prints a latency row per transaction type under the transactions' row, with
