@@ -113,11 +113,7 @@ pub fn run(args: ReproduceArgs) -> Result<bool, String> {
     };
     let outcome = reproduce::reproduce_on(&experiments, &options, make, &log)?;
     println!("{}", reproduce::report::experiments_markdown(&outcome.cells, &outcome.costs));
-    println!("{}", reproduce::report::counts_markdown(&outcome.cells));
-    let by_variant = reproduce::report::variants_markdown(&outcome.cells);
-    if !by_variant.is_empty() {
-        println!("{by_variant}");
-    }
+    println!("{}", reproduce::report::counts_and_variants_markdown(&outcome.cells));
     println!(
         "runs: {} executed, {} reused, {} failed{}; {} refused before starting, {} kept by an older model \
          version (stale); {:.1} CPU s over all runs; reports in {}",

@@ -1293,14 +1293,13 @@ const FLOAT_MONEY_MEASURED: &str = "Measured, shore-kits's float money columns (
 
 /// What a log that holds the run changes in appendix A's runs, measured.
 const LOG_HOLDS_RUN_MEASURED: &str = "Measured without a cleaner, the variant \"log holds the run\" (quick, as \
-    above): with at \
-    most one checkpoint, near the run's end, the runs at 75% and 90% buffers write 26,281 and 16,901 pages \
-    instead of 36,345 and 35,696 in the measured 10 s, and at most 10 bytes change on 33% and 26% of them \
+    above): with at most one checkpoint, near the run's end, the runs at 75% and 90% buffers write 26,281 and 16,901 \
+    pages instead of 36,345 and 35,696 in the measured 10 s, and at most 10 bytes change on 33% and 26% of them \
     instead of 39% and 38% (≤ 6 at 90%: 17.5%, within); at 50% nothing moves, as the buffer's evictions, not \
-    checkpoints, write the pages there. What stays is Stock's: 19-44% of its writes at 50-90% buffers still hold \
-    one NewOrder's 3 bytes, cold pages evicted after one change, where the paper has 1% of all writes so small. \
-    The paper's runs kept Shore-MT's cleaner at 75% dirty frames (§8.4), as the runs here do, and the text does \
-    not say how that buffer picks a page to replace; ours writes a dirty page when its clock hand picks it (clock \
+    checkpoints, write the pages there. What stays is Stock's: 19-44% of its writes at 50-90% buffers still hold one \
+    NewOrder's 3 bytes, cold pages evicted after one change, where the paper has 1% of all writes so small. The \
+    paper's runs kept Shore-MT's cleaner at 75% dirty frames (§8.4), as the runs here do, and the text does not say \
+    how that buffer picks a page to replace; ours writes a dirty page when its clock hand picks it (clock \
     replacement, dirty or not).";
 
 pub const TABLE1_NOTES: &[&str] = &[
@@ -1346,9 +1345,9 @@ pub const APPENDIX_A_NOTES: &[&str] = &[
     FLOAT_MONEY_MEASURED,
     "The runs keep Shore-MT's cleaner at 75% dirty frames, as the text's non-eager runs did (\"75% and 100% \
      respectively\", §8.4; engine.eviction = shore-non-eager). Measured without a cleaner (quick, 2026-11-28, \
-     reproduce ipa:appendix-a --quick --jobs 1, branch of commit 467fe08): checkpoints at 99% of the log instead of 90% leave the small writes' shares \
-     where they are or raise them (≤ 10 bytes at 50%: 52.7% to 66.2%; at 75%: 39.5% to 50.2%), so \
-     log reclamation does not explain the gap.",
+     reproduce ipa:appendix-a --quick --jobs 1, branch of commit 467fe08): checkpoints at 99% of the log instead of \
+     90% leave the small writes' shares where they are or raise them (≤ 10 bytes at 50%: 52.7% to 66.2%; at 75%: \
+     39.5% to 50.2%), so log reclamation does not explain the gap.",
     DBMS_CELLS,
 ];
 
@@ -1931,13 +1930,13 @@ pub const TPCC_WRITES_MEASURED: &str = "Measured, what a TPC-C update write (a p
 
 /// Appendix A's non-eager runs: what sets how much a page accumulates.
 pub const NON_EAGER_WRITES_MEASURED: &str = "Measured without a cleaner (the non-eager runs before they kept \
-    Shore-MT's cleaner at 75%), the runs without IPA (quick): Stock takes 52-55% of the \
-    update writes at 50-90% buffers, and 41% (50%), 26% (75%) and 23% (90%) of its writes still change at most 3 \
-    bytes (one NewOrder), where the paper has 1% of all writes so small. Without the cleaner, a page is written \
-    when evicted or by the fuzzy checkpoint that finds it dirty since before the previous one; checkpoints at 90% \
-    of the 192 MiB log (4 chips of 192 blocks) come every 3-4 simulated s at quick (110,000-139,000 log pages \
-    in the 10 measured s), so no page stays dirty for more than about 8 s. The paper's runs reclaimed log space \
-    only when the log was full (\"100%\", §8.4), over 2 hours, with a log size it does not state.";
+    Shore-MT's cleaner at 75%), the runs without IPA (quick): Stock takes 52-55% of the update writes at 50-90% \
+    buffers, and 41% (50%), 26% (75%) and 23% (90%) of its writes still change at most 3 bytes (one NewOrder), where \
+    the paper has 1% of all writes so small. Without the cleaner, a page is written when evicted or by the fuzzy \
+    checkpoint that finds it dirty since before the previous one; checkpoints at 90% of the 192 MiB log (4 chips of \
+    192 blocks) come every 3-4 simulated s at quick (110,000-139,000 log pages in the 10 measured s), so no page \
+    stays dirty for more than about 8 s. The paper's runs reclaimed log space only when the log was full (\"100%\", \
+    §8.4), over 2 hours, with a log size it does not state.";
 
 /// LinkBench's update writes by table and by where their changed bytes lie.
 pub const LINKBENCH_WRITES_MEASURED: &str = "Measured, what a LinkBench update write changes: the [0x0] run at a \

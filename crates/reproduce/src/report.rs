@@ -135,13 +135,7 @@ pub fn experiment_markdown(
             c.ablation
         );
     }
-    out += "\n";
-    out += &counts_markdown(cells);
-    let by_variant = variants_markdown(cells);
-    if !by_variant.is_empty() {
-        out += &format!("\n{by_variant}");
-    }
-    out
+    out + "\n" + &counts_and_variants_markdown(cells)
 }
 
 /// Seconds to one decimal.
@@ -255,6 +249,16 @@ pub fn counts_markdown(cells: &[Cell]) -> String {
         "{within_pct:.0}% of the {comparable} comparable cells are within ±15; {} cells not within have no reason yet (unexplained).\n",
         counts.unexplained
     );
+    out
+}
+
+/// [`counts_markdown`], then [`variants_markdown`] where any cell was ablated.
+pub fn counts_and_variants_markdown(cells: &[Cell]) -> String {
+    let mut out = counts_markdown(cells);
+    let by_variant = variants_markdown(cells);
+    if !by_variant.is_empty() {
+        out += &format!("\n{by_variant}");
+    }
     out
 }
 

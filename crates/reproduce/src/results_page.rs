@@ -40,11 +40,7 @@ pub fn markdown(
     if let Some(notice) = scale_notice(scale) {
         out += &format!("{notice}\n\n");
     }
-    out += &report::counts_markdown(&outcome.cells);
-    let by_variant = report::variants_markdown(&outcome.cells);
-    if !by_variant.is_empty() {
-        out += &format!("\n{by_variant}");
-    }
+    out += &report::counts_and_variants_markdown(&outcome.cells);
     let mut papers: Vec<&str> = Vec::new();
     for e in experiments {
         let paper = paper_of(e.id);
