@@ -15,6 +15,7 @@ use crate::setup::{device_flag, DeviceArgs};
 use crate::table::{print_table, Row};
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, ValueEnum};
+use engine::buffer::Replacement;
 use engine::{Database, DbOptions, IpaScheme};
 use flash::ftl::FtlConfig;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -212,6 +213,11 @@ pub struct BenchArgs {
     /// its eager strategies off) [default: eager].
     #[arg(long, value_parser = ["eager", "non-eager", "innodb", "shore-non-eager"])]
     eviction: Option<String>,
+    /// Which frame a buffer miss takes: clock (second chance, dirty or not), lru, or
+    /// clean-first-clock (Shore-MT's: a clean unreferenced page while the hand finds one
+    /// within a pass, so dirty pages are left to the cleaner and checkpoints) [default: clock].
+    #[arg(long, value_parser = ["clock", "lru", "clean-first-clock"])]
+    replacement: Option<String>,
     /// The device before the warm-up: none (as loaded), fill (the data regions' free
     /// space written once) or steady (filled, then aged by the workload until GC
     /// migrations per host write are in steady state, SNIA PTS style) [default: none].
@@ -479,6 +485,13 @@ impl BenchArgs {
                 _ => Eviction::NonEager,
             };
         }
+        if let Some(replacement) = &self.replacement {
+            e.replacement = match replacement.as_str() {
+                "lru" => Replacement::Lru,
+                "clean-first-clock" => Replacement::CleanFirstClock,
+                _ => Replacement::Clock,
+            };
+        }
         set(&mut e.log_chips, self.log_chips.map(Some));
         set(&mut e.log_buffer_bytes, self.log_buffer_bytes.map(Some));
         if !self.ipa_objects.is_empty() {
@@ -668,6 +681,7 @@ fn bench_sqlite(cmd: BenchCommand, base: Option<SqliteConfig>, json: Option<Outp
         ("--image-sync", c.image_sync.is_some()),
         ("--buffer", c.buffer.is_some()),
         ("--eviction", c.eviction.is_some()),
+        ("--replacement", c.replacement.is_some()),
         ("--precondition", c.precondition.is_some()),
         ("--ipa-mode", c.ipa_mode.is_some()),
         ("--v", c.v.is_some()),

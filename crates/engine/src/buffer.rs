@@ -35,8 +35,24 @@ use std::collections::{BTreeSet, VecDeque};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Replacement {
+    /// Second chance: the hand clears a referenced frame's bit and takes the first
+    /// unreferenced one, dirty or not (a dirty victim is written first).
     Clock,
     Lru,
+    /// Shore-MT's clock (`bf_core_m::replacement` and `can_replace`, src/sm/bf_core.cpp):
+    /// "preference is given to non-dirty pages". Over the first pass of the hand, only a
+    /// clean unreferenced frame is taken; over the second, an unreferenced one, dirty or
+    /// not; after that any unpinned frame. The hand clears the bits it passes (Shore-MT
+    /// counts references down; one bit here). Dirty pages are then written by the
+    /// cleaner and checkpoints, not by a miss, while clean frames are to be had.
+    CleanFirstClock,
+}
+
+impl Replacement {
+    /// Whether this is [`Replacement::Clock`], the default (a config leaves it out).
+    pub fn is_clock(&self) -> bool {
+        *self == Replacement::Clock
+    }
 }
 
 /// When the page cleaner writes dirty pages ahead of eviction.
@@ -81,6 +97,9 @@ pub struct PoolStats {
     /// Evictions that had to write the page first (on the critical path).
     pub dirty_evictions: u64,
     pub cleaner_writes: u64,
+    /// Pages written by checkpoints (and by `flush_all`, which a close and an explicit
+    /// checkpoint take).
+    pub checkpoint_writes: u64,
     pub out_of_place_writes: u64,
     pub in_place_appends: u64,
     /// Writes sent as log records to an In-Page Logging device.
@@ -497,24 +516,34 @@ impl BufferPool {
     fn victim(&mut self) -> Option<FrameId> {
         match self.replacement {
             Replacement::Lru => self.lru.iter().map(|&(_, f)| f).find(|&f| self.frames[f].pins == 0),
-            Replacement::Clock => {
-                let n = self.frames.len();
-                for _ in 0..2 * n {
-                    let f = self.hand;
-                    self.hand = (self.hand + 1) % n;
-                    let frame = &mut self.frames[f];
-                    if frame.pins > 0 {
-                        continue;
-                    }
-                    if frame.referenced {
-                        frame.referenced = false;
-                    } else {
-                        return Some(f);
-                    }
-                }
-                None
-            }
+            Replacement::Clock => self.clock_victim(2, |_, _| true),
+            Replacement::CleanFirstClock => self.clock_victim(3, |pass, frame| match pass {
+                0 => !frame.dirty,
+                _ => true,
+            }),
         }
+    }
+
+    /// Moves the hand over up to `passes` rounds of the frames and takes the first
+    /// unpinned frame `takes` accepts in its round (0, 1, …) that is unreferenced, or
+    /// any unpinned one in the last round; a frame passed over loses its reference bit.
+    fn clock_victim(&mut self, passes: usize, takes: impl Fn(usize, &Frame) -> bool) -> Option<FrameId> {
+        let n = self.frames.len();
+        for step in 0..passes * n {
+            let pass = step / n;
+            let f = self.hand;
+            self.hand = (self.hand + 1) % n;
+            let frame = &mut self.frames[f];
+            if frame.pins > 0 {
+                continue;
+            }
+            let last = pass + 1 == passes && passes > 2;
+            if last || (!frame.referenced && takes(pass, frame)) {
+                return Some(f);
+            }
+            frame.referenced = false;
+        }
+        None
     }
 
     /// Writes a dirty frame by the IPA rule; returns when the write ends.
@@ -606,6 +635,7 @@ impl BufferPool {
         for f in 0..self.frames.len() {
             if self.frames[f].dirty {
                 done = done.max(self.write_frame(f, self.now, journal)?);
+                self.stats.checkpoint_writes += 1;
             }
         }
         self.now = done;
@@ -627,6 +657,7 @@ impl BufferPool {
             let frame = self.frames[f];
             if frame.dirty && frame.pins == 0 && frame.rec_lsn > 0 && frame.rec_lsn < lsn {
                 done = done.max(self.write_frame(f, self.now, journal)?);
+                self.stats.checkpoint_writes += 1;
             }
         }
         self.now = done;

@@ -137,3 +137,43 @@ fn lru_evicts_the_least_recently_used() {
     p.pages().unpin(f);
     assert_eq!(p.stats().misses, misses + 1, "page 7 was evicted");
 }
+
+/// Changes one byte of page `no` (read from flash on a miss): dirty and referenced.
+fn change(pool: &mut Pool, no: u32) {
+    let mut p = pool.pages();
+    let f = p.fetch(PageId { region: 0, page: no }).unwrap();
+    p.pool.page_bytes_mut(f)[100] ^= 0xff;
+    p.unpin(f);
+    pool.pool.end_op(&mut pool.journal, 0, 0, OpKind::Update, None).unwrap();
+}
+
+/// Shore-MT's clock passes over dirty pages while a clean unreferenced one is to be had,
+/// and takes a dirty one only when a whole pass finds none; plain clock takes the first
+/// unreferenced page the hand meets, dirty or not.
+#[test]
+fn clean_first_clock_evicts_a_clean_page_before_a_dirty_one() {
+    for (replacement, dirty_written) in [(Replacement::Clock, 1), (Replacement::CleanFirstClock, 0)] {
+        let mut p = pool(8, replacement, CleanerPolicy::NonEager);
+        for no in 0..8 {
+            create(&mut p, no);
+        }
+        p.pool.flush_all(&mut p.journal).unwrap();
+        for no in 0..4 {
+            change(&mut p, no);
+        }
+        // Every frame referenced: the hand clears them all and takes frame 0 (page 0,
+        // dirty) under both; pages 1-3 are left dirty and unreferenced after the hand.
+        create(&mut p, 8);
+        let before = p.stats().dirty_evictions;
+        assert_eq!(before, 1, "{replacement:?}");
+        create(&mut p, 9);
+        assert_eq!(p.stats().dirty_evictions - before, dirty_written, "{replacement:?}: page 1 or page 4");
+        assert_eq!(p.stats().evictions, 2);
+    }
+    // With every page dirty, Shore-MT's clock takes one on its second pass.
+    let mut p = pool(8, Replacement::CleanFirstClock, CleanerPolicy::NonEager);
+    for no in 0..9 {
+        create(&mut p, no);
+    }
+    assert_eq!((p.stats().evictions, p.stats().dirty_evictions), (1, 1));
+}

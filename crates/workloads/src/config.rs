@@ -21,7 +21,7 @@ use crate::limits;
 use crate::params::{Configured, Params};
 use crate::precondition::Precondition;
 use crate::registry;
-use engine::buffer::CleanerPolicy;
+use engine::buffer::{CleanerPolicy, Replacement};
 pub use engine::heap::HeapSpace;
 use engine::{IpaScheme, JournalKind};
 use flash::ftl::FtlConfig;
@@ -364,6 +364,11 @@ pub struct EngineConfig {
     /// a result's config.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cleaner_sweep: bool,
+    /// Which frame a miss takes: clock, lru, or clean-first-clock (Shore-MT's: a clean
+    /// page while one is to be had, `engine::buffer::Replacement::CleanFirstClock`)
+    /// [default: clock]. Clock, it stays out of a result's config.
+    #[serde(skip_serializing_if = "Replacement::is_clock")]
+    pub replacement: Replacement,
     /// How heap pages make room for inserts and length-changing updates: packed (the
     /// engine's) or innodb (MySQL InnoDB's, `engine::heap::HeapSpace`) [default: packed].
     /// Packed, it stays out of a result's config.
@@ -410,6 +415,7 @@ impl Default for EngineConfig {
             buffer_share: 0.1,
             eviction: Eviction::Eager,
             cleaner_sweep: false,
+            replacement: Replacement::Clock,
             heap_space: HeapSpace::Packed,
             ipa: "2x4".into(),
             ipa_mode: "auto".into(),
@@ -777,6 +783,18 @@ mod tests {
         assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.cleaner_policy(), CleanerPolicy::EAGER_SWEEP);
         c.engine.eviction = Eviction::NonEager;
         assert!(field_error(&c).contains("engine.cleaner_sweep: needs engine.eviction"), "{}", field_error(&c));
+    }
+
+    #[test]
+    fn a_replacement_reads_back_and_clock_stays_out_of_the_config() {
+        let mut c = ExperimentConfig::default();
+        assert!(!c.to_toml().unwrap().contains("replacement"), "clock: a result's config reads as before");
+        c.engine.replacement = Replacement::CleanFirstClock;
+        let text = c.to_toml().unwrap();
+        assert!(text.contains("replacement = \"clean-first-clock\""), "{text}");
+        assert_eq!(ExperimentConfig::from_toml(&text).unwrap().engine.replacement, Replacement::CleanFirstClock);
+        let bad = text.replace("clean-first-clock", "second-chance");
+        assert!(ExperimentConfig::from_toml(&bad).is_err(), "an unknown replacement is refused");
     }
 
     #[test]

@@ -149,6 +149,33 @@ pub struct TimeBreakdown {
     pub other: f64,
 }
 
+/// The buffer pool's page writes in the measurement by what wrote them: a dirty page
+/// evicted to free a frame (on the transaction's path), the page cleaner, checkpoints;
+/// `other` is the rest (a commit that writes its pages without a log, DDL). With the
+/// number of checkpoints taken, it says where a run's host writes come from.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WritesByCause {
+    pub evictions: u64,
+    pub cleaner: u64,
+    pub checkpoints: u64,
+    pub other: u64,
+    pub checkpoints_taken: u64,
+}
+
+fn writes_by_cause(a: &PoolStats, b: &PoolStats) -> WritesByCause {
+    let evictions = b.dirty_evictions - a.dirty_evictions;
+    let cleaner = b.cleaner_writes - a.cleaner_writes;
+    let checkpoints = b.checkpoint_writes - a.checkpoint_writes;
+    let all = b.page_writes - a.page_writes;
+    WritesByCause {
+        evictions,
+        cleaner,
+        checkpoints,
+        other: all.saturating_sub(evictions + cleaner + checkpoints),
+        checkpoints_taken: b.checkpoints - a.checkpoints,
+    }
+}
+
 /// One line of the time series.
 #[derive(Clone, Debug, Serialize)]
 pub struct Interval {
@@ -252,6 +279,7 @@ pub struct Metrics {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub ipl_regions: BTreeMap<String, IplCounters>,
     pub time_per_transaction_ms: TimeBreakdown,
+    pub page_writes_by_cause: WritesByCause,
     /// Simulated seconds the switch DDL took, when it ran in the measured window. Its
     /// I/O counts with the run's; its waits are left out of `time_per_transaction_ms`
     /// (they belong to no transaction of the workload).
@@ -477,6 +505,7 @@ fn metrics(
             .map(|(n, c)| (n.clone(), c.since(&a.ipl_regions.get(n).copied().unwrap_or_default())))
             .collect(),
         time_per_transaction_ms: breakdown(a, b, terminals, switch),
+        page_writes_by_cause: writes_by_cause(&a.pool, &b.pool),
         switch_ddl_seconds: switch.map(|s| s.nanos as f64 / 1e9),
         update_size_writes: total.update_size_writes,
         measured_from_lsn: a.log_end_lsn,

@@ -311,6 +311,7 @@ impl Experiment {
             page_bytes,
             buffer: BufferSize::Pages(4096),
             cleaner: c.engine.cleaner_policy(),
+            replacement: c.engine.replacement,
             checkpoint_log_share: c.engine.checkpoint_log_share,
             log_buffer_bytes: c.engine.log_buffer_bytes.unwrap_or(DbOptions::default().log_buffer_bytes),
             log_chips: c.engine.log_chips.unwrap_or(1),
