@@ -246,7 +246,7 @@ pub fn counts_markdown(cells: &[Cell]) -> String {
     let within_pct = if comparable == 0 { 0.0 } else { counts.within as f64 / comparable as f64 * 100.0 };
     out += &format!("| all | {} |\n\n", cells.len());
     out += &format!(
-        "{within_pct:.0}% of the {comparable} comparable cells are within ±15; {} cells not within have no reason yet (unexplained).\n",
+        "{within_pct:.1}% of the {comparable} comparable cells are within ±15; {} cells not within have no reason yet (unexplained).\n",
         counts.unexplained
     );
     out
@@ -402,7 +402,7 @@ mod tests {
             "{table}"
         );
         let summary = counts_markdown(&cells);
-        assert!(summary.contains("33% of the 3 comparable cells are within ±15; 2 cells not within"), "{summary}");
+        assert!(summary.contains("33.3% of the 3 comparable cells are within ±15; 2 cells not within"), "{summary}");
     }
 
     #[test]
