@@ -14,7 +14,7 @@ use crate::verdict::{self, Kind, Verdict};
 
 /// Every run of an experiment at a scale: its headline runs, then each variant's.
 pub fn all_runs(implementation: &Implementation, scale: Scale) -> Vec<RunSpec> {
-    runs(&(implementation.runs)(scale), implementation.variants)
+    runs(&(implementation.runs)(scale), &implementation.variants_at(scale))
 }
 
 /// The headline runs, then each variant's (variant-major, the runs in order within

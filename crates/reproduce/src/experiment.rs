@@ -109,6 +109,14 @@ impl Implementation {
     pub const fn explain(self, explain: fn(&Results, &[ReferenceCell], &mut [Cell])) -> Implementation {
         Implementation { explain, ..self }
     }
+
+    /// The variants that change some run at `scale`: one that changes none (a variant
+    /// for the quick scale's devices at full scale, say) would only repeat the
+    /// headline's values under its name.
+    pub fn variants_at(&self, scale: Scale) -> Vec<Variant> {
+        let headline = (self.runs)(scale);
+        self.variants.iter().copied().filter(|v| headline.iter().any(|s| (v.apply)(&s.input).is_some())).collect()
+    }
 }
 
 fn no_notes(_: Scale) -> Vec<String> {

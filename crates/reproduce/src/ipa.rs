@@ -2301,6 +2301,17 @@ mod update_size_variant_tests {
             assert!((TPCC_LOG_HOLDS_RUN.apply)(&r.input).is_none(), "{}", r.label);
         }
         assert!(APPENDIX_A_VARIANTS.iter().any(|v| v.name == TPCC_LOG_HOLDS_RUN.name));
+        // Each scale's ablation names only the variants that change one of its runs.
+        let appendix = crate::catalogue::find("ipa:appendix-a").and_then(|e| e.implementation.as_ref()).unwrap();
+        let names = |scale| appendix.variants_at(scale).iter().map(|v| v.name).collect::<Vec<_>>();
+        assert!(
+            names(Scale::Quick).contains(&TPCC_LOG_HOLDS_RUN.name)
+                && !names(Scale::Full).contains(&TPCC_LOG_HOLDS_RUN.name)
+        );
+        assert!(
+            names(Scale::Full).contains(&TPCC_LOG_MORE_CHIPS.name)
+                && !names(Scale::Quick).contains(&TPCC_LOG_MORE_CHIPS.name)
+        );
         // At full scale the log's size is varied by its chips instead, ±50%; at quick not.
         for (variant, chips) in [(TPCC_LOG_FEWER_CHIPS, 2), (TPCC_LOG_MORE_CHIPS, 6)] {
             assert!(APPENDIX_A_VARIANTS.iter().any(|v| v.name == variant.name));

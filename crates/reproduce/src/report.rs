@@ -97,7 +97,7 @@ pub fn experiment_markdown(
     if !notes.is_empty() {
         out += "\n";
     }
-    let variants = e.implementation.as_ref().map_or(&[][..], |i| i.variants);
+    let variants = e.implementation.as_ref().map_or_else(Vec::new, |i| i.variants_at(scale));
     if !variants.is_empty() {
         out += "Ablation: every run again under each variant; a cell not within is explained by the variant that \
                 takes it within, or at least half way to the paper's value.\n\n";
@@ -191,7 +191,7 @@ pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[R
         "implemented": e.implemented(),
         "scale": scale.name(),
         "notes": notes,
-        "ablation": e.implementation.as_ref().map_or(&[][..], |i| i.variants).iter()
+        "ablation": e.implementation.as_ref().map_or_else(Vec::new, |i| i.variants_at(scale)).iter()
             .map(|v| json!({"variant": v.name, "component": v.component})).collect::<Vec<_>>(),
         "runs": runs,
         "cells": cells,

@@ -224,7 +224,7 @@ fn distinct_runs(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Ve
     for e in experiments {
         let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| ablation::all_runs(i, scale));
         let headline_len =
-            e.implementation.as_ref().map_or(0, |i| ablation::headline_len(specs.len(), i.variants.len()));
+            e.implementation.as_ref().map_or(0, |i| ablation::headline_len(specs.len(), i.variants_at(scale).len()));
         let mut keyed = Vec::new();
         for (n, spec) in specs.into_iter().enumerate() {
             let key = Store::key(&spec.input);
@@ -444,7 +444,7 @@ fn experiment(
         })
         .collect();
     let first_error = records.iter().find_map(|r| r.error.as_deref());
-    let variants = e.implementation.as_ref().map_or(&[][..], |i| i.variants);
+    let variants = e.implementation.as_ref().map_or_else(Vec::new, |i| i.variants_at(scale));
     let headline = &values[..ablation::headline_len(values.len(), variants.len())];
     let (ours, missing) = match &e.implementation {
         None => (Vec::new(), Some(Missing::NotImplemented)),
@@ -457,7 +457,7 @@ fn experiment(
     if let Some(i) = &e.implementation {
         let per_variant: Vec<Vec<_>> =
             values[headline.len()..].chunks(headline.len().max(1)).map(|r| (i.cells)(r)).collect();
-        ablation::annotate(&mut cells, variants, &per_variant);
+        ablation::annotate(&mut cells, &variants, &per_variant);
         (i.explain)(headline, reference, &mut cells);
     }
     let stem = e.file_stem();
