@@ -2178,12 +2178,7 @@ fn on_fewer_blocks_than_the_preset(input: &RunInput) -> bool {
 pub const TPCC_LOG_FEWER_CHIPS: Variant = Variant {
     name: LOG_CHIPS_FEWER.name,
     component: LOG_CHIPS_FEWER.component,
-    apply: |input| {
-        if on_fewer_blocks_than_the_preset(input) {
-            return None;
-        }
-        tpcc_changed(input, Eviction::ShoreNonEager, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS / 2))
-    },
+    apply: |input| tpcc_log_chips_at_full_scale(input, SHORE_LOG_CHIPS / 2),
 };
 
 /// The non-eager TPC-C runs' log on 6 chips ([`LOG_CHIPS_MORE`]) at full scale: the log's
@@ -2191,13 +2186,17 @@ pub const TPCC_LOG_FEWER_CHIPS: Variant = Variant {
 pub const TPCC_LOG_MORE_CHIPS: Variant = Variant {
     name: LOG_CHIPS_MORE.name,
     component: LOG_CHIPS_MORE.component,
-    apply: |input| {
-        if on_fewer_blocks_than_the_preset(input) {
-            return None;
-        }
-        tpcc_changed(input, Eviction::ShoreNonEager, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS * 3 / 2))
-    },
+    apply: |input| tpcc_log_chips_at_full_scale(input, SHORE_LOG_CHIPS * 3 / 2),
 };
+
+/// A non-eager TPC-C run with its log on `chips` chips, except on the quick scale's
+/// devices (where "log holds the run" varies the log instead).
+fn tpcc_log_chips_at_full_scale(input: &RunInput, chips: u32) -> Option<RunInput> {
+    if on_fewer_blocks_than_the_preset(input) {
+        return None;
+    }
+    tpcc_changed(input, Eviction::ShoreNonEager, |c| c.engine.log_chips = Some(chips))
+}
 
 /// The TPC-B and TPC-C workloads' parameter for shore-kits's money columns
 /// (`workloads::tpcc::TpccParams::float_money`, `workloads::tpcb::TpcbParams::float_money`).
