@@ -516,29 +516,28 @@ impl BufferPool {
     fn victim(&mut self) -> Option<FrameId> {
         match self.replacement {
             Replacement::Lru => self.lru.iter().map(|&(_, f)| f).find(|&f| self.frames[f].pins == 0),
-            Replacement::Clock => self.clock_victim(2, |_, _| true),
+            Replacement::Clock => self.clock_victim(2, |_, frame| !frame.referenced),
             Replacement::CleanFirstClock => self.clock_victim(3, |pass, frame| match pass {
-                0 => !frame.dirty,
+                0 => !frame.referenced && !frame.dirty,
+                1 => !frame.referenced,
                 _ => true,
             }),
         }
     }
 
     /// Moves the hand over up to `passes` rounds of the frames and takes the first
-    /// unpinned frame `takes` accepts in its round (0, 1, …) that is unreferenced, or
-    /// any unpinned one in the last round; a frame passed over loses its reference bit.
+    /// unpinned frame `takes` accepts in its round (0, 1, …); a frame passed over loses
+    /// its reference bit.
     fn clock_victim(&mut self, passes: usize, takes: impl Fn(usize, &Frame) -> bool) -> Option<FrameId> {
         let n = self.frames.len();
         for step in 0..passes * n {
-            let pass = step / n;
             let f = self.hand;
             self.hand = (self.hand + 1) % n;
             let frame = &mut self.frames[f];
             if frame.pins > 0 {
                 continue;
             }
-            let last = pass + 1 == passes && passes > 2;
-            if last || (!frame.referenced && takes(pass, frame)) {
+            if takes(step / n, frame) {
                 return Some(f);
             }
             frame.referenced = false;

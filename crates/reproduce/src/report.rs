@@ -7,7 +7,7 @@
 //! alone); the invocation's total counts every run once.
 
 use crate::compare::Cell;
-use crate::experiment::{Experiment, Scale};
+use crate::experiment::{Experiment, Scale, Variant};
 use crate::verdict::Verdict;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -78,6 +78,7 @@ pub fn experiment_markdown(
     e: &Experiment,
     scale: Scale,
     notes: &[String],
+    variants: &[Variant],
     runs: &[RunRecord],
     cells: &[Cell],
 ) -> String {
@@ -97,7 +98,6 @@ pub fn experiment_markdown(
     if !notes.is_empty() {
         out += "\n";
     }
-    let variants = e.implementation.as_ref().map_or_else(Vec::new, |i| i.variants_at(scale));
     if !variants.is_empty() {
         out += "Ablation: every run again under each variant; a cell not within is explained by the variant that \
                 takes it within, or at least half way to the paper's value.\n\n";
@@ -181,7 +181,14 @@ impl Cost {
 }
 
 /// The experiment's JSON.
-pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[RunRecord], cells: &[Cell]) -> Value {
+pub fn experiment_json(
+    e: &Experiment,
+    scale: Scale,
+    notes: &[String],
+    variants: &[Variant],
+    runs: &[RunRecord],
+    cells: &[Cell],
+) -> Value {
     let cost = Cost::of(e.id, runs);
     json!({
         "cpu_seconds": cost.cpu_seconds,
@@ -191,7 +198,7 @@ pub fn experiment_json(e: &Experiment, scale: Scale, notes: &[String], runs: &[R
         "implemented": e.implemented(),
         "scale": scale.name(),
         "notes": notes,
-        "ablation": e.implementation.as_ref().map_or_else(Vec::new, |i| i.variants_at(scale)).iter()
+        "ablation": variants.iter()
             .map(|v| json!({"variant": v.name, "component": v.component})).collect::<Vec<_>>(),
         "runs": runs,
         "cells": cells,

@@ -222,9 +222,13 @@ fn distinct_runs(experiments: &[&Experiment], scale: Scale) -> (Vec<Planned>, Ve
     let mut planned: Vec<Planned> = Vec::new();
     let mut plans = Vec::new();
     for e in experiments {
-        let specs = e.implementation.as_ref().map_or_else(Vec::new, |i| ablation::all_runs(i, scale));
-        let headline_len =
-            e.implementation.as_ref().map_or(0, |i| ablation::headline_len(specs.len(), i.variants_at(scale).len()));
+        let (specs, headline_len) = match &e.implementation {
+            Some(i) => {
+                let headline = (i.runs)(scale);
+                (ablation::runs(&headline, &i.variants_at(scale)), headline.len())
+            }
+            None => (Vec::new(), 0),
+        };
         let mut keyed = Vec::new();
         for (n, spec) in specs.into_iter().enumerate() {
             let key = Store::key(&spec.input);
@@ -466,8 +470,8 @@ fn experiment(
     if let Some(plot) = plot {
         store.write(&format!("{stem}.svg"), &plot(headline, &cells).to_svg())?;
     }
-    store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &notes, &records, &cells))?;
-    let json = report::experiment_json(e, scale, &notes, &records, &cells);
+    store.write(&format!("{stem}.md"), &report::experiment_markdown(e, scale, &notes, &variants, &records, &cells))?;
+    let json = report::experiment_json(e, scale, &notes, &variants, &records, &cells);
     store.write(&format!("{stem}.json"), &(serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n"))?;
     Ok((cells, Cost::of(e.id, &records), plot.is_some()))
 }
