@@ -250,6 +250,10 @@ pub struct BenchArgs {
     /// commit rate (TPC-B: about 3,500 tps); with more, commits program in parallel.
     #[arg(long, value_parser = count::<u32>(limits::LOG_CHIPS), allow_negative_numbers = true)]
     log_chips: Option<u32>,
+    /// The write-ahead log on a device of its own of this many MiB (--log-chips chips of
+    /// the preset), not a region of the database device [default: off]
+    #[arg(long, value_parser = count::<u64>(limits::LOG_DEVICE_MIB), allow_negative_numbers = true)]
+    log_device_mib: Option<u64>,
     #[arg(long, value_parser = float(limits::SIM_TIME_S), allow_negative_numbers = true,
           help = with_default("Simulated seconds measured after the warm-up, in (0, 1e9]",
                               defaults().driver.sim_time_s))]
@@ -333,6 +337,7 @@ impl Spelling {
             "engine.v" => "--v",
             "engine.ipa_objects" => "--ipa-objects",
             "engine.log_chips" => "--log-chips",
+            "engine.log_device_mib" => "--log-device-mib",
             "engine.checkpoint_log_share" => "--checkpoint-log-share",
             "engine.group_commit_us" => "--group-commit-us",
             "engine.log_buffer_bytes" => "--log-buffer-bytes",
@@ -493,6 +498,7 @@ impl BenchArgs {
             };
         }
         set(&mut e.log_chips, self.log_chips.map(Some));
+        set(&mut e.log_device_mib, self.log_device_mib.map(Some));
         set(&mut e.log_buffer_bytes, self.log_buffer_bytes.map(Some));
         if !self.ipa_objects.is_empty() {
             e.ipa_objects = self.ipa_objects.clone();
@@ -689,6 +695,7 @@ fn bench_sqlite(cmd: BenchCommand, base: Option<SqliteConfig>, json: Option<Outp
         ("--schema", c.schema.is_some()),
         ("--checkpoint-log-share", c.checkpoint_log_share.is_some()),
         ("--log-chips", c.log_chips.is_some()),
+        ("--log-device-mib", c.log_device_mib.is_some()),
         ("--sim-time", c.sim_time.is_some()),
         ("--warmup", c.warmup.is_some()),
         ("--terminals", c.terminals.is_some()),

@@ -63,10 +63,33 @@ const FILLED_NOT_AGED: &str = "Every run starts from a filled device (driver.pre
     strategies a large buffer writes few pages per transaction, so an aging measured in host writes runs many \
     transactions, and TPC-C's inserts outgrow any device: [2x40] at a 90% buffer grew from 125 to 395 MiB \
     (68% of the data regions) on 160 blocks per chip before its aging reached steady state (measured).";
-/// What the text leaves open about Shore-MT's log on the emulator.
-const SHORE_LOG: &str = "Not stated, assumed: Shore-MT's log on 4 chips of the same emulated device \
-    (engine.log_chips = 4), and every commit forcing the log (engine.group_commit_us = 0); the paper names \
-    neither a log device nor group commit.";
+/// What the text leaves open about Shore-MT's log, and where the runs take it from.
+pub const SHORE_LOG: &str = "Not stated: where Shore-MT's log was and how large. Taken from Shore-MT and its \
+    benchmark kit: Shore-MT writes its log to files in a directory of its own (log_m::make_log_name, \
+    `<logdir>/log.<n>`), not through the volume layer that NoFTL replaces, and shore-kits's shore.conf gives \
+    the log its own directory and a size per database (`1wh-logsize` 1,024,000 KB, `10wh-logsize` and \
+    `100wh-logsize` 2,048,000, `tpcb100-dlog10-logsize` 2,048,000, `10sf-tm1-logsize` 1,024,000). So the \
+    runs keep the log on a device of its own (engine.log_device_mib), as large as that configuration for \
+    the nearest database at or above theirs: TPC-C 1,000 MiB at 1 warehouse, 2,000 MiB up to 100; TPC-B \
+    2,000 MiB; TATP 1,000 MiB. Assumed: that device is 4 chips of the run's flash (2 for the demo), and \
+    every commit forces the log (engine.group_commit_us = 0); the paper names neither a log device nor \
+    group commit.";
+
+/// The log's size, MiB, in shore-kits's configuration (shore.conf, `<config>-logsize`
+/// in KB / 1,024) for the nearest database at or above a run's: TPC-C `1wh`
+/// (1,024,000 KB) and `10wh`/`100wh` (2,048,000), `1000wh` beyond (4,096,000); TPC-B
+/// `tpcb100-dlog10` (2,048,000, its only TPC-B configuration); TATP `10sf-tm1` and
+/// `100sf-tm1` (1,024,000). `None` for a workload that is not Shore-MT's.
+pub fn shore_kits_log_mib(workload: &str, size: u32) -> Option<u64> {
+    match workload {
+        "tpcc" if size <= 1 => Some(1_000),
+        "tpcc" if size <= 100 => Some(2_000),
+        "tpcc" => Some(4_000),
+        "tpcb" => Some(2_000),
+        "tatp" => Some(1_000),
+        _ => None,
+    }
+}
 /// Shore-MT's eager settings (§8.4).
 const SHORE_EAGER: &str = "Eager eviction: a page cleaner flushes once 12.5% of the buffer is dirty \
     (\"12.5% hard-coded in Shore-MT\", §8.4); checkpoints at 30% of the log region (Shore-MT reclaims log \
@@ -362,6 +385,7 @@ impl Setup {
         c.engine.ipa = scheme.into();
         c.engine.buffer_share = self.buffer_share;
         c.engine.log_chips = Some(self.log_chips);
+        c.engine.log_device_mib = shore_kits_log_mib(self.workload, self.size);
         let (warmup_s, sim_time_s) = match scale {
             Scale::Smoke => (0.2, 0.5),
             Scale::Quick => (5.0, 10.0),
@@ -400,20 +424,22 @@ fn engine_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) 
     }
 }
 
-/// The log chips the emulator runs assume ([`SHORE_LOG`]: not stated in the paper).
+/// The chips of the log's device in the emulator runs ([`SHORE_LOG`]: not stated in the
+/// paper).
 const SHORE_LOG_CHIPS: u32 = 4;
 
-/// The Shore-MT log on half the assumed chips (−50%): log writes queue on fewer chips.
+/// The Shore-MT log's device on half the assumed chips (−50%): log writes queue on
+/// fewer chips.
 pub const LOG_CHIPS_FEWER: Variant = Variant {
     name: "log on 2 chips",
-    component: "the log device (not stated; assumed 4 chips of the emulator, here 2, −50%)",
+    component: "the log's device (not stated; assumed 4 chips of the emulator's flash, here 2, −50%)",
     apply: |input| engine_changed(input, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS / 2)),
 };
 
-/// The Shore-MT log on 50% more chips: the data regions keep 2 chips fewer.
+/// The Shore-MT log's device on 50% more chips.
 pub const LOG_CHIPS_MORE: Variant = Variant {
     name: "log on 6 chips",
-    component: "the log device (not stated; assumed 4 chips of the emulator, here 6, +50%)",
+    component: "the log's device (not stated; assumed 4 chips of the emulator's flash, here 6, +50%)",
     apply: |input| engine_changed(input, |c| c.engine.log_chips = Some(SHORE_LOG_CHIPS * 3 / 2)),
 };
 
@@ -443,8 +469,17 @@ pub const CHECKPOINT_LATE: Variant = Variant {
 /// Table 7's ablation: the precondition and the fullness ([`FRESH`], [`EMPTIER`]), when
 /// GC runs ([`FOREGROUND_GC`]), and Shore-MT's log and checkpoint assumptions
 /// (`SHORE_LOG`, `SHORE_EAGER`).
-pub const TABLE7_VARIANTS: &[Variant] =
-    &[FRESH, EMPTIER, FOREGROUND_GC, LOG_CHIPS_FEWER, LOG_CHIPS_MORE, GROUP_COMMIT, CHECKPOINT_EARLY, CHECKPOINT_LATE];
+pub const TABLE7_VARIANTS: &[Variant] = &[
+    FRESH,
+    EMPTIER,
+    FOREGROUND_GC,
+    LOG_CHIPS_FEWER,
+    LOG_CHIPS_MORE,
+    LOG_ON_DATABASE_DEVICE,
+    GROUP_COMMIT,
+    CHECKPOINT_EARLY,
+    CHECKPOINT_LATE,
+];
 
 // ---- Table 7: TPC-B on the flash emulator ----
 
@@ -603,6 +638,7 @@ pub const TABLE6_NOTES: &[&str] = &[
     BOARD_GC,
     PSLC_ERASES,
     TPCB_GC,
+    SHORE_LOG,
 ];
 
 pub const TABLE8_NOTES: &[&str] = &[
@@ -614,12 +650,13 @@ pub const TABLE8_NOTES: &[&str] = &[
     FULLNESS,
     BOARD_GC,
     PSLC_ERASES,
+    SHORE_LOG,
 ];
 
 /// Runs of a board table: the baseline (no IPA: the whole MLC capacity), then the
 /// scheme in pSLC and in odd-MLC mode. The pSLC region has as many logical pages as
-/// the others ([`BOARD_REGIONS`]): twice the blocks per chip, and half the log chips so
-/// that the log region keeps its capacity.
+/// the others ([`BOARD_REGIONS`]): twice the blocks per chip. The log is on a device of
+/// its own ([`SHORE_LOG`]), the same for all three.
 fn board_runs(scale: Scale, setup: Setup, scheme: &str) -> Vec<RunSpec> {
     let with_mode = |s: &str, mode: &str| {
         let mut config = setup.config(scale, s);
@@ -629,7 +666,6 @@ fn board_runs(scale: Scale, setup: Setup, scheme: &str) -> Vec<RunSpec> {
     };
     let mut pslc = with_mode(scheme, "pslc");
     pslc.device.blocks_per_chip = Some(setup.blocks_per_chip * 2);
-    pslc.engine.log_chips = Some(setup.log_chips / 2);
     vec![
         RunSpec::engine("[0x0]".into(), with_mode("0x0", "pslc")),
         RunSpec::engine(format!("[{scheme}] pSLC"), pslc),
@@ -885,7 +921,7 @@ fn measured_shape(config: &ExperimentConfig) -> Option<(f64, f64)> {
 }
 
 /// A TPC-C run on the emulator: the MiB its data regions hold (their logical capacity:
-/// the chips outside the log and `system`, 10% over-provisioning) and the MiB the
+/// the chips outside `system` and a log kept on the device, 10% over-provisioning) and the MiB the
 /// database may need by the run's end (loaded, grown by the aging and by the warm-up
 /// and measurement). `None` for any other run.
 pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
@@ -893,7 +929,8 @@ pub fn tpcc_room(config: &ExperimentConfig) -> Option<(f64, f64)> {
         return None;
     }
     let g = config.device.geometry().ok()?;
-    let data_chips = f64::from(g.chips()) - f64::from(config.engine.log_chips.unwrap_or(4)) - SYSTEM_CHIPS;
+    let log_chips = if config.engine.log_device_mib.is_some() { 0 } else { config.engine.log_chips.unwrap_or(4) };
+    let data_chips = f64::from(g.chips()) - f64::from(log_chips) - SYSTEM_CHIPS;
     let block_bytes = f64::from(g.pages_per_block) * f64::from(g.page_bytes);
     let capacity_mib = data_chips * f64::from(g.blocks_per_chip) * block_bytes * 0.9 / (1024.0 * 1024.0);
     let measured = measured_shape(config);
@@ -985,6 +1022,7 @@ pub const TABLE4_NOTES: &[&str] = &[
     "TPC-B as Table 7; TPC-C the runs of Table 9 at 75% and 90% ([0x0], [2x3]) \
      and [3x3] on the same device; LinkBench the runs of Table 5 at 75% and 90% (8 KiB pages).",
     TPCC_DEVICE,
+    SHORE_LOG,
     LINKBENCH_DEVICE,
     LINKBENCH_UPDATES,
     LINKBENCH_ENGINE,
@@ -1157,7 +1195,8 @@ pub const DEMO_TABLE1_NOTES: &[&str] = &[
      without IPA (the demo's text). Not stated for Table I, taken from the demo's own DDL example \
      (MAX_CHIPS=4, MAX_CHANNELS=2, IPA_MODE = pSLC): the IPA region on 4 chips of 2 channels in pSLC mode; \
      the plain region gets the other data chips.",
-    "Not stated, assumed: the log on 2 chips; the buffer at the default 10% of the database.",
+    SHORE_LOG,
+    "Not stated, assumed: the buffer at the default 10% of the database.",
     "From steady state, not from a formatted device: Demo-Scenario 3 runs \"the Flash SSD … completely \
      formatted\", but a formatted device's quick run ends before GC starts (the fresh device variant).",
     "Measured cause of the GC cells: the fill makes every data region as full as the device (valid data on 90% \
@@ -1292,23 +1331,13 @@ const FLOAT_MONEY_MEASURED: &str = "Measured, shore-kits's float money columns (
     the records) and TPC-B's rise past the paper's (2.14 to 2.62 with [2x4] at 75%, the paper's 2.03: a double's \
     4 changed bytes fit one record). Not followed: shore-kits's dates as doubles and its C_LAST_PAYMENT column.";
 
-/// What a log that holds the run changes in appendix A's runs, measured.
-const LOG_HOLDS_RUN_MEASURED: &str = "Measured without a cleaner, the variant \"log holds the run\" (quick, as \
-    above): with at most one checkpoint, near the run's end, the runs at 75% and 90% buffers write 26,281 and 16,901 \
-    pages instead of 36,345 and 35,696 in the measured 10 s, and at most 10 bytes change on 33% and 26% of them \
-    instead of 39% and 38% (≤ 6 at 90%: 17.5%, within); at 50% nothing moves, as the buffer's evictions, not \
-    checkpoints, write the pages there. What stays is Stock's: 19-44% of its writes at 50-90% buffers still hold one \
-    NewOrder's 3 bytes, cold pages evicted after one change, where the paper has 1% of all writes so small. The \
-    paper's runs kept Shore-MT's cleaner at 75% dirty frames (§8.4), as the runs here do, and the text does not say \
-    how that buffer picks a page to replace; ours writes a dirty page when its clock hand picks it (clock \
-    replacement, dirty or not).";
-
 pub const TABLE1_NOTES: &[&str] = &[
     STEADY,
     EMULATOR,
     "The runs without IPA at a 75% buffer of Table 4 (TPC-B and TPC-C).",
     UPDATE_SIZE_DEFINITIONS,
     TPCC_DEVICE,
+    SHORE_LOG,
     TPCC_WRITES_MEASURED,
     FLOAT_MONEY_MEASURED,
     DBMS_CELLS,
@@ -1341,8 +1370,8 @@ pub const APPENDIX_A_NOTES: &[&str] = &[
     "The runs without IPA of Table 10.",
     UPDATE_SIZE_DEFINITIONS,
     TPCC_DEVICE,
+    SHORE_LOG,
     NON_EAGER_WRITES_MEASURED,
-    LOG_HOLDS_RUN_MEASURED,
     CHECKPOINT_WRITES_MEASURED,
     FLOAT_MONEY_MEASURED,
     "The runs keep Shore-MT's cleaner at 75% dirty frames, as the text's non-eager runs did (\"75% and 100% \
@@ -1384,6 +1413,7 @@ pub const TABLE3_NOTES: &[&str] = &[
     "TPC-C at a 75% buffer on 4 KiB pages (Table 9's device and its runs at 75%); LinkBench at a 75% buffer on \
      8 KiB pages (Table 3's heading; Table 5's runs at 75%).",
     TPCC_DEVICE,
+    SHORE_LOG,
     LINKBENCH_DEVICE,
     LINKBENCH_ENGINE,
     LINKBENCH_FLUSHING,
@@ -1691,8 +1721,14 @@ mod tests {
                 // pSLC halves a block's pages: twice the blocks give the same logical size.
                 assert_eq!(pslc.device.blocks_per_chip.map(|b| b / 2), base.device.blocks_per_chip);
                 assert_eq!(odd.device.blocks_per_chip, base.device.blocks_per_chip);
-                // The log keeps its capacity: half the chips of twice the blocks.
-                assert_eq!(pslc.engine.log_chips.map(|c| c * 2), base.engine.log_chips);
+                // One log for all three: its own device, of shore-kits's size.
+                for run in [pslc, odd] {
+                    assert_eq!(
+                        (run.engine.log_chips, run.engine.log_device_mib),
+                        (base.engine.log_chips, base.engine.log_device_mib)
+                    );
+                }
+                assert!(base.engine.log_device_mib.is_some());
             }
         }
         let demo = demo_table1_runs(Scale::Quick);
@@ -1931,8 +1967,9 @@ pub const TPCC_WRITES_MEASURED: &str = "Measured, what a TPC-C update write (a p
     cached\". The text does not say how Shore-MT's cleaner picks its pages or how many it writes at a time.";
 
 /// Appendix A's non-eager runs: what sets how much a page accumulates.
-pub const NON_EAGER_WRITES_MEASURED: &str = "Measured without a cleaner (the non-eager runs before they kept \
-    Shore-MT's cleaner at 75%), the runs without IPA (quick): Stock takes 52-55% of the update writes at 50-90% \
+pub const NON_EAGER_WRITES_MEASURED: &str = "Measured without a cleaner and with the log on 4 chips of the database \
+    device (the non-eager runs before they kept Shore-MT's cleaner at 75% and the log on a device of its own), the \
+    runs without IPA (quick): Stock takes 52-55% of the update writes at 50-90% \
     buffers, and 41% (50%), 26% (75%) and 23% (90%) of its writes still change at most 3 bytes (one NewOrder), where \
     the paper has 1% of all writes so small. Without the cleaner, a page is written when evicted or by the fuzzy \
     checkpoint that finds it dirty since before the previous one; checkpoints at 90% of the 192 MiB log (4 chips of \
@@ -1941,8 +1978,9 @@ pub const NON_EAGER_WRITES_MEASURED: &str = "Measured without a cleaner (the non
     §8.4), over 2 hours, with a log size it does not state.";
 
 /// Where the non-eager runs' writes come from at full scale, measured.
-pub const CHECKPOINT_WRITES_MEASURED: &str = "Measured at full scale, where the writes of the non-eager runs come \
-    from (2026-11-28, commit 6c963ea: the kept [0x0] runs' configs at 50% and 90% buffers with the measurement cut to \
+pub const CHECKPOINT_WRITES_MEASURED: &str = "Measured at full scale with the log on 4 chips of the database device \
+    (the variant \"log on the database device\"), where the writes of the non-eager runs come from (2026-11-28, \
+    commit 6c963ea: the kept [0x0] runs' configs at 50% and 90% buffers with the measurement cut to \
     60 simulated s, `deltaflash bench --config`, `page_writes_by_cause`): checkpoints write 89.8% (50%) and 99.3% \
     (90%) of the pages, evictions the rest, with 8 checkpoints in the 60 s; a fuzzy checkpoint writes every page \
     dirty since before the previous one, so the interval between checkpoints, which the log's size sets, bounds how \
@@ -1950,12 +1988,14 @@ pub const CHECKPOINT_WRITES_MEASURED: &str = "Measured at full scale, where the 
     `bf_core_m::replacement`) moves the 50% run's eviction writes to the cleaner and leaves the update sizes as they \
     are (the same shares to the percent). The paper does not state its log size; shore-kits's configuration for a \
     10-warehouse TPC-C database gives Shore-MT a 2 GB log (shore.conf: 10wh-logsize = 2048000 KB), larger than the \
-    log here, which 4 chips of the device hold. On 1,024 blocks per chip (the quick variant \"log holds the \
-    run\") the log is smaller still: 10 checkpoints in the same 60 s. Measured the same way with the log on 6 and 8 \
+    576 MiB 4 chips of the device hold; the runs keep it on a device of its own, of that size (the note on \
+    Shore-MT's log). \
+    Measured the same way with the log on 6 and 8 \
     chips (1.5 and 2 times its size): at a 90% buffer the writes changing at most 3 bytes fall from 14.4% to 11.2% \
     and 9.8%, those changing at most 15 from 59.2% to 51.0% and 46.4%; at 50% evictions make the writes the \
     checkpoints no longer make (43,103 to 104,148 and 125,041 pages) and the shares move less (at most 15 bytes: \
-    60.1% to 55.7% and 53.0%). The ablation varies the log's chips ±50% (\"log on 2 chips\", \"log on 6 chips\").";
+    60.1% to 55.7% and 53.0%). The ablation varies the log's size ±50% (\"log of half the size\", \"log 1.5 times \
+    the size\").";
 
 /// LinkBench's update writes by table and by where their changed bytes lie.
 pub const LINKBENCH_WRITES_MEASURED: &str = "Measured, what a LinkBench update write changes: the [0x0] run at a \
@@ -2139,64 +2179,51 @@ pub const TPCC_LOG_FULL_CHECKPOINT: Variant = Variant {
     apply: |input| tpcc_changed(input, Eviction::ShoreNonEager, |c| c.engine.checkpoint_log_share = 0.99),
 };
 
-/// The emulator preset's blocks per chip, the device of the full-scale TPC-C runs.
-const PRESET_BLOCKS_PER_CHIP: u32 = 1024;
+/// The non-eager TPC-C runs with a log of half the size (shore-kits's, [`SHORE_LOG`],
+/// −50%): the text reclaims log space only with the log full ("100%", §8.4) and does not
+/// state the log's size, and a fuzzy checkpoint writes every page dirty since before the
+/// previous one, so the log's size sets how long a page gathers changes
+/// ([`CHECKPOINT_WRITES_MEASURED`]).
+pub const TPCC_LOG_SMALLER: Variant = Variant {
+    name: "log of half the size",
+    component: "the log's size (not stated; shore-kits's configuration assumed, 1,000 MiB at 1 warehouse, 2,000 at \
+        10; here half)",
+    apply: |input| tpcc_log_size(input, 0.5),
+};
 
-/// The non-eager TPC-C runs on the preset's 1,024 blocks per chip, so that their 4-chip
-/// log holds 1 GiB, about what a quick run's warm-up and measured time write: at most one
-/// checkpoint, near the run's end, forces pages out (measured: none at 10-20% buffers; at
-/// 50-90% checkpoint time per transaction 14-24% of the headline's). The text reclaims
-/// log space only with the log full ("100%", §8.4) over 2 hours, with a log size it does
-/// not state; ours fills its 192 MiB every 3-4 simulated s at quick. The cells are the
-/// DBMS's, which the device's size does not enter ([`DBMS_CELLS`]).
-///
-/// Only runs on fewer blocks per chip change: the full-scale runs have 1,152 already, and
-/// 1,024 would shrink their log ([`CHECKPOINT_WRITES_MEASURED`]); a log that held a full
-/// run would not fit the device beside the data.
-pub const TPCC_LOG_HOLDS_RUN: Variant = Variant {
-    name: "log holds the run",
-    component: "how long a page stays dirty in the non-eager runs (log space reclaimed only with the log full, \
-        \"100%\", §8.4, over 2 hours, log size not stated; ours fills its 192 MiB log every 3-4 s at quick and each \
-        checkpoint writes the pages dirty since the one before; here 1,024 blocks per chip, a 1 GiB log that the \
-        run fills at most once)",
-    apply: |input| {
-        if !on_fewer_blocks_than_the_preset(input) {
-            return None;
+/// The non-eager TPC-C runs with a log half as large again.
+pub const TPCC_LOG_LARGER: Variant = Variant {
+    name: "log 1.5 times the size",
+    component: "the log's size (not stated; shore-kits's configuration assumed, 1,000 MiB at 1 warehouse, 2,000 at \
+        10; here 1.5 times)",
+    apply: |input| tpcc_log_size(input, 1.5),
+};
+
+/// A non-eager TPC-C run whose log's own device holds `factor` times its MiB.
+fn tpcc_log_size(input: &RunInput, factor: f64) -> Option<RunInput> {
+    let RunInput::Engine(c) = input else { return None };
+    let mib = c.engine.log_device_mib?;
+    tpcc_changed(input, Eviction::ShoreNonEager, |c| {
+        c.engine.log_device_mib = Some((mib as f64 * factor).round() as u64);
+    })
+}
+
+/// The runs with Shore-MT's log on the database device instead of one of its own: a
+/// region of the same 4 chips (2 for the demo), whose ring holds what half of those
+/// chips' logical pages do (at full scale 576 MiB for TPC-C, against 2,000); log and
+/// data writes then share those chips.
+pub const LOG_ON_DATABASE_DEVICE: Variant = Variant {
+    name: "log on the database device",
+    component: "where Shore-MT's log is (not stated; a device of its own assumed, as Shore-MT writes it to files \
+        of its own directory and shore-kits configures one; here a region of 4 chips of the database device, \
+        its size what they hold)",
+    apply: |input| match input {
+        RunInput::Engine(c) if c.engine.log_device_mib.is_some() => {
+            engine_changed(input, |c| c.engine.log_device_mib = None)
         }
-        tpcc_changed(input, Eviction::ShoreNonEager, |c| c.device.blocks_per_chip = Some(PRESET_BLOCKS_PER_CHIP))
+        _ => None,
     },
 };
-
-/// Whether `input` is an engine run on fewer blocks per chip than the preset's (the
-/// quick scale's devices), where a log on the preset's chips holds the run.
-fn on_fewer_blocks_than_the_preset(input: &RunInput) -> bool {
-    matches!(input, RunInput::Engine(c) if c.device.blocks_per_chip.is_some_and(|b| b < PRESET_BLOCKS_PER_CHIP))
-}
-
-/// The non-eager TPC-C runs' log on 2 chips ([`LOG_CHIPS_FEWER`]) where "log holds the run"
-/// cannot apply (full scale): the log's size −50%, so checkpoints come twice as often.
-pub const TPCC_LOG_FEWER_CHIPS: Variant = Variant {
-    name: LOG_CHIPS_FEWER.name,
-    component: LOG_CHIPS_FEWER.component,
-    apply: |input| tpcc_log_chips_at_full_scale(input, SHORE_LOG_CHIPS / 2),
-};
-
-/// The non-eager TPC-C runs' log on 6 chips ([`LOG_CHIPS_MORE`]) at full scale: the log's
-/// size +50%.
-pub const TPCC_LOG_MORE_CHIPS: Variant = Variant {
-    name: LOG_CHIPS_MORE.name,
-    component: LOG_CHIPS_MORE.component,
-    apply: |input| tpcc_log_chips_at_full_scale(input, SHORE_LOG_CHIPS * 3 / 2),
-};
-
-/// A non-eager TPC-C run with its log on `chips` chips, except on the quick scale's
-/// devices (where "log holds the run" varies the log instead).
-fn tpcc_log_chips_at_full_scale(input: &RunInput, chips: u32) -> Option<RunInput> {
-    if on_fewer_blocks_than_the_preset(input) {
-        return None;
-    }
-    tpcc_changed(input, Eviction::ShoreNonEager, |c| c.engine.log_chips = Some(chips))
-}
 
 /// The TPC-B and TPC-C workloads' parameter for shore-kits's money columns
 /// (`workloads::tpcc::TpccParams::float_money`, `workloads::tpcb::TpcbParams::float_money`).
@@ -2246,12 +2273,11 @@ const fn then<const A: usize, const B: usize, const N: usize>(
     joined
 }
 
-/// Appendix A's ablation: when and whether the non-eager runs reclaim log space, the log's
-/// size ±50% (its chips: at full scale checkpoints write nearly every page, and the log's
-/// size sets how often they come, [`CHECKPOINT_WRITES_MEASURED`]), and the money columns'
-/// encoding.
+/// Appendix A's ablation: when the non-eager runs reclaim log space, the log's size
+/// ±50% and its place (checkpoints write nearly every page, and the log's size sets how
+/// often they come, [`CHECKPOINT_WRITES_MEASURED`]), and the money columns' encoding.
 pub const APPENDIX_A_VARIANTS: &[Variant] =
-    &[TPCC_LOG_FULL_CHECKPOINT, TPCC_LOG_HOLDS_RUN, TPCC_LOG_FEWER_CHIPS, TPCC_LOG_MORE_CHIPS, FLOAT_MONEY];
+    &[TPCC_LOG_FULL_CHECKPOINT, TPCC_LOG_SMALLER, TPCC_LOG_LARGER, LOG_ON_DATABASE_DEVICE, FLOAT_MONEY];
 
 #[cfg(test)]
 mod update_size_variant_tests {
@@ -2282,48 +2308,38 @@ mod update_size_variant_tests {
         }
     }
 
-    /// The log variant moves appendix A's quick non-eager runs to the preset's blocks per
-    /// chip and changes nothing else; the eager runs of Tables 1 and 4 stay as they are,
-    /// and so do the full-scale runs, whose device is larger already.
+    /// Every Shore-MT run keeps its log on a device of its own, of shore-kits's size; the
+    /// log-size variants change only that size, on the non-eager runs, and the placement
+    /// variant only puts the log back on the database device.
     #[test]
-    fn the_log_variant_gives_only_the_non_eager_runs_the_presets_device() {
-        for r in appendix_a_runs(Scale::Quick) {
-            let RunInput::Engine(base) = &r.input else { panic!("{} is not an engine run", r.label) };
-            let Some(RunInput::Engine(mut changed)) = (TPCC_LOG_HOLDS_RUN.apply)(&r.input) else {
-                panic!("{}: a non-eager TPC-C run changes", r.label)
-            };
-            assert_eq!(changed.device.blocks_per_chip, Some(PRESET_BLOCKS_PER_CHIP));
-            changed.device.blocks_per_chip = base.device.blocks_per_chip;
-            assert_eq!(&changed, base, "{}: only the device's blocks per chip differ", r.label);
-        }
-        for r in [table1_runs(Scale::Quick), table4_runs(Scale::Quick), appendix_a_runs(Scale::Full)].concat() {
-            assert!((TPCC_LOG_HOLDS_RUN.apply)(&r.input).is_none(), "{}", r.label);
-        }
-        assert!(APPENDIX_A_VARIANTS.iter().any(|v| v.name == TPCC_LOG_HOLDS_RUN.name));
-        // Each scale's ablation names only the variants that change one of its runs.
-        let appendix = crate::catalogue::find("ipa:appendix-a").and_then(|e| e.implementation.as_ref()).unwrap();
-        let names = |scale| appendix.variants_at(scale).iter().map(|v| v.name).collect::<Vec<_>>();
-        assert!(
-            names(Scale::Quick).contains(&TPCC_LOG_HOLDS_RUN.name)
-                && !names(Scale::Full).contains(&TPCC_LOG_HOLDS_RUN.name)
-        );
-        assert!(
-            names(Scale::Full).contains(&TPCC_LOG_MORE_CHIPS.name)
-                && !names(Scale::Quick).contains(&TPCC_LOG_MORE_CHIPS.name)
-        );
-        // At full scale the log's size is varied by its chips instead, ±50%; at quick not.
-        for (variant, chips) in [(TPCC_LOG_FEWER_CHIPS, 2), (TPCC_LOG_MORE_CHIPS, 6)] {
-            assert!(APPENDIX_A_VARIANTS.iter().any(|v| v.name == variant.name));
-            for r in appendix_a_runs(Scale::Full) {
+    fn the_log_variants_change_only_the_logs_size_or_place() {
+        for scale in [Scale::Quick, Scale::Full] {
+            let mib = if scale == Scale::Full { 2_000 } else { 1_000 };
+            for r in appendix_a_runs(scale) {
                 let RunInput::Engine(base) = &r.input else { panic!("{} is not an engine run", r.label) };
-                let Some(RunInput::Engine(mut changed)) = (variant.apply)(&r.input) else { panic!("{}", r.label) };
-                assert_eq!(changed.engine.log_chips, Some(chips), "{}: {}", r.label, variant.name);
-                changed.engine.log_chips = base.engine.log_chips;
-                assert_eq!(&changed, base, "{}: only the log's chips differ", r.label);
+                assert_eq!(base.engine.log_device_mib, Some(mib), "{}", r.label);
+                for (variant, expected) in [(TPCC_LOG_SMALLER, mib / 2), (TPCC_LOG_LARGER, mib * 3 / 2)] {
+                    let Some(RunInput::Engine(mut changed)) = (variant.apply)(&r.input) else { panic!("{}", r.label) };
+                    assert_eq!(changed.engine.log_device_mib, Some(expected), "{}: {}", r.label, variant.name);
+                    changed.engine.log_device_mib = base.engine.log_device_mib;
+                    assert_eq!(&changed, base, "{}: only the log's size differs", r.label);
+                }
+                let Some(RunInput::Engine(mut changed)) = (LOG_ON_DATABASE_DEVICE.apply)(&r.input) else {
+                    panic!("{}", r.label)
+                };
+                assert_eq!(changed.engine.log_device_mib, None);
+                changed.engine.log_device_mib = base.engine.log_device_mib;
+                assert_eq!(&changed, base, "{}: only the log's place differs", r.label);
             }
-            for r in appendix_a_runs(Scale::Quick) {
-                assert!((variant.apply)(&r.input).is_none(), "{}: {}", r.label, variant.name);
+            // The eager runs keep shore-kits's log size; LinkBench's runs have no log device.
+            for r in [table1_runs(scale), table4_runs(scale)].concat() {
+                assert!((TPCC_LOG_SMALLER.apply)(&r.input).is_none(), "{}", r.label);
+                let RunInput::Engine(c) = &r.input else { continue };
+                assert_eq!(c.engine.log_device_mib.is_some(), c.workload.name != "linkbench", "{}", r.label);
             }
+        }
+        for v in [TPCC_LOG_SMALLER, TPCC_LOG_LARGER, LOG_ON_DATABASE_DEVICE] {
+            assert!(APPENDIX_A_VARIANTS.iter().any(|a| a.name == v.name));
         }
     }
 }

@@ -120,6 +120,7 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
             "GC in the foreground only",
             "log on 2 chips",
             "log on 6 chips",
+            "log on the database device",
             "group commit 200 µs",
             "checkpoint at 25% of the log",
             "checkpoint at 50% of the log"
@@ -192,6 +193,7 @@ fn table7_shore_variants_move_the_log_and_checkpoint_assumptions_by_what_they_na
     let run = &(find("ipa:table7").unwrap().implementation.as_ref().unwrap().runs)(Scale::Quick)[0];
     let headline = engine(run);
     assert_eq!((headline.engine.log_chips, headline.engine.group_commit_us), (Some(4), 0.0));
+    assert_eq!(headline.engine.log_device_mib, Some(2_000), "TPC-B's log as shore-kits sizes it");
     assert_eq!(headline.engine.checkpoint_log_share, 0.3);
     let under = |v: &reproduce::experiment::Variant| match (v.apply)(&run.input) {
         Some(RunInput::Engine(c)) => c,
@@ -199,11 +201,18 @@ fn table7_shore_variants_move_the_log_and_checkpoint_assumptions_by_what_they_na
     };
     assert_eq!(under(&ipa::LOG_CHIPS_FEWER).engine.log_chips, Some(2));
     assert_eq!(under(&ipa::LOG_CHIPS_MORE).engine.log_chips, Some(6));
+    assert_eq!(under(&ipa::LOG_ON_DATABASE_DEVICE).engine.log_device_mib, None);
     assert_eq!(under(&ipa::GROUP_COMMIT).engine.group_commit_us, 200.0);
     assert_eq!(under(&ipa::CHECKPOINT_EARLY).engine.checkpoint_log_share, 0.25);
     assert_eq!(under(&ipa::CHECKPOINT_LATE).engine.checkpoint_log_share, 0.5);
-    for v in [ipa::LOG_CHIPS_FEWER, ipa::LOG_CHIPS_MORE, ipa::GROUP_COMMIT, ipa::CHECKPOINT_EARLY, ipa::CHECKPOINT_LATE]
-    {
+    for v in [
+        ipa::LOG_CHIPS_FEWER,
+        ipa::LOG_CHIPS_MORE,
+        ipa::LOG_ON_DATABASE_DEVICE,
+        ipa::GROUP_COMMIT,
+        ipa::CHECKPOINT_EARLY,
+        ipa::CHECKPOINT_LATE,
+    ] {
         let mut c = under(&v);
         c.engine = headline.engine.clone();
         assert_eq!(&c, headline, "{} changes only the engine", v.name);

@@ -389,9 +389,17 @@ pub struct EngineConfig {
     /// tablespace `ts_<table>` if the SQL creates one, else to `ts_data`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
-    /// Chips of the log region [default: a quarter of the device's, at least 1].
+    /// Chips of the log region [default: a quarter of the device's, at least 1]; with
+    /// `log_device_mib`, the chips of the log's own device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_chips: Option<u32>,
+    /// The write-ahead log on a device of its own, of this many MiB: `log_chips` chips of
+    /// the run's preset, each with the blocks that hold its share. Its I/O is timed on
+    /// that device and counted apart from the database device's. Not set, the log is a
+    /// region of `log_chips` chips of the database device (and stays out of a result's
+    /// config).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_device_mib: Option<u64>,
     /// Checkpoint when this share of the log region is in use.
     pub checkpoint_log_share: f64,
     /// Commits within this many simulated µs share one log flush (0: none).
@@ -423,6 +431,7 @@ impl Default for EngineConfig {
             ipa_objects: Vec::new(),
             schema: None,
             log_chips: None,
+            log_device_mib: None,
             checkpoint_log_share: engine::DbOptions::default().checkpoint_log_share,
             group_commit_us: 0.0,
             log_buffer_bytes: None,
@@ -586,6 +595,7 @@ impl ExperimentConfig {
             let log_only = [
                 ("engine.group_commit_us", e.group_commit_us > 0.0),
                 ("engine.log_buffer_bytes", e.log_buffer_bytes.is_some()),
+                ("engine.log_device_mib", e.log_device_mib.is_some()),
             ];
             if let Some((field, _)) = log_only.into_iter().find(|&(_, set)| set) {
                 return Err(ConfigError::field(
@@ -621,7 +631,23 @@ impl ExperimentConfig {
         e.db_page_bytes = Some(page_bytes);
         let log_chips = e.log_chips.unwrap_or((geometry.chips() / 4).max(1));
         count("engine.log_chips", limits::LOG_CHIPS, log_chips.into())?;
-        if log_chips + 2 > geometry.chips() {
+        if let Some(mib) = e.log_device_mib {
+            count("engine.log_device_mib", limits::LOG_DEVICE_MIB, mib)?;
+            if c.device.image.is_some() {
+                return Err(ConfigError::field(
+                    "engine.log_device_mib",
+                    "cannot be combined with device.image: the log's own device is kept in memory only",
+                ));
+            }
+            log_device_geometry(&geometry, log_chips, mib)
+                .map_err(|p| ConfigError::field("engine.log_device_mib", p))?;
+            if geometry.chips() < 2 {
+                return Err(ConfigError::field(
+                    "engine.log_device_mib",
+                    "needs a device of at least 2 chips: one for the system region and one for the data",
+                ));
+            }
+        } else if log_chips + 2 > geometry.chips() {
             return Err(ConfigError::field(
                 "engine.log_chips",
                 format!(
@@ -668,6 +694,26 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T
 }
 
 /// The region's IPA mode in SQL: `none` without a scheme, `auto` by cell type.
+/// The geometry of the log's own device (`engine.log_device_mib`): `chips` chips of the
+/// run's preset `base`, on as many of its channels as divide them evenly, each with the
+/// blocks for a log of `mib` MiB (`engine::log::blocks_per_chip_for_ring`).
+pub fn log_device_geometry(base: &Geometry, chips: u32, mib: u64) -> Result<Geometry, String> {
+    let channels = gcd(chips, base.channels);
+    let blocks_per_chip = engine::log::blocks_per_chip_for_ring(base, chips, mib << 20);
+    let blocks_per_chip = u32::try_from(blocks_per_chip)
+        .map_err(|_| format!("{mib} MiB on {chips} chips needs {blocks_per_chip} blocks per chip, too many"))?;
+    let g = Geometry { channels, chips_per_channel: chips / channels, blocks_per_chip, ..base.clone() };
+    g.validate().map(|()| g)
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 fn resolve_ipa_mode(mode: &str, scheme: IpaScheme, cell: CellType) -> Result<String, ConfigError> {
     if mode != "auto" {
         mode.parse::<flash::IpaMode>().map_err(|p| ConfigError::field("engine.ipa_mode", p))?;
@@ -730,6 +776,28 @@ mod tests {
             (|c| c.engine.db_page_bytes = Some(1000), "engine.db_page_bytes: must be 4096, 8192 or 16384"),
             (|c| c.engine.log_chips = Some(15), "engine.log_chips: must be in 1..=14 on this device"),
             (|c| c.engine.log_chips = Some(0), "engine.log_chips: must be at least 1"),
+            (|c| c.engine.log_device_mib = Some(0), "engine.log_device_mib: must be in 1..=1048576, got 0"),
+            (
+                |c| {
+                    c.engine.log_device_mib = Some(64);
+                    c.device.image = Some("d.img".into());
+                },
+                "engine.log_device_mib: cannot be combined with device.image",
+            ),
+            (
+                |c| {
+                    c.engine.log_device_mib = Some(64);
+                    c.engine.journal = Some(JournalKind::None);
+                },
+                "engine.log_device_mib: acts on the write-ahead log",
+            ),
+            (
+                |c| {
+                    c.engine.log_device_mib = Some(64);
+                    c.device.chips = Some(1);
+                },
+                "engine.log_device_mib: needs a device of at least 2 chips",
+            ),
             (|c| c.engine.ipa_objects = vec!["nosuch".into()], "engine.ipa_objects: tpcb has no table nosuch"),
             (|c| c.device.preset = "floppy".into(), "device.preset: unknown device preset `floppy`"),
             (|c| c.device.chips = Some(0), "device.chips: must be in 1..=16 on the paper-emulator preset"),

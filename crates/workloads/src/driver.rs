@@ -117,6 +117,9 @@ struct Snapshot {
     pool: PoolStats,
     /// The LSN the next log record gets (`None` without a log).
     log_end_lsn: Option<u64>,
+    /// The log's page writes as the log counts them (`None` without a log): the count
+    /// for a log on a device of its own, which has no region on the database device.
+    log_pages_written: Option<u64>,
 }
 
 fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> Snapshot {
@@ -130,7 +133,21 @@ fn snapshot(db: &Database, time: SimTime, transactions: u64, committed: u64) -> 
     let (device, ftl, ipl) = (dev.device().counters(), dev.ftl_counters(), dev.ipl_counters());
     let log_end_lsn = db.log_lsns().map(|_| db.log_end_lsn());
     let pool = db.pool_stats();
-    Snapshot { time, transactions, committed, objects, regions, device, ftl, ipl, ipl_regions, pool, log_end_lsn }
+    let log_pages_written = db.log_counters().map(|c| c.page_writes);
+    Snapshot {
+        time,
+        transactions,
+        committed,
+        objects,
+        regions,
+        device,
+        ftl,
+        ipl,
+        ipl_regions,
+        pool,
+        log_end_lsn,
+        log_pages_written,
+    }
 }
 
 /// Where a transaction's simulated time goes, in mean milliseconds per transaction.
@@ -443,7 +460,10 @@ fn metrics(
     let sent = |s: &Snapshot| s.regions.values().map(|c| c.host_writes + c.host_write_deltas).sum::<u64>();
     let host_writes = total.host_writes();
     let sim_seconds = (b.time - a.time) as f64 / 1e9;
-    let log = |s: &Snapshot| s.regions.get(engine::db::LOG).map_or(0, |c| c.host_writes);
+    let log = |s: &Snapshot| match s.regions.get(engine::db::LOG) {
+        Some(c) => c.host_writes,
+        None => s.log_pages_written.unwrap_or(0),
+    };
     Metrics {
         transactions: b.transactions - a.transactions,
         committed_transactions: b.committed - a.committed,

@@ -321,21 +321,25 @@ impl Experiment {
             ..DbOptions::default()
         };
         let wall = Instant::now();
+        let log_device = self.log_device()?;
         let mut db = match &c.storage {
-            StorageConfig::Noftl => Database::create(device, options),
+            StorageConfig::Noftl => match log_device {
+                Some(log) => Database::create_with_external_log(device, log, options),
+                None => Database::create(device, options),
+            },
             StorageConfig::Ftl(ftl) => {
                 // The FTL is the whole device; the database's regions are partitions of
                 // its logical pages.
                 let ftl = flash::ftl::format(device, ftl).map_err(|e| setup(e.into()))?;
                 let volume = FtlVolume::format(ftl, Vec::new(), 0).map_err(|e| setup(e.into()))?;
-                Database::create_on(Box::new(volume), options)
+                create_on(Box::new(volume), log_device, options)
             }
             StorageConfig::Ipl(ipl) => {
                 // In-Page Logging over the whole device, its DB page the engine's; the
                 // database's regions are partitions of its erase units.
                 let store =
                     IplStore::format(device, ipl.store_config(page_bytes), Vec::new()).map_err(|e| setup(e.into()))?;
-                Database::create_on(Box::new(store), options)
+                create_on(Box::new(store), log_device, options)
             }
         }
         .map_err(setup)?;
@@ -437,6 +441,17 @@ impl Experiment {
         Ok(self.config.device.create(self.derived.geometry.clone())?)
     }
 
+    /// The log's own device (`engine.log_device_mib`), in memory; `None` when the log
+    /// is a region of the database device.
+    fn log_device(&self) -> Result<Option<Device>, ExperimentError> {
+        let e = &self.config.engine;
+        let Some(mib) = e.log_device_mib else { return Ok(None) };
+        let chips = e.log_chips.unwrap_or(1);
+        let geometry = crate::config::log_device_geometry(&self.derived.geometry, chips, mib)
+            .map_err(|p| ConfigError::field("engine.log_device_mib", p))?;
+        Ok(Some(self.config.device.create(geometry)?))
+    }
+
     /// The schema's SQL with `${IPA}` replaced, or the default regions: one IPA region
     /// `data`, or with `ipa_objects` an IPA region `data` on half the free chips and a
     /// plain region on the rest.
@@ -515,5 +530,18 @@ impl Rate {
             (self.since_s, self.since_committed) = (sim_seconds, committed);
         }
         self.tps
+    }
+}
+
+/// A database on the page device `store`, its log on `log_device` when given, else a
+/// region of `store`.
+fn create_on(
+    store: Box<dyn flash::PageDevice>,
+    log_device: Option<Device>,
+    options: DbOptions,
+) -> engine::Result<Database> {
+    match log_device {
+        Some(log) => Database::create_on_with_external_log(store, log, options),
+        None => Database::create_on(store, options),
     }
 }

@@ -137,6 +137,8 @@ pub const TRANSACTIONS: CountRange = CountRange::at_least(1, 1 << 40);
 pub const V: CountRange = CountRange::at_least(0, engine::delta::MAX_PAIRS as u64);
 /// Chips of the log region (the device's chip count bounds it further).
 pub const LOG_CHIPS: CountRange = CountRange::at_least(1, u32::MAX as u64);
+/// MiB of the log's own device (`engine.log_device_mib`): up to 1 TiB.
+pub const LOG_DEVICE_MIB: CountRange = CountRange::at_least(1, 1 << 20);
 /// Unforced log bytes past which full log pages are written ahead (0: every full page
 /// at once); `bench` and `torture` both take up to 1 GiB.
 pub const LOG_BUFFER_BYTES: CountRange = CountRange::at_least(0, 1 << 30);

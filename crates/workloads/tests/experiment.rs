@@ -116,6 +116,31 @@ fn an_ftl_storage_runs_the_workload_on_the_ftl() {
     assert_eq!(result.config.storage.to_string(), "ftl:bast");
 }
 
+/// `engine.log_device_mib` keeps the log off the database device, on NoFTL and on an
+/// FTL alike: the log's pages are written, no `log` region is counted, and the run's
+/// transactions check out.
+#[test]
+fn a_log_device_of_its_own_takes_the_logs_writes() {
+    for storage in ["", "\n[storage.ftl]\nkind = \"page\"\n"] {
+        let on_device = ExperimentConfig::from_toml(&format!("{SMALL_TPCB}{storage}")).unwrap();
+        let own = ExperimentConfig::from_toml(
+            &format!("{SMALL_TPCB}{storage}").replace("buffer_share = 0.2", "buffer_share = 0.2\nlog_device_mib = 16"),
+        )
+        .unwrap();
+        assert_eq!(own.engine.log_device_mib, Some(16));
+        let run = |c: ExperimentConfig| Experiment::new(c).unwrap().run(&mut |_| Control::Continue).unwrap();
+        let (on_device, own) = (run(on_device), run(own));
+        for r in [&on_device, &own] {
+            assert!(r.metrics.log_page_writes > 0, "{storage}: the log was written");
+            assert_eq!(r.consistency_check, Some(Consistency::Passed), "{storage}");
+        }
+        if storage.is_empty() {
+            assert!(on_device.metrics.regions.contains_key("log"), "NoFTL counts its log region");
+        }
+        assert!(!own.metrics.regions.contains_key("log"), "{storage}: no log region on the database device");
+    }
+}
+
 #[test]
 fn a_bad_schema_is_named_as_the_schema() {
     let mut config = ExperimentConfig::from_toml(SMALL_TPCB).unwrap();

@@ -206,12 +206,28 @@ impl Database {
     /// region over all of it): unmetered, in that its I/O is neither timed on nor
     /// counted with the database device.
     pub fn create_with_external_log(device: Device, log_device: Device, options: DbOptions) -> Result<Database> {
+        let flash = Flash::format(device, initial_regions(&options, false))?;
+        Database::create_on_with_external_log(Box::new(flash), log_device, options)
+    }
+
+    /// Like [`Database::create_on`], with the write-ahead log on a device of its own (as
+    /// [`Database::create_with_external_log`]): a device without regions gets `system`
+    /// added; a device that has regions must have exactly that one.
+    pub fn create_on_with_external_log(
+        mut device: Box<dyn PageDevice>,
+        log_device: Device,
+        options: DbOptions,
+    ) -> Result<Database> {
         if options.journal != JournalKind::Aries {
             return Err(Error::Invalid("an external log needs the aries journal".into()));
         }
+        if device.region_count() == 0 {
+            for spec in initial_regions(&options, false) {
+                device.add_region(spec, 0)?;
+            }
+        }
         let log = Flash::format(log_device, vec![RegionSpec::new(LOG, IpaMode::None)])?;
-        let flash = Flash::format(device, initial_regions(&options, false))?;
-        Database::create_on_regions(Box::new(flash), Some(Box::new(log)), options)
+        Database::create_on_regions(device, Some(Box::new(log)), options)
     }
 
     /// Creates an empty database on any page device. A device without regions gets
