@@ -62,22 +62,7 @@ pub struct LogCounters {
 /// would leave the region no unmapped pages (the log never trims), so its GC would find
 /// only nearly full victims and migrate almost every page it erases; with half the
 /// pages unmapped, the region has room and its GC stays cheap.
-const RING_SHARE: f64 = 0.5;
-
-/// Blocks per chip a device of `chips` chips like `g` needs so that a log formatted
-/// over all of it ([`crate::db::Database::create_with_external_log`]: one region with
-/// the default spec) has a ring of at least `ring_bytes`: the ring takes
-/// [`RING_SHARE`] of the region's logical pages, which are its pages less the
-/// over-provisioning, and that must leave GC its spare blocks.
-pub fn blocks_per_chip_for_ring(g: &nand::Geometry, chips: u32, ring_bytes: u64) -> u64 {
-    let spec = flash::RegionSpec::new(crate::db::LOG, flash::IpaMode::None);
-    let logical_share = 1.0 - spec.over_provisioning;
-    let block_bytes = f64::from(g.pages_per_block) * f64::from(g.page_bytes);
-    let blocks = (ring_bytes as f64 / RING_SHARE / logical_share / block_bytes / f64::from(chips.max(1))).ceil();
-    // The floor of the logical pages may cost a page: one block more covers it.
-    let spare = f64::from(spec.gc.foreground_free_blocks + 1) / spec.over_provisioning;
-    (blocks + 1.0).max(spare.ceil() + 1.0) as u64
-}
+pub(crate) const RING_SHARE: f64 = 0.5;
 
 pub struct Log {
     region: RegionId,
@@ -262,6 +247,11 @@ impl Log {
     /// Appends a record; returns its LSN.
     pub fn append(&mut self, record: &Record) -> Result<u64> {
         self.append_encoded(|out| record.encode(out), |_| 0)
+    }
+
+    /// Pages of the log's ring: what the log holds before it must be cut back.
+    pub fn ring_pages(&self) -> u64 {
+        self.capacity_pages
     }
 
     /// Bytes of one log page's payload.
@@ -469,25 +459,6 @@ mod tests {
             blocks_per_chip: 64,
             pages_per_block: 32,
             ..Geometry::paper_emulator()
-        }
-    }
-
-    /// A device sized by `blocks_per_chip_for_ring` gives the log a ring of at least the
-    /// bytes asked for, and less than a block a chip more; a tiny ring still leaves GC
-    /// its spare blocks.
-    #[test]
-    fn a_device_sized_for_a_ring_holds_it() {
-        for (chips, mib) in [(4u32, 2_000u64), (2, 1_000), (6, 1), (1, 3)] {
-            let base = Geometry::paper_emulator();
-            let blocks_per_chip = blocks_per_chip_for_ring(&base, chips, mib << 20) as u32;
-            let g = Geometry { channels: chips, chips_per_channel: 1, blocks_per_chip, ..base };
-            let log = Log::create(&on(Box::new(MemoryStorage::new(g.clone(), false))), RegionId(0));
-            let ring_bytes = log.capacity_pages * u64::from(g.page_bytes);
-            let block_bytes = u64::from(g.pages_per_block * g.page_bytes);
-            assert!(ring_bytes >= mib << 20, "{chips} chips, {mib} MiB: ring of {ring_bytes} B");
-            if mib >= 1_000 {
-                assert!(ring_bytes < (mib << 20) + u64::from(chips) * block_bytes, "{chips} chips, {mib} MiB");
-            }
         }
     }
 

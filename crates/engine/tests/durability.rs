@@ -305,6 +305,26 @@ fn a_group_is_flushed_at_its_deadline_and_says_when_it_was_durable() {
     db.flush_group().unwrap();
 }
 
+/// A device sized by `external_log_blocks_per_chip` gives the log a ring of at least the
+/// bytes asked for, and less than a block a chip more; a tiny ring still leaves GC its
+/// spare blocks.
+#[test]
+fn a_log_device_sized_for_a_ring_holds_it() {
+    for (chips, mib) in [(4u32, 2_000u64), (2, 1_000), (6, 1), (1, 3)] {
+        let base = nand::Geometry::paper_emulator();
+        let blocks_per_chip = engine::db::external_log_blocks_per_chip(&base, chips, mib << 20) as u32;
+        let g = nand::Geometry { channels: chips, chips_per_channel: 1, blocks_per_chip, ..base };
+        let device = nand::Device::new(Box::new(nand::MemoryStorage::new(g.clone(), false)));
+        let flash = flash::Flash::format(device, vec![flash::RegionSpec::new("log", flash::IpaMode::None)]).unwrap();
+        let ring_bytes = engine::log::Log::create(&flash, flash::RegionId(0)).ring_pages() * u64::from(g.page_bytes);
+        let block_bytes = u64::from(g.pages_per_block * g.page_bytes);
+        assert!(ring_bytes >= mib << 20, "{chips} chips, {mib} MiB: ring of {ring_bytes} B");
+        if mib >= 1_000 {
+            assert!(ring_bytes < (mib << 20) + u64::from(chips) * block_bytes, "{chips} chips, {mib} MiB");
+        }
+    }
+}
+
 #[test]
 fn an_external_log_device_keeps_the_log_off_the_database_device() {
     let log_device = || {

@@ -696,10 +696,10 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T
 /// The region's IPA mode in SQL: `none` without a scheme, `auto` by cell type.
 /// The geometry of the log's own device (`engine.log_device_mib`): `chips` chips of the
 /// run's preset `base`, on as many of its channels as divide them evenly, each with the
-/// blocks for a log of `mib` MiB (`engine::log::blocks_per_chip_for_ring`).
+/// blocks for a log of `mib` MiB (`engine::db::external_log_blocks_per_chip`).
 pub fn log_device_geometry(base: &Geometry, chips: u32, mib: u64) -> Result<Geometry, String> {
     let channels = gcd(chips, base.channels);
-    let blocks_per_chip = engine::log::blocks_per_chip_for_ring(base, chips, mib << 20);
+    let blocks_per_chip = engine::db::external_log_blocks_per_chip(base, chips, mib << 20);
     let blocks_per_chip = u32::try_from(blocks_per_chip)
         .map_err(|_| format!("{mib} MiB on {chips} chips needs {blocks_per_chip} blocks per chip, too many"))?;
     let g = Geometry { channels, chips_per_channel: chips / channels, blocks_per_chip, ..base.clone() };

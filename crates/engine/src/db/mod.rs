@@ -165,6 +165,22 @@ pub struct Database {
     pub(crate) spare_undo: Vec<crate::oplog::UndoLog>,
 }
 
+/// Blocks per chip a device of `chips` chips like `g` needs so that a log formatted
+/// over all of it ([`Database::create_with_external_log`]: one region with
+/// the default spec) has a ring of at least `ring_bytes`: the ring takes half of the
+/// region's logical pages, which are its pages less the over-provisioning, and that
+/// must leave GC its spare blocks.
+pub fn external_log_blocks_per_chip(g: &nand::Geometry, chips: u32, ring_bytes: u64) -> u64 {
+    let spec = flash::RegionSpec::new(LOG, flash::IpaMode::None);
+    let logical_share = 1.0 - spec.over_provisioning;
+    let block_bytes = f64::from(g.pages_per_block) * f64::from(g.page_bytes);
+    let blocks =
+        (ring_bytes as f64 / crate::log::RING_SHARE / logical_share / block_bytes / f64::from(chips.max(1))).ceil();
+    // The floor of the logical pages may cost a page: one block more covers it.
+    let spare = f64::from(spec.gc.foreground_free_blocks + 1) / spec.over_provisioning;
+    (blocks + 1.0).max(spare.ceil() + 1.0) as u64
+}
+
 /// Names of the regions every database has: the catalog's and the log's.
 pub const SYSTEM: &str = "system";
 pub const LOG: &str = "log";
