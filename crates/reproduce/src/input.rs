@@ -152,8 +152,11 @@ impl RunKind for ExperimentConfig {
             other => serde_json::to_string(other).unwrap_or_default(),
         };
         let blocks = self.device.blocks_per_chip.map_or(String::new(), |b| format!(", {b} blocks per chip"));
+        let log = self.engine.log_device_mib.map_or(String::new(), |mib| {
+            format!(", the log on a {mib} MiB device of {} chips", self.engine.log_chips.unwrap_or(1))
+        });
         format!(
-            "{} ({}) on {}{blocks}; storage {}; IPA [{}] {}; buffer {}%; {} s warm-up, {} s measured; seed {}",
+            "{} ({}) on {}{blocks}; storage {}{log}; IPA [{}] {}; buffer {}%; {} s warm-up, {} s measured; seed {}",
             self.workload.name,
             params.join(", "),
             self.device.preset,
