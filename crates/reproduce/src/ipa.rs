@@ -426,7 +426,7 @@ fn engine_changed(input: &RunInput, change: impl FnOnce(&mut ExperimentConfig)) 
 
 /// The chips of the log's device in the emulator runs ([`SHORE_LOG`]: not stated in the
 /// paper).
-const SHORE_LOG_CHIPS: u32 = 4;
+pub(crate) const SHORE_LOG_CHIPS: u32 = 4;
 
 /// The Shore-MT log's device on half the assumed chips (−50%): log writes queue on
 /// fewer chips.

@@ -62,7 +62,7 @@ fn config(scale: Scale, workload: &str, param: &str, size: u32, blocks_per_chip:
     c.workload.name = workload.into();
     c.workload.params.insert(param.into(), size.into());
     // Shore-MT's log, as the IPA experiments keep it (`crate::ipa::SHORE_LOG`).
-    c.engine.log_chips = Some(4);
+    c.engine.log_chips = Some(crate::ipa::SHORE_LOG_CHIPS);
     c.engine.log_device_mib = crate::ipa::shore_kits_log_mib(workload, size);
     let (warmup_s, sim_time_s) = match scale {
         Scale::Smoke => (0.2, 0.5),

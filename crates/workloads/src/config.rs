@@ -523,6 +523,9 @@ pub(crate) struct Derived {
     /// The data region's options in SQL: `IPA_MODE=slc, IPA=2x4, V=12`.
     pub region_options: String,
     pub params: Box<dyn Configured>,
+    /// The geometry of the log's own device (`engine.log_device_mib`); `None` when the
+    /// log is a region of the database device.
+    pub log_geometry: Option<Geometry>,
 }
 
 impl ExperimentConfig {
@@ -631,6 +634,7 @@ impl ExperimentConfig {
         e.db_page_bytes = Some(page_bytes);
         let log_chips = e.log_chips.unwrap_or((geometry.chips() / 4).max(1));
         count("engine.log_chips", limits::LOG_CHIPS, log_chips.into())?;
+        let mut log_geometry = None;
         if let Some(mib) = e.log_device_mib {
             count("engine.log_device_mib", limits::LOG_DEVICE_MIB, mib)?;
             if c.device.image.is_some() {
@@ -639,8 +643,10 @@ impl ExperimentConfig {
                     "cannot be combined with device.image: the log's own device is kept in memory only",
                 ));
             }
-            log_device_geometry(&geometry, log_chips, mib)
-                .map_err(|p| ConfigError::field("engine.log_device_mib", p))?;
+            log_geometry = Some(
+                log_device_geometry(&geometry, log_chips, mib)
+                    .map_err(|p| ConfigError::field("engine.log_device_mib", p))?,
+            );
             if geometry.chips() < 2 {
                 return Err(ConfigError::field(
                     "engine.log_device_mib",
@@ -672,7 +678,8 @@ impl ExperimentConfig {
         if c.engine.schema.is_some() && !c.engine.ipa_objects.is_empty() {
             return Err(ConfigError::field("engine.ipa_objects", "cannot be combined with engine.schema"));
         }
-        let derived = Derived { geometry, scheme, region_options: format!("IPA_MODE={mode}{ipa}"), params };
+        let region_options = format!("IPA_MODE={mode}{ipa}");
+        let derived = Derived { geometry, scheme, region_options, params, log_geometry };
         Ok((c, derived))
     }
 }
@@ -697,7 +704,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T
 /// The geometry of the log's own device (`engine.log_device_mib`): `chips` chips of the
 /// run's preset `base`, on as many of its channels as divide them evenly, each with the
 /// blocks for a log of `mib` MiB (`engine::db::external_log_blocks_per_chip`).
-pub fn log_device_geometry(base: &Geometry, chips: u32, mib: u64) -> Result<Geometry, String> {
+fn log_device_geometry(base: &Geometry, chips: u32, mib: u64) -> Result<Geometry, String> {
     let channels = gcd(chips, base.channels);
     let blocks_per_chip = engine::db::external_log_blocks_per_chip(base, chips, mib << 20);
     let blocks_per_chip = u32::try_from(blocks_per_chip)

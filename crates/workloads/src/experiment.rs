@@ -444,12 +444,8 @@ impl Experiment {
     /// The log's own device (`engine.log_device_mib`), in memory; `None` when the log
     /// is a region of the database device.
     fn log_device(&self) -> Result<Option<Device>, ExperimentError> {
-        let e = &self.config.engine;
-        let Some(mib) = e.log_device_mib else { return Ok(None) };
-        let chips = e.log_chips.unwrap_or(1);
-        let geometry = crate::config::log_device_geometry(&self.derived.geometry, chips, mib)
-            .map_err(|p| ConfigError::field("engine.log_device_mib", p))?;
-        Ok(Some(self.config.device.create(geometry)?))
+        let Some(geometry) = &self.derived.log_geometry else { return Ok(None) };
+        Ok(Some(self.config.device.create(geometry.clone())?))
     }
 
     /// The schema's SQL with `${IPA}` replaced, or the default regions: one IPA region
