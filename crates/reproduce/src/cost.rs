@@ -154,11 +154,6 @@ const TPCC_DEVICE_BYTES_PER_DATABASE_BYTE: f64 = 1.46;
 /// The engine's page mapping per device page of 4 KiB: the runs above kept 20 MiB of
 /// mapping for the 1,048,576 pages of the full device.
 const MAPPING_BYTES_PER_4K_PAGE: f64 = 20.0;
-/// Peak bytes the log's own device (`engine.log_device_mib`) adds per byte of log: its
-/// ring's pages are all written within a quick TPC-C run. Measured 2026-11-29: a quick
-/// TPC-C config (1 warehouse, [4x20], 75% buffer, `bench --config`) peaked at 537 MiB
-/// with the log on the database device and at 1,560 MiB with a 1,000 MiB log device.
-const LOG_DEVICE_BYTES_PER_LOG_BYTE: f64 = 1.05;
 /// Bytes in a GiB, for the sizes the estimates and the runner's progress lines print.
 pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
@@ -258,9 +253,10 @@ fn engine(config: &ExperimentConfig) -> Estimate {
     }
 }
 
-/// The peak bytes of a run's own log device (0 when the log is on the database device).
+/// The peak bytes of a run's own log device (0 when the log is on the database device):
+/// its bookkeeping, as it keeps no page bytes (`workloads::Experiment`'s log device).
 fn log_device_peak(config: &ExperimentConfig) -> u64 {
-    config.engine.log_device_mib.map_or(0, |mib| ((mib << 20) as f64 * LOG_DEVICE_BYTES_PER_LOG_BYTE) as u64)
+    config.log_device_geometry().map_or(0, |g| workloads::limits::bookkeeping_bytes(&g, false))
 }
 
 /// Data bytes of a device's pages (0 for a device its config cannot build; the run's

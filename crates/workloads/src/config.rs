@@ -542,6 +542,13 @@ impl ExperimentConfig {
         toml::to_string(self).map_err(|e| ConfigError::field("config", e.to_string()))
     }
 
+    /// The geometry of the log's own device (`engine.log_device_mib`); `None` when the
+    /// log is a region of the database device or the config does not resolve (its
+    /// run says why).
+    pub fn log_device_geometry(&self) -> Option<Geometry> {
+        self.resolve().ok()?.1.log_geometry
+    }
+
     /// Checks every field and fills in the defaults that depend on the device and the
     /// workload.
     pub(crate) fn resolve(&self) -> Result<(ExperimentConfig, Derived), ConfigError> {
