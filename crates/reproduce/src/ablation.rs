@@ -102,7 +102,7 @@ fn explaining<'a>(cell: &Cell, kind: Kind, under: &[(&'a Variant, Option<f64>)])
 fn show(kind: Kind, x: f64) -> String {
     match kind {
         Kind::Change | Kind::Share => format!("{x:+.1}"),
-        Kind::Factor | Kind::Absolute => {
+        Kind::Factor | Kind::Rate | Kind::Magnitude => {
             let magnitude = if x == 0.0 { 0 } else { x.abs().log10().floor() as i32 };
             let digits = 2i32.saturating_sub(magnitude).clamp(0, 6) as usize;
             format!("{x:.digits$}")
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_zero_shows_without_overflow() {
-        assert_eq!(show(Kind::Absolute, 0.0), "0.00");
+        assert_eq!(show(Kind::Magnitude, 0.0), "0.00");
         assert_eq!(show(Kind::Factor, 1234.5), "1234");
     }
 

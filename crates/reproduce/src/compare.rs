@@ -58,9 +58,10 @@ pub enum Missing<'a> {
     NotMade,
 }
 
-/// The reason stated for an absolute value that is not within: it has no direction.
-pub const ABSOLUTE_REASON: &str =
-    "absolute value: it depends on the device size and the run length; the relative effects beside it compare the schemes";
+/// The reason stated for a magnitude of the run or the machine ([`Kind::Magnitude`]),
+/// which is never compared.
+pub const MAGNITUDE_REASON: &str = "a count, time, throughput or latency: it depends on the device's size, the run's \
+     length and the machine, so it is not compared, however near; the relative effects beside it compare the schemes";
 
 /// The cells of `experiment`: one per reference cell, in the reference file's order.
 pub fn join(experiment: &str, reference: &[ReferenceCell], ours: &[Ours], missing: Option<Missing>) -> Vec<Cell> {
@@ -77,7 +78,7 @@ pub fn join(experiment: &str, reference: &[ReferenceCell], ours: &[Ours], missin
                 (_, None, Some(Missing::RunFailed(e))) => format!("a run failed: {e}"),
                 (_, None, Some(Missing::NotMade)) => "its runs are not made yet".to_string(),
                 (_, None, None) => "our runs do not give this cell".to_string(),
-                (Verdict::NotComparable, Some(_), _) if kind == Kind::Absolute => ABSOLUTE_REASON.to_string(),
+                (Verdict::NotComparable, Some(_), _) if kind == Kind::Magnitude => MAGNITUDE_REASON.to_string(),
                 _ => String::new(),
             };
             Cell {
@@ -130,7 +131,7 @@ mod tests {
         assert_eq!(cells.len(), 3);
         assert_eq!((cells[0].verdict, cells[0].reason.as_str()), (Verdict::Opposite, ""));
         assert!(cells[0].unexplained());
-        assert_eq!((cells[1].verdict, cells[1].reason.as_str()), (Verdict::NotComparable, ABSOLUTE_REASON));
+        assert_eq!((cells[1].verdict, cells[1].reason.as_str()), (Verdict::NotComparable, MAGNITUDE_REASON));
         assert_eq!(cells[2].ours, None);
         assert!(cells[2].reason.contains("do not give"));
         let failed = join("x:t", &refs[2..3], &[], Some(Missing::RunFailed("out of space")));

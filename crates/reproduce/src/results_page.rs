@@ -77,12 +77,12 @@ fn scale_notice(scale: Scale) -> Option<&'static str> {
             "**This page is published at full scale**: the papers' conditions as far as their text states them \
              and this machine holds them. The IPA experiments' databases are smaller than the paper's \
              \"roughly 50GB\" and run for its 2 hours (TPC-C/-B) or 4 (LinkBench) in proportion to their size \
-             (docs/experiments.md, \"`reproduce`: the scales\"); absolute counts, latencies and throughput are \
-             not compared, the relative effects are.",
+             (docs/experiments.md, \"`reproduce`: the scales\"); counts, times, throughput and latencies \
+             are not compared; the relative effects and the rates are.",
         ),
         Scale::Quick => Some(
             "**This page is published from the quick catalogue** (small databases, short runs), not at the \
-             papers' scale: compare the relative effects and the verdicts, not the absolute values. The \
+             papers' scale: compare the relative effects, the rates and the verdicts, not the counts, times, throughput and latencies. The \
              papers'-scale version, from `deltaflash reproduce --all --full`, replaces it when that run completes \
              (about 23 CPU hours, made in parts: its finished runs are kept in `docs/results/full/runs/`, and \
              `deltaflash reproduce --all --full --kept --out docs/results/full` reports from those made so far).",

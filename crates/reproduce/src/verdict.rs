@@ -7,9 +7,16 @@
 //!   without IPA, whose share is 0);
 //! - a factor (`times`, e.g. "write amplification reduced 2.03×"): the difference is in
 //!   percent, and the direction is the side of 1;
-//! - an absolute value (a count, tps, ms, a per-host-write ratio): the difference is in
-//!   percent; it has no direction of its own, and depends on the device and the run's
-//!   length, so it is `within` or `n/a`.
+//! - a rate, whose 0 means none of it (`per host write`, `% of database` of space
+//!   overhead): the difference is in percent; it is set by the flash model and the
+//!   workload, not by the device's size, the run's length or the machine, so it is
+//!   compared like the others; its only side is that of 0: `direction` means both have
+//!   it, more than [`TOLERANCE`] percent apart, `opposite` that one has none;
+//! - a magnitude of the run or the machine (a count, minutes, tps, a latency in ms): the
+//!   difference is in percent, but the value depends on the device's size, the run's
+//!   length and the machine (the papers' latencies and throughput include their hosts'
+//!   CPU and I/O stack), so it is `n/a` whichever way it falls, never counted as `within`
+//!   either.
 //!
 //! `within`: at most [`TOLERANCE`] points (or percent) apart. `direction`: further apart
 //! but the same direction. `opposite`: no effect, or the other way, where the paper
@@ -28,20 +35,25 @@ pub enum Kind {
     Change,
     /// A share in percent whose baseline is 0.
     Share,
-    /// A factor whose baseline is 1 ("reduced 2.03×").
+    /// A factor whose baseline is 1 ("reduced 2.03×", an I/O amplification).
     Factor,
-    /// An absolute value: count, rate, latency.
-    Absolute,
+    /// A rate whose 0 means none of it (GC migrations per host write, space overhead in
+    /// % of the database).
+    Rate,
+    /// A magnitude of the run or the machine (a count, minutes, tps, ms).
+    Magnitude,
 }
 
 impl Kind {
-    /// The kind of a reference unit: `change %`, `share %`, `times`, anything else absolute.
+    /// The kind of a reference cell's unit; a unit it does not know is a magnitude, never
+    /// counted.
     pub fn of_unit(unit: &str) -> Kind {
         match unit {
             "change %" => Kind::Change,
             "share %" => Kind::Share,
-            "times" => Kind::Factor,
-            _ => Kind::Absolute,
+            "times" | "ratio" => Kind::Factor,
+            "per host write" | "% of database" => Kind::Rate,
+            _ => Kind::Magnitude,
         }
     }
 
@@ -49,7 +61,7 @@ impl Kind {
     pub fn difference_unit(self) -> &'static str {
         match self {
             Kind::Change | Kind::Share => "points",
-            Kind::Factor | Kind::Absolute => "%",
+            Kind::Factor | Kind::Rate | Kind::Magnitude => "%",
         }
     }
 }
@@ -107,17 +119,20 @@ pub fn compare(kind: Kind, paper: f64, ours: Option<f64>) -> Comparison {
     }
     let difference = match kind {
         Kind::Change | Kind::Share => ours - paper,
-        Kind::Factor | Kind::Absolute if paper == 0.0 => return not_comparable,
-        Kind::Factor | Kind::Absolute => (ours - paper) / paper.abs() * 100.0,
+        Kind::Factor | Kind::Rate | Kind::Magnitude if paper == 0.0 => return not_comparable,
+        Kind::Factor | Kind::Rate | Kind::Magnitude => (ours - paper) / paper.abs() * 100.0,
     };
-    let verdict = if difference.abs() <= TOLERANCE {
+    let verdict = if kind == Kind::Magnitude {
+        Verdict::NotComparable
+    } else if difference.abs() <= TOLERANCE {
         Verdict::Within
     } else {
         match kind {
             Kind::Change | Kind::Share => same_side(paper, ours, 0.0),
             Kind::Factor if ours <= 0.0 => Verdict::NotComparable,
             Kind::Factor => same_side(paper, ours, 1.0),
-            Kind::Absolute => Verdict::NotComparable,
+            Kind::Rate => same_side(paper, ours, 0.0),
+            Kind::Magnitude => unreachable!("a magnitude is never compared"),
         }
     };
     Comparison { difference: Some(difference), verdict }
@@ -172,10 +187,24 @@ mod tests {
     }
 
     #[test]
-    fn an_absolute_value_is_within_or_not_comparable() {
-        assert_eq!(verdict(Kind::Absolute, 4956.0, 5500.0), Verdict::Within);
-        assert_eq!(verdict(Kind::Absolute, 4956.0, 9000.0), Verdict::NotComparable);
-        assert_eq!(verdict(Kind::Absolute, 0.0, 0.0), Verdict::NotComparable);
+    fn a_rate_is_compared_in_percent_and_its_side_is_that_of_zero() {
+        assert_eq!(verdict(Kind::Rate, 0.66, 0.75), Verdict::Within);
+        assert_eq!(verdict(Kind::Rate, 0.30, 0.01), Verdict::Direction);
+        assert_eq!(verdict(Kind::Rate, 0.30, 0.0), Verdict::Opposite);
+        assert_eq!(verdict(Kind::Rate, 0.0, 0.0), Verdict::NotComparable);
+        let d = compare(Kind::Rate, 0.5, Some(0.4)).difference.unwrap();
+        assert!((d + 20.0).abs() < 1e-9, "{d}");
+    }
+
+    /// A magnitude is `n/a` whether it falls near the paper's or far from it: counting
+    /// the near ones alone would count its hits and not its misses.
+    #[test]
+    fn a_magnitude_is_never_compared_near_or_far() {
+        assert_eq!(verdict(Kind::Magnitude, 4956.0, 5000.0), Verdict::NotComparable);
+        assert_eq!(verdict(Kind::Magnitude, 4956.0, 9000.0), Verdict::NotComparable);
+        assert_eq!(verdict(Kind::Magnitude, 0.0, 0.0), Verdict::NotComparable);
+        let d = compare(Kind::Magnitude, 4956.0, Some(9912.0)).difference.unwrap();
+        assert!((d - 100.0).abs() < 1e-9, "the difference is shown: {d}");
     }
 
     #[test]
@@ -190,6 +219,11 @@ mod tests {
         assert_eq!(Kind::of_unit("change %"), Kind::Change);
         assert_eq!(Kind::of_unit("share %"), Kind::Share);
         assert_eq!(Kind::of_unit("times"), Kind::Factor);
-        assert_eq!(Kind::of_unit("tps"), Kind::Absolute);
+        assert_eq!(Kind::of_unit("ratio"), Kind::Factor);
+        assert_eq!(Kind::of_unit("per host write"), Kind::Rate);
+        assert_eq!(Kind::of_unit("% of database"), Kind::Rate);
+        assert_eq!(Kind::of_unit("tps"), Kind::Magnitude);
+        assert_eq!(Kind::of_unit("ms"), Kind::Magnitude);
+        assert_eq!(Kind::of_unit("count"), Kind::Magnitude);
     }
 }
