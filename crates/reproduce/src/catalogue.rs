@@ -41,7 +41,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table3",
         description: "IPA Table 3: [NxM] sensitivity: share of update I/Os as appends, space overhead, erase reduction (TPC-C, LinkBench)",
-        implementation: Some(Implementation::new(ipa::table3_runs, ipa::table3_cells).notes(ipa::table3_notes).ablation(ipa::PRECONDITION_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table3_runs, ipa::table3_cells)
+            .notes(ipa::table3_notes)
+            .ablation(ipa::PRECONDITION_VARIANTS)
+            .explain(ipa::table3_explain)),
     },
     Experiment {
         id: "ipa:table4",
@@ -54,7 +57,10 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table5",
         description: "IPA Table 5: LinkBench space overhead and DBMS write-amplification reduction, [Nx100] and [Nx125], buffers 20-90%",
-        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells).notes(ipa::table5_notes).ablation(ipa::LINKBENCH_UPDATE_VARIANTS)),
+        implementation: Some(Implementation::new(ipa::table5_runs, ipa::table5_cells)
+            .notes(ipa::table5_notes)
+            .ablation(ipa::LINKBENCH_UPDATE_VARIANTS)
+            .explain(ipa::table5_explain)),
     },
     Experiment {
         id: "ipa:table6",
