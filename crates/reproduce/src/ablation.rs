@@ -89,7 +89,9 @@ fn explaining<'a>(cell: &Cell, kind: Kind, under: &[(&'a Variant, Option<f64>)])
         let Some(d) = c.difference else { continue };
         let explains = c.verdict == Verdict::Within
             || d.abs() <= gap / 2.0
-            || (cell.verdict == Verdict::Opposite && c.verdict == Verdict::Direction);
+            // The right side explains an opposite effect; a rate's only side is that of
+            // 0, which any value of it has, so it is explained by its size alone.
+            || (cell.verdict == Verdict::Opposite && c.verdict == Verdict::Direction && kind != Kind::Rate);
         if explains && best.is_none_or(|(_, _, b)| d.abs() < b) {
             best = Some((v, value, d.abs()));
         }

@@ -501,8 +501,8 @@ const GC_SCHEDULE: &str = "Not stated, assumed: GC in the background as well as 
     9a3d52b, whose runs record its parent e30761c, the same model): the baselines' writes take 0.34 and 0.36 ms \
     on average at 10% and 20% buffers, about their service time, against the paper's 0.70 and 0.69 ms, and IPA \
     shortens them by 8-13% against the paper's 30-41%. Under the variant \"GC in the foreground only\" they \
-    take 0.76 and 0.78 ms, IPA shortens them by 36-43%, and all 40 comparable cells are within (35 under the \
-    headline): the paper's write latencies agree with writes that wait for GC in their path.";
+    take 0.76 and 0.78 ms and IPA shortens them by 36-43%: the paper's write latencies agree with writes that \
+    wait for GC in their path.";
 
 const TABLE7_BUFFERS: [f64; 2] = [0.1, 0.2];
 const TABLE7_SCHEMES: [&str; 3] = ["0x0", "2x4", "3x4"];
@@ -1620,10 +1620,13 @@ pub fn table5_explain(results: &Results, _reference: &[ReferenceCell], cells: &m
     }
 }
 
-/// Where the paper's space overhead of scheme `(n, m)` is the share of a page the scheme
-/// reserves (to its 0.1 rounding) and ours, the database's measured growth, exceeds that
-/// share, the two measure different things: that is the reason of the cell at `row`,
-/// `column` if it is not within. The V and page size are those of `run`'s config.
+/// Where the paper's space overhead of scheme `(n, m)` is, to its 0.1 rounding, the share
+/// s of a page the scheme reserves (a number of the format, not a measurement), and ours
+/// is the database's measured growth, the cell at `row`, `column` compares two different
+/// quantities; if it is not within, the reason says so with both figures and the growth
+/// s/(1-s) that freeing exactly the reserved bytes would give. It does not claim to
+/// explain the rest of the gap (how rows pack into the smaller pages is not measured).
+/// The V and page size are those of `run`'s config.
 fn explain_reserved_share(cells: &mut [Cell], row: &str, column: &str, (n, m): (u32, u32), run: Option<&Value>) {
     let engine = run.and_then(|r| r.pointer("/config/engine"));
     let field = |name: &str| engine.and_then(|e| e.get(name)).and_then(Value::as_u64);
@@ -1631,15 +1634,16 @@ fn explain_reserved_share(cells: &mut [Cell], row: &str, column: &str, (n, m): (
     let (Ok(n), Ok(m), Ok(v)) = (u8::try_from(n), u8::try_from(m), u8::try_from(v)) else { return };
     let Ok(scheme) = engine::IpaScheme::new(n, m, v) else { return };
     let reserved = reserved_share_pct(scheme, page_bytes as f64);
+    let fluid_growth = reserved / (100.0 - reserved) * 100.0;
     let open =
         |c: &&mut Cell| c.row == row && c.column == column && c.verdict != Verdict::Within && c.reason.is_empty();
     for cell in cells.iter_mut().filter(open) {
-        let Some(ours) = cell.ours else { continue };
-        if (cell.paper - reserved).abs() <= 0.05 && ours > reserved {
+        if (cell.paper - reserved).abs() <= 0.05 {
             cell.reason = format!(
                 "the paper's value is the share of a {page_bytes}-byte page the delta-record area reserves, \
-                 N(1+3M+3V) = {} bytes with V = {v}: {reserved:.2}%; ours is the database's measured growth under \
-                 the scheme, which also counts the rows that no longer fit a page beside the area",
+                 N(1+3M+3V) = {} bytes with V = {v}: {reserved:.2}%, a number of the format; ours is the \
+                 database's measured growth under the scheme ({fluid_growth:.2}% if exactly the reserved bytes \
+                 were taken from full pages; how rows pack into the smaller pages makes the rest, not measured)",
                 scheme.area_bytes()
             );
         }
@@ -1773,10 +1777,10 @@ mod tests {
     fn a_space_overhead_the_paper_gives_as_the_reserved_share_says_so() {
         // §6's own example: [2x3] with V = 12 reserves 92 bytes of 4 KiB, 2.25%.
         let reason = table3_reason(2.2, 3.53);
-        assert!(reason.contains("N(1+3M+3V) = 92 bytes with V = 12: 2.25%"), "{reason}");
-        // A paper's value other than the reserved share, or ours below it: no such reason.
+        assert!(reason.contains("N(1+3M+3V) = 92 bytes with V = 12: 2.25%, a number of the format"), "{reason}");
+        assert!(reason.contains("(2.30% if exactly the reserved bytes"), "{reason}");
+        // A paper's value other than the reserved share: no such reason.
         assert_eq!(table3_reason(3.0, 4.0), "");
-        assert_eq!(table3_reason(2.2, 1.0), "");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! The file is a list of `[[table]]`s, one per experiment: its id, where in the paper's
 //! text the numbers stand (`source`), a default unit, and its `cells` (row, column,
 //! value, and a unit where it differs). Units: `change %` (a relative effect against
-//! the scheme without IPA), `share %`, `times`, or an absolute unit (`count`, `tps`,
-//! `ms`, `per host write`, …); see [`crate::verdict::Kind`].
+//! the scheme without IPA), `share %`, `times` and `ratio` (factors), `per host write`
+//! and `% of database` (rates), `count`, `tps`, `ms` and `min` (magnitudes); any other
+//! is refused. See [`crate::verdict::Kind`].
 
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -63,6 +64,12 @@ pub fn parse(text: &str) -> Result<Vec<ReferenceCell>, String> {
             let Some(unit) = c.unit.or_else(|| table.unit.clone()) else {
                 return Err(format!("reference file: {place}: no unit (give the cell or its table one)"));
             };
+            if !crate::verdict::Kind::UNITS.contains(&unit.as_str()) {
+                return Err(format!(
+                    "reference file: {place}: unknown unit \"{unit}\" (one of: {})",
+                    crate::verdict::Kind::UNITS.join(", ")
+                ));
+            }
             if !c.value.is_finite() {
                 return Err(format!("reference file: {place}: the value is not a finite number"));
             }
@@ -127,6 +134,8 @@ mod tests {
             cells = [{ row = "a", column = "c", value = 1 }]
         "#;
         assert!(parse(no_unit).unwrap_err().contains("x:t1 / a / c: no unit"));
+        let unknown = twice.replace("\"tps\"", "\"tsp\"");
+        assert!(parse(&unknown).unwrap_err().contains("x:t1 / a / c: unknown unit \"tsp\" (one of: change %"));
         assert!(parse("[[table]]\nexperiment = 3").unwrap_err().starts_with("reference file: "));
     }
 }

@@ -8,9 +8,10 @@
 //! - a factor (`times`, e.g. "write amplification reduced 2.03×"): the difference is in
 //!   percent, and the direction is the side of 1;
 //! - a rate, whose 0 means none of it (`per host write`, `% of database` of space
-//!   overhead): the difference is in percent; it is set by the flash model and the
-//!   workload, not by the device's size, the run's length or the machine, so it is
-//!   compared like the others; its only side is that of 0: `direction` means both have
+//!   overhead): the difference is in percent; it is set by the flash model, the
+//!   workload and how full the device is kept (its fill and over-provisioning), not by
+//!   the device's absolute size, the run's length or the machine, so it is compared like
+//!   the others; its only side is that of 0: `direction` means both have
 //!   it, more than [`TOLERANCE`] percent apart, `opposite` that one has none;
 //! - a magnitude of the run or the machine (a count, minutes, tps, a latency in ms): the
 //!   difference is in percent, but the value depends on the device's size, the run's
@@ -45,8 +46,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind of a reference cell's unit; a unit it does not know is a magnitude, never
-    /// counted.
+    /// Every unit a reference cell may have (the reference file refuses others).
+    pub const UNITS: [&'static str; 10] =
+        ["change %", "share %", "times", "ratio", "per host write", "% of database", "count", "tps", "ms", "min"];
+
+    /// The kind of a reference cell's unit (one of [`Kind::UNITS`]); any other is a
+    /// magnitude, never counted.
     pub fn of_unit(unit: &str) -> Kind {
         match unit {
             "change %" => Kind::Change,
@@ -119,7 +124,12 @@ pub fn compare(kind: Kind, paper: f64, ours: Option<f64>) -> Comparison {
     }
     let difference = match kind {
         Kind::Change | Kind::Share => ours - paper,
-        Kind::Factor | Kind::Rate | Kind::Magnitude if paper == 0.0 => return not_comparable,
+        // A rate of none: ours is within at none too, else the paper's none against ours.
+        Kind::Rate if paper == 0.0 => {
+            let verdict = if ours == 0.0 { Verdict::Within } else { Verdict::Opposite };
+            return Comparison { difference: None, verdict };
+        }
+        Kind::Factor | Kind::Magnitude if paper == 0.0 => return not_comparable,
         Kind::Factor | Kind::Rate | Kind::Magnitude => (ours - paper) / paper.abs() * 100.0,
     };
     let verdict = if kind == Kind::Magnitude {
@@ -191,7 +201,8 @@ mod tests {
         assert_eq!(verdict(Kind::Rate, 0.66, 0.75), Verdict::Within);
         assert_eq!(verdict(Kind::Rate, 0.30, 0.01), Verdict::Direction);
         assert_eq!(verdict(Kind::Rate, 0.30, 0.0), Verdict::Opposite);
-        assert_eq!(verdict(Kind::Rate, 0.0, 0.0), Verdict::NotComparable);
+        assert_eq!(verdict(Kind::Rate, 0.0, 0.0), Verdict::Within);
+        assert_eq!(verdict(Kind::Rate, 0.0, 0.5), Verdict::Opposite);
         let d = compare(Kind::Rate, 0.5, Some(0.4)).difference.unwrap();
         assert!((d + 20.0).abs() < 1e-9, "{d}");
     }
