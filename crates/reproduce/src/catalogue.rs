@@ -92,7 +92,7 @@ pub static CATALOGUE: &[Experiment] = &[
         id: "ipa:table10",
         description: "IPA Table 10: TPC-C, non-eager eviction and late checkpoints, [0x0] vs [2xM], buffers 10-90%",
         implementation: Some(
-            Implementation::new(ipa::table10_runs, ipa::table10_cells).notes(ipa::table10_notes).ablation(ipa::LARGE_BUFFER_VARIANTS).plot(buffer_plot::effects_by_buffer),
+            Implementation::new(ipa::table10_runs, ipa::table10_cells).notes(ipa::table10_notes).ablation(ipa::TABLE10_VARIANTS).plot(buffer_plot::effects_by_buffer),
         ),
     },
     Experiment {
