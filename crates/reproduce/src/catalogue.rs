@@ -86,7 +86,7 @@ pub static CATALOGUE: &[Experiment] = &[
     Experiment {
         id: "ipa:table9",
         description: "IPA Table 9: TPC-C, eager eviction, [0x0] vs [2x3], buffers 10-90%",
-        implementation: Some(Implementation::new(ipa::table9_runs, ipa::table9_cells).notes(ipa::table9_notes).ablation(ipa::LARGE_BUFFER_VARIANTS).plot(buffer_plot::effects_by_buffer)),
+        implementation: Some(Implementation::new(ipa::table9_runs, ipa::table9_cells).notes(ipa::table9_notes).ablation(ipa::TABLE9_VARIANTS).plot(buffer_plot::effects_by_buffer)),
     },
     Experiment {
         id: "ipa:table10",
