@@ -96,9 +96,20 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
         ["fresh device", "emptier device (15% free)", "IPA region odd-MLC", "typical 400 MB/s flash channel"]
     );
     assert_eq!(variants("ipa:table3"), ["fresh device"]);
-    for id in ["ipa:table9", "ipa:table10"] {
-        assert_eq!(variants(id), ["fresh device", "emptier device (15% free)", "GC in the foreground only"], "{id}");
-    }
+    assert_eq!(
+        variants("ipa:table9"),
+        ["fresh device", "filled, not aged", "emptier device (15% free)", "GC in the foreground only"]
+    );
+    assert_eq!(
+        variants("ipa:table10"),
+        [
+            "fresh device",
+            "emptier device (15% free)",
+            "GC in the foreground only",
+            "log of half the size",
+            "log 1.5 times the size"
+        ]
+    );
     for id in ["ipa:table6", "ipa:table8"] {
         assert_eq!(
             variants(id),
