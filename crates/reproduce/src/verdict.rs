@@ -132,18 +132,12 @@ pub fn compare(kind: Kind, paper: f64, ours: Option<f64>) -> Comparison {
         Kind::Factor | Kind::Magnitude if paper == 0.0 => return not_comparable,
         Kind::Factor | Kind::Rate | Kind::Magnitude => (ours - paper) / paper.abs() * 100.0,
     };
-    let verdict = if kind == Kind::Magnitude {
-        Verdict::NotComparable
-    } else if difference.abs() <= TOLERANCE {
-        Verdict::Within
-    } else {
-        match kind {
-            Kind::Change | Kind::Share => same_side(paper, ours, 0.0),
-            Kind::Factor if ours <= 0.0 => Verdict::NotComparable,
-            Kind::Factor => same_side(paper, ours, 1.0),
-            Kind::Rate => same_side(paper, ours, 0.0),
-            Kind::Magnitude => unreachable!("a magnitude is never compared"),
-        }
+    let verdict = match kind {
+        Kind::Magnitude => Verdict::NotComparable,
+        _ if difference.abs() <= TOLERANCE => Verdict::Within,
+        Kind::Change | Kind::Share | Kind::Rate => same_side(paper, ours, 0.0),
+        Kind::Factor if ours <= 0.0 => Verdict::NotComparable,
+        Kind::Factor => same_side(paper, ours, 1.0),
     };
     Comparison { difference: Some(difference), verdict }
 }
