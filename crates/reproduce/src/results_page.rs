@@ -84,7 +84,7 @@ fn scale_notice(scale: Scale) -> Option<&'static str> {
             "**This page is published from the quick catalogue** (small databases, short runs), not at the \
              papers' scale: compare the relative effects, the rates and the verdicts, not the counts, times, throughput and latencies. The \
              papers'-scale version, from `deltaflash reproduce --all --full`, replaces it when that run completes \
-             (about 23 CPU hours, made in parts: its finished runs are kept in `docs/results/full/runs/`, and \
+             (about 23 CPU hours by its plan's bounds, about half that as made so far; made in parts: its finished runs are kept in `docs/results/full/runs/`, and \
              `deltaflash reproduce --all --full --kept --out docs/results/full` reports from those made so far).",
         ),
         Scale::Smoke => Some(
