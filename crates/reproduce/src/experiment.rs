@@ -50,6 +50,10 @@ impl RunSpec {
 /// run that failed.
 pub type Results<'a> = [Option<&'a Value>];
 
+/// An experiment's explanation of its cells from its runs' results (see
+/// [`Implementation::explain`]).
+pub type Explain = fn(&Results, &[ReferenceCell], &mut [Cell]);
+
 /// One variant of an experiment's ablation: every run of the experiment again with one
 /// model component switched or one uncertain constant changed. The report gives each
 /// cell's value under every variant, and a cell that is not `within` is explained by the
@@ -85,7 +89,7 @@ pub struct Implementation {
     /// Reasons from evidence other than a variant, for the cells not within that the
     /// ablation left without one: the papers' own numbers (every reference cell is
     /// given) against what our runs measured, or a cell that follows from others.
-    pub explain: fn(&Results, &[ReferenceCell], &mut [Cell]),
+    pub explain: Explain,
 }
 
 impl Implementation {
@@ -106,7 +110,7 @@ impl Implementation {
         Implementation { variants, ..self }
     }
 
-    pub const fn explain(self, explain: fn(&Results, &[ReferenceCell], &mut [Cell])) -> Implementation {
+    pub const fn explain(self, explain: Explain) -> Implementation {
         Implementation { explain, ..self }
     }
 

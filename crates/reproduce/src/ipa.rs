@@ -1695,19 +1695,24 @@ pub fn table5_cells(results: &Results) -> Vec<Ours> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Explain;
     use crate::RunInput;
 
-    /// Table 4's TPC-C cell under [2x3] at a 75% buffer, paper `paper`, ours `ours`, from a
-    /// run with `appends` of every 1,000 writes, the paper's Table 3 share `paper_share`.
-    fn table4_reason(paper: f64, ours: f64, appends: f64, paper_share: f64) -> String {
-        let reference = |experiment: &str, row: &str, column: &str, value: f64, unit: &str| ReferenceCell {
+    /// A reference cell of the paper's value `value` in `unit`.
+    fn reference(experiment: &str, row: &str, column: &str, value: f64, unit: &str) -> ReferenceCell {
+        ReferenceCell {
             experiment: experiment.into(),
             row: row.into(),
             column: column.into(),
             value,
             unit: unit.into(),
             source: String::new(),
-        };
+        }
+    }
+
+    /// Table 4's TPC-C cell under [2x3] at a 75% buffer, paper `paper`, ours `ours`, from a
+    /// run with `appends` of every 1,000 writes, the paper's Table 3 share `paper_share`.
+    fn table4_reason(paper: f64, ours: f64, appends: f64, paper_share: f64) -> String {
         let refs = [
             reference("ipa:table4", "IPA [2xM]", "TPC-C buffer 75%", paper, "times"),
             reference("ipa:table3", "TPC-C [2x3]", "update I/Os as appends", paper_share, "share %"),
@@ -1725,14 +1730,7 @@ mod tests {
     fn a_gc_total_whose_rate_is_within_takes_the_host_writes_reason() {
         // Table 6's odd-MLC column (quick): migrations per host write −48.6% (paper −56),
         // host writes +92.1% (paper +18, explained), migrations −1.2% (paper −48).
-        let reference = |row: &str, value: f64| ReferenceCell {
-            experiment: "ipa:table6".into(),
-            row: row.into(),
-            column: "[2x4] odd-MLC Δ%".into(),
-            value,
-            unit: "change %".into(),
-            source: String::new(),
-        };
+        let reference = |row: &str, value: f64| reference("ipa:table6", row, "[2x4] odd-MLC Δ%", value, "change %");
         let refs = [
             reference("GC page migrations", -48.0),
             reference("GC page migrations per host write", -56.0),
@@ -1761,24 +1759,31 @@ mod tests {
         assert_eq!(explained(-20.0, "x")[0].reason, "");
     }
 
-    /// The reason of a TPC-C space overhead of Table 3 not within, for [2x3] (the run
-    /// second after the baseline's [1x3] ... [1x20]) with the paper's `paper` and ours.
-    fn table3_reason(paper: f64, ours: f64) -> String {
-        let refs = [ReferenceCell {
-            experiment: "ipa:table3".into(),
-            row: "TPC-C [2x3]".into(),
-            column: "space overhead".into(),
-            value: paper,
-            unit: "% of database".into(),
-            source: String::new(),
-        }];
-        let run = serde_json::json!({"config": {"engine": {"v": 12, "db_page_bytes": 4096}}});
-        let mut results: Vec<Option<&Value>> = vec![None; 1 + TABLE3_TPCC_N.len() * TABLE3_TPCC_M.len()];
-        results[1 + TABLE3_TPCC_M.len()] = Some(&run);
-        let ours = [Ours { row: "TPC-C [2x3]".into(), column: "space overhead".into(), value: Some(ours) }];
-        let mut cells = crate::compare::join("ipa:table3", &refs, &ours, None);
-        table3_explain(&results, &refs, &mut cells);
+    /// The reason `explain` gives the space overhead at `cell` (experiment, row, column;
+    /// paper `paper`, ours `ours`), its run at index `at` of `runs`, with engine config V
+    /// and page bytes `engine`.
+    fn space_overhead_reason(
+        explain: Explain,
+        (experiment, row, column): (&str, &str, &str),
+        (runs, at): (usize, usize),
+        (v, page_bytes): (u8, u32),
+        (paper, ours): (f64, f64),
+    ) -> String {
+        let refs = [reference(experiment, row, column, paper, "% of database")];
+        let run = serde_json::json!({"config": {"engine": {"v": v, "db_page_bytes": page_bytes}}});
+        let mut results: Vec<Option<&Value>> = vec![None; runs];
+        results[at] = Some(&run);
+        let ours = [Ours { row: row.into(), column: column.into(), value: Some(ours) }];
+        let mut cells = crate::compare::join(experiment, &refs, &ours, None);
+        explain(&results, &refs, &mut cells);
         cells[0].reason.clone()
+    }
+
+    /// Table 3's TPC-C [2x3] (the run second after the baseline's [1x3] ... [1x20]).
+    fn table3_reason(paper: f64, ours: f64) -> String {
+        let (runs, at) = (table3_runs(Scale::Smoke).len(), 1 + TABLE3_TPCC_M.len());
+        let cell = ("ipa:table3", "TPC-C [2x3]", "space overhead");
+        space_overhead_reason(table3_explain, cell, (runs, at), (12, 4096), (paper, ours))
     }
 
     #[test]
@@ -1789,6 +1794,17 @@ mod tests {
         assert!(reason.contains("(2.30% if exactly the reserved bytes"), "{reason}");
         // A paper's value other than the reserved share: no such reason.
         assert_eq!(table3_reason(3.0, 4.0), "");
+        // LinkBench's [3x125] on 8 KiB pages with V = 0, 3 × 376 bytes (Table 5's 13.77%):
+        // the last of Table 3's runs, and the sixth scheme of Table 5's first buffer.
+        let table3 = table3_runs(Scale::Smoke).len();
+        let cases: [(Explain, _, _); 2] = [
+            (table3_explain, ("ipa:table3", "LinkBench [3x125]", "space overhead"), (table3, table3 - 1)),
+            (table5_explain, ("ipa:table5", "Space overhead", "[3x125]"), (table5_runs(Scale::Smoke).len(), 6)),
+        ];
+        for (explain, cell, at) in cases {
+            let reason = space_overhead_reason(explain, cell, at, (0, 8192), (13.77, 16.02));
+            assert!(reason.contains("N(1+3M+3V) = 1128 bytes with V = 0: 13.77%"), "{cell:?}: {reason}");
+        }
     }
 
     #[test]
