@@ -271,6 +271,29 @@ fn shared_pages_follow_gc_and_remaps_program_only_records() {
     h.check_all(&Vec::new());
 }
 
+/// A batch's source OOB reads go to their chips together: sixteen pairs whose sources
+/// lie on both chips take about eight reads more than one pair, not fifteen.
+#[test]
+fn a_remap_batch_reads_its_sources_on_every_chip_at_once() {
+    let g = geometry(64);
+    // An OOB read of an SLC page (every page an LSB page).
+    let read = g.latencies.read_ns[0] + g.latencies.transfer_ns(g.oob_bytes as usize);
+    let batch = |n: u32| {
+        let mut ftl = fresh(&config(VictimPolicy::Greedy), None, 0);
+        let mut idle = 0;
+        // Writes stripe round-robin, so the sources alternate between the two chips.
+        for lpn in 0..n {
+            idle = idle.max(ftl.write(lpn, &[lpn as u8; PAGE], 0).unwrap().end_ns);
+        }
+        let pairs: Vec<(u32, u32)> = (0..n).map(|i| (n + i, i)).collect();
+        let timing = ftl.remap(&pairs, idle).unwrap().expect("the page FTL remaps");
+        timing.end_ns - idle
+    };
+    let (one, sixteen) = (batch(1), batch(16));
+    assert!(sixteen <= one + 8 * read, "16 pairs took {sixteen} ns, 1 pair {one} ns, a read {read} ns");
+    assert!(sixteen >= one + 7 * read, "each chip still serves its reads in turn: {sixteen} ns against {one} ns");
+}
+
 #[test]
 fn remap_refusals_name_the_problem() {
     let mut ftl = fresh(&config(VictimPolicy::Greedy), None, 0);

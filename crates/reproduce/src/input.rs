@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::config::StorageConfig;
 use workloads::experiment::GIT_COMMIT;
-use workloads::sqlite::flash::FlashRunConfig;
+use workloads::sqlite::flash::{FlashJournal, FlashRunConfig};
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
 /// Where a run sends its progress lines (the runner prefixes and prints them).
@@ -66,6 +66,7 @@ impl RunInput {
         match self {
             RunInput::Engine(_) => Family::Engine,
             RunInput::Index(_) => Family::Index,
+            RunInput::Sqlite(c) if c.journal == FlashJournal::SwWal => Family::SqliteSwWal,
             RunInput::Sqlite(_) => Family::Sqlite,
         }
     }

@@ -73,7 +73,7 @@ mod swwal;
 #[path = "host_stack.rs"]
 pub mod host_stack;
 
-use crate::cache::{PageCache, Tag};
+use crate::cache::{Dirty, PageCache, Tag};
 use crate::clean::CleanPages;
 
 /// A page's bytes and tag as [`FileStore::fetch`] found them.
@@ -426,9 +426,15 @@ impl FileStore {
         if self.tx.is_some() {
             return Ok(());
         }
+        let pages = self.cache.take_all();
+        self.write_back_together(pages)
+    }
+
+    /// Writes back `pages`, issued together; returns when the last ended.
+    fn write_back_together(&mut self, pages: Vec<(u32, Dirty)>) -> Result<(), Error> {
         let issued = self.now;
         let mut end = issued;
-        for (lpn, dirty) in self.cache.take_all() {
+        for (lpn, dirty) in pages {
             end = end.max(self.write_back(lpn, &dirty.data, dirty.tag, issued)?);
         }
         self.now = end;
@@ -469,13 +475,12 @@ impl FileStore {
         })
     }
 
-    /// Writes back a queued remap's source page if it is dirty: the remap shares its
-    /// flash page, which must hold the frame first.
-    pub(crate) fn write_back_source(&mut self, lpn: u32) -> Result<(), Error> {
-        if let Some(dirty) = self.cache.take(lpn) {
-            self.now = self.write_back(lpn, &dirty.data, dirty.tag, self.now)?;
-        }
-        Ok(())
+    /// Writes back those of `lpns` that are dirty, issued together (as a sync issues
+    /// its pages); returns when the last ended. SW-WAL's queued remaps share their
+    /// frames' flash pages, which must hold the frames first.
+    pub(crate) fn write_back_dirty(&mut self, lpns: &[u32]) -> Result<(), Error> {
+        let pages = lpns.iter().filter_map(|&lpn| self.cache.take(lpn).map(|dirty| (lpn, dirty))).collect();
+        self.write_back_together(pages)
     }
 
     /// A remap onto `lpn` supersedes its dirty page.

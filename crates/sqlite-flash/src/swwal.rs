@@ -60,10 +60,17 @@ pub(super) struct SwWal {
     pending_header: Option<(String, u64, [u8; TAG_BYTES])>,
     /// The frame data SQLite last read whole: (WAL, its logical page, the bytes).
     last_frame: Option<(String, u32, Vec<u8>)>,
-    /// Queued remaps: database lpn → frame lpn.
-    queued: BTreeMap<u32, u32>,
+    /// Queued remaps, by database lpn.
+    queued: BTreeMap<u32, Queued>,
     /// Frame lpns of queued remaps, with how many.
     sources: HashMap<u32, u32>,
+}
+
+/// A remap waiting in RAM: the frame page the database page will share, and the bytes
+/// SQLite wrote to the database page (the frame's data).
+struct Queued {
+    frame: u32,
+    bytes: Vec<u8>,
 }
 
 /// File pages a frame-aligned WAL of `size` bytes spans.
@@ -86,14 +93,14 @@ impl FileStore {
 
     /// The logical page a queued remap sends reads of `lpn` to.
     pub(super) fn resolve(&self, lpn: u32) -> u32 {
-        self.sw_wal.as_ref().and_then(|s| s.queued.get(&lpn).copied()).unwrap_or(lpn)
+        self.sw_wal.as_ref().and_then(|s| s.queued.get(&lpn)).map_or(lpn, |q| q.frame)
     }
 
     /// Before `lpn` is written or trimmed: a queued remap onto it is dropped (the new
     /// bytes win), and queued remaps from it are made durable first.
     pub(super) fn before_overwrite(&mut self, lpn: u32) -> Result<(), Error> {
         let Some(sw) = self.sw_wal.as_mut() else { return Ok(()) };
-        if let Some(src) = sw.queued.remove(&lpn) {
+        if let Some(Queued { frame: src, .. }) = sw.queued.remove(&lpn) {
             if let Some(n) = sw.sources.get_mut(&src) {
                 *n -= 1;
                 if *n == 0 {
@@ -107,24 +114,31 @@ impl FileStore {
         Ok(())
     }
 
-    /// Writes a waiting frame header, then hands the queued remaps to the FTL.
+    /// Writes a waiting frame header, then hands the queued remaps to the FTL: first the
+    /// frame pages they share that are still dirty, written back together as a sync
+    /// writes, then the remaps in one batch. Afterwards the page cache keeps each
+    /// remapped database page's bytes, as it keeps a page written back: a checkpoint's
+    /// pages stay cached whether their write was a program or a remap (a frame page's
+    /// bytes and tag do not change).
     pub(super) fn flush_remaps(&mut self) -> Result<(), Error> {
         if self.sw_wal.is_none() {
             return Ok(());
         }
         self.flush_header()?;
         let sw = self.sw();
-        let pairs: Vec<(u32, u32)> = std::mem::take(&mut sw.queued).into_iter().collect();
-        let sources: Vec<u32> = sw.sources.drain().map(|(src, _)| src).collect();
-        for src in sources {
-            self.write_back_source(src)?;
-        }
-        for &(a, b) in &pairs {
-            self.forget_clean(a);
-            self.forget_clean(b);
+        let queued = std::mem::take(&mut sw.queued);
+        let mut sources: Vec<u32> = sw.sources.drain().map(|(src, _)| src).collect();
+        sources.sort_unstable();
+        self.write_back_dirty(&sources)?;
+        let pairs: Vec<(u32, u32)> = queued.iter().map(|(&dst, q)| (dst, q.frame)).collect();
+        for &(dst, _) in &pairs {
+            self.forget_clean(dst);
         }
         if let Some(t) = self.ftl.remap(&pairs, self.now)? {
             self.now = self.now.max(t.end_ns);
+        }
+        for (dst, q) in queued {
+            self.clean.put(dst, &q.bytes, None);
         }
         Ok(())
     }
@@ -150,7 +164,7 @@ impl FileStore {
         self.before_overwrite(dst)?;
         self.discard_dirty(dst);
         let sw = self.sw();
-        sw.queued.insert(dst, src);
+        sw.queued.insert(dst, Queued { frame: src, bytes: data.to_vec() });
         *sw.sources.entry(src).or_default() += 1;
         self.counters.write_bytes += pb;
         if offset + pb > self.entry(name)?.size {

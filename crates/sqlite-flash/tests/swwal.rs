@@ -96,6 +96,26 @@ fn sw_wal_programs_fewer_pages_than_the_plain_wal() {
     assert!(sw * 10 < plain * 8, "SW-WAL {sw} programs vs plain WAL {plain}");
 }
 
+/// The host page cache keeps a checkpoint's database pages whether their write went to
+/// flash as a program (plain WAL) or as a remap (SW-WAL): reading the table back after
+/// many checkpoints costs no more flash reads under SW-WAL.
+#[test]
+fn remapped_database_pages_stay_cached_as_written_back_ones_do() {
+    let reads = |sw_wal| {
+        let db = create(memory(), sw_wal);
+        // SQLite's own cache as small as it goes, so the scan reads through the file layer.
+        db.connection().execute_batch("PRAGMA cache_size=1").unwrap();
+        workload(&db, 60);
+        let before = db.counters();
+        assert_eq!(table(&db).len(), 150);
+        let after = db.counters();
+        (after.host_read_pages - before.host_read_pages, after.ftl.remaps)
+    };
+    let ((plain, _), (sw, remaps)) = (reads(false), reads(true));
+    assert!(remaps > 50, "SW-WAL's checkpoints remapped: {remaps}");
+    assert!(sw <= plain, "the scan read {sw} pages from flash under SW-WAL, {plain} under the plain WAL");
+}
+
 #[test]
 fn large_blobs_and_a_reader_across_a_partial_checkpoint() {
     let db = create(memory(), true);

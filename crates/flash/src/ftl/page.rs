@@ -211,15 +211,17 @@ impl PageFtl {
         Ok(())
     }
 
-    /// One remap record for `pairs` (at most a record's capacity), then the map.
+    /// One remap record for `pairs` (at most a record's capacity), then the map. The
+    /// sources' OOB reads are issued together (each chip serves its own in turn), and
+    /// the record is programmed once the last has ended.
     fn remap_batch(&mut self, pairs: &[(u32, u32)], now: SimTime) -> Result<OpTiming, Error> {
         let mut t = now;
         let mut entries = Vec::with_capacity(pairs.len());
         for &(dst, src) in pairs {
             // The entry names its target by seq, which GC copies keep.
             let ppn = Ppn(self.map.l2p[src as usize]);
-            let (timing, oob) = self.dev.read_oob(ppn, t).map_err(|e| self.log.device_error(e))?;
-            t = timing.end_ns;
+            let (timing, oob) = self.dev.read_oob(ppn, now).map_err(|e| self.log.device_error(e))?;
+            t = t.max(timing.end_ns);
             let Some(h) = pagelog::Header::decode(oob) else {
                 return Err(self.log.poison(Error::NeedsReopen { region: "page FTL".into() }));
             };
