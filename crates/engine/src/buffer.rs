@@ -734,6 +734,21 @@ impl BufferPool {
         (self.hand, self.dirty) = (0, 0);
         Ok(())
     }
+
+    /// Adds empty frames up to `frames`, every cached page staying where it is (for a
+    /// database that grew since the pool was sized); a pool that large already stays.
+    pub fn grow(&mut self, frames: usize) {
+        let old = self.frames.len();
+        if frames <= old {
+            return;
+        }
+        let bytes = self.store.page_bytes();
+        self.frames.resize(frames, Frame::default());
+        self.data.resize(frames * bytes, 0);
+        self.bases.grow(frames);
+        self.changed.resize(frames, Changed::default());
+        self.empty.grow(old, frames);
+    }
 }
 
 /// The bases of the dirty frames, one page each. Slots given back are taken again
@@ -751,6 +766,15 @@ impl BaseSlots {
     /// Room for `frames` bases (every frame dirty at once).
     fn new(frames: usize, page_bytes: usize) -> BaseSlots {
         BaseSlots { bytes: vec![0; frames * page_bytes], page_bytes, free: Vec::new(), used: 0 }
+    }
+
+    /// Room for `frames` bases, the slots taken so far kept (copied into a fresh
+    /// zeroed array, so the part never written still takes no memory).
+    fn grow(&mut self, frames: usize) {
+        let mut bytes = vec![0; frames * self.page_bytes];
+        let used = self.used as usize * self.page_bytes;
+        bytes[..used].copy_from_slice(&self.bytes[..used]);
+        self.bytes = bytes;
     }
 
     fn take(&mut self) -> u32 {
@@ -787,6 +811,14 @@ impl EmptyFrames {
             words[frames / 64] = (1 << (frames % 64)) - 1;
         }
         EmptyFrames { words, first: 0 }
+    }
+
+    /// Frames `old..frames` added, all empty.
+    fn grow(&mut self, old: usize, frames: usize) {
+        self.words.resize(frames.div_ceil(64), 0);
+        for f in old..frames {
+            self.insert(f);
+        }
     }
 
     /// The lowest empty frame (it stays empty until [`EmptyFrames::remove`]).

@@ -177,3 +177,36 @@ fn clean_first_clock_evicts_a_clean_page_before_a_dirty_one() {
     }
     assert_eq!((p.stats().evictions, p.stats().dirty_evictions), (1, 1));
 }
+
+/// Growing the pool keeps every cached page, dirty ones dirty, and new pages take the
+/// added frames before anything is evicted; growing to fewer frames changes nothing.
+#[test]
+fn growing_keeps_every_cached_page_and_evicts_nothing_until_the_new_frames_are_used() {
+    for replacement in [Replacement::Clock, Replacement::Lru] {
+        let mut p = pool(8, replacement, CleanerPolicy::NonEager);
+        for no in 0..8 {
+            create(&mut p, no);
+        }
+        p.pool.grow(4);
+        assert_eq!(p.frames(), 8, "a smaller size leaves the pool as it is");
+        p.pool.grow(16);
+        assert_eq!((p.frames(), p.cached_pages(), p.dirty_frames()), (16, 8, 8));
+        for no in 8..16 {
+            create(&mut p, no);
+        }
+        assert_eq!((p.stats().evictions, p.cached_pages()), (0, 16), "the new pages took the new frames");
+        let misses = p.stats().misses;
+        for no in 0..16 {
+            change(&mut p, no);
+        }
+        assert_eq!(p.stats().misses, misses, "every page stayed cached");
+        // Full again: the next page evicts one, which comes back from flash as it was.
+        create(&mut p, 16);
+        assert_eq!(p.stats().evictions, 1);
+        for no in 0..17 {
+            let f = p.pages().fetch(PageId { region: 0, page: no }).unwrap();
+            assert_eq!(page::page_no(p.page(f)), no);
+            p.pages().unpin(f);
+        }
+    }
+}

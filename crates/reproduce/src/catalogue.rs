@@ -31,7 +31,7 @@ pub static CATALOGUE: &[Experiment] = &[
     },
     Experiment {
         id: "ipa:table2",
-        description: "IPA Table 2: IPA [2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)",
+        description: "IPA Table 2: IPA [2x3]/[2x4] vs In-Page Logging: I/O write and read amplification, erases (TPC-B, TPC-C, TATP)",
         implementation: Some(
             Implementation::new(ipa_ipl::table2_runs, ipa_ipl::table2_cells)
                 .notes(ipa_ipl::table2_notes)

@@ -41,7 +41,8 @@ const STEADY: &str = "Every run starts from a preconditioned device (driver.prec
     over-provisioning, §8.4), then the workload's own \
     transactions age the device until its GC page migrations per host write are steady over 5 windows of a \
     tenth of the data regions' capacity each (SNIA SSS PTS: each within ±10% of their mean, the least-squares \
-    line within ±5%), at most 25 windows; each run's JSON says whether it got there (precondition.reached).";
+    line within ±5%), at most 25 windows; each run's JSON says whether it got there (precondition.reached). The \
+    buffer pool then grows to the buffer share of the database the aging's inserts grew (buffer_mib).";
 /// The emulator of Tables 7, 9 and 10 as the text gives it.
 const EMULATOR: &str = "The paper's emulator: 16 SLC chips, page-level mapping, 10% over-provisioning \
     (§8.1, §8.4). Its capacity is not stated; ours is cut to fewer blocks per chip, and after the fill the \

@@ -93,6 +93,9 @@ pub struct ExperimentResult {
     pub v: u8,
     /// Bytes each page reserves for delta-records, in percent of the page.
     pub space_overhead_pct: f64,
+    /// The buffer pool while measuring, MiB: `engine.buffer_share` of the database as
+    /// the load and the precondition left it.
+    pub buffer_mib: f64,
     /// From creating the device to the end, loading included.
     pub wall_seconds: f64,
     /// Wall time of the warm-up and the measured run.
@@ -390,6 +393,10 @@ impl Experiment {
         })
         .map_err(|e| run_error(&db, precondition_start, e))?
         .map(|report| Preconditioned { report, wall_seconds: precondition_wall.elapsed().as_secs_f64() });
+        // The aging's transactions grew the database; the buffer is a share of the
+        // database measured, so the pool grows with it (its cached pages stay).
+        db.grow_buffer(BufferSize::Share(c.engine.buffer_share));
+        let buffer_mib = (db.buffer_frames() * page_bytes) as f64 / (1024.0 * 1024.0);
         let run_start = db.now();
         let run_wall = Instant::now();
         let mut rate = Rate::default();
@@ -419,6 +426,7 @@ impl Experiment {
             ipa: d.scheme.to_string(),
             v: d.scheme.v,
             space_overhead_pct: d.scheme.area_bytes() as f64 * 100.0 / page_bytes as f64,
+            buffer_mib,
             wall_seconds: wall.elapsed().as_secs_f64(),
             run_wall_seconds,
             fill,

@@ -551,6 +551,15 @@ impl Database {
         self.pool.resize(size.frames(&self.catalog), &mut *self.journal)
     }
 
+    /// Grows the buffer pool to `size` of the pages the database holds now, keeping
+    /// every cached page (the driver does this after the precondition's aging, whose
+    /// inserts grew the database, so that a share is of the database measured); a pool
+    /// that large already stays as it is.
+    pub fn grow_buffer(&mut self, size: BufferSize) {
+        self.options.buffer = size;
+        self.pool.grow(size.frames(&self.catalog));
+    }
+
     /// Height and page count of an index.
     pub fn index_shape(&mut self, name: &str) -> Result<(u32, usize)> {
         let def = &self.catalog.indexes[self.catalog.index(name)?];
