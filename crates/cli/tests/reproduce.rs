@@ -234,7 +234,7 @@ fn a_plan_lists_the_runs_with_their_costs_and_writes_nothing() {
         ),
         "{text}"
     );
-    assert!(text.contains("| ipa:table9 | 50 | 0 | 50 | 0 |"), "{text}");
+    assert!(text.contains("| ipa:table9 | 60 | 0 | 60 | 0 |"), "{text}");
     assert!(text.contains(" CPU hours to make (") && text.contains("; 0 runs refused"), "{text}");
     assert!(!out.exists(), "a plan writes nothing");
 }
@@ -247,7 +247,7 @@ fn kept_reports_without_making_a_run() {
     let out = tmp.path().join("out");
     let out_arg = out.to_str().unwrap();
     let text = ok(&["reproduce", "ipa:table9", "--full", "--kept", "--out", out_arg]);
-    assert!(text.contains("runs: 0 executed, 0 reused, 0 failed, 50 not made yet;"), "{text}");
+    assert!(text.contains("runs: 0 executed, 0 reused, 0 failed, 60 not made yet;"), "{text}");
     let md = fs::read_to_string(out.join("ipa-table9.md")).unwrap();
     assert!(md.contains("| not made yet (--kept reports from the runs kept only) |"), "{md}");
     assert!(summary(&out)["cells"].as_array().unwrap().iter().any(|c| c["reason"] == "its runs are not made yet"));

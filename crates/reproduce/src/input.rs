@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::config::StorageConfig;
 use workloads::experiment::GIT_COMMIT;
-use workloads::precondition::Precondition;
 use workloads::sqlite::flash::{FlashJournal, FlashRunConfig};
 use workloads::{Control, Experiment, ExperimentConfig, Progress};
 
@@ -65,7 +64,6 @@ impl RunInput {
     /// Which family of runs it is, for its model version ([`crate::model_version`]).
     pub fn family(&self) -> Family {
         match self {
-            RunInput::Engine(c) if c.driver.precondition == Precondition::Steady => Family::EngineAged,
             RunInput::Engine(_) => Family::Engine,
             RunInput::Index(_) => Family::Index,
             RunInput::Sqlite(c) if c.journal == FlashJournal::SwWal => Family::SqliteSwWal,

@@ -30,9 +30,6 @@ pub enum Family {
     /// Workloads on the engine (`RunInput::Engine`): IPA, IPL, NoFTL regions, the FTLs
     /// under the engine.
     Engine,
-    /// The engine runs aged to GC steady state (`driver.precondition = steady`) before
-    /// they measure: a part of [`Family::Engine`], for a change to what the aging leaves.
-    EngineAged,
     /// Flash-aware B+-tree benchmarks (`RunInput::Index`).
     Index,
     /// SQLite on emulated flash (`RunInput::Sqlite`): the NoLgn experiments.
@@ -46,7 +43,6 @@ impl Family {
     /// The family this one is a part of, if any.
     fn within(self) -> Option<Family> {
         match self {
-            Family::EngineAged => Some(Family::Engine),
             Family::SqliteSwWal => Some(Family::Sqlite),
             Family::Engine | Family::Index | Family::Sqlite => None,
         }
@@ -122,10 +118,9 @@ pub const MODEL_VERSIONS: &[ModelEntry] = &[
     },
     ModelEntry {
         fixtures_digest: "281f15f05932c03e",
-        change: "the buffer pool grows after the steady-state aging to the buffer share of the database the \
-                 aging's inserts grew (it kept the share of the database as loaded: a 75% buffer measured TPC-C \
-                 with about half its database cached); engine results gain `buffer_mib`, the pool while measuring",
-        reaches: &[Family::EngineAged],
+        change: "engine results gain `buffer_mib`, the buffer pool while measuring, and the switch \
+                 `engine.buffer_of_aged_database` (off: as before); no simulated value changes",
+        reaches: &[],
     },
 ];
 
@@ -162,10 +157,8 @@ mod tests {
         assert_eq!(version_in(&entries, Family::SqliteSwWal), 3);
         assert_eq!(version_in(&entries, Family::Sqlite), 2);
         assert_eq!(version_in(&entries, Family::Engine), 1);
-        // Today's versions: the SW-WAL runs are one change ahead of the other SQLite runs,
-        // and so are the aged engine runs of the others.
+        // Today's versions: the SW-WAL runs are one change ahead of the other SQLite runs.
         assert_eq!(version_of(Family::SqliteSwWal), version_of(Family::Sqlite) + 1);
-        assert_eq!(version_of(Family::EngineAged), version_of(Family::Engine) + 1);
     }
 
     #[test]

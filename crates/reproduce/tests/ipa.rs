@@ -98,7 +98,13 @@ fn the_experiments_with_gc_cells_have_the_fresh_device_variant() {
     assert_eq!(variants("ipa:table3"), ["fresh device"]);
     assert_eq!(
         variants("ipa:table9"),
-        ["fresh device", "filled, not aged", "emptier device (15% free)", "GC in the foreground only"]
+        [
+            "fresh device",
+            "filled, not aged",
+            "emptier device (15% free)",
+            "GC in the foreground only",
+            "buffer of the aged database"
+        ]
     );
     assert_eq!(
         variants("ipa:table10"),

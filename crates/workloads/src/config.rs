@@ -357,6 +357,12 @@ pub struct EngineConfig {
     pub db_page_bytes: Option<usize>,
     /// Buffer pool size as a share of the database after loading.
     pub buffer_share: f64,
+    /// After the steady-state aging, grow the pool to `buffer_share` of the database the
+    /// aging's inserts grew, its cached pages kept [default: false: the share of the
+    /// database as loaded, so every scheme of a setup measures with the same pool, as
+    /// the papers' runs of one database did]. Not set, it stays out of a result's config.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub buffer_of_aged_database: bool,
     pub eviction: Eviction,
     /// Eager eviction only: once past its threshold the cleaner writes every dirty page,
     /// not only down to the threshold (Shore-MT "flushing dirty pages eagerly when a
@@ -423,6 +429,7 @@ impl Default for EngineConfig {
             buffer_share: 0.1,
             eviction: Eviction::Eager,
             cleaner_sweep: false,
+            buffer_of_aged_database: false,
             replacement: Replacement::Clock,
             heap_space: HeapSpace::Packed,
             ipa: "2x4".into(),

@@ -393,9 +393,9 @@ impl Experiment {
         })
         .map_err(|e| run_error(&db, precondition_start, e))?
         .map(|report| Preconditioned { report, wall_seconds: precondition_wall.elapsed().as_secs_f64() });
-        // The aging's transactions grew the database; the buffer is a share of the
-        // database measured, so the pool grows with it (its cached pages stay).
-        db.grow_buffer(BufferSize::Share(c.engine.buffer_share));
+        if c.engine.buffer_of_aged_database {
+            db.grow_buffer(BufferSize::Share(c.engine.buffer_share));
+        }
         let buffer_mib = (db.buffer_frames() * page_bytes) as f64 / (1024.0 * 1024.0);
         let run_start = db.now();
         let run_wall = Instant::now();

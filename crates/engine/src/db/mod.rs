@@ -552,9 +552,8 @@ impl Database {
     }
 
     /// Grows the buffer pool to `size` of the pages the database holds now, keeping
-    /// every cached page (the driver does this after the precondition's aging, whose
-    /// inserts grew the database, so that a share is of the database measured); a pool
-    /// that large already stays as it is.
+    /// every cached page (for a database that grew since the pool was sized, as the
+    /// precondition's aging grows it); a pool that large already stays as it is.
     pub fn grow_buffer(&mut self, size: BufferSize) {
         self.options.buffer = size;
         self.pool.grow(size.frames(&self.catalog));
