@@ -79,9 +79,9 @@ fn config(scale: Scale, workload: &str, param: &str, size: u32, blocks_per_chip:
     c
 }
 
-/// The IPA scheme of Table 2's `workload`. §8.3: "IPA configurations [2×3] and [2×4]";
-/// §8.4 names whose: "for TPC-C the natural choice is M = 3 … For TPC-B we opted for
-/// M = 4". TATP's is not stated: [2x4] assumed.
+/// The IPA scheme of Table 2's `workload`. §8.3: "IPA configurations \[2×3\] and
+/// \[2×4\]"; §8.4 names whose: "for TPC-C the natural choice is M = 3 … For TPC-B we
+/// opted for M = 4". TATP's is not stated: \[2x4\] assumed.
 pub fn table2_scheme(workload: &str) -> &'static str {
     if workload == "tpcc" {
         "2x3"
