@@ -288,15 +288,21 @@ fn sqlite_peak(device: &DeviceConfig, row_bytes: f64) -> u64 {
 /// The peak memory of a TPC-C run on the emulator whose database grows to `needed_mib`,
 /// on its device scaled by `room` (1 when it has room): the device's per-page arrays
 /// (allocated up front) and the engine's mapping, the bytes the device keeps per byte
-/// of database, and the buffer pool's share of the database at its largest (a bound:
-/// the pool grows with the aging's inserts, not the run's).
+/// of database, and the buffer pool's share of the loaded database (with
+/// `engine.buffer_of_aged_database`, of the database at its largest: a bound, as the pool
+/// grows with the aging's inserts, not the run's).
 fn tpcc_peak(config: &ExperimentConfig, needed_mib: f64, room: f64) -> u64 {
     let upfront = config.device.geometry().map_or(0.0, |g| g.memory_footprint().upfront_bytes as f64);
     let pages = raw_bytes(&config.device) / 4096.0;
+    let pooled_mib = if config.engine.buffer_of_aged_database {
+        needed_mib
+    } else {
+        needed_mib.min(crate::ipa::tpcc_loaded_mib(config))
+    };
     let mib = 1024.0 * 1024.0;
     let bytes = (upfront + pages * MAPPING_BYTES_PER_4K_PAGE) * room
         + needed_mib * mib * TPCC_DEVICE_BYTES_PER_DATABASE_BYTE
-        + config.engine.buffer_share.clamp(0.0, 1.0) * needed_mib * mib;
+        + config.engine.buffer_share.clamp(0.0, 1.0) * pooled_mib * mib;
     BASE_BYTES + bytes as u64
 }
 

@@ -130,10 +130,9 @@ impl FileStore {
         let mut sources: Vec<u32> = sw.sources.drain().map(|(src, _)| src).collect();
         sources.sort_unstable();
         self.write_back_dirty(&sources)?;
+        // Queuing a remap dropped its database page from the page cache (`discard_dirty`),
+        // and reads while it waited went to the frame: nothing cached under it is stale.
         let pairs: Vec<(u32, u32)> = queued.iter().map(|(&dst, q)| (dst, q.frame)).collect();
-        for &(dst, _) in &pairs {
-            self.forget_clean(dst);
-        }
         if let Some(t) = self.ftl.remap(&pairs, self.now)? {
             self.now = self.now.max(t.end_ns);
         }
